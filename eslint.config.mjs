@@ -1,0 +1,59 @@
+// @ts-check
+import js from "@eslint/js";
+import tseslint from "typescript-eslint";
+
+/**
+ * Vendor libraries may only be imported by the module that owns them (DESIGN.md §2), so no
+ * vendor type leaks across a module's public surface.
+ */
+const vendorOwners = [
+  { name: "dockerode", owner: "src/sandbox/docker/**" },
+  { name: "tar-stream", owner: "src/sandbox/docker/**" },
+  { name: "commander", owner: "src/cli/**" },
+  { name: "@anthropic-ai/sdk", owner: "src/runner/model/**" },
+];
+
+/** @param {string} [exceptOwner] */
+function restrictedVendorImports(exceptOwner) {
+  return vendorOwners
+    .filter(({ owner }) => owner !== exceptOwner)
+    .map(({ name, owner }) => ({
+      name,
+      message: `only ${owner} may import ${name} (DESIGN.md §2)`,
+    }));
+}
+
+export default tseslint.config(
+  { ignores: ["dist/**", "node_modules/**", "coverage/**"] },
+  js.configs.recommended,
+  ...tseslint.configs.recommendedTypeChecked,
+  {
+    languageOptions: {
+      parserOptions: { projectService: true, tsconfigRootDir: import.meta.dirname },
+    },
+    rules: {
+      "@typescript-eslint/consistent-type-imports": "error",
+      "@typescript-eslint/no-floating-promises": "error",
+      "@typescript-eslint/no-unused-vars": [
+        "error",
+        { argsIgnorePattern: "^_", varsIgnorePattern: "^_" },
+      ],
+      "@typescript-eslint/only-throw-error": "error",
+      "no-console": "off",
+    },
+  },
+  {
+    files: ["src/**/*.ts"],
+    ignores: ["src/**/*.test.ts"],
+    rules: { "no-restricted-imports": ["error", { paths: restrictedVendorImports() }] },
+  },
+  ...vendorOwners.map(({ owner }) => ({
+    files: [owner],
+    ignores: ["src/**/*.test.ts"],
+    rules: { "no-restricted-imports": ["error", { paths: restrictedVendorImports(owner) }] },
+  })),
+  {
+    files: ["**/*.mjs"],
+    ...tseslint.configs.disableTypeChecked,
+  },
+);

@@ -1,0 +1,154 @@
+#!/usr/bin/env bash
+# Brings a machine to the point where cordon runs and its tests pass:
+#   1. npm dependencies (installed when missing or stale)
+#   2. the TypeScript build (dist/)
+#   3. a Docker engine (Debian's engine, installed and started when none answers and we are root)
+#   4. the sandbox image (built by `cordon image build`, skipped when its inputs are unchanged;
+#      a debootstrapped base when the official base image cannot be pulled)
+# Idempotent: a second run does nothing but check. Each step prints what it does and how long it
+# took; a failing step names the fix and exits non-zero. Nothing is skipped silently.
+set -euo pipefail
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$ROOT"
+
+# Public defaults; the TypeScript side reads the same environment variables.
+OFFICIAL_BASE="${CORDON_OFFICIAL_BASE_IMAGE:-debian:bookworm-slim}"
+LOCAL_BASE="${CORDON_LOCAL_BASE_IMAGE:-cordon-base:bookworm}"
+DEBIAN_MIRROR="${CORDON_DEBIAN_MIRROR:-http://deb.debian.org/debian}"
+DOCKERD_LOG="${CORDON_DOCKERD_LOG:-/var/log/cordon-dockerd.log}"
+
+step_started=0
+step() { step_started=$(date +%s%N); printf '==> %s\n' "$*" >&2; }
+done_step() {
+  local ms=$(( ($(date +%s%N) - step_started) / 1000000 ))
+  printf '    %s (%d.%03ds)\n' "${1:-done}" $((ms / 1000)) $((ms % 1000)) >&2
+}
+fail() { printf '\nsetup failed: %s\n  fix: %s\n' "$1" "$2" >&2; exit 1; }
+
+ensure_node() {
+  step "checking Node.js"
+  local version major minor
+  version="$(node -p 'process.versions.node' 2>/dev/null)" ||
+    fail "Node.js is not installed" "install Node.js 20.19 or newer (https://nodejs.org)"
+  major="${version%%.*}"; minor="${version#*.}"; minor="${minor%%.*}"
+  if (( major < 20 || (major == 20 && minor < 19) )); then
+    fail "Node.js $version is too old" "install Node.js 20.19 or newer"
+  fi
+  done_step "node $version"
+}
+
+ensure_npm_dependencies() {
+  step "npm dependencies"
+  # npm writes node_modules/.package-lock.json on every install; if the lockfile is newer, the
+  # tree is stale.
+  local marker=node_modules/.package-lock.json
+  if [[ -f "$marker" && ! package-lock.json -nt "$marker" && ! package.json -nt "$marker" ]]; then
+    done_step "up to date"
+    return
+  fi
+  npm ci --no-audit --no-fund --loglevel=error >&2 ||
+    fail "npm ci failed" "check network access to the npm registry, then rerun scripts/setup.sh"
+  done_step "installed"
+}
+
+ensure_build() {
+  step "building TypeScript (dist/)"
+  npx tsc -p tsconfig.build.json >&2 ||
+    fail "the TypeScript build failed" "run 'npx tsc -p tsconfig.build.json' and fix the errors it prints"
+  done_step "built"
+}
+
+docker_answers() { docker info >/dev/null 2>&1; }
+
+ensure_docker_engine() {
+  step "Docker engine"
+  if docker_answers; then
+    done_step "running ($(docker version --format 'engine {{.Server.Version}}, API {{.Server.APIVersion}}' 2>/dev/null))"
+    return
+  fi
+  local can_install=no
+  if [[ "$(id -u)" == 0 && -r /etc/debian_version ]] && command -v apt-get >/dev/null; then
+    can_install=yes
+  fi
+  if ! command -v dockerd >/dev/null; then
+    [[ $can_install == yes ]] || fail "no Docker engine answers and none is installed" \
+      "install Docker (https://docs.docker.com/engine/install/) and start it, or run this script as root on Debian/Ubuntu to install Debian's docker.io"
+    printf '    installing Debian docker.io (apt-get)\n' >&2
+    apt-get update -qq >&2 || fail "apt-get update failed" "check access to Debian's package mirror"
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq docker.io >&2 ||
+      fail "apt-get install docker.io failed" "install Docker by hand, then rerun scripts/setup.sh"
+  fi
+  if [[ "$(id -u)" != 0 ]]; then
+    fail "the Docker daemon is installed but not answering" \
+      "start it (e.g. 'sudo systemctl start docker') and make sure your user may use it"
+  fi
+  printf '    starting dockerd (log: %s)\n' "$DOCKERD_LOG" >&2
+  # Fully detached: a daemon holding this script's stdout/stderr would keep CI from ever ending.
+  setsid dockerd </dev/null >>"$DOCKERD_LOG" 2>&1 &
+  local deadline=$((SECONDS + 60))
+  until docker_answers; do
+    (( SECONDS < deadline )) || fail "dockerd did not answer within 60s" "read $DOCKERD_LOG"
+    sleep 0.5
+  done
+  done_step "started ($(docker version --format 'engine {{.Server.Version}}, API {{.Server.APIVersion}}'))"
+}
+
+image_exists() { docker image inspect "$1" >/dev/null 2>&1; }
+
+# The official base when a registry is reachable; otherwise a debootstrapped Debian bookworm,
+# imported once and kept under $LOCAL_BASE.
+ensure_base_image() {
+  step "base image"
+  if [[ -n "${CORDON_BASE_IMAGE:-}" ]]; then
+    image_exists "$CORDON_BASE_IMAGE" || docker pull "$CORDON_BASE_IMAGE" >&2 ||
+      fail "CORDON_BASE_IMAGE=$CORDON_BASE_IMAGE is not present and cannot be pulled" \
+        "unset CORDON_BASE_IMAGE or build/load that image first"
+    done_step "using CORDON_BASE_IMAGE=$CORDON_BASE_IMAGE"
+    return
+  fi
+  if image_exists "$OFFICIAL_BASE"; then done_step "$OFFICIAL_BASE present"; return; fi
+  if image_exists "$LOCAL_BASE"; then done_step "$LOCAL_BASE present (local debootstrap base)"; return; fi
+  if timeout 60 docker pull "$OFFICIAL_BASE" >&2 2>/dev/null; then
+    done_step "pulled $OFFICIAL_BASE"
+    return
+  fi
+  printf '    %s cannot be pulled; building %s with debootstrap\n' "$OFFICIAL_BASE" "$LOCAL_BASE" >&2
+  [[ "$(id -u)" == 0 ]] || fail "cannot pull $OFFICIAL_BASE and debootstrap needs root" \
+    "make a registry reachable, or rerun scripts/setup.sh as root"
+  if ! command -v debootstrap >/dev/null; then
+    apt-get update -qq >&2 && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq debootstrap >&2 ||
+      fail "could not install debootstrap" "apt-get install debootstrap, then rerun scripts/setup.sh"
+  fi
+  local rootfs
+  rootfs="$(mktemp -d /tmp/cordon-rootfs.XXXXXX)"
+  trap 'rm -rf "$rootfs"' RETURN
+  debootstrap --variant=minbase bookworm "$rootfs" "$DEBIAN_MIRROR" >"$rootfs.log" 2>&1 ||
+    fail "debootstrap failed (log: $rootfs.log)" "check access to $DEBIAN_MIRROR"
+  rm -f "$rootfs.log"
+  # apt caches and lists are not part of a base image.
+  rm -rf "$rootfs"/var/cache/apt/archives/*.deb "$rootfs"/var/lib/apt/lists/*
+  tar -C "$rootfs" -c . | docker import --change 'CMD ["bash"]' - "$LOCAL_BASE" >/dev/null ||
+    fail "docker import of the debootstrapped base failed" "read the error above"
+  done_step "built $LOCAL_BASE"
+}
+
+ensure_sandbox_image() {
+  step "sandbox image"
+  node dist/cli/main.js image build >&2 ||
+    fail "the sandbox image build failed" "read the build output above; rerun with 'node dist/cli/main.js image build --force'"
+  done_step "ready"
+}
+
+main() {
+  local only="${1:-all}"
+  ensure_node
+  ensure_npm_dependencies
+  ensure_build
+  [[ "$only" == "node" ]] && return
+  ensure_docker_engine
+  ensure_base_image
+  ensure_sandbox_image
+}
+
+main "$@"

@@ -1,0 +1,132 @@
+import { mkdir, rm, writeFile } from "node:fs/promises";
+import path from "node:path";
+
+import type { Command } from "commander";
+
+import { CordonError, ExitCode, messageOf, stateDirectory } from "../../common/index.js";
+import { DockerEngine, SandboxImage } from "../../sandbox/index.js";
+import type { CliContext } from "../context.js";
+
+export type CheckStatus = "ok" | "fail" | "skipped";
+
+export interface DoctorCheck {
+  name: string;
+  status: CheckStatus;
+  detail: string;
+  fix?: string;
+}
+
+export interface DoctorReport {
+  ok: boolean;
+  checks: DoctorCheck[];
+}
+
+const minimumNode = { major: 20, minor: 19 };
+
+function checkNode(version: string): DoctorCheck {
+  const [major = 0, minor = 0] = version.split(".").map(Number);
+  const ok =
+    major > minimumNode.major || (major === minimumNode.major && minor >= minimumNode.minor);
+  return ok
+    ? { name: "node", status: "ok", detail: `Node.js ${version}` }
+    : {
+        name: "node",
+        status: "fail",
+        detail: `Node.js ${version} is older than ${minimumNode.major}.${minimumNode.minor}`,
+        fix: "install Node.js 20.19 or newer",
+      };
+}
+
+function failed(name: string, error: unknown): DoctorCheck {
+  const check: DoctorCheck = { name, status: "fail", detail: messageOf(error) };
+  if (CordonError.is(error) && error.fix) check.fix = error.fix;
+  return check;
+}
+
+async function checkStateDirectory(dir: string): Promise<DoctorCheck> {
+  const probe = path.join(dir, `.doctor-${process.pid}`);
+  try {
+    await mkdir(dir, { recursive: true, mode: 0o700 });
+    await writeFile(probe, "ok");
+    await rm(probe);
+    return { name: "state", status: "ok", detail: `${dir} is writable` };
+  } catch (error) {
+    return {
+      name: "state",
+      status: "fail",
+      detail: `${dir} is not writable: ${messageOf(error)}`,
+      fix: "set CORDON_HOME to a writable directory",
+    };
+  }
+}
+
+/** Runs every check; never throws. */
+export async function runDoctor(env: NodeJS.ProcessEnv): Promise<DoctorReport> {
+  const checks: DoctorCheck[] = [checkNode(process.versions.node)];
+  const engine = new DockerEngine();
+  let dockerOk = false;
+  try {
+    const info = await engine.ping();
+    dockerOk = true;
+    checks.push({
+      name: "docker",
+      status: "ok",
+      detail: `engine ${info.serverVersion}, API ${info.apiVersion}, ${info.storageDriver}, cgroups v${info.cgroupVersion || "?"}`,
+    });
+  } catch (error) {
+    checks.push(failed("docker", error));
+  }
+  if (dockerOk) {
+    try {
+      const image = await new SandboxImage(engine, {
+        baseImage: env["CORDON_BASE_IMAGE"],
+      }).status();
+      checks.push(
+        image.present
+          ? {
+              name: "image",
+              status: "ok",
+              detail: `${image.tag} is current (base ${image.baseImage})`,
+            }
+          : {
+              name: "image",
+              status: "fail",
+              detail: `${image.tag} is not built${image.staleTags.length ? ` (stale: ${image.staleTags.join(", ")})` : ""}`,
+              fix: "run `cordon image build`",
+            },
+      );
+    } catch (error) {
+      checks.push(failed("image", error));
+    }
+  } else {
+    checks.push({ name: "image", status: "skipped", detail: "needs a Docker engine" });
+  }
+  checks.push(await checkStateDirectory(stateDirectory(env)));
+  return { ok: checks.every((c) => c.status === "ok"), checks };
+}
+
+const marks: Record<CheckStatus, string> = { ok: "ok  ", fail: "FAIL", skipped: "skip" };
+
+export function formatDoctorReport(report: DoctorReport): string {
+  const lines = report.checks.map((check) => {
+    let line = `${marks[check.status]}  ${check.name.padEnd(7)} ${check.detail}`;
+    if (check.fix) line += `\n              fix: ${check.fix}`;
+    return line;
+  });
+  lines.push(report.ok ? "\nall checks passed" : "\nsome checks failed");
+  return `${lines.join("\n")}\n`;
+}
+
+export function registerDoctorCommand(program: Command, context: CliContext): void {
+  program
+    .command("doctor")
+    .description("check Node.js, the Docker engine, the sandbox image and the state directory")
+    .option("--json", "print the report as JSON")
+    .action(async (options: { json?: boolean }) => {
+      const report = await runDoctor(context.env);
+      context.stdout(
+        options.json ? `${JSON.stringify(report, null, 2)}\n` : formatDoctorReport(report),
+      );
+      context.exitCode = report.ok ? ExitCode.success : ExitCode.sandbox;
+    });
+}

@@ -1,0 +1,31 @@
+import { readFileSync } from "node:fs";
+import path from "node:path";
+
+import { Command } from "commander";
+
+import { packageRoot } from "../common/index.js";
+import { registerDoctorCommand } from "./commands/doctor.js";
+import { registerImageCommand } from "./commands/image.js";
+import type { CliContext } from "./context.js";
+
+function packageVersion(): string {
+  const manifest = JSON.parse(readFileSync(path.join(packageRoot(), "package.json"), "utf8")) as {
+    version?: unknown;
+  };
+  return typeof manifest.version === "string" ? manifest.version : "0.0.0";
+}
+
+export function createProgram(context: CliContext): Command {
+  const program = new Command("cordon")
+    .description("Sandboxed execution orchestrator for AI coding agents")
+    .version(packageVersion())
+    .exitOverride()
+    .configureOutput({
+      writeOut: (text) => context.stdout(text),
+      writeErr: (text) => context.stderr(text),
+    })
+    .showHelpAfterError("(run `cordon --help` for usage)");
+  registerDoctorCommand(program, context);
+  registerImageCommand(program, context);
+  return program;
+}

@@ -1,0 +1,44 @@
+import { CommanderError } from "commander";
+
+import { CordonError, ExitCode, createLogger, exitCodeOf, messageOf } from "../common/index.js";
+import type { LogLevel } from "../common/index.js";
+import { createProgram } from "./program.js";
+import type { CliContext } from "./context.js";
+
+/**
+ * The CLI boundary: builds the program, runs it, and turns every failure into one clear line on
+ * stderr (with the fix, when there is one) and the exit code of DESIGN.md §7.
+ */
+export async function runCli(argv: readonly string[], env: NodeJS.ProcessEnv): Promise<number> {
+  const context: CliContext = {
+    env,
+    logger: createLogger({ level: (env["CORDON_LOG_LEVEL"] as LogLevel | undefined) ?? "info" }),
+    stdout: (text) => process.stdout.write(text),
+    stderr: (text) => process.stderr.write(text),
+    exitCode: ExitCode.success,
+  };
+  const program = createProgram(context);
+  try {
+    await program.parseAsync([...argv]);
+    return context.exitCode;
+  } catch (error) {
+    if (error instanceof CommanderError) {
+      // Help and version are "errors" to commander; their output is already printed.
+      return error.exitCode === 0 ? ExitCode.success : ExitCode.usage;
+    }
+    context.stderr(formatError(error, env["CORDON_DEBUG"] === "1"));
+    return exitCodeOf(error);
+  }
+}
+
+export function formatError(error: unknown, withStack: boolean): string {
+  let text = `cordon: ${messageOf(error)}\n`;
+  if (CordonError.is(error) && error.fix) text += `  fix: ${error.fix}\n`;
+  if (!CordonError.is(error) || withStack) {
+    text +=
+      withStack && error instanceof Error
+        ? `${error.stack}\n`
+        : "  (set CORDON_DEBUG=1 for a stack trace)\n";
+  }
+  return text;
+}

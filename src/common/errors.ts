@@ -1,0 +1,120 @@
+/**
+ * The error tree of cordon. Every error a user can see is a `CordonError` with a literal `code`,
+ * an optional `fix` (the remedy: a config key, a flag, a command) and the process exit code the
+ * CLI uses for it (DESIGN.md §7).
+ */
+
+/** Exit codes of the CLI (DESIGN.md §7). */
+export const ExitCode = {
+  success: 0,
+  internal: 1,
+  usage: 2,
+  sandbox: 3,
+  model: 4,
+  limit: 5,
+  timeout: 6,
+  policy: 7,
+  verificationFailed: 8,
+  interrupted: 130,
+} as const;
+export type ExitCode = (typeof ExitCode)[keyof typeof ExitCode];
+
+export interface CordonErrorOptions {
+  /** What the user can do about it, phrased as an instruction. */
+  fix?: string | undefined;
+  cause?: unknown;
+}
+
+const marker = Symbol.for("cordon.error");
+
+export abstract class CordonError extends Error {
+  abstract readonly code: string;
+  abstract readonly exitCode: ExitCode;
+  readonly fix: string | undefined;
+  readonly [marker] = true;
+
+  constructor(message: string, options: CordonErrorOptions = {}) {
+    super(message, options.cause === undefined ? undefined : { cause: options.cause });
+    this.name = new.target.name;
+    this.fix = options.fix;
+  }
+
+  /** Works across module copies, unlike `instanceof`. */
+  static is(value: unknown): value is CordonError {
+    return typeof value === "object" && value !== null && marker in value;
+  }
+}
+
+/** Bad command-line usage or an invalid config file. */
+export class ConfigError extends CordonError {
+  readonly code = "config_invalid";
+  readonly exitCode = ExitCode.usage;
+}
+
+/** The policy does not allow what was asked. */
+export class PolicyDeniedError extends CordonError {
+  readonly code = "policy_denied";
+  readonly exitCode = ExitCode.policy;
+}
+
+/** The sandbox (Docker, an image, a container) failed. */
+export class SandboxError extends CordonError {
+  readonly code: string = "sandbox_error";
+  readonly exitCode = ExitCode.sandbox;
+}
+
+/** No Docker engine answers. */
+export class DockerUnavailableError extends SandboxError {
+  override readonly code = "docker_unavailable";
+}
+
+/** A container could not be created or started. */
+export class SandboxStartError extends SandboxError {
+  override readonly code = "sandbox_start_failed";
+}
+
+/** The sandbox image could not be built or found. */
+export class ImageError extends SandboxError {
+  override readonly code = "image_error";
+}
+
+/** A command ran past its time limit and was killed. */
+export class CommandTimeoutError extends CordonError {
+  readonly code = "command_timeout";
+  readonly exitCode = ExitCode.timeout;
+}
+
+/** A tool got input it cannot use; becomes an `is_error` tool result, never ends a run. */
+export class ToolInputError extends CordonError {
+  readonly code = "tool_input_invalid";
+  readonly exitCode = ExitCode.usage;
+}
+
+/** The model API failed in a way retries did not fix. */
+export class ModelError extends CordonError {
+  readonly code = "model_error";
+  readonly exitCode = ExitCode.model;
+}
+
+/** The operation was aborted (Ctrl-C or an embedder's signal). */
+export class AbortedError extends CordonError {
+  readonly code = "aborted";
+  readonly exitCode = ExitCode.interrupted;
+}
+
+/** A bug: something cordon assumed cannot happen did. */
+export class InternalError extends CordonError {
+  readonly code = "internal_error";
+  readonly exitCode = ExitCode.internal;
+}
+
+/** The exit code for any thrown value. */
+export function exitCodeOf(error: unknown): ExitCode {
+  return CordonError.is(error) ? error.exitCode : ExitCode.internal;
+}
+
+/** A one-line message for any thrown value, without a stack trace. */
+export function messageOf(error: unknown): string {
+  if (error instanceof Error) return error.message;
+  return String(error);
+}

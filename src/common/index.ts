@@ -1,0 +1,4 @@
+export * from "./errors.js";
+export * from "./abort.js";
+export * from "./logger.js";
+export * from "./paths.js";

@@ -1,0 +1,61 @@
+import { DockerUnavailableError, SandboxError } from "../../common/index.js";
+
+const unreachableCodes = new Set(["ENOENT", "ECONNREFUSED", "EACCES", "ECONNRESET", "EPIPE"]);
+
+/** How to get a Docker engine, for every message that says there is none. */
+export const dockerFix =
+  "start the Docker engine (as root on Debian/Ubuntu, `bash scripts/setup.sh` installs and starts one), or point DOCKER_HOST at a running engine; `cordon doctor` checks";
+
+function errnoOf(error: unknown): string | undefined {
+  if (typeof error === "object" && error !== null && "code" in error) {
+    const code = error.code;
+    if (typeof code === "string") return code;
+  }
+  return undefined;
+}
+
+/** The HTTP status of a Docker API error, if it is one. */
+export function dockerStatusOf(error: unknown): number | undefined {
+  if (typeof error === "object" && error !== null && "statusCode" in error) {
+    const status = error.statusCode;
+    if (typeof status === "number") return status;
+  }
+  return undefined;
+}
+
+/** The engine's own message of a Docker API error, without dockerode's prefix. */
+export function dockerMessageOf(error: unknown): string {
+  if (typeof error === "object" && error !== null && "json" in error) {
+    const json = error.json;
+    if (typeof json === "object" && json !== null && "message" in json) {
+      return String(json.message);
+    }
+  }
+  return error instanceof Error ? error.message : String(error);
+}
+
+/**
+ * The one table that maps Docker failures to cordon errors: an unreachable engine becomes
+ * `DockerUnavailableError` (exit 3, with the fix), anything else a `SandboxError` naming `action`.
+ */
+export function toSandboxError(error: unknown, action: string): SandboxError {
+  if (error instanceof SandboxError) return error;
+  const errno = errnoOf(error);
+  if (errno && unreachableCodes.has(errno)) {
+    return new DockerUnavailableError(
+      `cannot reach the Docker engine (${errno}) while trying to ${action}`,
+      {
+        fix: dockerFix,
+        cause: error,
+      },
+    );
+  }
+  const status = dockerStatusOf(error);
+  const detail = dockerMessageOf(error);
+  return new SandboxError(
+    `Docker failed to ${action}${status ? ` (HTTP ${status})` : ""}: ${detail}`,
+    {
+      cause: error,
+    },
+  );
+}

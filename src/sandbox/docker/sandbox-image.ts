@@ -1,0 +1,244 @@
+import { createHash } from "node:crypto";
+import { readFile } from "node:fs/promises";
+import path from "node:path";
+import { Readable } from "node:stream";
+
+import { pack } from "tar-stream";
+
+import { ImageError, packageRoot, throwIfAborted } from "../../common/index.js";
+import { dockerStatusOf, toSandboxError } from "./docker-errors.js";
+import type { DockerEngine } from "./engine.js";
+
+/** The repository every built sandbox image is tagged under. */
+export const sandboxImageRepository = "cordon-sandbox";
+/** Where a registry is reachable, the base of the sandbox image. */
+export const officialBaseImage = "debian:bookworm-slim";
+/** Where none is, the debootstrapped base scripts/setup.sh imports. */
+export const localBaseImage = "cordon-base:bookworm";
+
+/** Bump when the way images are built changes, so every old tag becomes stale. */
+const buildRecipeVersion = "1";
+
+export interface SandboxImageOptions {
+  /** The base image to build from; default: the official base, else the local debootstrap base. */
+  baseImage?: string | undefined;
+  /** The Dockerfile; default: images/sandbox.Dockerfile of this package. */
+  dockerfilePath?: string | undefined;
+}
+
+/** What `status()` finds. */
+export interface SandboxImageStatus {
+  /** The tag the current inputs produce, e.g. `cordon-sandbox:1a2b3c4d5e6f`. */
+  tag: string;
+  /** Whether an image with that tag exists: present means current. */
+  present: boolean;
+  /** The base image the tag was computed from, and its id. */
+  baseImage: string;
+  baseImageId: string;
+  /** Other cordon-sandbox tags on the engine (older inputs). */
+  staleTags: string[];
+}
+
+export type ImageBuildEvent =
+  | { type: "base"; image: string; source: "local" | "pulled" }
+  | { type: "skipped"; tag: string }
+  | { type: "output"; text: string }
+  | { type: "built"; tag: string; durationMs: number };
+
+export interface ImageBuildOptions {
+  /** Rebuild even when an image with the current tag exists. */
+  force?: boolean | undefined;
+  onEvent?: ((event: ImageBuildEvent) => void) | undefined;
+  signal?: AbortSignal | undefined;
+}
+
+interface ResolvedBase {
+  image: string;
+  id: string;
+  source: "local" | "pulled";
+}
+
+interface BuildStreamEvent {
+  stream?: string;
+  status?: string;
+  error?: string;
+  errorDetail?: { message?: string };
+}
+
+const setupFix =
+  "run `bash scripts/setup.sh` (it builds a local Debian base with debootstrap where no registry is reachable), or set CORDON_BASE_IMAGE to an image you have";
+
+/**
+ * The default sandbox image: built from images/sandbox.Dockerfile, tagged by a hash of the
+ * Dockerfile and the base image's id, and never rebuilt while those are unchanged.
+ */
+export class SandboxImage {
+  private readonly dockerfilePath: string;
+
+  constructor(
+    private readonly engine: DockerEngine,
+    private readonly options: SandboxImageOptions = {},
+  ) {
+    this.dockerfilePath =
+      options.dockerfilePath ?? path.join(packageRoot(), "images", "sandbox.Dockerfile");
+  }
+
+  /** The current tag and whether it exists. Pulls nothing; fails when no base is available. */
+  async status(): Promise<SandboxImageStatus> {
+    const base = await this.resolveBase({ pull: false });
+    const tag = await this.tagFor(base);
+    const images = await this.engine.client
+      .listImages({ filters: { reference: [sandboxImageRepository] } })
+      .catch((error: unknown) => {
+        throw toSandboxError(error, "list images");
+      });
+    const tags = images.flatMap((image) => image.RepoTags ?? []);
+    return {
+      tag,
+      present: tags.includes(tag),
+      baseImage: base.image,
+      baseImageId: base.id,
+      staleTags: tags.filter((t) => t !== tag && !t.endsWith(":latest")),
+    };
+  }
+
+  /** Builds the image unless the current tag exists (or `force`); returns the tag. */
+  async build(options: ImageBuildOptions = {}): Promise<string> {
+    const emit = options.onEvent ?? (() => undefined);
+    const base = await this.resolveBase({ pull: true, signal: options.signal });
+    emit({ type: "base", image: base.image, source: base.source });
+    const tag = await this.tagFor(base);
+    if (!options.force && (await this.exists(tag))) {
+      emit({ type: "skipped", tag });
+      return tag;
+    }
+    throwIfAborted(options.signal, "image build");
+    const started = Date.now();
+    const dockerfile = await readFile(this.dockerfilePath);
+    const context = pack();
+    context.entry({ name: "Dockerfile", mode: 0o644 }, dockerfile);
+    context.finalize();
+    let stream: NodeJS.ReadableStream;
+    try {
+      // tar-stream packs are streamx streams; Readable.from adapts them for dockerode.
+      stream = await this.engine.client.buildImage(Readable.from(context), {
+        t: tag,
+        buildargs: { BASE_IMAGE: base.image },
+        labels: {
+          "cordon.image": "sandbox",
+          "cordon.image.base": base.image,
+          "cordon.image.base-id": base.id,
+        },
+        rm: true,
+        forcerm: true,
+        ...(options.signal ? { abortSignal: options.signal } : {}),
+      });
+    } catch (error) {
+      throw toSandboxError(error, "start the image build");
+    }
+    await this.followBuild(stream, emit);
+    // `latest` is a convenience for people running the image by hand; cordon itself always uses
+    // the hashed tag.
+    await this.engine.client
+      .getImage(tag)
+      .tag({ repo: sandboxImageRepository, tag: "latest" })
+      .catch((error: unknown) => {
+        throw toSandboxError(error, `tag ${tag} as latest`);
+      });
+    emit({ type: "built", tag, durationMs: Date.now() - started });
+    return tag;
+  }
+
+  private followBuild(
+    stream: NodeJS.ReadableStream,
+    emit: (event: ImageBuildEvent) => void,
+  ): Promise<void> {
+    let failure: string | undefined;
+    return new Promise((resolve, reject) => {
+      this.engine.client.modem.followProgress(
+        stream,
+        (error) => {
+          if (error) reject(toSandboxError(error, "build the sandbox image"));
+          else if (failure)
+            reject(
+              new ImageError(`the sandbox image build failed: ${failure}`, {
+                fix: "read the build output above; `cordon image build --force` retries",
+              }),
+            );
+          else resolve();
+        },
+        (event: BuildStreamEvent) => {
+          // The engine reports a failed RUN as an error event on a stream that still ends
+          // normally, so every event is checked, not just the end.
+          const message = event.errorDetail?.message ?? event.error;
+          if (message) failure ??= message.trim();
+          const text = event.stream ?? event.status;
+          if (text) emit({ type: "output", text });
+        },
+      );
+    });
+  }
+
+  private async tagFor(base: ResolvedBase): Promise<string> {
+    const dockerfile = await readFile(this.dockerfilePath).catch((error: unknown) => {
+      throw new ImageError(`cannot read ${this.dockerfilePath}`, { cause: error });
+    });
+    const hash = createHash("sha256")
+      .update(`cordon-image-recipe:${buildRecipeVersion}\n`)
+      .update(`base-id:${base.id}\n`)
+      .update(dockerfile)
+      .digest("hex");
+    return `${sandboxImageRepository}:${hash.slice(0, 12)}`;
+  }
+
+  private async exists(reference: string): Promise<boolean> {
+    return (await this.inspectId(reference)) !== undefined;
+  }
+
+  private async inspectId(reference: string): Promise<string | undefined> {
+    try {
+      const info = await this.engine.client.getImage(reference).inspect();
+      return info.Id;
+    } catch (error) {
+      if (dockerStatusOf(error) === 404) return undefined;
+      throw toSandboxError(error, `inspect image ${reference}`);
+    }
+  }
+
+  private async resolveBase(options: {
+    pull: boolean;
+    signal?: AbortSignal | undefined;
+  }): Promise<ResolvedBase> {
+    const candidates = this.options.baseImage
+      ? [this.options.baseImage]
+      : [officialBaseImage, localBaseImage];
+    for (const image of candidates) {
+      const id = await this.inspectId(image);
+      if (id) return { image, id, source: "local" };
+    }
+    const wanted = this.options.baseImage ?? officialBaseImage;
+    if (options.pull) {
+      const id = await this.tryPull(wanted, options.signal);
+      if (id) return { image: wanted, id, source: "pulled" };
+    }
+    throw new ImageError(
+      `no base image for the sandbox image: ${candidates.join(" and ")} ${candidates.length > 1 ? "are" : "is"} not present${options.pull ? ` and ${wanted} cannot be pulled` : ""}`,
+      { fix: setupFix },
+    );
+  }
+
+  private async tryPull(image: string, signal?: AbortSignal): Promise<string | undefined> {
+    try {
+      const stream = await this.engine.client.pull(image, signal ? { abortSignal: signal } : {});
+      await new Promise<void>((resolve, reject) => {
+        this.engine.client.modem.followProgress(stream, (error) =>
+          error ? reject(error) : resolve(),
+        );
+      });
+      return await this.inspectId(image);
+    } catch {
+      // No registry (the normal case on isolated machines): the caller falls back or explains.
+      return undefined;
+    }
+  }
+}
