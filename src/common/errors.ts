@@ -118,3 +118,33 @@ export function messageOf(error: unknown): string {
   if (error instanceof Error) return error.message;
   return String(error);
 }
+
+/** Why a file operation inside a sandbox failed; tools turn these into clear messages. */
+export type FileErrorReason =
+  | "not_found"
+  | "permission_denied"
+  | "read_only"
+  | "is_directory"
+  | "not_directory"
+  | "outside_sandbox"
+  | "too_large"
+  | "exists"
+  | "other";
+
+/**
+ * A file operation failed for a reason the kernel (or the host backend's confinement) gave.
+ * Not an infrastructure failure: inside the agent loop it becomes an `is_error` tool result.
+ */
+export class FileOperationError extends CordonError {
+  readonly code = "file_operation_failed";
+  readonly exitCode = ExitCode.sandbox;
+  constructor(
+    message: string,
+    readonly reason: FileErrorReason,
+    /** The sandbox path the operation was about. */
+    readonly path: string,
+    options: CordonErrorOptions = {},
+  ) {
+    super(message, options);
+  }
+}

@@ -1,1 +1,2 @@
 export * from "./docker/index.js";
+export * from "./sandbox.js";
