@@ -1,2 +1,3 @@
 export * from "./docker/index.js";
 export * from "./sandbox.js";
+export * from "./spec.js";

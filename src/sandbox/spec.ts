@@ -1,0 +1,89 @@
+/**
+ * What the sandbox layer needs to create or reuse a container: the policy layer computes it
+ * (`planRun().sandbox`, pure), the `SandboxManager` consumes it. Everything here is already
+ * validated and resolved: absolute host paths, bytes, defaults applied.
+ */
+
+export type SandboxMode = "off" | "non-main" | "all";
+export type SandboxScope = "session" | "agent" | "shared";
+export type WorkspaceAccess = "none" | "ro" | "rw";
+
+/** One bind mount. Sources are absolute host paths, validated by the policy layer. */
+export interface MountSpec {
+  /** Absolute host path. */
+  source: string;
+  /** Absolute path inside the container. */
+  target: string;
+  readOnly: boolean;
+  /** What it is, for `explain` and `sandbox list`. */
+  role: "workspace" | "agent-workspace" | "bind";
+}
+
+export interface UlimitSpec {
+  name: string;
+  soft: number;
+  hard: number;
+}
+
+/** Container settings (the `sandbox.docker` config section, resolved). */
+export interface DockerSettings {
+  /** Image reference; undefined = the built-in sandbox image (cordon-sandbox:<hash>). */
+  image?: string | undefined;
+  /** Container name prefix. Default "cordon". */
+  containerPrefix: string;
+  /** Working directory inside the container. Default "/workspace". */
+  workdir: string;
+  readOnlyRoot: boolean;
+  /** Mount point → tmpfs options (e.g. "/tmp" → "rw,nosuid,nodev,size=256m"). */
+  tmpfs: Record<string, string>;
+  /** "none" (default), "bridge", or a named network; host / container:* only when allowed. */
+  network: string;
+  /** "uid:gid" the container runs as. Default "1000:1000". */
+  user: string;
+  /** Capabilities dropped; default ["ALL"]. */
+  capDrop: string[];
+  /** Environment inside the container: only what the config declares. */
+  env: Record<string, string>;
+  /** Memory limit in bytes. */
+  memoryBytes: number;
+  /** Memory + swap limit in bytes; equal to memoryBytes = no swap. */
+  memorySwapBytes: number;
+  /** CPU limit in cores (e.g. 1.5). */
+  cpus: number;
+  pidsLimit: number;
+  ulimits: UlimitSpec[];
+  /** Seccomp profile path or "default"; "unconfined" only when dangerous settings are allowed. */
+  seccompProfile?: string | undefined;
+  apparmorProfile?: string | undefined;
+  dns: string[];
+  /** "host:ip" entries. */
+  extraHosts: string[];
+  /** e.g. "runsc" for gVisor; undefined = the engine's default runtime. */
+  runtime?: string | undefined;
+}
+
+/** A sandbox the manager should provide: which container, built how, with which mounts. */
+export interface SandboxSpec {
+  scope: SandboxScope;
+  /** Key that decides container sharing: "session:<sessionKey>", "agent:<agentId>" or "shared". */
+  scopeKey: string;
+  /** Stable, collision-free, Docker-safe: `<prefix>-<slug>-<hash>`. */
+  containerName: string;
+  agentId: string;
+  sessionKey: string;
+  workspaceAccess: WorkspaceAccess;
+  /** Absolute host path of the agent's workspace (never shown to the model). */
+  agentWorkspace: string;
+  /**
+   * For access none/ro: absolute host path of this scope's private workspace directory (under the
+   * state directory); undefined for rw.
+   */
+  privateWorkspace?: string | undefined;
+  /** Seed the private workspace with a copy of the agent workspace when it is first created. */
+  seed: boolean;
+  /** All bind mounts, workspace ones included, in mount order. */
+  mounts: MountSpec[];
+  docker: DockerSettings;
+  /** Hash of everything above that shapes the container (key order ignored). */
+  configHash: string;
+}
