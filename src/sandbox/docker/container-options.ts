@@ -1,0 +1,94 @@
+import type Docker from "dockerode";
+
+import type { SandboxSpec } from "../spec.js";
+
+/** Labels on every container cordon creates; Docker is the source of truth for what exists. */
+export const labelKeys = {
+  managed: "cordon.managed",
+  scope: "cordon.scope",
+  scopeKey: "cordon.scope-key",
+  agent: "cordon.agent",
+  session: "cordon.session",
+  configHash: "cordon.config-hash",
+  image: "cordon.image",
+  createdAt: "cordon.created-at",
+} as const;
+
+export interface ContainerOptionsInput {
+  spec: SandboxSpec;
+  /** The resolved image reference (the built-in image's hashed tag when spec.docker.image is unset). */
+  image: string;
+  /** ISO time; passed in so the function stays deterministic. */
+  createdAt: string;
+  /** Extra labels (tests mark their containers). */
+  extraLabels?: Record<string, string> | undefined;
+}
+
+/**
+ * The hardened container of DESIGN.md §5, from a resolved spec: no network unless configured, a
+ * read-only root with sized tmpfs, every capability dropped, no-new-privileges, an init process
+ * that reaps zombies, a non-root user, pids/memory/cpu limits, and only the declared environment.
+ * No host namespace, no privileged mode, no Docker socket: nothing here can add them, and bind
+ * sources were validated by the policy layer.
+ */
+export function createContainerOptions(
+  input: ContainerOptionsInput,
+): Docker.ContainerCreateOptions {
+  const { spec, image } = input;
+  const docker = spec.docker;
+  const securityOpt = ["no-new-privileges:true"];
+  if (docker.seccompProfile && docker.seccompProfile !== "default") {
+    securityOpt.push(`seccomp=${docker.seccompProfile}`);
+  }
+  if (docker.apparmorProfile) securityOpt.push(`apparmor=${docker.apparmorProfile}`);
+
+  const hostConfig: Docker.HostConfig = {
+    NetworkMode: docker.network,
+    ReadonlyRootfs: docker.readOnlyRoot,
+    Tmpfs: { ...docker.tmpfs },
+    CapDrop: [...docker.capDrop],
+    SecurityOpt: securityOpt,
+    Init: true,
+    Privileged: false,
+    Memory: docker.memoryBytes,
+    MemorySwap: docker.memorySwapBytes,
+    NanoCpus: Math.round(docker.cpus * 1e9),
+    PidsLimit: docker.pidsLimit,
+    Ulimits: docker.ulimits.map((u) => ({ Name: u.name, Soft: u.soft, Hard: u.hard })),
+    Mounts: spec.mounts.map((mount) => ({
+      Type: "bind" as const,
+      Source: mount.source,
+      Target: mount.target,
+      ReadOnly: mount.readOnly,
+    })),
+    Dns: [...docker.dns],
+    ExtraHosts: [...docker.extraHosts],
+    // Logs of `sleep infinity` are empty; a bounded driver keeps a chatty process from filling disk.
+    LogConfig: { Type: "json-file", Config: { "max-size": "1m", "max-file": "1" } },
+  };
+  if (docker.runtime) hostConfig.Runtime = docker.runtime;
+
+  return {
+    name: spec.containerName,
+    Image: image,
+    User: docker.user,
+    WorkingDir: docker.workdir,
+    Env: Object.entries(docker.env).map(([key, value]) => `${key}=${value}`),
+    // The container only idles; every command arrives through exec.
+    Entrypoint: ["sleep"],
+    Cmd: ["infinity"],
+    Labels: {
+      ...input.extraLabels,
+      [labelKeys.managed]: "true",
+      [labelKeys.scope]: spec.scope,
+      [labelKeys.scopeKey]: spec.scopeKey,
+      [labelKeys.agent]: spec.agentId,
+      [labelKeys.session]: spec.sessionKey,
+      [labelKeys.configHash]: spec.configHash,
+      [labelKeys.image]: image,
+      [labelKeys.createdAt]: input.createdAt,
+    },
+    NetworkDisabled: docker.network === "none",
+    HostConfig: hostConfig,
+  };
+}

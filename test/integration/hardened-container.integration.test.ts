@@ -1,0 +1,156 @@
+import type Docker from "dockerode";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+
+import { createContainerOptions } from "../../src/sandbox/docker/container-options.js";
+import {
+  dockerClient,
+  execIn,
+  removeContainer,
+  requireSandboxImage,
+  testLabel,
+} from "../support/docker.js";
+import { testSandboxSpec } from "../support/sandbox-spec.js";
+
+/**
+ * The container contract of DESIGN.md §5, attacked from inside a real container created with
+ * cordon's hardened options. Each test tries the escape and expects the kernel to refuse it.
+ */
+describe("a container with cordon's hardened defaults", () => {
+  const docker = dockerClient();
+  const created: Docker.Container[] = [];
+  let image: string;
+  let sandbox: Docker.Container;
+
+  async function start(spec = testSandboxSpec("hardened")): Promise<Docker.Container> {
+    const container = await docker.createContainer(
+      createContainerOptions({
+        spec,
+        image,
+        createdAt: new Date().toISOString(),
+        extraLabels: testLabel,
+      }),
+    );
+    created.push(container);
+    await container.start();
+    return container;
+  }
+
+  const sh = (container: Docker.Container, script: string) =>
+    execIn(container, ["bash", "-c", script]);
+
+  beforeAll(async () => {
+    image = await requireSandboxImage();
+    sandbox = await start(
+      testSandboxSpec("hardened", {
+        docker: { pidsLimit: 64, memoryBytes: 128 * 1024 ** 2, memorySwapBytes: 128 * 1024 ** 2 },
+      }),
+    );
+  });
+
+  afterAll(async () => {
+    for (const container of created) await removeContainer(container);
+  });
+
+  it("runs as the non-root sandbox user (uid 1000), with no way back to root", async () => {
+    const id = await sh(sandbox, "id -u; id -g; id -un");
+    expect(id.stdout.split("\n").slice(0, 3)).toEqual(["1000", "1000", "sandbox"]);
+    // No sudo/su path to root: su needs a password and setuid is neutered by no-new-privileges.
+    const su = await sh(sandbox, "su -c id root </dev/null");
+    expect(su.exitCode).not.toBe(0);
+  });
+
+  it("has a read-only root filesystem while /tmp and /workspace-less tmpfs are writable", async () => {
+    const root = await sh(sandbox, "touch /etc/cordon-escape");
+    expect(root.exitCode).not.toBe(0);
+    expect(root.stderr).toMatch(/Read-only file system/);
+    const usr = await sh(sandbox, "echo x > /usr/bin/python3");
+    expect(usr.exitCode).not.toBe(0);
+    const tmp = await sh(sandbox, "echo hello > /tmp/f && cat /tmp/f && echo ok > /var/tmp/g");
+    expect(tmp.exitCode).toBe(0);
+    expect(tmp.stdout).toBe("hello\n");
+  });
+
+  it("has no capabilities and no-new-privileges set", async () => {
+    const status = await sh(
+      sandbox,
+      "grep -E '^(CapEff|CapPrm|CapBnd|NoNewPrivs):' /proc/self/status",
+    );
+    expect(status.stdout).toMatch(/CapEff:\s+0000000000000000/);
+    expect(status.stdout).toMatch(/CapPrm:\s+0000000000000000/);
+    expect(status.stdout).toMatch(/CapBnd:\s+0000000000000000/);
+    expect(status.stdout).toMatch(/NoNewPrivs:\s+1/);
+    // A capability-needing operation fails even for things a normal user might try.
+    const chown = await sh(sandbox, "touch /tmp/x && chown 0:0 /tmp/x");
+    expect(chown.exitCode).not.toBe(0);
+  });
+
+  it("runs an init process as pid 1 that reaps orphans", async () => {
+    const init = await sh(sandbox, "cat /proc/1/comm");
+    expect(init.stdout.trim()).toMatch(/^(docker-init|tini)$/);
+  });
+
+  it("has no network: only loopback, and a connection to a reachable container fails", async () => {
+    // A target that really listens, on the project's own bridge-networked container.
+    const server = await start(
+      testSandboxSpec("net-target", { docker: { network: "bridge", readOnlyRoot: false } }),
+    );
+    const serverExec = await server.exec({
+      Cmd: ["python3", "-m", "http.server", "8080", "--bind", "0.0.0.0"],
+      Detach: true,
+    });
+    await serverExec.start({ Detach: true });
+    const serverIp = (await server.inspect()).NetworkSettings.Networks["bridge"]?.IPAddress;
+    expect(serverIp).toBeTruthy();
+
+    // Control: a bridge-networked container reaches it, so the probe itself works.
+    const neighbour = await start(
+      testSandboxSpec("net-control", { docker: { network: "bridge" } }),
+    );
+    const probe = `for i in $(seq 1 50); do curl -sS -o /dev/null -w '%{http_code}' --max-time 2 http://${serverIp}:8080/ && exit 0; sleep 0.2; done; exit 1`;
+    const control = await sh(neighbour, probe);
+    expect(control.stdout).toBe("200");
+
+    const interfaces = await sh(sandbox, "tail -n +3 /proc/net/dev | cut -d: -f1 | tr -d ' '");
+    expect(interfaces.stdout.trim().split("\n")).toEqual(["lo"]);
+    const attempt = await sh(sandbox, `curl -sS --max-time 3 http://${serverIp}:8080/`);
+    expect(attempt.exitCode).not.toBe(0);
+    expect(attempt.stderr).toMatch(/(unreachable|Couldn't connect|Failed to connect)/i);
+  });
+
+  it("enforces the pids limit: a fork bomb is stopped", async () => {
+    const inspect = await sandbox.inspect();
+    expect(inspect.HostConfig.PidsLimit).toBe(64);
+    // Try to hold 100 processes at once. Counting uses only shell builtins: at the limit, even
+    // a command substitution cannot fork.
+    const bomb = await sh(
+      sandbox,
+      "d=/sys/fs/cgroup/pids; [ -r $d/pids.current ] || d=/sys/fs/cgroup; " +
+        "for i in $(seq 1 100); do sleep 3 2>/dev/null & done; " +
+        "read n < $d/pids.current; read m < $d/pids.max; echo current=$n max=$m; wait",
+    );
+    expect(bomb.stdout).toMatch(/max=64/);
+    const current = Number(/current=(\d+)/.exec(bomb.stdout)?.[1] ?? "NaN");
+    expect(current).toBeGreaterThan(10);
+    expect(current).toBeLessThanOrEqual(64);
+    expect(bomb.stderr).toMatch(/(Resource temporarily unavailable|fork)/);
+  });
+
+  it("enforces the memory limit: allocating past it gets the process OOM-killed", async () => {
+    const inspect = await sandbox.inspect();
+    expect(inspect.HostConfig.Memory).toBe(128 * 1024 ** 2);
+    const hog = await sh(sandbox, "python3 -c 'b = bytearray(400 * 1024 * 1024); print(len(b))'");
+    // 137 = killed by SIGKILL (the OOM killer); the allocation never completed.
+    expect(hog.exitCode).toBe(137);
+    expect(hog.stdout).not.toContain("419430400");
+    // The sandbox survives its process being killed.
+    expect((await sh(sandbox, "echo alive")).stdout).toBe("alive\n");
+  });
+
+  it("carries no host environment and cordon's labels", async () => {
+    const env = await sh(sandbox, "env");
+    expect(env.stdout).not.toMatch(/ANTHROPIC|DOCKER_HOST|SSH_AUTH_SOCK/);
+    const labels = (await sandbox.inspect()).Config.Labels;
+    expect(labels["cordon.managed"]).toBe("true");
+    expect(labels["cordon.scope-key"]).toBe("session:test:hardened");
+  });
+});

@@ -1,0 +1,59 @@
+import Docker from "dockerode";
+
+import { DockerEngine, SandboxImage } from "../../src/sandbox/index.js";
+
+/** Label on every container a test creates, so leftovers can be found and removed. */
+export const testLabel = { "cordon.test": "1" } as const;
+
+/**
+ * The tag of the current sandbox image. Integration tests need it built (scripts/setup.sh does
+ * that, and `npm test` runs setup first); fail with that fix rather than skip.
+ */
+export async function requireSandboxImage(): Promise<string> {
+  const status = await new SandboxImage(new DockerEngine()).status();
+  if (!status.present) {
+    throw new Error(`sandbox image ${status.tag} is not built; run \`bash scripts/setup.sh\``);
+  }
+  return status.tag;
+}
+
+export function dockerClient(): Docker {
+  return new Docker();
+}
+
+export interface ExecOutput {
+  exitCode: number | null;
+  stdout: string;
+  stderr: string;
+}
+
+/** Runs a command in a container through the API (test-side helper, not cordon's exec). */
+export async function execIn(container: Docker.Container, command: string[]): Promise<ExecOutput> {
+  const exec = await container.exec({ Cmd: command, AttachStdout: true, AttachStderr: true });
+  const stream = await exec.start({ hijack: true, stdin: false });
+  const stdout: Buffer[] = [];
+  const stderr: Buffer[] = [];
+  await new Promise<void>((resolve, reject) => {
+    container.modem.demuxStream(
+      stream,
+      { write: (chunk: Buffer) => stdout.push(chunk) } as NodeJS.WritableStream,
+      { write: (chunk: Buffer) => stderr.push(chunk) } as NodeJS.WritableStream,
+    );
+    stream.on("end", resolve);
+    stream.on("error", reject);
+  });
+  const info = await exec.inspect();
+  return {
+    exitCode: info.ExitCode,
+    stdout: Buffer.concat(stdout).toString("utf8"),
+    stderr: Buffer.concat(stderr).toString("utf8"),
+  };
+}
+
+/** Removes a container, whatever state it is in; a missing one counts as removed. */
+export async function removeContainer(container: Docker.Container | undefined): Promise<void> {
+  if (!container) return;
+  await container.remove({ force: true, v: true }).catch((error: { statusCode?: number }) => {
+    if (error.statusCode !== 404) throw error;
+  });
+}

@@ -1,0 +1,47 @@
+import type { DockerSettings, SandboxSpec } from "../../src/sandbox/index.js";
+
+/** DESIGN.md §5 defaults, spelled out for tests that need a spec without the policy layer. */
+export function hardenedDockerSettings(overrides: Partial<DockerSettings> = {}): DockerSettings {
+  return {
+    containerPrefix: "cordon",
+    workdir: "/workspace",
+    readOnlyRoot: true,
+    tmpfs: {
+      "/tmp": "rw,nosuid,nodev,size=256m",
+      "/var/tmp": "rw,nosuid,nodev,size=64m",
+      "/run": "rw,nosuid,nodev,size=16m",
+    },
+    network: "none",
+    user: "1000:1000",
+    capDrop: ["ALL"],
+    env: {},
+    memoryBytes: 1024 ** 3,
+    memorySwapBytes: 1024 ** 3,
+    cpus: 1,
+    pidsLimit: 256,
+    ulimits: [],
+    dns: [],
+    extraHosts: [],
+    ...overrides,
+  };
+}
+
+export function testSandboxSpec(
+  name: string,
+  overrides: { docker?: Partial<DockerSettings>; spec?: Partial<SandboxSpec> } = {},
+): SandboxSpec {
+  return {
+    scope: "session",
+    scopeKey: `session:test:${name}`,
+    containerName: `cordon-test-${name}-${process.pid}-${Date.now().toString(36)}`,
+    agentId: "test",
+    sessionKey: `agent:test:${name}`,
+    workspaceAccess: "none",
+    agentWorkspace: "/nonexistent",
+    seed: false,
+    mounts: [],
+    docker: hardenedDockerSettings(overrides.docker),
+    configHash: "test",
+    ...overrides.spec,
+  };
+}
