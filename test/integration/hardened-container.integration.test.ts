@@ -96,7 +96,6 @@ describe("a container with cordon's hardened defaults", () => {
     );
     const serverExec = await server.exec({
       Cmd: ["python3", "-m", "http.server", "8080", "--bind", "0.0.0.0"],
-      Detach: true,
     });
     await serverExec.start({ Detach: true });
     const serverIp = (await server.inspect()).NetworkSettings.Networks["bridge"]?.IPAddress;

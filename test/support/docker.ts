@@ -1,3 +1,5 @@
+import { PassThrough } from "node:stream";
+
 import Docker from "dockerode";
 
 import { DockerEngine, SandboxImage } from "../../src/sandbox/index.js";
@@ -29,16 +31,17 @@ export interface ExecOutput {
 
 /** Runs a command in a container through the API (test-side helper, not cordon's exec). */
 export async function execIn(container: Docker.Container, command: string[]): Promise<ExecOutput> {
+  const modem = container.modem as {
+    demuxStream(s: NodeJS.ReadableStream, o: PassThrough, e: PassThrough): void;
+  };
   const exec = await container.exec({ Cmd: command, AttachStdout: true, AttachStderr: true });
   const stream = await exec.start({ hijack: true, stdin: false });
   const stdout: Buffer[] = [];
   const stderr: Buffer[] = [];
+  const out = new PassThrough().on("data", (chunk: Buffer) => stdout.push(chunk));
+  const err = new PassThrough().on("data", (chunk: Buffer) => stderr.push(chunk));
   await new Promise<void>((resolve, reject) => {
-    container.modem.demuxStream(
-      stream,
-      { write: (chunk: Buffer) => stdout.push(chunk) } as NodeJS.WritableStream,
-      { write: (chunk: Buffer) => stderr.push(chunk) } as NodeJS.WritableStream,
-    );
+    modem.demuxStream(stream, out, err);
     stream.on("end", resolve);
     stream.on("error", reject);
   });
