@@ -54,12 +54,23 @@ ensure_npm_dependencies() {
 
 ensure_build() {
   step "building TypeScript (dist/)"
-  npx tsc -p tsconfig.build.json >&2 ||
+  node_modules/.bin/tsc -p tsconfig.build.json >&2 ||
     fail "the TypeScript build failed" "run 'npx tsc -p tsconfig.build.json' and fix the errors it prints"
   done_step "built"
 }
 
 docker_answers() { docker info >/dev/null 2>&1; }
+
+# apt-get, with its chatter kept in a log that is shown only when it fails.
+apt_install() {
+  local log
+  log="$(mktemp /tmp/cordon-apt.XXXXXX)"
+  if ! { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$@"; } >"$log" 2>&1; then
+    tail -n 30 "$log" >&2
+    return 1
+  fi
+  rm -f "$log"
+}
 
 ensure_docker_engine() {
   step "Docker engine"
@@ -75,9 +86,8 @@ ensure_docker_engine() {
     [[ $can_install == yes ]] || fail "no Docker engine answers and none is installed" \
       "install Docker (https://docs.docker.com/engine/install/) and start it, or run this script as root on Debian/Ubuntu to install Debian's docker.io"
     printf '    installing Debian docker.io (apt-get)\n' >&2
-    apt-get update -qq >&2 || fail "apt-get update failed" "check access to Debian's package mirror"
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq docker.io >&2 ||
-      fail "apt-get install docker.io failed" "install Docker by hand, then rerun scripts/setup.sh"
+    apt_install docker.io ||
+      fail "apt-get install docker.io failed" "check access to Debian's package mirror, or install Docker by hand; then rerun scripts/setup.sh"
   fi
   if [[ "$(id -u)" != 0 ]]; then
     fail "the Docker daemon is installed but not answering" \
@@ -117,19 +127,24 @@ ensure_base_image() {
   [[ "$(id -u)" == 0 ]] || fail "cannot pull $OFFICIAL_BASE and debootstrap needs root" \
     "make a registry reachable, or rerun scripts/setup.sh as root"
   if ! command -v debootstrap >/dev/null; then
-    apt-get update -qq >&2 && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq debootstrap >&2 ||
+    apt_install debootstrap ||
       fail "could not install debootstrap" "apt-get install debootstrap, then rerun scripts/setup.sh"
   fi
   local rootfs
   rootfs="$(mktemp -d /tmp/cordon-rootfs.XXXXXX)"
-  trap 'rm -rf "$rootfs"' RETURN
-  debootstrap --variant=minbase bookworm "$rootfs" "$DEBIAN_MIRROR" >"$rootfs.log" 2>&1 ||
+  if ! debootstrap --variant=minbase bookworm "$rootfs" "$DEBIAN_MIRROR" >"$rootfs.log" 2>&1; then
+    tail -n 20 "$rootfs.log" >&2
+    rm -rf "$rootfs"
     fail "debootstrap failed (log: $rootfs.log)" "check access to $DEBIAN_MIRROR"
+  fi
   rm -f "$rootfs.log"
   # apt caches and lists are not part of a base image.
   rm -rf "$rootfs"/var/cache/apt/archives/*.deb "$rootfs"/var/lib/apt/lists/*
-  tar -C "$rootfs" -c . | docker import --change 'CMD ["bash"]' - "$LOCAL_BASE" >/dev/null ||
+  if ! tar -C "$rootfs" -c . | docker import --change 'CMD ["bash"]' - "$LOCAL_BASE" >/dev/null; then
+    rm -rf "$rootfs"
     fail "docker import of the debootstrapped base failed" "read the error above"
+  fi
+  rm -rf "$rootfs"
   done_step "built $LOCAL_BASE"
 }
 

@@ -5,16 +5,35 @@ import type { LogLevel } from "../common/index.js";
 import { createProgram } from "./program.js";
 import type { CliContext } from "./context.js";
 
+/** Where the CLI writes; tests capture it. */
+export interface CliOutput {
+  stdout: (text: string) => void;
+  stderr: (text: string) => void;
+}
+
+const processOutput: CliOutput = {
+  stdout: (text) => {
+    process.stdout.write(text);
+  },
+  stderr: (text) => {
+    process.stderr.write(text);
+  },
+};
+
 /**
  * The CLI boundary: builds the program, runs it, and turns every failure into one clear line on
  * stderr (with the fix, when there is one) and the exit code of DESIGN.md §7.
  */
-export async function runCli(argv: readonly string[], env: NodeJS.ProcessEnv): Promise<number> {
+export async function runCli(
+  argv: readonly string[],
+  env: NodeJS.ProcessEnv,
+  output: CliOutput = processOutput,
+): Promise<number> {
   const context: CliContext = {
     env,
     logger: createLogger({ level: (env["CORDON_LOG_LEVEL"] as LogLevel | undefined) ?? "info" }),
-    stdout: (text) => process.stdout.write(text),
-    stderr: (text) => process.stderr.write(text),
+    stdout: output.stdout,
+    stderr: output.stderr,
     exitCode: ExitCode.success,
   };
   const program = createProgram(context);

@@ -117,15 +117,19 @@ describe("a container with cordon's hardened defaults", () => {
   });
 
   it("enforces the pids limit: a fork bomb is stopped", async () => {
-    const inspect = await sandbox.inspect();
+    // Its own container: the bomb ends with `kill -KILL -1`, which takes the container down too.
+    const bombed = await start(testSandboxSpec("pids", { docker: { pidsLimit: 64 } }));
+    const inspect = await bombed.inspect();
     expect(inspect.HostConfig.PidsLimit).toBe(64);
     // Try to hold 100 processes at once. Counting uses only shell builtins: at the limit, even
     // a command substitution cannot fork.
+    // The loop runs in a subshell: when bash itself cannot fork any more it may give up, and the
+    // parent must survive to count. `kill -KILL -1` (a builtin) clears the sleepers afterwards.
     const bomb = await sh(
-      sandbox,
+      bombed,
       "d=/sys/fs/cgroup/pids; [ -r $d/pids.current ] || d=/sys/fs/cgroup; " +
-        "for i in $(seq 1 100); do sleep 3 2>/dev/null & done; " +
-        "read n < $d/pids.current; read m < $d/pids.max; echo current=$n max=$m; wait",
+        "( for i in $(seq 1 100); do sleep 20 & done ); " +
+        "read n < $d/pids.current; read m < $d/pids.max; echo current=$n max=$m; kill -KILL -1",
     );
     expect(bomb.stdout).toMatch(/max=64/);
     const current = Number(/current=(\d+)/.exec(bomb.stdout)?.[1] ?? "NaN");

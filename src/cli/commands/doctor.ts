@@ -63,7 +63,7 @@ async function checkStateDirectory(dir: string): Promise<DoctorCheck> {
 /** Runs every check; never throws. */
 export async function runDoctor(env: NodeJS.ProcessEnv): Promise<DoctorReport> {
   const checks: DoctorCheck[] = [checkNode(process.versions.node)];
-  const engine = new DockerEngine();
+  const engine = DockerEngine.fromEnv(env);
   let dockerOk = false;
   try {
     const info = await engine.ping();

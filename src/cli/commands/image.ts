@@ -32,7 +32,7 @@ export function registerImageCommand(program: Command, context: CliContext): voi
     .option("--force", "rebuild even when the current image exists")
     .option("--json", "print {tag} as JSON when done")
     .action(async (options: { force?: boolean; json?: boolean }) => {
-      const engine = new DockerEngine();
+      const engine = DockerEngine.fromEnv(context.env);
       await engine.ping();
       const tag = await new SandboxImage(engine, {
         baseImage: context.env["CORDON_BASE_IMAGE"],
@@ -48,7 +48,7 @@ export function registerImageCommand(program: Command, context: CliContext): voi
     .description("show the current sandbox image tag and whether it is built")
     .option("--json", "print as JSON")
     .action(async (options: { json?: boolean }) => {
-      const engine = new DockerEngine();
+      const engine = DockerEngine.fromEnv(context.env);
       await engine.ping();
       const status = await new SandboxImage(engine, {
         baseImage: context.env["CORDON_BASE_IMAGE"],

@@ -12,8 +12,23 @@ export interface DockerEngineInfo {
 }
 
 export interface DockerEngineOptions {
-  /** Unix socket path; default: DOCKER_HOST as dockerode reads it, else /var/run/docker.sock. */
-  socketPath?: string | undefined;
+  /**
+   * Where the engine listens, in DOCKER_HOST syntax: `unix:///var/run/docker.sock` (the default)
+   * or `tcp://host:port`.
+   */
+  host?: string | undefined;
+}
+
+const defaultSocket = "/var/run/docker.sock";
+
+function clientFor(host: string | undefined): Docker {
+  if (!host) return new Docker({ socketPath: defaultSocket });
+  const url = new URL(host);
+  if (url.protocol === "unix:") return new Docker({ socketPath: url.pathname });
+  if (url.protocol === "tcp:" || url.protocol === "http:") {
+    return new Docker({ host: url.hostname, port: Number(url.port || 2375), protocol: "http" });
+  }
+  throw new Error(`unsupported DOCKER_HOST ${host}: use unix:///path or tcp://host:port`);
 }
 
 /**
@@ -25,9 +40,12 @@ export class DockerEngine {
   readonly client: Docker;
 
   constructor(options: DockerEngineOptions = {}) {
-    this.client = options.socketPath
-      ? new Docker({ socketPath: options.socketPath })
-      : new Docker();
+    this.client = clientFor(options.host);
+  }
+
+  /** The engine DOCKER_HOST names in `env`, else the default socket. */
+  static fromEnv(env: NodeJS.ProcessEnv): DockerEngine {
+    return new DockerEngine({ host: env["DOCKER_HOST"] });
   }
 
   /** Fails with `DockerUnavailableError` (exit 3) when no engine answers. */

@@ -1,0 +1,46 @@
+import { describe, expect, it } from "vitest";
+
+import { ConfigError } from "../common/index.js";
+import { formatError, runCli } from "./run-cli.js";
+
+async function run(args: string[]): Promise<{ code: number; out: string; err: string }> {
+  let out = "";
+  let err = "";
+  const code = await runCli(
+    ["node", "cordon", ...args],
+    { CORDON_LOG_LEVEL: "silent" },
+    {
+      stdout: (t) => (out += t),
+      stderr: (t) => (err += t),
+    },
+  );
+  return { code, out, err };
+}
+
+describe("the CLI boundary", () => {
+  it("exits 2 on an unknown command and points at --help", async () => {
+    const result = await run(["frobnicate"]);
+    expect(result.code).toBe(2);
+    expect(result.err).toMatch(/unknown command/);
+    expect(result.err).toMatch(/cordon --help/);
+  });
+
+  it("prints help and version on stdout with exit 0", async () => {
+    const help = await run(["--help"]);
+    expect(help.code).toBe(0);
+    expect(help.out).toMatch(/doctor/);
+    const version = await run(["--version"]);
+    expect(version.code).toBe(0);
+    expect(version.out).toMatch(/^\d+\.\d+\.\d+/);
+  });
+
+  it("formats cordon errors as one line plus the fix, without a stack", () => {
+    const text = formatError(new ConfigError("bad key", { fix: "remove it" }), false);
+    expect(text).toBe("cordon: bad key\n  fix: remove it\n");
+  });
+
+  it("formats unexpected errors with a hint to get the stack", () => {
+    expect(formatError(new Error("boom"), false)).toMatch(/CORDON_DEBUG=1/);
+    expect(formatError(new Error("boom"), true)).toMatch(/at /);
+  });
+});

@@ -1,0 +1,60 @@
+import { mkdtemp, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import path from "node:path";
+
+import { describe, expect, it } from "vitest";
+
+import { runCordon } from "../support/run-cli.js";
+
+interface Report {
+  ok: boolean;
+  checks: { name: string; status: string; detail: string; fix?: string }[];
+}
+
+describe("cordon doctor", () => {
+  it("is green on a set-up machine, naming the engine and the current image", async () => {
+    const run = await runCordon(["doctor", "--json"]);
+    const report = JSON.parse(run.stdout) as Report;
+    expect(report.checks.map((c) => [c.name, c.status])).toEqual([
+      ["node", "ok"],
+      ["docker", "ok"],
+      ["image", "ok"],
+      ["state", "ok"],
+    ]);
+    expect(run.exitCode).toBe(0);
+    expect(report.checks.find((c) => c.name === "docker")?.detail).toMatch(/API 1\.\d+/);
+  });
+
+  it("is red with a fix, exit 3, when no engine answers", async () => {
+    const run = await runCordon(["doctor", "--json"], {
+      DOCKER_HOST: "unix:///nonexistent/docker.sock",
+    });
+    const report = JSON.parse(run.stdout) as Report;
+    const docker = report.checks.find((c) => c.name === "docker");
+    expect(run.exitCode).toBe(3);
+    expect(report.ok).toBe(false);
+    expect(docker?.status).toBe("fail");
+    expect(docker?.fix).toMatch(/scripts\/setup\.sh/);
+    expect(report.checks.find((c) => c.name === "image")?.status).toBe("skipped");
+  });
+
+  it("prints a readable report on a terminal-less run", async () => {
+    const run = await runCordon(["doctor"], { DOCKER_HOST: "unix:///nonexistent/docker.sock" });
+    expect(run.stdout).toMatch(/FAIL\s+docker/);
+    expect(run.stdout).toMatch(/fix: /);
+    expect(run.stdout).toMatch(/some checks failed/);
+  });
+
+  it("reports an unwritable state directory with the variable to change", async () => {
+    // A path below a regular file can never be created.
+    const file = path.join(await mkdtemp(path.join(tmpdir(), "cordon-doctor-")), "file");
+    await writeFile(file, "");
+    const run = await runCordon(["doctor", "--json"], { CORDON_HOME: path.join(file, "state") });
+    const report = JSON.parse(run.stdout) as Report;
+    expect(report.checks.find((c) => c.name === "state")).toMatchObject({
+      status: "fail",
+      fix: expect.stringMatching(/CORDON_HOME/) as unknown,
+    });
+    expect(run.exitCode).toBe(3);
+  });
+});
