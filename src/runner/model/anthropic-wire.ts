@@ -58,6 +58,13 @@ function mergeRoles(messages: readonly Message[]): Message[] {
       merged.push({ role: message.role, content: [...message.content] } as Message);
     }
   }
+  // The API wants tool results first in a user message; a steering text can precede them in the file.
+  for (const message of merged) {
+    if (message.role !== "user") continue;
+    const results = message.content.filter((b) => b.type === "tool_result");
+    const others = message.content.filter((b) => b.type !== "tool_result");
+    message.content = [...results, ...others];
+  }
   return merged;
 }
 
