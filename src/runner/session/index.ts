@@ -9,4 +9,4 @@ export {
   sessionsDirectory,
 } from "./session-name.js";
 export type { SessionEntry } from "./session-line.js";
-export { syntheticToolResult } from "./transcript.js";
+export { syntheticToolResult, type TranscriptItem } from "./transcript.js";

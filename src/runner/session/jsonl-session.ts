@@ -18,7 +18,12 @@ import type {
 } from "../model/index.js";
 import { parseSessionLine, type SessionEntry } from "./session-line.js";
 import { sessionFilePath } from "./session-name.js";
-import { effectiveTranscript, repairToolResults, syntheticToolResult } from "./transcript.js";
+import {
+  effectiveTranscript,
+  repairToolResults,
+  syntheticToolResult,
+  type TranscriptItem,
+} from "./transcript.js";
 
 /** A session file cannot be read as a session. */
 export class SessionCorruptError extends CordonError {
@@ -51,7 +56,7 @@ export class JsonlSession {
   readonly #entries: SessionEntry[];
   readonly #handle: FileHandle;
   readonly #logger: Logger;
-  #messages: Message[];
+  #items: TranscriptItem[];
   #writes: Promise<void> = Promise.resolve();
   #closed = false;
 
@@ -65,7 +70,7 @@ export class JsonlSession {
     this.#handle = handle;
     this.#entries = entries;
     this.#logger = logger;
-    this.#messages = [];
+    this.#items = [];
   }
 
   /**
@@ -107,7 +112,15 @@ export class JsonlSession {
 
   /** The conversation the model sees next: compaction/reset applied, every tool_use answered. */
   messages(): Message[] {
-    return structuredClone(this.#messages);
+    return structuredClone(this.#items.map((item) => item.message));
+  }
+
+  /**
+   * `messages()` with the line each came from (-1 for repairs made in memory), so compaction can
+   * name the first line it keeps.
+   */
+  transcript(): TranscriptItem[] {
+    return structuredClone(this.#items);
   }
 
   /** Number of valid lines. */
@@ -117,11 +130,12 @@ export class JsonlSession {
 
   /** Tool calls of the last assistant message that have no result yet. */
   openToolUses(): ToolUseBlock[] {
-    const lastAssistant = this.#messages.findLastIndex((m) => m.role === "assistant");
-    const message = this.#messages[lastAssistant];
+    const messages = this.#items.map((item) => item.message);
+    const lastAssistant = messages.findLastIndex((m) => m.role === "assistant");
+    const message = messages[lastAssistant];
     if (!message) return [];
     const answered = new Set(
-      this.#messages
+      messages
         .slice(lastAssistant + 1)
         .flatMap((m): readonly ContentBlock[] => m.content)
         .filter((b): b is ToolResultBlock => b.type === "tool_result")
@@ -182,14 +196,6 @@ export class JsonlSession {
     });
   }
 
-  /**
-   * The line number of each message of `messages()` that comes from the file (-1 for synthetic
-   * ones), so compaction can name the first line it keeps.
-   */
-  messageLines(): number[] {
-    return effectiveTranscript(this.#entries).map((item) => item.line);
-  }
-
   async close(): Promise<void> {
     if (this.#closed) return;
     this.#closed = true;
@@ -213,8 +219,7 @@ export class JsonlSession {
   }
 
   #recompute(): void {
-    const { messages } = repairToolResults(effectiveTranscript(this.#entries));
-    this.#messages = messages;
+    this.#items = repairToolResults(effectiveTranscript(this.#entries)).items;
   }
 
   async #repair(): Promise<void> {

@@ -38,7 +38,7 @@ export function syntheticToolResult(toolUseId: string, reason: string): ToolResu
 
 export interface RepairResult {
   /** The transcript with every tool_use answered, except those of the last assistant message. */
-  messages: Message[];
+  items: TranscriptItem[];
   /**
    * Results missing after the last assistant message; the caller appends these to the file so
    * the repair is durable.
@@ -56,13 +56,14 @@ const interruptedReason =
  * an abort mid-tool. Results found later in the user messages that follow are left as they are.
  */
 export function repairToolResults(items: readonly TranscriptItem[]): RepairResult {
-  const messages: Message[] = [];
+  const messages: TranscriptItem[] = [];
   let trailing: ToolResultBlock[] = [];
   let repaired = 0;
   for (let i = 0; i < items.length; i++) {
-    const message = items[i]?.message;
-    if (!message) continue;
-    messages.push(message);
+    const item = items[i];
+    if (!item) continue;
+    const message = item.message;
+    messages.push(item);
     if (message.role !== "assistant") continue;
     const uses = message.content.filter((b): b is ToolUseBlock => b.type === "tool_use");
     if (uses.length === 0) continue;
@@ -86,12 +87,12 @@ export function repairToolResults(items: readonly TranscriptItem[]): RepairResul
     // Missing in the middle (a hand-edited file): patch the in-memory view right after the user
     // messages that follow; the file stays as it is, append-only.
     for (let k = i + 1; k < j; k++) {
-      const item = items[k];
-      if (item) messages.push(item.message);
+      const kept = items[k];
+      if (kept) messages.push(kept);
     }
     const patch: UserMessage = { role: "user", content: missing };
-    messages.push(patch);
+    messages.push({ line: -1, message: patch });
     i = j - 1;
   }
-  return { messages, trailing, repaired };
+  return { items: messages, trailing, repaired };
 }
