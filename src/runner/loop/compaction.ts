@@ -26,11 +26,13 @@ function isCutPoint(message: Message): boolean {
 export function chooseCut(messages: readonly Message[], keepShare: number): number | undefined {
   const sizes = messages.map(estimateTokens);
   const total = sizes.reduce((a, b) => a + b, 0);
-  let kept = 0;
-  let cut = messages.length;
+  if (messages.length < 2) return undefined;
+  // The last message is always kept; older ones while they fit the share.
+  let cut = messages.length - 1;
+  let kept = sizes[cut] ?? 0;
   while (cut > 1) {
     const size = sizes[cut - 1] ?? 0;
-    if (cut < messages.length && kept + size > total * keepShare) break;
+    if (kept + size > total * keepShare) break;
     kept += size;
     cut -= 1;
   }
