@@ -172,7 +172,7 @@ export async function runAgentLoop(options: AgentLoopOptions): Promise<RunResult
     if (timeout.signal.aborted) {
       throw new RunStop(
         "timeout",
-        `The run stopped after its time limit of ${Math.round((limits.timeoutMs ?? 0) / 1000)} s.`,
+        `The run stopped after its time limit of ${formatDuration(limits.timeoutMs ?? 0)}.`,
         "Raise the limit with --timeout, or split the task into smaller runs.",
       );
     }
@@ -490,6 +490,10 @@ function textOf(message: AssistantMessage): string {
     .map((block) => block.text)
     .join("")
     .trim();
+}
+
+function formatDuration(ms: number): string {
+  return ms >= 1000 ? `${Math.round(ms / 1000)} s` : `${ms} ms`;
 }
 
 function sentence(text: string): string {
