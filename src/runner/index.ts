@@ -1,0 +1,3 @@
+export * from "./model/index.js";
+export * from "./session/index.js";
+export * from "./loop/index.js";

@@ -1,0 +1,23 @@
+import type { UserContentBlock } from "../model/index.js";
+
+/**
+ * Messages an embedder hands to a running loop. Steering messages are delivered between tool
+ * calls (the remaining calls of that turn are skipped); follow-ups wait until the model would stop.
+ */
+export class MessageQueue {
+  readonly #items: UserContentBlock[][] = [];
+
+  /** Queues a message: plain text or content blocks. */
+  push(message: string | UserContentBlock[]): void {
+    this.#items.push(typeof message === "string" ? [{ type: "text", text: message }] : message);
+  }
+
+  get size(): number {
+    return this.#items.length;
+  }
+
+  /** Takes every queued message, oldest first. */
+  drain(): UserContentBlock[][] {
+    return this.#items.splice(0, this.#items.length);
+  }
+}

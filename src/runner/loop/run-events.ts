@@ -1,0 +1,111 @@
+import { ExitCode } from "../../common/index.js";
+import type {
+  AssistantMessage,
+  ModelUsage,
+  StopReason,
+  ToolResultContent,
+} from "../model/index.js";
+
+/**
+ * How a run ended:
+ * - `completed`: the model finished its answer;
+ * - `limit_turns`: `maxTurns` model calls were used up;
+ * - `limit_tokens`: the token budget was spent, or the answer was cut off at `maxOutputTokens`;
+ * - `timeout`: `timeoutMs` passed;
+ * - `aborted`: the caller's signal fired (Ctrl-C);
+ * - `refusal`: the model declined to continue;
+ * - `model_error`: the model API failed after retries and fallbacks;
+ * - `context_overflow`: the conversation did not fit even after compaction and a reset;
+ * - `policy_blocked`: the run was refused by policy before it started;
+ * - `internal_error`: a bug.
+ */
+export type RunStatus =
+  | "completed"
+  | "limit_turns"
+  | "limit_tokens"
+  | "timeout"
+  | "aborted"
+  | "refusal"
+  | "model_error"
+  | "context_overflow"
+  | "policy_blocked"
+  | "internal_error";
+
+/** The process exit code for a run status (DESIGN.md §7). */
+export function exitCodeForStatus(status: RunStatus): ExitCode {
+  switch (status) {
+    case "completed":
+      return ExitCode.success;
+    case "limit_turns":
+    case "limit_tokens":
+      return ExitCode.limit;
+    case "timeout":
+      return ExitCode.timeout;
+    case "aborted":
+      return ExitCode.interrupted;
+    case "refusal":
+    case "model_error":
+    case "context_overflow":
+      return ExitCode.model;
+    case "policy_blocked":
+      return ExitCode.policy;
+    case "internal_error":
+      return ExitCode.internal;
+  }
+}
+
+/**
+ * Token totals of a run: input and output summed over every call; cache read/write are those of
+ * the last call (they describe the cache state, and summing them would count the prefix again).
+ */
+export type RunUsage = ModelUsage;
+
+/** The final record of a run, also the value `runAgentLoop` resolves to. */
+export interface RunResult {
+  runId: string;
+  sessionKey: string;
+  status: RunStatus;
+  exitCode: ExitCode;
+  /** Model calls made (successful ones). */
+  turns: number;
+  usage: RunUsage;
+  /** Text of the last assistant message. */
+  finalText: string;
+  /** For every status but `completed`: what happened, as a sentence. */
+  message?: string;
+  /** What the user can do next. */
+  fix?: string;
+}
+
+/** What a run reports as it goes; always ends with exactly one `run-end`. */
+export type RunEvent =
+  | { type: "run-start"; runId: string; sessionKey: string; model: string }
+  | { type: "model-start"; turn: number; model: string }
+  | { type: "text-delta"; text: string }
+  | { type: "thinking-delta"; thinking: string }
+  | {
+      type: "assistant-message";
+      turn: number;
+      model: string;
+      message: AssistantMessage;
+      stopReason: StopReason;
+    }
+  | { type: "tool-call"; toolCallId: string; name: string; input: Record<string, unknown> }
+  | {
+      type: "tool-result";
+      toolCallId: string;
+      name: string;
+      isError: boolean;
+      content: ToolResultContent[];
+      /** True when the call was never run (truncated, skipped by steering, aborted). */
+      skipped: boolean;
+    }
+  | { type: "usage"; turn: ModelUsage; total: RunUsage }
+  | { type: "retry"; reason: string; delayMs: number; error: string }
+  | { type: "fallback"; from: string; to: string; error: string }
+  | { type: "thinking-downgrade"; error: string }
+  | { type: "compaction"; summarizedMessages: number; keptMessages: number }
+  | { type: "session-reset"; reason: string }
+  | { type: "steering"; messages: number; skippedToolCalls: number }
+  | { type: "follow-up"; messages: number }
+  | ({ type: "run-end" } & RunResult);

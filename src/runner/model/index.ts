@@ -1,0 +1,8 @@
+export * from "./types.js";
+export * from "./model-errors.js";
+export {
+  AnthropicModelClient,
+  anthropicOptionsFromEnv,
+  type AnthropicModelClientOptions,
+} from "./anthropic-model-client.js";
+export * from "./scripted-model-client.js";

@@ -1,0 +1,12 @@
+export { JsonlSession, SessionCorruptError } from "./jsonl-session.js";
+export type { AppendMeta, OpenSessionOptions } from "./jsonl-session.js";
+export { listSessions, type SessionSummary } from "./list-sessions.js";
+export { AsyncLimiter, SessionLanes, type Release, type SessionLanesOptions } from "./lanes.js";
+export {
+  sessionFileName,
+  sessionFilePath,
+  sessionKeyOf,
+  sessionsDirectory,
+} from "./session-name.js";
+export type { SessionEntry } from "./session-line.js";
+export { syntheticToolResult, type TranscriptItem } from "./transcript.js";

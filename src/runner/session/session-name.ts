@@ -1,0 +1,55 @@
+import path from "node:path";
+import { ConfigError } from "../../common/index.js";
+
+/** Longest session key we store; file names stay well below the usual 255-byte limit. */
+const maxKeyLength = 120;
+
+/**
+ * A file name for a session key that is safe on every filesystem and reversible: letters, digits,
+ * `-` and `_` stay, every other UTF-8 byte becomes `~XX`. So `agent:main:fix/1` is
+ * `agent~3Amain~3Afix~2F1`, and no key can name a path outside the sessions directory.
+ */
+export function sessionFileName(sessionKey: string): string {
+  if (sessionKey.length === 0 || sessionKey.length > maxKeyLength) {
+    throw new ConfigError(
+      `The session key must have 1 to ${maxKeyLength} characters, got ${sessionKey.length}.`,
+      { fix: "Choose a shorter --session name." },
+    );
+  }
+  let name = "";
+  for (const byte of Buffer.from(sessionKey, "utf8")) {
+    const char = String.fromCharCode(byte);
+    name += /[A-Za-z0-9_-]/.test(char)
+      ? char
+      : `~${byte.toString(16).toUpperCase().padStart(2, "0")}`;
+  }
+  return `${name}.jsonl`;
+}
+
+/** The session key of a file name made by `sessionFileName`, or undefined for other files. */
+export function sessionKeyOf(fileName: string): string | undefined {
+  if (!fileName.endsWith(".jsonl")) return undefined;
+  const stem = fileName.slice(0, -".jsonl".length);
+  if (!/^(?:[A-Za-z0-9_-]|~[0-9A-F]{2})+$/.test(stem)) return undefined;
+  const bytes: number[] = [];
+  for (let i = 0; i < stem.length;) {
+    if (stem[i] === "~") {
+      bytes.push(parseInt(stem.slice(i + 1, i + 3), 16));
+      i += 3;
+    } else {
+      bytes.push(stem.charCodeAt(i));
+      i += 1;
+    }
+  }
+  return Buffer.from(bytes).toString("utf8");
+}
+
+/** `<stateDir>/sessions`. */
+export function sessionsDirectory(stateDir: string): string {
+  return path.join(stateDir, "sessions");
+}
+
+/** `<stateDir>/sessions/<safe-name>.jsonl`. */
+export function sessionFilePath(stateDir: string, sessionKey: string): string {
+  return path.join(sessionsDirectory(stateDir), sessionFileName(sessionKey));
+}
