@@ -6,6 +6,7 @@ import { Command } from "commander";
 import { packageRoot } from "../common/index.js";
 import { registerDoctorCommand } from "./commands/doctor.js";
 import { registerImageCommand } from "./commands/image.js";
+import { registerSessionsCommand } from "./commands/sessions.js";
 import type { CliContext } from "./context.js";
 
 function packageVersion(): string {
@@ -27,5 +28,6 @@ export function createProgram(context: CliContext): Command {
     .showHelpAfterError("(run `cordon --help` for usage)");
   registerDoctorCommand(program, context);
   registerImageCommand(program, context);
+  registerSessionsCommand(program, context);
   return program;
 }

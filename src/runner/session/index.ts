@@ -1,4 +1,4 @@
-export { JsonlSession, SessionCorruptError } from "./jsonl-session.js";
+export { JsonlSession, SessionCorruptError, readSessionEntries } from "./jsonl-session.js";
 export type { AppendMeta, OpenSessionOptions } from "./jsonl-session.js";
 export { listSessions, type SessionSummary } from "./list-sessions.js";
 export { AsyncLimiter, SessionLanes, type Release, type SessionLanesOptions } from "./lanes.js";

@@ -280,3 +280,17 @@ async function readEntries(
   }
   return { entries, validBytes: data.length, tornBytes: 0 };
 }
+
+/**
+ * The lines of a session, read without opening it for writing: no torn-line cut, no repair. For
+ * inspection (`cordon sessions show`) while a run may still be appending.
+ */
+export async function readSessionEntries(options: {
+  stateDir: string;
+  sessionKey: string;
+  signal?: AbortSignal | undefined;
+}): Promise<SessionEntry[]> {
+  const file = sessionFilePath(options.stateDir, options.sessionKey);
+  const { entries } = await readEntries(file, options.signal);
+  return entries;
+}

@@ -1,0 +1,76 @@
+import { describe, expect, it } from "vitest";
+
+import { createRunRenderer, type OutputFormat } from "./run-renderer.js";
+
+function render(format: OutputFormat, events: { type: string; [k: string]: unknown }[]) {
+  let stdout = "";
+  let stderr = "";
+  const renderer = createRunRenderer({
+    format,
+    stdout: (t) => (stdout += t),
+    stderr: (t) => (stderr += t),
+    now: () => new Date("2026-01-01T00:00:00Z"),
+  });
+  for (const event of events) renderer.onEvent(event);
+  return { stdout, stderr, ended: renderer.ended };
+}
+
+const events = [
+  { type: "run-start", runId: "r1", sessionKey: "agent:main:t", model: "m" },
+  { type: "text-delta", text: "Running " },
+  { type: "text-delta", text: "tests." },
+  { type: "assistant-message", turn: 1 },
+  { type: "tool-call", toolCallId: "t1", name: "exec", input: { command: "npm test" } },
+  {
+    type: "tool-result",
+    toolCallId: "t1",
+    name: "exec",
+    isError: false,
+    skipped: false,
+    content: [{ type: "text", text: "exit 0\nall good" }],
+  },
+  { type: "run-end", runId: "r1", status: "completed", exitCode: 0, finalText: "Done." },
+  { type: "run-end", runId: "r1", status: "completed", exitCode: 0, finalText: "dup" },
+];
+
+describe("run renderer", () => {
+  it("text: the answer on stdout, progress on stderr", () => {
+    const out = render("text", events);
+    expect(out.stdout).toBe("Running tests.\n");
+    expect(out.stderr).toContain("→ exec npm test");
+    expect(out.stderr).toContain("ok: exit 0");
+    expect(out.ended).toBe(true);
+  });
+
+  it("text: a failed run says why and what to do, on stderr", () => {
+    const out = render("text", [
+      {
+        type: "run-end",
+        status: "limit_turns",
+        message: "ran out of turns",
+        fix: "raise --max-turns",
+      },
+    ]);
+    expect(out.stdout).toBe("");
+    expect(out.stderr).toBe("cordon: ran out of turns\n  fix: raise --max-turns\n");
+  });
+
+  it("json: exactly one result object", () => {
+    const out = render("json", events);
+    const lines = out.stdout.trim().split("\n");
+    expect(lines).toHaveLength(1);
+    expect(JSON.parse(lines[0] ?? "")).toMatchObject({ status: "completed", finalText: "Done." });
+  });
+
+  it("stream-json: versioned envelopes with increasing seq, ending with one run-end", () => {
+    const out = render("stream-json", events);
+    const records = out.stdout
+      .trim()
+      .split("\n")
+      .map((l) => JSON.parse(l) as { v: number; seq: number; runId: string; type: string });
+    expect(records.map((r) => r.seq)).toEqual([1, 2, 3, 4, 5, 6, 7]);
+    expect(records.every((r) => r.v === 1 && r.runId === "r1")).toBe(true);
+    expect(records.at(-1)?.type).toBe("run-end");
+    expect(records.filter((r) => r.type === "run-end")).toHaveLength(1);
+  });
+});

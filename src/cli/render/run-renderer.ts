@@ -1,0 +1,145 @@
+/**
+ * Renders run events for `cordon run` and friends: `text` streams the answer to stdout and
+ * progress to stderr; `json` prints one result object at the end; `stream-json` prints every event
+ * as a JSONL envelope `{v, seq, ts, runId, type, ...}` and always ends with one `run-end`.
+ */
+
+export type OutputFormat = "text" | "json" | "stream-json";
+export const outputFormats: readonly OutputFormat[] = ["text", "json", "stream-json"];
+
+/** Version of the stream-json envelope; bumped on an incompatible change. */
+export const streamJsonVersion = 1;
+
+/** Any event with a `type`; run events and the orchestrator's own (sandbox, policy). */
+export interface RenderableEvent {
+  type: string;
+  [key: string]: unknown;
+}
+
+export interface RunRendererOptions {
+  format: OutputFormat;
+  stdout: (text: string) => void;
+  stderr: (text: string) => void;
+  /** Clock for envelopes; tests pass a fixed one. */
+  now?: () => Date;
+}
+
+export interface RunRenderer {
+  onEvent(event: RenderableEvent): void;
+  /** Whether a `run-end` was rendered (the CLI synthesises one for failures before the loop). */
+  readonly ended: boolean;
+}
+
+const previewLength = 160;
+
+function preview(value: unknown): string {
+  const text = typeof value === "string" ? value : JSON.stringify(value);
+  const oneLine = text.replace(/\s+/g, " ").trim();
+  return oneLine.length > previewLength ? `${oneLine.slice(0, previewLength - 1)}…` : oneLine;
+}
+
+function describeToolCall(name: string, input: unknown): string {
+  if (typeof input === "object" && input !== null) {
+    const fields = input as Record<string, unknown>;
+    const main = fields["command"] ?? fields["path"] ?? fields["pattern"] ?? fields["action"];
+    if (typeof main === "string") return `${name} ${preview(main)}`;
+  }
+  return `${name} ${preview(input)}`;
+}
+
+function firstText(content: unknown): string {
+  if (!Array.isArray(content)) return "";
+  for (const block of content as { type?: string; text?: string }[]) {
+    if (block.type === "text" && block.text) return block.text;
+  }
+  return "";
+}
+
+export function createRunRenderer(options: RunRendererOptions): RunRenderer {
+  const now = options.now ?? (() => new Date());
+  let seq = 0;
+  let runId = "";
+  let ended = false;
+  let textOpen = false;
+
+  const endText = (): void => {
+    if (textOpen) options.stdout("\n");
+    textOpen = false;
+  };
+
+  const text = (event: RenderableEvent): void => {
+    switch (event.type) {
+      case "text-delta":
+        options.stdout(String(event["text"]));
+        textOpen = true;
+        break;
+      case "assistant-message":
+        endText();
+        break;
+      case "sandbox-ready":
+        options.stderr(`· sandbox ${String(event["container"])} (${String(event["detail"])})\n`);
+        break;
+      case "tool-call":
+        options.stderr(`→ ${describeToolCall(String(event["name"]), event["input"])}\n`);
+        break;
+      case "tool-result": {
+        const mark = event["skipped"] ? "skipped" : event["isError"] ? "error" : "ok";
+        const summary = preview(firstText(event["content"]).split("\n")[0] ?? "");
+        options.stderr(`  ${mark}${summary ? `: ${summary}` : ""}\n`);
+        break;
+      }
+      case "retry":
+        options.stderr(
+          `· retrying in ${Number(event["delayMs"]) / 1000}s: ${String(event["error"])}\n`,
+        );
+        break;
+      case "fallback":
+        options.stderr(`· falling back from ${String(event["from"])} to ${String(event["to"])}\n`);
+        break;
+      case "compaction":
+        options.stderr(`· compacted ${String(event["summarizedMessages"])} older messages\n`);
+        break;
+      case "session-reset":
+        options.stderr(`· session reset: ${String(event["reason"])}\n`);
+        break;
+      case "run-end": {
+        endText();
+        if (event["status"] !== "completed") {
+          options.stderr(`cordon: ${String(event["message"] ?? event["status"])}\n`);
+          if (event["fix"]) options.stderr(`  fix: ${String(event["fix"])}\n`);
+        }
+        break;
+      }
+    }
+  };
+
+  return {
+    get ended() {
+      return ended;
+    },
+    onEvent(event) {
+      if (event.type === "run-start" && typeof event["runId"] === "string") runId = event["runId"];
+      if (event.type === "run-end") {
+        if (ended) return;
+        ended = true;
+      }
+      switch (options.format) {
+        case "text":
+          text(event);
+          break;
+        case "json":
+          if (event.type === "run-end") {
+            const { type: _type, ...result } = event;
+            options.stdout(`${JSON.stringify(result)}\n`);
+          }
+          break;
+        case "stream-json":
+          seq += 1;
+          options.stdout(
+            `${JSON.stringify({ v: streamJsonVersion, seq, ts: now().toISOString(), runId, ...event })}\n`,
+          );
+          break;
+      }
+    },
+  };
+}
