@@ -106,7 +106,8 @@ export function createRunRenderer(options: RunRendererOptions): RunRenderer {
         endText();
         if (event["status"] !== "completed") {
           options.stderr(`cordon: ${String(event["message"] ?? event["status"])}\n`);
-          if (event["fix"]) options.stderr(`  fix: ${String(event["fix"])}\n`);
+          const fix = event["fix"];
+          if (typeof fix === "string" && fix) options.stderr(`  fix: ${fix}\n`);
         }
         break;
       }
