@@ -6,3 +6,4 @@ export {
   type AnthropicModelClientOptions,
 } from "./anthropic-model-client.js";
 export * from "./scripted-model-client.js";
+export { createModelClient, type CreateModelClientOptions } from "./create-model-client.js";
