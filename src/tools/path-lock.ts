@@ -33,3 +33,17 @@ export async function withPathLock<T>(
 export function pendingPathLocks(): number {
   return tails.size;
 }
+
+/** Holds the locks of several paths at once, taken in sorted order so two callers cannot deadlock. */
+export async function withPathLocks<T>(
+  options: { sandboxId: string; paths: readonly string[] },
+  work: () => Promise<T>,
+): Promise<T> {
+  const sorted = [...new Set(options.paths)].sort();
+  const take = async (index: number): Promise<T> => {
+    const path = sorted[index];
+    if (path === undefined) return work();
+    return withPathLock({ sandboxId: options.sandboxId, path }, () => take(index + 1));
+  };
+  return take(0);
+}
