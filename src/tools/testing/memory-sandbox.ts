@@ -99,7 +99,9 @@ export class MemorySandbox implements Sandbox {
 
   getText(path: string): string | undefined {
     const data = this.getFile(path);
-    return data === undefined ? undefined : new TextDecoder().decode(data);
+    return data === undefined
+      ? undefined
+      : new TextDecoder("utf-8", { ignoreBOM: true }).decode(data);
   }
 
   has(path: string): boolean {
