@@ -55,7 +55,7 @@ export const processTool = defineTool({
               ? await table.poll(id, { signal })
               : await table.log(id, { signal });
           const shown = truncateMiddle(output, limits.outputChars);
-          const body = output === "" ? "(no new output)" : shown.text;
+          const body = output === "" ? "(no new output)" : shown.text.replace(/\n$/, "");
           return textResult(`${body}\n[${describeInfo(info)}]`);
         }
         case "write":

@@ -77,43 +77,129 @@ function splitLines(text: string): string[] {
   return lines;
 }
 
-/** Line diff: common prefix and suffix, then an LCS of the middle (bounded in size). */
+type Kind = Op["kind"];
+
+/**
+ * Line diff: common prefix and suffix trimmed, then an exact LCS where the middle is small, and
+ * patience-style anchoring on lines unique to both sides where it is not (a large file with
+ * scattered changes still gets a small diff). Without anchors a large middle is shown as one
+ * replacement.
+ */
 function diffLines(a: readonly string[], b: readonly string[]): Op[] {
-  let prefix = 0;
-  while (prefix < a.length && prefix < b.length && a[prefix] === b[prefix]) prefix++;
-  let suffix = 0;
-  while (
-    suffix < a.length - prefix &&
-    suffix < b.length - prefix &&
-    a[a.length - 1 - suffix] === b[b.length - 1 - suffix]
-  ) {
-    suffix++;
-  }
+  const kinds: Array<{ kind: Kind; text: string }> = [];
+  diffRange(a, 0, a.length, b, 0, b.length, kinds);
   const ops: Op[] = [];
-  for (let i = 0; i < prefix; i++)
-    ops.push({ kind: " ", text: a[i] ?? "", oldNo: i + 1, newNo: i + 1 });
-  const midA = a.slice(prefix, a.length - suffix);
-  const midB = b.slice(prefix, b.length - suffix);
-  for (const op of middleOps(midA, midB)) {
-    ops.push({ ...op, oldNo: op.oldNo + prefix, newNo: op.newNo + prefix });
-  }
-  for (let k = suffix; k > 0; k--) {
-    const i = a.length - k;
-    const j = b.length - k;
-    ops.push({ kind: " ", text: a[i] ?? "", oldNo: i + 1, newNo: j + 1 });
+  let i = 0;
+  let j = 0;
+  for (const { kind, text } of kinds) {
+    if (kind !== "+") i++;
+    if (kind !== "-") j++;
+    ops.push({ kind, text, oldNo: i, newNo: j });
   }
   return ops;
 }
 
-function middleOps(a: readonly string[], b: readonly string[]): Op[] {
+function diffRange(
+  a: readonly string[],
+  aLo: number,
+  aHi: number,
+  b: readonly string[],
+  bLo: number,
+  bHi: number,
+  out: Array<{ kind: Kind; text: string }>,
+): void {
+  while (aLo < aHi && bLo < bHi && a[aLo] === b[bLo]) {
+    out.push({ kind: " ", text: a[aLo] ?? "" });
+    aLo++;
+    bLo++;
+  }
+  const tail: Array<{ kind: Kind; text: string }> = [];
+  while (aHi > aLo && bHi > bLo && a[aHi - 1] === b[bHi - 1]) {
+    tail.push({ kind: " ", text: a[aHi - 1] ?? "" });
+    aHi--;
+    bHi--;
+  }
+  const n = aHi - aLo;
+  const m = bHi - bLo;
+  if (n === 0 || m === 0 || n * m <= MAX_LCS_CELLS) {
+    lcsOps(a.slice(aLo, aHi), b.slice(bLo, bHi), out);
+  } else {
+    const anchors = uniqueAnchors(a, aLo, aHi, b, bLo, bHi);
+    if (anchors.length === 0) {
+      for (let i = aLo; i < aHi; i++) out.push({ kind: "-", text: a[i] ?? "" });
+      for (let j = bLo; j < bHi; j++) out.push({ kind: "+", text: b[j] ?? "" });
+    } else {
+      let ai = aLo;
+      let bj = bLo;
+      for (const [x, y] of anchors) {
+        diffRange(a, ai, x, b, bj, y, out);
+        out.push({ kind: " ", text: a[x] ?? "" });
+        ai = x + 1;
+        bj = y + 1;
+      }
+      diffRange(a, ai, aHi, b, bj, bHi, out);
+    }
+  }
+  out.push(...tail.reverse());
+}
+
+/** Pairs (i, j) of lines occurring once in each range, longest increasing chain (patience). */
+function uniqueAnchors(
+  a: readonly string[],
+  aLo: number,
+  aHi: number,
+  b: readonly string[],
+  bLo: number,
+  bHi: number,
+): Array<[number, number]> {
+  const countA = new Map<string, { count: number; at: number }>();
+  for (let i = aLo; i < aHi; i++) {
+    const line = a[i] ?? "";
+    const seen = countA.get(line);
+    countA.set(line, { count: (seen?.count ?? 0) + 1, at: i });
+  }
+  const countB = new Map<string, { count: number; at: number }>();
+  for (let j = bLo; j < bHi; j++) {
+    const line = b[j] ?? "";
+    const seen = countB.get(line);
+    countB.set(line, { count: (seen?.count ?? 0) + 1, at: j });
+  }
+  const pairs: Array<[number, number]> = [];
+  for (let i = aLo; i < aHi; i++) {
+    const line = a[i] ?? "";
+    const inB = countB.get(line);
+    if (countA.get(line)?.count === 1 && inB?.count === 1) pairs.push([i, inB.at]);
+  }
+  // Longest increasing subsequence of j (pairs are already ordered by i).
+  const tails: number[] = [];
+  const previous = new Array<number>(pairs.length).fill(-1);
+  for (let k = 0; k < pairs.length; k++) {
+    const j = pairs[k]?.[1] ?? 0;
+    let lo = 0;
+    let hi = tails.length;
+    while (lo < hi) {
+      const mid = (lo + hi) >> 1;
+      if ((pairs[tails[mid] ?? 0]?.[1] ?? 0) < j) lo = mid + 1;
+      else hi = mid;
+    }
+    if (lo > 0) previous[k] = tails[lo - 1] ?? -1;
+    tails[lo] = k;
+  }
+  const chain: Array<[number, number]> = [];
+  for (let k = tails.at(-1) ?? -1; k !== -1; k = previous[k] ?? -1) {
+    const pair = pairs[k];
+    if (pair) chain.push(pair);
+  }
+  return chain.reverse();
+}
+
+function lcsOps(
+  a: readonly string[],
+  b: readonly string[],
+  out: Array<{ kind: Kind; text: string }>,
+): void {
   const n = a.length;
   const m = b.length;
-  if (n * m > MAX_LCS_CELLS) {
-    return [
-      ...a.map((text, i) => ({ kind: "-" as const, text, oldNo: i + 1, newNo: 0 })),
-      ...b.map((text, j) => ({ kind: "+" as const, text, oldNo: n, newNo: j + 1 })),
-    ];
-  }
   // lcs[i][j] = LCS length of a[i..] and b[j..], in one flat array.
   const lcs = new Uint32Array((n + 1) * (m + 1));
   const at = (i: number, j: number): number => lcs[i * (m + 1) + j] ?? 0;
@@ -123,21 +209,19 @@ function middleOps(a: readonly string[], b: readonly string[]): Op[] {
         a[i] === b[j] ? at(i + 1, j + 1) + 1 : Math.max(at(i + 1, j), at(i, j + 1));
     }
   }
-  const ops: Op[] = [];
   let i = 0;
   let j = 0;
   while (i < n || j < m) {
     if (i < n && j < m && a[i] === b[j]) {
-      ops.push({ kind: " ", text: a[i] ?? "", oldNo: i + 1, newNo: j + 1 });
+      out.push({ kind: " ", text: a[i] ?? "" });
       i++;
       j++;
     } else if (i < n && (j >= m || at(i + 1, j) >= at(i, j + 1))) {
-      ops.push({ kind: "-", text: a[i] ?? "", oldNo: i + 1, newNo: j });
+      out.push({ kind: "-", text: a[i] ?? "" });
       i++;
     } else {
-      ops.push({ kind: "+", text: b[j] ?? "", oldNo: i, newNo: j + 1 });
+      out.push({ kind: "+", text: b[j] ?? "" });
       j++;
     }
   }
-  return ops;
 }

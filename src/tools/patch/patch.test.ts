@@ -362,6 +362,31 @@ describe("createUnifiedDiff", () => {
   });
 });
 
+describe("createUnifiedDiff on large inputs", () => {
+  it.each([1, 2, 3, 4, 5])(
+    "round-trips scattered edits of a 3000-line file (anchored diff) #%i",
+    (seed) => {
+      const random = mulberry32(seed * 7919);
+      const oldLines = Array.from({ length: 3000 }, (_, i) =>
+        random() < 0.2 ? "dup" : `line ${i}`,
+      );
+      const newLines = oldLines.flatMap((line) => {
+        const r = random();
+        if (r < 0.03) return [];
+        if (r < 0.06) return [line, "inserted"];
+        if (r < 0.09) return [`${line} changed`];
+        return [line];
+      });
+      const oldText = `${oldLines.join("\n")}\n`;
+      const newText = `${newLines.join("\n")}\n`;
+      const diff = createUnifiedDiff({ oldText, newText, oldPath: "f", newPath: "f" });
+      expect(applyOne(oldText, diff)).toBe(newText);
+      // Anchoring keeps the diff near the size of the change, far below a whole-file rewrite.
+      expect(diff.length).toBeLessThan(oldText.length);
+    },
+  );
+});
+
 function mulberry32(seed: number): () => number {
   let a = seed;
   return () => {
