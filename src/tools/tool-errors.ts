@@ -10,8 +10,10 @@ import {
  * A thrown error as a sentence for the model: what happened and what to do instead. The model
  * cannot act on a stack trace, and the reasons of `FileOperationError` map to clear next steps.
  */
-export function describeToolError(error: unknown): string {
-  if (error instanceof FileOperationError) return describeFileError(error);
+export function describeToolError(error: unknown, options: { workdir?: string } = {}): string {
+  if (error instanceof FileOperationError) {
+    return describeFileError(error, options.workdir ?? "/workspace");
+  }
   if (error instanceof AbortedError) return "The call was aborted before it finished.";
   if (error instanceof CommandTimeoutError) return withFix(error.message, error.fix);
   if (CordonError.is(error)) return withFix(error.message, error.fix);
@@ -22,7 +24,7 @@ function withFix(message: string, fix: string | undefined): string {
   return fix ? `${message}\nFix: ${fix}` : message;
 }
 
-function describeFileError(error: FileOperationError): string {
+function describeFileError(error: FileOperationError, workdir: string): string {
   const path = error.path;
   switch (error.reason) {
     case "not_found":
@@ -31,8 +33,8 @@ function describeFileError(error: FileOperationError): string {
       return `Permission denied for ${path}: the sandbox user may not access it. Work in the workspace instead.`;
     case "read_only":
       return isUnder(path, "/agent")
-        ? `Cannot modify ${path}: it is on a read-only mount (/agent is read-only in workspaceAccess ro). Write under /workspace instead, e.g. copy the file there first.`
-        : `Cannot modify ${path}: it is on a read-only mount (the sandbox root filesystem is read-only; /workspace and /tmp are writable). Write under /workspace instead.`;
+        ? `Cannot modify ${path}: it is on a read-only mount (/agent is read-only in workspaceAccess ro). Write under ${workdir} instead, e.g. copy the file there first.`
+        : `Cannot modify ${path}: it is on a read-only mount (the sandbox root filesystem is read-only; ${workdir} and /tmp are writable). Write under ${workdir} instead.`;
     case "is_directory":
       return `${path} is a directory, not a file. Use ls to list it.`;
     case "not_directory":

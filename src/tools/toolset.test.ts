@@ -151,6 +151,31 @@ describe("createToolset", () => {
     expect(textOf(result)).toBe("container is gone\nFix: run cordon sandbox list");
   });
 
+  it("does not start a call whose signal has already fired", async () => {
+    const sandbox = new MemorySandbox();
+    const toolset = createToolset({ tools: builtinTools(), allowed: ["exec"] });
+    const controller = new AbortController();
+    controller.abort();
+    const result = await toolset.call(
+      "exec",
+      { command: "rm -rf build" },
+      { ...context(sandbox), signal: controller.signal },
+    );
+    expect(result.isError).toBe(true);
+    expect(textOf(result)).toMatch(/aborted before it started; nothing was run/);
+    expect(sandbox.calls).toEqual([]);
+  });
+
+  it("names the sandbox's own working directory in read-only advice (host mode)", async () => {
+    const sandbox = new MemorySandbox({ workdir: "/home/me/project" });
+    const toolset = createToolset({
+      tools: [throwing(new FileOperationError("EROFS", "read_only", "/usr/lib/x"))],
+      allowed: ["boom"],
+    });
+    const result = await toolset.call("boom", { path: "x" }, context(sandbox));
+    expect(textOf(result)).toMatch(/Write under \/home\/me\/project instead/);
+  });
+
   it("refuses two tools with one name", () => {
     const tool = defineTool({
       name: "dup",

@@ -59,16 +59,22 @@ export function createToolset(options: CreateToolsetOptions): Toolset {
     }
     const parsed = tool.inputSchema.safeParse(rawInput);
     if (!parsed.success) return errorResult(describeInvalidInput(tool, parsed.error));
+    if (context.signal.aborted) {
+      return errorResult("The call was aborted before it started; nothing was run.");
+    }
     const logger = context.logger.child({ tool: name, toolCallId: context.toolCallId });
+    logger.debug("tool call starting");
     try {
-      return await tool.execute(parsed.data, {
+      const result = await tool.execute(parsed.data, {
         ...context,
         logger,
         session: context.session ?? session,
       });
+      logger.debug({ isError: result.isError }, "tool call finished");
+      return result;
     } catch (error) {
       logger.debug({ err: messageOf(error) }, "tool call failed");
-      return errorResult(describeToolError(error));
+      return errorResult(describeToolError(error, { workdir: context.sandbox.workdir }));
     }
   }
 

@@ -132,7 +132,11 @@ async function planFile(
       }
     }
   } catch (error) {
-    fail(error instanceof PatchTargetError ? error.message : describeToolError(error));
+    fail(
+      error instanceof PatchTargetError
+        ? error.message
+        : describeToolError(error, { workdir: context.sandbox.workdir }),
+    );
     return;
   }
   let text = current;
@@ -243,7 +247,9 @@ async function commit(plan: Plan, context: ToolContext): Promise<{ error?: strin
         else await sandbox.writeFile(path, original, { createParents: true });
         sessionStateFor(context).forget(sandbox, path);
       } catch (undoError) {
-        rollbackFailures.push(`${path}: ${describeToolError(undoError)}`);
+        rollbackFailures.push(
+          `${path}: ${describeToolError(undoError, { workdir: sandbox.workdir })}`,
+        );
       }
     }
     const undone =
@@ -252,6 +258,8 @@ async function commit(plan: Plan, context: ToolContext): Promise<{ error?: strin
           ? ` The ${done.length} file(s) already written were restored; nothing is changed.`
           : " Nothing was changed."
         : ` Restoring the files already written failed for: ${rollbackFailures.join("; ")}. Check them with read.`;
-    return { error: `Writing the patched files failed: ${describeToolError(error)}${undone}` };
+    return {
+      error: `Writing the patched files failed: ${describeToolError(error, { workdir: context.sandbox.workdir })}${undone}`,
+    };
   }
 }

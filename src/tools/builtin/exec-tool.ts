@@ -1,5 +1,6 @@
 import { z } from "zod";
 import type { ExecResult } from "../../sandbox/index.js";
+import { resolveToolPath } from "../session-state.js";
 import { defineTool, type ToolResult } from "../tool-definition.js";
 import { HeadTailBuffer } from "../truncate.js";
 import { limits } from "./limits.js";
@@ -48,10 +49,11 @@ export const execTool = defineTool({
   inputSchema,
   async execute(input, context): Promise<ToolResult> {
     const { sandbox, signal } = context;
+    const cwd = input.workdir === undefined ? undefined : resolveToolPath(sandbox, input.workdir);
     if (input.background) {
       const info = await sandbox.processes.start(input.command, {
         signal,
-        cwd: input.workdir,
+        cwd,
         env: input.env,
       });
       return {
@@ -70,7 +72,7 @@ export const execTool = defineTool({
     const timeoutSec = input.timeoutSec ?? limits.execDefaultTimeoutSec;
     const result = await sandbox.exec(input.command, {
       signal,
-      cwd: input.workdir,
+      cwd,
       env: input.env,
       timeoutMs: Math.round(timeoutSec * 1000),
       maxOutputBytes: STREAM_CAP_BYTES,
