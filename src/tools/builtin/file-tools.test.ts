@@ -1,3 +1,7 @@
+import { spawnSync } from "node:child_process";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { pendingPathLocks } from "../path-lock.js";
 import { MemorySandbox } from "../testing/memory-sandbox.js";
@@ -106,15 +110,44 @@ describe("read", () => {
     });
   });
 
-  it("refuses files over the size bound before loading them", async () => {
-    const sandbox = new MemorySandbox({
-      files: { "huge.log": new Uint8Array(limits.readMaxBytes + 1).fill(0x61) },
-    });
-    const { call, text } = toolHarness(sandbox);
-    const result = await call("read", { path: "huge.log" });
-    expect(result.isError).toBe(true);
-    expect(text(result)).toMatch(/Use grep.*sed -n/);
-    expect(sandbox.callsTo("readFile")).toEqual([]);
+  it("reads a range of a file too large to load, cutting it out inside the sandbox", async () => {
+    // A real file on disk, and a sandbox whose workdir is that directory and whose exec is bash.
+    const dir = mkdtempSync(join(tmpdir(), "cordon-read-"));
+    try {
+      const line = (n: number): string => `log line ${n} ${"x".repeat(80)}`;
+      const count = Math.ceil(limits.readMaxBytes / 90) + 1000;
+      const content = Array.from({ length: count }, (_, i) => line(i + 1)).join("\n") + "\n";
+      const name = "huge log's (1).txt";
+      writeFileSync(join(dir, name), content);
+      const sandbox = new MemorySandbox({
+        workdir: dir,
+        files: { [name]: content },
+        exec: (command) => {
+          const run = spawnSync("bash", ["-c", command], { cwd: dir, encoding: "utf8" });
+          return { exitCode: run.status, stdout: run.stdout, stderr: run.stderr };
+        },
+      });
+      const { call, text } = toolHarness(sandbox);
+      const result = await call("read", { path: name, offset: 150_000, limit: 3 });
+      expect(result.isError).toBe(false);
+      expect(text(result)).toBe(
+        [
+          `150000\t${line(150_000)}`,
+          `150001\t${line(150_001)}`,
+          `150002\t${line(150_002)}`,
+          `[${join(dir, name)} is ${Buffer.byteLength(content)} bytes, read as a range: lines 150000-150002 of ${count}. Continue with offset=150003.]`,
+        ].join("\n"),
+      );
+      expect(sandbox.callsTo("readFile")).toEqual([]);
+      const tail = text(await call("read", { path: name, offset: count - 1 }));
+      expect(tail).toMatch(
+        new RegExp(`lines ${count - 1}-${count} of ${count}\\. End of file\\.\\]$`),
+      );
+      const past = await call("read", { path: name, offset: count + 10 });
+      expect(past.isError).toBe(true);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 
   it.each(hostileNames)(

@@ -1,6 +1,13 @@
 import { z } from "zod";
-import { defineTool, errorResult, textResult, type ToolResult } from "../tool-definition.js";
+import {
+  defineTool,
+  errorResult,
+  textResult,
+  type ToolContext,
+  type ToolResult,
+} from "../tool-definition.js";
 import { resolveToolPath, sessionStateFor, stampOf } from "../session-state.js";
+import { shellCommand, quoteShellArg } from "../shell-quote.js";
 import { decodeText } from "../text-format.js";
 import { limits } from "./limits.js";
 
@@ -49,10 +56,13 @@ export const readTool = defineTool({
       return errorResult(`${path} is a directory, not a file. Use ls to list it.`);
     }
     if (info.size > limits.readMaxBytes) {
-      return errorResult(
-        `${path} is ${info.size} bytes, more than read loads (${limits.readMaxBytes}). ` +
-          `Use grep to find what you need, or exec with \`sed -n '100,200p'\`, head or tail to read part of it.`,
-      );
+      return readLargeFile({
+        context,
+        path,
+        size: info.size,
+        offset: input.offset,
+        limit: input.limit,
+      });
     }
     const bytes = await sandbox.readFile(path, { signal, maxBytes: limits.readMaxBytes });
     const mediaType = imageMediaType(bytes);
@@ -96,32 +106,102 @@ function renderLines(options: {
   if (start > total) {
     return `${options.path} has ${total} lines; offset ${start} is past the end. Use an offset from 1 to ${total}.`;
   }
-  const limit = options.limit ?? limits.readLines;
-  const width = String(Math.min(total, start + limit - 1)).length;
+  const window = formatWindow({
+    lines: lines.slice(start - 1),
+    first: start,
+    limit: options.limit ?? limits.readLines,
+  });
+  const notes: string[] = [];
+  if (window.last < total) {
+    notes.push(
+      `[Showing lines ${start}-${window.last} of ${total}. Continue with offset=${window.last + 1}.]`,
+    );
+  } else if (start > 1) {
+    notes.push(`[Showing lines ${start}-${window.last} of ${total}; end of file.]`);
+  }
+  notes.push(...window.notes);
+  return [...window.out, ...notes].join("\n");
+}
+
+/**
+ * Numbers `lines` (the first one is line `first`), at most `limit` of them and within the output
+ * budget; long lines are cut. `last` is the number of the last line shown.
+ */
+function formatWindow(options: { lines: readonly string[]; first: number; limit: number }): {
+  out: string[];
+  last: number;
+  notes: string[];
+} {
+  const { lines, first, limit } = options;
+  const count = Math.min(lines.length, limit);
+  const width = String(first + count - 1).length;
   const out: string[] = [];
   let chars = 0;
-  let line = start;
   let cutLines = 0;
-  for (; line <= total && line < start + limit; line++) {
-    let content = (lines[line - 1] ?? "").replace(/\r$/, "");
+  for (let k = 0; k < count; k++) {
+    let content = (lines[k] ?? "").replace(/\r$/, "");
     if (content.length > limits.readLineChars) {
       content = `${content.slice(0, limits.readLineChars)} [… line cut: ${content.length} characters]`;
       cutLines++;
     }
-    const rendered = `${String(line).padStart(width)}\t${content}`;
+    const rendered = `${String(first + k).padStart(width)}\t${content}`;
     if (chars + rendered.length > limits.outputChars && out.length > 0) break;
     out.push(rendered);
     chars += rendered.length + 1;
   }
-  const last = line - 1;
-  const notes: string[] = [];
-  if (last < total) {
-    notes.push(`[Showing lines ${start}-${last} of ${total}. Continue with offset=${last + 1}.]`);
-  } else if (start > 1) {
-    notes.push(`[Showing lines ${start}-${last} of ${total}; end of file.]`);
+  const notes =
+    cutLines > 0
+      ? [`[${cutLines} long line(s) were cut; use grep or exec to see them whole.]`]
+      : [];
+  return { out, last: first + out.length - 1, notes };
+}
+
+/**
+ * A file too large to load (a saved exec log, a data dump): the requested lines are cut out
+ * inside the sandbox with tail/head, so only they travel. No stale-read stamp: the whole file
+ * was never seen.
+ */
+async function readLargeFile(options: {
+  context: ToolContext;
+  path: string;
+  size: number;
+  offset: number | undefined;
+  limit: number | undefined;
+}): Promise<ToolResult> {
+  const { context, path, size } = options;
+  const start = options.offset ?? 1;
+  const limit = options.limit ?? limits.readLines;
+  const quoted = quoteShellArg(path);
+  const command = [
+    `wc -l < ${quoted}`,
+    `${shellCommand(["tail", "-n", `+${start}`, "--", path])} | head -n ${limit} | head -c ${limits.outputChars * 4}`,
+  ].join(" && ");
+  const result = await context.sandbox.exec(command, {
+    signal: context.signal,
+    timeoutMs: 60_000,
+    maxOutputBytes: limits.outputChars * 8,
+  });
+  if (result.exitCode !== 0 && result.exitCode !== 141) {
+    return errorResult(
+      `${path} is ${size} bytes, too large to load whole, and reading a range of it failed: ${result.stderr.trim() || `exit code ${String(result.exitCode)}`}. Use grep, or exec with sed -n.`,
+    );
   }
-  if (cutLines > 0) {
-    notes.push(`[${cutLines} long line(s) were cut; use grep or exec to see them whole.]`);
+  if (result.stdout.includes("\u0000")) {
+    return errorResult(
+      `${path} is a binary file (${size} bytes); inspect it with exec, e.g. xxd | head.`,
+    );
   }
-  return [...out, ...notes].join("\n");
+  const newline = result.stdout.indexOf("\n");
+  const counted = Number(result.stdout.slice(0, newline).trim());
+  const lines = result.stdout.slice(newline + 1).split("\n");
+  if (lines.at(-1) === "") lines.pop();
+  if (lines.length === 0) {
+    return errorResult(`${path} has ${counted} lines; offset ${start} is past the end.`);
+  }
+  // wc counts newlines; a last line without one is still a line.
+  const total = Math.max(counted, start + lines.length - 1);
+  const window = formatWindow({ lines, first: start, limit });
+  const next = window.last < total ? `Continue with offset=${window.last + 1}.` : "End of file.";
+  const note = `[${path} is ${size} bytes, read as a range: lines ${start}-${window.last} of ${total}. ${next}]`;
+  return textResult([...window.out, note, ...window.notes].join("\n"));
 }
