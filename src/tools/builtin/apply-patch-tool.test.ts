@@ -57,7 +57,7 @@ describe("apply_patch", () => {
     expect(result.isError).toBe(false);
     expect(text(result)).toBe(
       [
-        "Applied the patch to 4 file(s):",
+        "Applied the patch (4 file change(s)):",
         "M src/app.ts (+2 -1)",
         "A src/y.ts (+1 -0)",
         "D old.md",
@@ -110,6 +110,41 @@ describe("apply_patch", () => {
     expect(text(rename)).toMatch(/b\.txt already exists; pick a new name/);
     expect(sandbox.getText("a.txt")).toBe("a\n");
     expect(sandbox.getText("b.txt")).toBe("b\n");
+  });
+
+  it("refuses to delete a file whose content is not all removed by the patch", async () => {
+    const sandbox = new MemorySandbox({ files: { "d.txt": "keep\nold\n" } });
+    const { call, text } = toolHarness(sandbox);
+    const result = await call("apply_patch", {
+      patch: "--- a/d.txt\n+++ /dev/null\n@@ -1 +0,0 @@\n-old\n",
+    });
+    expect(result.isError).toBe(true);
+    expect(text(result)).toMatch(/do not remove all of its content/);
+    expect(sandbox.getText("d.txt")).toBe("keep\nold\n");
+  });
+
+  it("waits for a concurrent edit of the same file instead of overwriting it", async () => {
+    const sandbox = new MemorySandbox({ files: { "c.txt": "a\nb\nc\nd\ne\nf\ng\n" } });
+    const { call } = toolHarness(sandbox);
+    const [patched, edited] = await Promise.all([
+      call("apply_patch", { patch: "--- a/c.txt\n+++ b/c.txt\n@@ -1,2 +1,2 @@\n-a\n+A\n b\n" }),
+      call("edit", { path: "c.txt", old_text: "g", new_text: "G" }),
+    ]);
+    expect(patched.isError).toBe(false);
+    expect(edited.isError).toBe(false);
+    expect(sandbox.getText("c.txt")).toBe("A\nb\nc\nd\ne\nf\nG\n");
+  });
+
+  it("tells the model where a hunk was applied away from its header line", async () => {
+    const sandbox = new MemorySandbox({ files: { "o.txt": "0\n1\n2\n3\n4\n5\n" } });
+    const { call, text } = toolHarness(sandbox);
+    const result = await call("apply_patch", {
+      patch: "--- a/o.txt\n+++ b/o.txt\n@@ -1,2 +1,2 @@\n 4\n-5\n+five\n",
+    });
+    expect(text(result)).toMatch(
+      /Notes:\n- o\.txt: hunk 1 \(@@ -1,2 \+1,2 @@\) applied at line 5 \(4 line\(s\) later/,
+    );
+    expect(sandbox.getText("o.txt")).toBe("0\n1\n2\n3\n4\nfive\n");
   });
 
   it("explains a patch it cannot read", async () => {

@@ -94,7 +94,7 @@ async function applyFiles(
   }
   const written = await commit(plan, context);
   if (written.error !== undefined) return errorResult(written.error);
-  const lines = [`Applied the patch to ${plan.summary.length} file(s):`, ...plan.summary];
+  const lines = [`Applied the patch (${plan.summary.length} file change(s)):`, ...plan.summary];
   if (plan.notes.length > 0) lines.push("Notes:", ...plan.notes.map((note) => `- ${note}`));
   return textResult(lines.join("\n"));
 }
@@ -152,6 +152,12 @@ async function planFile(
     }
     text = applied.text;
     plan.notes.push(...applied.notes.map((note) => `${label}: ${note}`));
+    if (file.kind === "delete" && text !== "") {
+      fail(
+        `the patch deletes ${oldPath ?? label}, but its hunks do not remove all of its content (${text.split("\n").length} line(s) would remain); the file has changed. Read it again.`,
+      );
+      return;
+    }
   }
   const stats = countChanges(file.hunks);
   switch (file.kind) {
