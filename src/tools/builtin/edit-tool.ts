@@ -75,9 +75,19 @@ export function createEditTool(options: EditToolOptions = {}): ToolDefinition {
           return errorResult(`${path} is a binary file; edit only changes text files.`);
         }
         const { body, layout } = normalizeText(text);
-        const oldText = input.old_text.replaceAll("\r\n", "\n");
-        const newText = input.new_text.replaceAll("\r\n", "\n");
-        const count = countOf(body, oldText);
+        let oldText = input.old_text.replaceAll("\r\n", "\n");
+        let newText = input.new_text.replaceAll("\r\n", "\n");
+        let count = countOf(body, oldText);
+        if (count === 0 && body.includes("\r\n") && oldText.includes("\n")) {
+          // A file with mixed line endings keeps its CRLFs in the body; try them.
+          const crlf = oldText.replaceAll("\n", "\r\n");
+          const crlfCount = countOf(body, crlf);
+          if (crlfCount > 0) {
+            oldText = crlf;
+            newText = newText.replaceAll("\n", "\r\n");
+            count = crlfCount;
+          }
+        }
         if (count === 0) return errorResult(describeNoMatch(path, body, oldText));
         if (count > 1 && !input.replace_all) {
           const lines = matchLines(body, oldText);

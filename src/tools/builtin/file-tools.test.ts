@@ -315,6 +315,16 @@ describe("edit", () => {
     expect(sandbox.getText("nl.txt")).toBe("a\nB\n");
   });
 
+  it("matches CRLF lines of a file with mixed line endings and leaves the LF lines alone", async () => {
+    const sandbox = new MemorySandbox({ files: { "mix.txt": "a\r\nb\r\nc\nd\n" } });
+    const { call } = toolHarness(sandbox);
+    const result = await call("edit", { path: "mix.txt", old_text: "a\nb", new_text: "A\nB" });
+    expect(result.isError).toBe(false);
+    expect(sandbox.getText("mix.txt")).toBe("A\r\nB\r\nc\nd\n");
+    await call("edit", { path: "mix.txt", old_text: "c\nd", new_text: "C\nD" });
+    expect(sandbox.getText("mix.txt")).toBe("A\r\nB\r\nC\nD\n");
+  });
+
   it("accepts CRLF in old_text for a CRLF file", async () => {
     const sandbox = new MemorySandbox({ files: { "w.txt": "one\r\ntwo\r\n" } });
     const { call } = toolHarness(sandbox);
