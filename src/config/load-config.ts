@@ -64,8 +64,7 @@ export async function loadConfig(options: LoadConfigOptions): Promise<LoadedConf
     envLayer,
     flagLayer,
   ]);
-  const withDefaults = mergeLayers({ agents: { defaults: { workspace: cwd } } }, explicit);
-  const parsed = cordonConfigSchema.safeParse(withDefaults);
+  const parsed = cordonConfigSchema.safeParse(mergeLayers(builtinDefaults(cwd), explicit));
   if (!parsed.success) {
     throw configErrorOf(
       file ? `the config (${file}, environment and flags)` : "the config (environment and flags)",
@@ -88,11 +87,17 @@ export function parseConfig(
     throw new ConfigError("a config must be an object", { fix: "pass `{}` for all defaults" });
   }
   const resolved = resolveLayerPaths(value, cwd, options.homeDir ?? homedir());
-  const parsed = cordonConfigSchema.safeParse(
-    mergeLayers({ agents: { defaults: { workspace: cwd } } }, resolved),
-  );
+  const parsed = cordonConfigSchema.safeParse(mergeLayers(builtinDefaults(cwd), resolved));
   if (!parsed.success) throw configErrorOf("the config", configIssuesOf(parsed.error));
   return parsed.data;
+}
+
+/**
+ * The built-in defaults as a layer of their own, so the file merges into them like any layer
+ * (a file's `tmpfs: { "/cache": … }` adds to the default mounts instead of replacing them).
+ */
+export function builtinDefaults(cwd: string): CordonConfig {
+  return cordonConfigSchema.parse({ agents: { defaults: { workspace: path.resolve(cwd) } } });
 }
 
 function findConfigFile(

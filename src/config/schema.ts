@@ -244,6 +244,34 @@ const agentEntry = z.strictObject({
   tools: toolsSchema("partial").optional(),
 });
 
+/** Agent ids are unique and at most one agent is the default. */
+function checkAgentList(list: unknown, ctx: z.RefinementCtx): void {
+  if (!Array.isArray(list)) return;
+  const seen = new Map<unknown, number>();
+  let defaults = 0;
+  list.forEach((agent: unknown, index) => {
+    if (typeof agent !== "object" || agent === null) return;
+    const { id, default: isDefault } = agent as { id?: unknown; default?: unknown };
+    const first = seen.get(id);
+    if (typeof id === "string" && first !== undefined) {
+      ctx.addIssue({
+        code: "custom",
+        path: [index, "id"],
+        message: `duplicate agent id "${id}" (also agents.list[${first}])`,
+      });
+    } else {
+      seen.set(id, index);
+    }
+    if (isDefault === true && ++defaults > 1) {
+      ctx.addIssue({
+        code: "custom",
+        path: [index, "default"],
+        message: "more than one agent has default: true",
+      });
+    }
+  });
+}
+
 const agentDefaults = z.strictObject({
   /** The agent workspace; default: the working directory cordon runs in. */
   workspace: text.optional(),
@@ -252,50 +280,29 @@ const agentDefaults = z.strictObject({
   tools: toolsSchema("partial").optional(),
 });
 
-export const cordonConfigSchema = z
-  .strictObject({
-    $schema: z.string().optional(),
-    model: z
-      .union([
-        text,
-        z.strictObject({
-          primary: text.default(configDefaults.model.primary),
-          fallbacks: z.array(text).default([]),
-        }),
-      ])
-      .default({ primary: configDefaults.model.primary, fallbacks: [] }),
-    tools: toolsSchema("defaults").prefault({}),
-    agents: z
-      .strictObject({
-        defaults: agentDefaults.prefault({}),
-        list: z.array(agentEntry).default([]),
-      })
-      .prefault({}),
-  })
-  .superRefine((config, ctx) => {
-    const seen = new Map<string, number>();
-    let defaults = 0;
-    config.agents.list.forEach((agent, index) => {
-      const first = seen.get(agent.id);
-      if (first !== undefined) {
-        ctx.addIssue({
-          code: "custom",
-          path: ["agents", "list", index, "id"],
-          message: `duplicate agent id "${agent.id}" (also agents.list[${first}])`,
-        });
-      } else {
-        seen.set(agent.id, index);
-      }
-      if (agent.default) defaults++;
-      if (defaults > 1 && agent.default) {
-        ctx.addIssue({
-          code: "custom",
-          path: ["agents", "list", index, "default"],
-          message: "more than one agent has default: true",
-        });
-      }
-    });
-  });
+export const cordonConfigSchema = z.strictObject({
+  $schema: z.string().optional(),
+  model: z
+    .union([
+      text,
+      z.strictObject({
+        primary: text.default(configDefaults.model.primary),
+        fallbacks: z.array(text).default([]),
+      }),
+    ])
+    .default({ primary: configDefaults.model.primary, fallbacks: [] }),
+  tools: toolsSchema("defaults").prefault({}),
+  agents: z
+    .strictObject({
+      defaults: agentDefaults.prefault({}),
+      list: z
+        .array(agentEntry)
+        // Runs even when entries have other problems, so every issue is reported at once.
+        .superRefine(checkAgentList, { when: () => true })
+        .default([]),
+    })
+    .prefault({}),
+});
 
 /** The config as the file and flags may write it (everything optional). */
 export type CordonConfigInput = z.input<typeof cordonConfigSchema>;

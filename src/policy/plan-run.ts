@@ -248,7 +248,7 @@ export function planRun(input: PlanRunInput): RunPlan {
       ...new Set(toolResult.decisions.flatMap((d) => (d.blockedBy ?? []).map((b) => b.configKey))),
     ];
     throw new PolicyDeniedError(
-      `no tool is allowed for agent "${agent.id}" in session ${sessionKey}; decided by ${keysInvolved.join(", ")}`,
+      `no tool is allowed for agent "${agent.id}" in session ${sessionKey}; decided by ${keysInvolved.join(", ")}${toolResult.warnings.map((w) => `\n  ${w}`).join("")}`,
       {
         fix: `loosen ${keysInvolved.join(" or ")}; \`cordon sandbox explain --agent ${agent.id}\` shows each decision`,
       },
