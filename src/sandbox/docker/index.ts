@@ -10,3 +10,5 @@ export {
   type SandboxImageStatus,
 } from "./sandbox-image.js";
 export { dockerFix } from "./docker-errors.js";
+export { DockerSandbox, type DockerSandboxOptions } from "./docker-sandbox.js";
+export type { CopyTreeOutOptions, CopyTreeOutResult } from "./files/tree-transfer.js";
