@@ -10,3 +10,13 @@ export {
   type SandboxImageStatus,
 } from "./sandbox-image.js";
 export { dockerFix } from "./docker-errors.js";
+export {
+  DockerSandboxManager,
+  type AcquireOptions,
+  type AcquirePhase,
+  type AcquireProgress,
+  type DockerSandboxManagerOptions,
+  type ManagedContainer,
+  type SandboxLease,
+} from "./manager.js";
+export { SandboxRecords, recordsDirectory, type SandboxRecord } from "./records.js";
