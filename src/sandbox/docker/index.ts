@@ -20,3 +20,13 @@ export {
   type SandboxLease,
 } from "./manager.js";
 export { SandboxRecords, recordsDirectory, type SandboxRecord } from "./records.js";
+export {
+  SandboxInventory,
+  type Freshness,
+  type InventoryListOptions,
+  type PruneOptions,
+  type PruneReport,
+  type RemovedSandbox,
+  type SandboxInventoryOptions,
+  type SandboxSummary,
+} from "./inventory.js";

@@ -286,6 +286,7 @@ export class DockerSandboxManager {
           { exitCode: state.ExitCode, oomKilled: state.OOMKilled },
           "replacing a dead sandbox",
         );
+        await this.touchRecord(name);
         await this.remove(info.Id, name);
         continue;
       }
@@ -295,6 +296,7 @@ export class DockerSandboxManager {
           return { info, fresh: false, stale: true };
         }
         context.progress("create", `${name} was made from ${drift}; recreating it`);
+        await this.touchRecord(name);
         await this.remove(info.Id, name);
         continue;
       }
@@ -452,6 +454,16 @@ export class DockerSandboxManager {
     throw new SandboxError(`the container ${name} is still being removed`, {
       fix: `retry, or remove it with \`docker rm -f ${name}\``,
     });
+  }
+
+  /**
+   * Marks the record used now, before a container is replaced: a prune in another process then
+   * does not take the private workspace for an orphan in the moment no container exists.
+   */
+  private async touchRecord(name: string): Promise<void> {
+    await this.records
+      .update(name, (record) => ({ ...record, lastUsedAt: new Date().toISOString() }))
+      .catch(() => undefined);
   }
 
   private async writeRecord(
