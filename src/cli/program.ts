@@ -6,6 +6,7 @@ import { Command } from "commander";
 import { packageRoot } from "../common/index.js";
 import { registerDoctorCommand } from "./commands/doctor.js";
 import { registerImageCommand } from "./commands/image.js";
+import { registerSandboxCommands } from "./commands/sandbox-command.js";
 import { registerSessionsCommand } from "./commands/sessions.js";
 import type { CliContext } from "./context.js";
 
@@ -29,5 +30,6 @@ export function createProgram(context: CliContext): Command {
   registerDoctorCommand(program, context);
   registerImageCommand(program, context);
   registerSessionsCommand(program, context);
+  registerSandboxCommands(program, context);
   return program;
 }
