@@ -25,7 +25,7 @@ import {
 import type { ModelClient, UserContentBlock } from "../model/index.js";
 import { JsonlSession, SessionLanes } from "../session/index.js";
 import { refusalFor, type PlannedRun } from "./planned-run.js";
-import type { SandboxLease, SandboxProvider } from "./sandbox-provider.js";
+import type { ProvidedSandbox, SandboxProvider } from "./sandbox-provider.js";
 
 /** Events of a whole run: the loop's, plus the orchestrator's own before the loop starts. */
 export type RunnerEvent =
@@ -46,6 +46,7 @@ export type RunnerEvent =
       kind: "docker" | "host";
       fresh: boolean;
       detail: string;
+      warnings: string[];
     };
 
 export interface RunTaskOptions {
@@ -113,7 +114,7 @@ export async function runTask(options: RunTaskOptions): Promise<RunResult> {
       options.signal,
     );
   } catch (error) {
-    const result = failedRun(runId, plan.sessionKey, error);
+    const result = failedRunResult(runId, plan.sessionKey, error);
     logger.debug({ err: error }, "run failed before the agent loop");
     emit({ type: "run-end", ...result });
     return result;
@@ -141,8 +142,9 @@ async function runInLane(
       kind: sandbox.kind,
       fresh: lease.fresh,
       detail: describeSandbox(plan, lease),
+      warnings: [...(lease.warnings ?? [])],
     });
-    const toolset = runnerToolset(options.tools, plan, sandbox, logger);
+    const toolset = bindToolset(options.tools, plan, sandbox, logger);
     session = await JsonlSession.open({
       stateDir: options.stateDir,
       sessionKey: plan.sessionKey,
@@ -190,8 +192,11 @@ async function runInLane(
   }
 }
 
-/** The tools module's toolset, bound to this run's sandbox, in the shape the loop calls. */
-function runnerToolset(
+/**
+ * The tools module's toolset, bound to this run's sandbox, in the shape the loop calls: only the
+ * plan's allowed tools are offered, and a call to any other is refused with the config key.
+ */
+export function bindToolset(
   tools: readonly ToolDefinition[],
   plan: PlannedRun,
   sandbox: Sandbox,
@@ -238,7 +243,7 @@ function agentMountPath(plan: PlannedRun): string | undefined {
   return plan.sandbox.spec?.mounts.find((mount) => mount.role === "agent-workspace")?.target;
 }
 
-function describeSandbox(plan: PlannedRun, lease: SandboxLease): string {
+function describeSandbox(plan: PlannedRun, lease: ProvidedSandbox): string {
   if (!plan.sandbox.enabled || !plan.sandbox.spec) {
     return `host, confined to the workspace (${plan.sandbox.reason})`;
   }
@@ -272,7 +277,7 @@ async function readAgentsMd(
 }
 
 /** A run that ended before the loop: its status follows the error's exit code. */
-function failedRun(runId: string, sessionKey: string, error: unknown): RunResult {
+export function failedRunResult(runId: string, sessionKey: string, error: unknown): RunResult {
   const status = statusForError(error);
   return {
     runId,

@@ -8,14 +8,16 @@ export interface SandboxProgress {
 }
 
 /** A sandbox held for one run; `release` hands it back (the container stays for reuse). */
-export interface SandboxLease {
+export interface ProvidedSandbox {
   sandbox: Sandbox;
   /** True when the sandbox was created for this run (a new container or workspace). */
   fresh: boolean;
+  /** Things the user should know (e.g. a stale container kept because it is busy). */
+  warnings?: readonly string[] | undefined;
   release(): Promise<void>;
 }
 
-export interface AcquireOptions {
+export interface ProvideSandboxOptions {
   signal?: AbortSignal | undefined;
   onProgress?: ((progress: SandboxProgress) => void) | undefined;
 }
@@ -25,4 +27,7 @@ export interface AcquireOptions {
  * sandboxed, the host confined to the workspace when it is not. Injected, so embedders can bring
  * their own backend and unit tests an in-memory one.
  */
-export type SandboxProvider = (plan: PlannedRun, options: AcquireOptions) => Promise<SandboxLease>;
+export type SandboxProvider = (
+  plan: PlannedRun,
+  options: ProvideSandboxOptions,
+) => Promise<ProvidedSandbox>;
