@@ -4,8 +4,10 @@ import path from "node:path";
 import { Command } from "commander";
 
 import { packageRoot } from "../common/index.js";
+import { registerConfigCommand } from "./commands/config.js";
 import { registerDoctorCommand } from "./commands/doctor.js";
 import { registerImageCommand } from "./commands/image.js";
+import { registerSandboxExplainCommand } from "./commands/sandbox-explain.js";
 import { registerSessionsCommand } from "./commands/sessions.js";
 import type { CliContext } from "./context.js";
 
@@ -29,5 +31,7 @@ export function createProgram(context: CliContext): Command {
   registerDoctorCommand(program, context);
   registerImageCommand(program, context);
   registerSessionsCommand(program, context);
+  registerConfigCommand(program, context);
+  registerSandboxExplainCommand(program, context);
   return program;
 }

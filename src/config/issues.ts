@@ -81,12 +81,23 @@ export function formatConfigIssues(issues: readonly ConfigIssue[]): string {
   return issues.map((issue) => `  ${issue.path}: ${issue.message}`).join("\n");
 }
 
-/** A `ConfigError` whose message lists every issue and whose fix names where to look. */
+/** An invalid config: the message lists every issue; `issues` has them one by one. */
+export class ConfigValidationError extends ConfigError {
+  constructor(
+    /** What was checked: a file path, or "the config". */
+    readonly where: string,
+    readonly issues: readonly ConfigIssue[],
+    fix = "fix the keys above; `cordon config schema` prints every key and docs/configuration.md explains them",
+  ) {
+    const count = issues.length === 1 ? "1 problem" : `${issues.length} problems`;
+    super(`${where} has ${count}:\n${formatConfigIssues(issues)}`, { fix });
+  }
+}
+
+/** A `ConfigValidationError` for these issues. */
 export function configErrorOf(
   where: string,
   issues: readonly ConfigIssue[],
-  fix = "fix the keys above; `cordon config schema` prints every key and docs/configuration.md explains them",
-): ConfigError {
-  const count = issues.length === 1 ? "1 problem" : `${issues.length} problems`;
-  return new ConfigError(`${where} has ${count}:\n${formatConfigIssues(issues)}`, { fix });
+): ConfigValidationError {
+  return new ConfigValidationError(where, issues);
 }
