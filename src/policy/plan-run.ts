@@ -48,6 +48,8 @@ export interface RunPlan {
   agent: {
     id: string;
     name?: string;
+    /** Where this agent's own settings go: `agents.list[<i>]`, or `agents.defaults` for the implicit agent. */
+    configKey: string;
     /** Absolute host path, symlinks resolved. */
     workspace: string;
     model: { primary: string; fallbacks: string[] };
@@ -258,6 +260,7 @@ export function planRun(input: PlanRunInput): RunPlan {
   const plan: RunPlan = {
     agent: {
       id: agent.id,
+      configKey: agent.index === undefined ? "agents.defaults" : `agents.list[${agent.index}]`,
       workspace,
       model: agent.model,
     },
