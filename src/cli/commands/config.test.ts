@@ -62,6 +62,14 @@ describe("cordon config validate", () => {
       /agent ops: agent:ops:main sandboxed \(cordon-agent-ops-[0-9a-f]{12}\)/,
     );
     expect(result.out).toMatch(/agent triage: .*tools read, ls, find, grep/);
+    expect(result.out).not.toMatch(/does not exist/);
+  });
+
+  it("warns about a workspace that does not exist", async () => {
+    await writeFile(configFile, `{ agents: { defaults: { workspace: "./missing" } } }`);
+    const result = await cordon(["config", "validate", "--config", configFile]);
+    expect(result.code).toBe(0);
+    expect(result.out).toContain(`! main: the workspace ${dir}/missing does not exist (yet)`);
   });
 
   it("prints every schema problem with its path and the fix, and exits 2", async () => {

@@ -1,3 +1,5 @@
+import { existsSync } from "node:fs";
+
 import type { Command } from "commander";
 
 import { CordonError, ExitCode, messageOf } from "../../common/index.js";
@@ -66,6 +68,9 @@ function validatePlans(
         agent.sessions.push(session);
         agent.tools = plan.tools.allowed;
         for (const warning of plan.warnings) warnings.add(`${id}: ${warning}`);
+        if (!existsSync(plan.agent.workspace)) {
+          warnings.add(`${id}: the workspace ${plan.agent.workspace} does not exist (yet)`);
+        }
       } catch (error) {
         for (const issue of issuesOf(error, id)) {
           const key = `${issue.path}\0${issue.message}`;
