@@ -8,6 +8,7 @@ import { afterEach, beforeEach, describe, expect, it } from "vitest";
 
 import { ExitCode, createLogger } from "../../common/index.js";
 import type { RunPlan } from "../../policy/index.js";
+import { createRunner } from "../../runner/index.js";
 import type { CliContext } from "../context.js";
 import { loadCliConfig, planFromConfig } from "../plan-context.js";
 import { runCli } from "../run-cli.js";
@@ -197,11 +198,12 @@ describe("cordon sandbox explain", () => {
       logger: createLogger({ level: "silent" }),
       stdout: () => undefined,
       stderr: () => undefined,
+      readStdin: () => Promise.resolve(""),
       exitCode: ExitCode.success,
     };
   }
 
-  it("--json prints exactly the plan the runner gets from planFromConfig", async () => {
+  it("--json prints exactly the plan the runner plans for a run", async () => {
     await writeFile(configFile, opsConfig);
     const result = await cordon([
       "sandbox",
@@ -217,10 +219,13 @@ describe("cordon sandbox explain", () => {
     expect(result.code).toBe(0);
     const printed = JSON.parse(result.out) as RunPlan;
 
+    const runner = createRunner({ env: { CORDON_HOME: stateDir }, configPath: configFile });
+    const plan = await runner.plan({ agentId: "triage", sessionKey: "t1" });
+    expect(printed).toEqual(JSON.parse(JSON.stringify(plan)));
+    // planFromConfig (used by config validate) makes the same plan.
     const context = contextFor({ CORDON_HOME: stateDir });
     const { config } = await loadCliConfig(context, { configPath: configFile });
-    const plan = planFromConfig(context, config, { agentId: "triage", sessionKey: "t1" });
-    expect(printed).toEqual(JSON.parse(JSON.stringify(plan)));
+    expect(planFromConfig(context, config, { agentId: "triage", sessionKey: "t1" })).toEqual(plan);
     expect(printed.sandbox.spec?.mounts.map((m) => [m.target, m.readOnly])).toEqual([
       ["/workspace", false],
       ["/agent", true],

@@ -1,0 +1,50 @@
+import { ConfigError, type Logger } from "../../common/index.js";
+import { DockerSandbox, DockerSandboxManager, type DockerEngine } from "../../sandbox/index.js";
+import type { ProvidedSandbox, SandboxProvider } from "./sandbox-provider.js";
+
+export interface DefaultSandboxesOptions {
+  engine: DockerEngine;
+  /** cordon's state directory: private workspaces and sandbox records live under it. */
+  stateDir: string;
+  logger?: Logger | undefined;
+  /** Environment declared for host-mode exec (mode off); nothing else of the host's leaks in. */
+  hostEnv?: Readonly<Record<string, string>> | undefined;
+}
+
+/**
+ * The sandboxes cordon uses by default: a Docker container by scope key when the plan is
+ * sandboxed, the host confined to the agent workspace when it is not. The manager is created once,
+ * so concurrent runs in one process share its per-key locks.
+ */
+export function defaultSandboxes(options: DefaultSandboxesOptions): SandboxProvider {
+  const manager = new DockerSandboxManager({
+    engine: options.engine,
+    stateDirectory: options.stateDir,
+    logger: options.logger,
+    createSandbox: (container) =>
+      new DockerSandbox({
+        engine: options.engine,
+        containerId: container.containerId,
+        containerName: container.containerName,
+        workdir: container.workdir,
+        user: container.user,
+        logger: options.logger,
+      }),
+  });
+  return async (plan, acquire): Promise<ProvidedSandbox> => {
+    const spec = plan.sandbox.spec;
+    if (!plan.sandbox.enabled || !spec) {
+      // TEMPORARY until HostSandbox lands from the dsandbox branch (same session).
+      throw new ConfigError("sandbox mode off (tools on the host) is not available in this build", {
+        fix: 'set sandbox.mode to "all" or "non-main"',
+      });
+    }
+    const lease = await manager.acquire(spec, acquire);
+    return {
+      sandbox: lease.sandbox,
+      fresh: lease.fresh,
+      warnings: lease.warnings,
+      release: () => lease.release(),
+    };
+  };
+}

@@ -1,0 +1,510 @@
+import { stat } from "node:fs/promises";
+import path from "node:path";
+
+import type Docker from "dockerode";
+
+import {
+  SandboxError,
+  SandboxStartError,
+  createSilentLogger,
+  sleep,
+  throwIfAborted,
+  type Logger,
+} from "../../common/index.js";
+import type { Sandbox } from "../sandbox.js";
+import type { SandboxSpec } from "../spec.js";
+import { checkAgentWorkspaceAccess, ensurePrivateWorkspace } from "../workspace/index.js";
+import { createContainerOptions, labelKeys } from "./container-options.js";
+import { dockerMessageOf, dockerStatusOf, toSandboxError } from "./docker-errors.js";
+import type { DockerEngine } from "./engine.js";
+import { ImageResolver } from "./manager-image.js";
+import { KeyedLock } from "./manager-lock.js";
+import { SandboxRecords } from "./records.js";
+import type { SandboxImageOptions } from "./sandbox-image.js";
+
+/** A running container the manager hands to `createSandbox`. */
+export interface ManagedContainer {
+  containerId: string;
+  containerName: string;
+  /** Working directory inside the container (spec.docker.workdir). */
+  workdir: string;
+  /** "uid:gid" commands run as (spec.docker.user). */
+  user: string;
+  spec: SandboxSpec;
+}
+
+export type AcquirePhase = "image" | "workspace" | "create" | "start" | "reuse";
+
+export interface AcquireProgress {
+  phase: AcquirePhase;
+  message: string;
+}
+
+export interface AcquireOptions {
+  signal?: AbortSignal | undefined;
+  onProgress?: ((event: AcquireProgress) => void) | undefined;
+}
+
+/** A sandbox held by one user of the manager; `release()` when done (idempotent). */
+export interface SandboxLease {
+  sandbox: Sandbox;
+  containerName: string;
+  /** True when this acquire created the container (nothing from earlier runs is in it). */
+  fresh: boolean;
+  /**
+   * True when the container was made from another config (or image) than the spec asks for and
+   * was kept because it is busy; it is recreated on an acquire once it is idle.
+   */
+  stale: boolean;
+  /** Things the user should know (workspace ownership, seeding skips). Also logged. */
+  warnings: string[];
+  release(): Promise<void>;
+}
+
+export interface DockerSandboxManagerOptions {
+  engine: DockerEngine;
+  /** The state directory (CORDON_HOME): private workspaces and sandbox records live under it. */
+  stateDirectory: string;
+  logger?: Logger | undefined;
+  /** The built-in image to use when spec.docker.image is unset (default: computed and built). */
+  image?: string | undefined;
+  /** How to build the built-in image when it is missing. */
+  imageOptions?: SandboxImageOptions | undefined;
+  /** Extra labels on every container created (tests mark theirs). */
+  extraLabels?: Record<string, string> | undefined;
+  /** Wraps a running container in the `Sandbox` tools talk to. */
+  createSandbox: (container: ManagedContainer) => Sandbox;
+}
+
+interface Settled {
+  info: Docker.ContainerInspectInfo;
+  fresh: boolean;
+  stale: boolean;
+}
+
+/** How often a container that another process is creating or removing is looked at again. */
+const settleAttempts = 20;
+const settleDelayMs = 250;
+
+/**
+ * Maps a scope key to a running, hardened container (DESIGN.md §5). Docker is the source of
+ * truth: every acquire inspects the container by its name and decides from its labels and state
+ * whether to reuse, start, recreate or refuse it.
+ *
+ * - Reuse: labels say cordon made it for this scope key, in this state directory, from this
+ *   config hash and image, and it is running.
+ * - Never adopt: a container with the expected name that cordon did not create, or made for
+ *   another scope or state directory, is refused (and never removed).
+ * - Drift: another config hash or image recreates an idle container; one held by this process
+ *   or running commands is kept and reported stale.
+ * - A container that stopped or died is replaced by a fresh one; its private workspace stays.
+ * - Concurrent acquires of one key in this process are serialised; across processes a name
+ *   conflict (409) means someone else created it, and it is inspected again.
+ */
+export class DockerSandboxManager {
+  private readonly engine: DockerEngine;
+  private readonly stateDirectory: string;
+  private readonly logger: Logger;
+  private readonly extraLabels: Record<string, string>;
+  private readonly createSandbox: (container: ManagedContainer) => Sandbox;
+  private readonly images: ImageResolver;
+  private readonly records: SandboxRecords;
+  private readonly locks = new KeyedLock();
+  private readonly holders = new Map<string, number>();
+
+  constructor(options: DockerSandboxManagerOptions) {
+    this.engine = options.engine;
+    this.stateDirectory = path.resolve(options.stateDirectory);
+    this.logger = options.logger ?? createSilentLogger();
+    this.extraLabels = { ...options.extraLabels };
+    this.createSandbox = options.createSandbox;
+    this.images = new ImageResolver({
+      engine: options.engine,
+      builtinImage: options.image,
+      imageOptions: options.imageOptions,
+    });
+    this.records = new SandboxRecords(this.stateDirectory);
+  }
+
+  /** How many leases of `containerName` this process holds. */
+  holderCount(containerName: string): number {
+    return this.holders.get(containerName) ?? 0;
+  }
+
+  async acquire(spec: SandboxSpec, options: AcquireOptions = {}): Promise<SandboxLease> {
+    const { signal } = options;
+    const log = this.logger.child({ sandbox: spec.containerName, scopeKey: spec.scopeKey });
+    const warnings: string[] = [];
+    const progress = (phase: AcquirePhase, message: string): void => {
+      log.debug({ phase }, message);
+      options.onProgress?.({ phase, message });
+    };
+    const warn = (message: string): void => {
+      warnings.push(message);
+      log.warn(message);
+      options.onProgress?.({ phase: "workspace", message: `warning: ${message}` });
+    };
+    throwIfAborted(signal, "sandbox acquire");
+
+    // The image first: it is the first thing that talks to Docker, so a missing engine fails
+    // here, before anything is written to disk.
+    const image = await this.images.resolve(spec.docker.image, {
+      signal,
+      onOutput: (text) => progress("image", text),
+    });
+
+    const settled = await this.locks.run(spec.containerName, async () => {
+      throwIfAborted(signal, "sandbox acquire");
+      await this.prepareWorkspace(spec, { signal, progress, warn });
+      const result = await this.settleContainer(spec, image, { signal, progress, log });
+      // Counted inside the lock, so the next acquire of this key sees it held.
+      this.holders.set(spec.containerName, this.holderCount(spec.containerName) + 1);
+      return result;
+    });
+    if (settled.stale) {
+      warn(
+        `${spec.containerName} runs an older config or image and is busy, so it was kept; it is recreated on an acquire once idle`,
+      );
+    }
+    await this.writeRecord(spec, image, settled.info, log);
+
+    let released = false;
+    const sandbox = this.createSandbox({
+      containerId: settled.info.Id,
+      containerName: spec.containerName,
+      workdir: spec.docker.workdir,
+      user: spec.docker.user,
+      spec,
+    });
+    return {
+      sandbox,
+      containerName: spec.containerName,
+      fresh: settled.fresh,
+      stale: settled.stale,
+      warnings,
+      release: async () => {
+        if (released) return;
+        released = true;
+        const left = this.holderCount(spec.containerName) - 1;
+        if (left > 0) this.holders.set(spec.containerName, left);
+        else this.holders.delete(spec.containerName);
+        await this.records
+          .update(spec.containerName, (record) => ({
+            ...record,
+            lastUsedAt: new Date().toISOString(),
+          }))
+          .catch((error: unknown) => log.warn({ err: error }, "cannot update the sandbox record"));
+      },
+    };
+  }
+
+  private async prepareWorkspace(
+    spec: SandboxSpec,
+    context: {
+      signal: AbortSignal | undefined;
+      progress: (phase: AcquirePhase, message: string) => void;
+      warn: (message: string) => void;
+    },
+  ): Promise<void> {
+    if (spec.workspaceAccess !== "rw") {
+      const workspace = await ensurePrivateWorkspace(spec, {
+        stateDirectory: this.stateDirectory,
+        signal: context.signal,
+      });
+      if (workspace.seed) {
+        context.progress(
+          "workspace",
+          `seeded ${workspace.path} from ${workspace.seed.source} (${workspace.seed.method}: ${workspace.seed.files} files, ${workspace.seed.bytes} bytes)`,
+        );
+      } else if (workspace.created) {
+        context.progress("workspace", `created the private workspace ${workspace.path}`);
+      }
+      for (const warning of workspace.warnings) context.warn(warning);
+    }
+    const access = await checkAgentWorkspaceAccess(spec);
+    if (access) context.warn(access);
+    // Docker's own message for a missing bind source is cryptic; name the mount instead.
+    for (const mount of spec.mounts) {
+      const found = await stat(mount.source).catch(() => undefined);
+      if (!found) {
+        throw new SandboxStartError(
+          `the ${mount.role} mount source ${mount.source} (for ${mount.target}) does not exist`,
+          { fix: "create it, or change the mount in the sandbox config" },
+        );
+      }
+    }
+  }
+
+  private async settleContainer(
+    spec: SandboxSpec,
+    image: string,
+    context: {
+      signal: AbortSignal | undefined;
+      progress: (phase: AcquirePhase, message: string) => void;
+      log: Logger;
+    },
+  ): Promise<Settled> {
+    const name = spec.containerName;
+    for (let attempt = 0; attempt < settleAttempts; attempt += 1) {
+      throwIfAborted(context.signal, "sandbox acquire");
+      const info = await this.inspect(name);
+      if (!info) {
+        context.progress("create", `creating ${name}`);
+        const created = await this.create(spec, image, context.progress);
+        // A 409: another process created it between our inspect and create.
+        if (created) return { info: created, fresh: true, stale: false };
+        continue;
+      }
+      this.assertAdoptable(info, spec);
+      const state = info.State;
+      if (state.Status === "removing" || state.Restarting) {
+        await sleep(settleDelayMs, context.signal);
+        continue;
+      }
+      if (state.Status === "created") {
+        // Created but never started: a process that crashed between create and start, or one
+        // that is about to start it (a second start is a no-op).
+        context.progress("start", `starting ${name}`);
+        await this.start(info.Id, name);
+        continue;
+      }
+      if (state.Status === "paused") {
+        await this.engine.client
+          .getContainer(info.Id)
+          .unpause()
+          .catch((error: unknown) => {
+            throw toSandboxError(error, `unpause ${name}`);
+          });
+        continue;
+      }
+      if (!state.Running) {
+        const why = state.OOMKilled
+          ? "was killed for memory"
+          : `exited with code ${state.ExitCode}`;
+        context.progress("create", `${name} ${why}; replacing it with a fresh container`);
+        context.log.info(
+          { exitCode: state.ExitCode, oomKilled: state.OOMKilled },
+          "replacing a dead sandbox",
+        );
+        await this.touchRecord(name);
+        await this.remove(info.Id, name);
+        continue;
+      }
+      const drift = this.driftOf(info, spec, image);
+      if (drift) {
+        if (this.holderCount(name) > 0 || (await this.isBusy(info.Id))) {
+          return { info, fresh: false, stale: true };
+        }
+        context.progress("create", `${name} was made from ${drift}; recreating it`);
+        await this.touchRecord(name);
+        await this.remove(info.Id, name);
+        continue;
+      }
+      context.progress("reuse", `reusing ${name}`);
+      return { info, fresh: false, stale: false };
+    }
+    throw new SandboxStartError(
+      `the sandbox container ${name} did not settle into a running state (another process keeps changing it)`,
+      { fix: `retry; if it persists, \`cordon sandbox rm ${name}\`` },
+    );
+  }
+
+  /** Refuses containers cordon must not use: not made by cordon, or made for something else. */
+  private assertAdoptable(info: Docker.ContainerInspectInfo, spec: SandboxSpec): void {
+    const labels = info.Config.Labels ?? {};
+    const name = spec.containerName;
+    if (labels[labelKeys.managed] !== "true") {
+      throw new SandboxStartError(
+        `a container named ${name} exists but cordon did not create it; cordon will not use or remove it`,
+        {
+          fix: `if it is not yours to keep, remove it with \`docker rm -f ${name}\`; otherwise change sandbox.docker.containerPrefix`,
+        },
+      );
+    }
+    const mismatch: string[] = [];
+    if (labels[labelKeys.scopeKey] !== spec.scopeKey) {
+      mismatch.push(`scope key ${labels[labelKeys.scopeKey] ?? "(none)"}, not ${spec.scopeKey}`);
+    }
+    if (labels[labelKeys.home] !== this.stateDirectory) {
+      mismatch.push(
+        `state directory ${labels[labelKeys.home] ?? "(none)"}, not ${this.stateDirectory}`,
+      );
+    }
+    if (mismatch.length > 0) {
+      throw new SandboxStartError(
+        `the container ${name} was made by cordon for something else (${mismatch.join("; ")}); cordon will not adopt it`,
+        { fix: `remove it with \`cordon sandbox rm ${name}\` (or \`docker rm -f ${name}\`)` },
+      );
+    }
+  }
+
+  /** What differs between a running container and the spec, or undefined when nothing does. */
+  private driftOf(
+    info: Docker.ContainerInspectInfo,
+    spec: SandboxSpec,
+    image: string,
+  ): string | undefined {
+    const labels = info.Config.Labels ?? {};
+    if (labels[labelKeys.configHash] !== spec.configHash) {
+      return `config ${labels[labelKeys.configHash] ?? "(none)"} (now ${spec.configHash})`;
+    }
+    if (labels[labelKeys.image] !== image) {
+      return `image ${labels[labelKeys.image] ?? info.Config.Image} (now ${image})`;
+    }
+    return undefined;
+  }
+
+  /**
+   * Whether commands run in the container (from any process): an idle sandbox runs only its init
+   * and `sleep infinity`. When Docker cannot tell, it counts as busy: never destroy on doubt.
+   */
+  private async isBusy(containerId: string): Promise<boolean> {
+    try {
+      const top = (await this.engine.client.getContainer(containerId).top()) as {
+        Processes?: unknown[][];
+      };
+      return (top.Processes?.length ?? 0) > 2;
+    } catch {
+      return true;
+    }
+  }
+
+  private async inspect(name: string): Promise<Docker.ContainerInspectInfo | undefined> {
+    try {
+      return await this.engine.client.getContainer(name).inspect();
+    } catch (error) {
+      if (dockerStatusOf(error) === 404) return undefined;
+      throw toSandboxError(error, `inspect the container ${name}`);
+    }
+  }
+
+  /**
+   * Creates and starts the container; undefined on a name conflict. Anything it made is removed
+   * again when a later step fails, and the original error is what the caller sees.
+   */
+  private async create(
+    spec: SandboxSpec,
+    image: string,
+    progress: (phase: AcquirePhase, message: string) => void,
+  ): Promise<Docker.ContainerInspectInfo | undefined> {
+    const name = spec.containerName;
+    const options = createContainerOptions({
+      spec,
+      image,
+      createdAt: new Date().toISOString(),
+      extraLabels: this.extraLabels,
+      stateDirectory: this.stateDirectory,
+    });
+    let container: Docker.Container;
+    try {
+      container = await this.engine.client.createContainer(options);
+    } catch (error) {
+      if (dockerStatusOf(error) === 409) return undefined;
+      throw startError(error, `create the sandbox container ${name}`);
+    }
+    try {
+      progress("start", `starting ${name}`);
+      await this.start(container.id, name);
+      const info = await container.inspect();
+      if (!info.State.Running) {
+        throw new SandboxStartError(
+          `the sandbox container ${name} stopped right after it started (exit code ${info.State.ExitCode}${info.State.Error ? `: ${info.State.Error}` : ""})`,
+          { fix: "the image must provide `sleep`; check sandbox.docker.image" },
+        );
+      }
+      return info;
+    } catch (error) {
+      await this.remove(container.id, name).catch((cleanup: unknown) =>
+        this.logger.warn({ err: cleanup, sandbox: name }, "cannot remove a sandbox that failed"),
+      );
+      throw error;
+    }
+  }
+
+  private async start(containerId: string, name: string): Promise<void> {
+    try {
+      await this.engine.client.getContainer(containerId).start();
+    } catch (error) {
+      // 304: already started, by us or another process.
+      if (dockerStatusOf(error) === 304) return;
+      throw startError(error, `start the sandbox container ${name}`);
+    }
+  }
+
+  /** Removes a container; gone already counts as removed, one being removed is waited for. */
+  private async remove(containerId: string, name: string): Promise<void> {
+    const container = this.engine.client.getContainer(containerId);
+    try {
+      await container.remove({ force: true, v: true });
+      return;
+    } catch (error) {
+      const status = dockerStatusOf(error);
+      if (status === 404) return;
+      if (status !== 409) throw toSandboxError(error, `remove the container ${name}`);
+    }
+    for (let attempt = 0; attempt < settleAttempts; attempt += 1) {
+      await sleep(settleDelayMs);
+      try {
+        await container.inspect();
+      } catch (error) {
+        if (dockerStatusOf(error) === 404) return;
+        throw toSandboxError(error, `inspect the container ${name}`);
+      }
+    }
+    throw new SandboxError(`the container ${name} is still being removed`, {
+      fix: `retry, or remove it with \`docker rm -f ${name}\``,
+    });
+  }
+
+  /**
+   * Marks the record used now, before a container is replaced: a prune in another process then
+   * does not take the private workspace for an orphan in the moment no container exists.
+   */
+  private async touchRecord(name: string): Promise<void> {
+    await this.records
+      .update(name, (record) => ({ ...record, lastUsedAt: new Date().toISOString() }))
+      .catch(() => undefined);
+  }
+
+  private async writeRecord(
+    spec: SandboxSpec,
+    image: string,
+    info: Docker.ContainerInspectInfo,
+    log: Logger,
+  ): Promise<void> {
+    const labels = info.Config.Labels ?? {};
+    const now = new Date().toISOString();
+    try {
+      await this.records.write({
+        version: 1,
+        containerName: spec.containerName,
+        containerId: info.Id,
+        scopeKey: spec.scopeKey,
+        configHash: labels[labelKeys.configHash] ?? "",
+        wantedConfigHash: spec.configHash,
+        wantedImage: image,
+        ...(spec.privateWorkspace ? { privateWorkspace: spec.privateWorkspace } : {}),
+        createdAt: labels[labelKeys.createdAt] ?? info.Created,
+        lastUsedAt: now,
+      });
+    } catch (error) {
+      // Records add times to `sandbox list`; a sandbox works without one.
+      log.warn({ err: error }, "cannot write the sandbox record");
+    }
+  }
+}
+
+/** A create/start failure as a `SandboxStartError` with the remedy, or Docker being unreachable. */
+function startError(error: unknown, action: string): SandboxError {
+  const mapped = toSandboxError(error, action);
+  if (mapped.code === "docker_unavailable") return mapped;
+  const detail = dockerMessageOf(error);
+  let fix =
+    "check the sandbox.docker settings (`cordon sandbox explain` shows them); `cordon doctor` checks the engine";
+  if (/runtime/i.test(detail)) {
+    fix = "check sandbox.docker.runtime: `docker info` lists the runtimes this engine has";
+  } else if (/bind source path|mount/i.test(detail)) {
+    fix = "check the sandbox mounts: every source must exist on the Docker host";
+  }
+  return new SandboxStartError(`cannot ${action}: ${detail}`, { fix, cause: error });
+}
