@@ -5,11 +5,13 @@ import { Command } from "commander";
 
 import { packageRoot } from "../common/index.js";
 import { registerChangesCommands } from "./commands/changes.js";
+import { registerConfigCommand } from "./commands/config.js";
 import { registerDoctorCommand } from "./commands/doctor.js";
 import { registerExecCommand } from "./commands/exec.js";
 import { registerFixTestsCommand } from "./commands/fix-tests.js";
 import { registerImageCommand } from "./commands/image.js";
 import { registerSandboxCommands } from "./commands/sandbox-command.js";
+import { registerSandboxExplainCommand } from "./commands/sandbox-explain.js";
 import { registerRunCommand } from "./commands/run.js";
 import { registerSessionsCommand } from "./commands/sessions.js";
 import { registerToolCommand } from "./commands/tool.js";
@@ -41,5 +43,7 @@ export function createProgram(context: CliContext): Command {
   registerImageCommand(program, context);
   registerSessionsCommand(program, context);
   registerSandboxCommands(program, context);
+  registerSandboxExplainCommand(program, context);
+  registerConfigCommand(program, context);
   return program;
 }

@@ -12,6 +12,7 @@ export {
 export { configEnvironment } from "./env-layer.js";
 export {
   configErrorOf,
+  ConfigValidationError,
   configIssuesOf,
   formatConfigIssues,
   formatConfigPath,
@@ -20,3 +21,4 @@ export {
 export { mergeLayers } from "./merge.js";
 export { configJsonSchema } from "./json-schema.js";
 export { hostRealpath, hostPathOwner } from "./host-paths.js";
+export { formatConfigJson5 } from "./format.js";

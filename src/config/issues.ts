@@ -1,6 +1,7 @@
 import type { z } from "zod";
 
 import { ConfigError } from "../common/index.js";
+import { suggestKey } from "./key-suggestions.js";
 
 /** One problem in a config, at a path a user can find (`agents.list[1].sandbox.scope`). */
 export interface ConfigIssue {
@@ -32,10 +33,20 @@ function deepestPath(branch: readonly ZodIssue[]): number {
   return Math.max(...branch.map((issue) => issue.path.length));
 }
 
-function describeIssue(issue: ZodIssue): Described[] {
+function describeIssue(
+  issue: ZodIssue,
+  schema: z.ZodType | undefined,
+  at: readonly PropertyKey[],
+): Described[] {
   switch (issue.code) {
     case "unrecognized_keys":
-      return issue.keys.map((key) => ({ subPath: [], message: `unknown key "${key}"` }));
+      return issue.keys.map((key) => {
+        const suggestion = schema && suggestKey(schema, at, key);
+        return {
+          subPath: [],
+          message: `unknown key "${key}"${suggestion ? ` (did you mean "${suggestion}"?)` : ""}`,
+        };
+      });
     case "invalid_value":
       return [
         {
@@ -50,7 +61,7 @@ function describeIssue(issue: ZodIssue): Described[] {
         .sort((a, b) => deepestPath(b) - deepestPath(a))[0];
       if (best && deepestPath(best) > 0) {
         return best.flatMap((inner) =>
-          describeIssue(inner).map((d) => ({
+          describeIssue(inner, schema, [...at, ...inner.path]).map((d) => ({
             subPath: [...inner.path, ...d.subPath],
             message: d.message,
           })),
@@ -63,13 +74,17 @@ function describeIssue(issue: ZodIssue): Described[] {
   }
 }
 
-/** Flattens zod issues into `path: message` pairs. */
+/**
+ * Flattens zod issues into `path: message` pairs; with the schema, unknown keys that look like a
+ * typo of a known one get a suggestion.
+ */
 export function configIssuesOf(
   error: z.ZodError,
+  schema?: z.ZodType,
   prefix: readonly PropertyKey[] = [],
 ): ConfigIssue[] {
   return error.issues.flatMap((issue) =>
-    describeIssue(issue).map((d) => ({
+    describeIssue(issue, schema, issue.path).map((d) => ({
       path: formatConfigPath([...prefix, ...issue.path, ...d.subPath]),
       message: d.message,
     })),
@@ -81,12 +96,23 @@ export function formatConfigIssues(issues: readonly ConfigIssue[]): string {
   return issues.map((issue) => `  ${issue.path}: ${issue.message}`).join("\n");
 }
 
-/** A `ConfigError` whose message lists every issue and whose fix names where to look. */
+/** An invalid config: the message lists every issue; `issues` has them one by one. */
+export class ConfigValidationError extends ConfigError {
+  constructor(
+    /** What was checked: a file path, or "the config". */
+    readonly where: string,
+    readonly issues: readonly ConfigIssue[],
+    fix = "fix the keys above; `cordon config schema` prints every key and docs/configuration.md explains them",
+  ) {
+    const count = issues.length === 1 ? "1 problem" : `${issues.length} problems`;
+    super(`${where} has ${count}:\n${formatConfigIssues(issues)}`, { fix });
+  }
+}
+
+/** A `ConfigValidationError` for these issues. */
 export function configErrorOf(
   where: string,
   issues: readonly ConfigIssue[],
-  fix = "fix the keys above; `cordon config schema` prints every key and docs/configuration.md explains them",
-): ConfigError {
-  const count = issues.length === 1 ? "1 problem" : `${issues.length} problems`;
-  return new ConfigError(`${where} has ${count}:\n${formatConfigIssues(issues)}`, { fix });
+): ConfigValidationError {
+  return new ConfigValidationError(where, issues);
 }

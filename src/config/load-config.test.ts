@@ -184,7 +184,7 @@ describe("validation errors", () => {
     expect(lines).toEqual(
       expect.arrayContaining([
         'tools.profile: expected one of "minimal", "coding", "full"',
-        'tools: unknown key "alow"',
+        'tools: unknown key "alow" (did you mean "allow"?)',
         'agents.defaults.sandbox.mode: expected one of "off", "non-main", "all"',
         expect.stringMatching(/^agents\.defaults\.sandbox\.docker\.pidsLimit: .*>=1/),
         expect.stringMatching(
@@ -208,6 +208,29 @@ describe("validation errors", () => {
     expect(error.message).toMatch(
       /agents\.defaults\.sandbox\.docker\.binds\[0\]: unknown key "mode"/,
     );
+  });
+
+  it("suggests the key a typo was meant to be, also inside lists and unions", () => {
+    const messageOf = (value: unknown) => {
+      try {
+        parseConfig(value);
+      } catch (error) {
+        return (error as Error).message;
+      }
+      return "";
+    };
+    expect(
+      messageOf({ agents: { defaults: { sandbox: { docker: { nework: "none", pidLimit: 1 } } } } }),
+    ).toMatch(
+      /unknown key "nework" \(did you mean "network"\?\)[\s\S]*"pidLimit" \(did you mean "pidsLimit"\?\)/,
+    );
+    expect(messageOf({ agents: { list: [{ id: "a", sandbx: {} }] } })).toMatch(
+      /agents\.list\[0\]: unknown key "sandbx" \(did you mean "sandbox"\?\)/,
+    );
+    expect(messageOf({ model: { primry: "x" } })).toMatch(
+      /model: unknown key "primry" \(did you mean "primary"\?\)/,
+    );
+    expect(messageOf({ zzzzzz: 1 })).toMatch(/unknown key "zzzzzz"$/m);
   });
 
   it("points at the line and column of a JSON5 syntax error", async () => {

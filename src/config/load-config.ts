@@ -54,7 +54,8 @@ export async function loadConfig(options: LoadConfigOptions): Promise<LoadedConf
   if (file) {
     fileLayer = await readConfigFile(file);
     const checked = cordonConfigSchema.safeParse(fileLayer);
-    if (!checked.success) throw configErrorOf(file, configIssuesOf(checked.error));
+    if (!checked.success)
+      throw configErrorOf(file, configIssuesOf(checked.error, cordonConfigSchema));
     fileLayer = resolveLayerPaths(fileLayer, path.dirname(file), homeDir);
   }
   const envLayer = resolveLayerPaths(environmentLayer(options.env), cwd, homeDir);
@@ -68,7 +69,7 @@ export async function loadConfig(options: LoadConfigOptions): Promise<LoadedConf
   if (!parsed.success) {
     throw configErrorOf(
       file ? `the config (${file}, environment and flags)` : "the config (environment and flags)",
-      configIssuesOf(parsed.error),
+      configIssuesOf(parsed.error, cordonConfigSchema),
     );
   }
   return file ? { config: parsed.data, file, explicit } : { config: parsed.data, explicit };
@@ -88,7 +89,8 @@ export function parseConfig(
   }
   const resolved = resolveLayerPaths(value, cwd, options.homeDir ?? homedir());
   const parsed = cordonConfigSchema.safeParse(mergeLayers(builtinDefaults(cwd), resolved));
-  if (!parsed.success) throw configErrorOf("the config", configIssuesOf(parsed.error));
+  if (!parsed.success)
+    throw configErrorOf("the config", configIssuesOf(parsed.error, cordonConfigSchema));
   return parsed.data;
 }
 

@@ -20,6 +20,7 @@ export function explainPlan(plan: RunPlan): string {
     `  mode ${sandbox.mode} (${sandbox.keys.mode}), scope ${sandbox.scope} (${sandbox.keys.scope}), workspace access ${sandbox.workspaceAccess} (${sandbox.keys.workspaceAccess})`,
   );
   for (const line of sandbox.explanation.slice(1)) lines.push(`  ${line}`);
+  lines.push(`  change: ${changeHint(plan, ["mode", "scope", "workspaceAccess"])}`);
 
   const spec = sandbox.spec;
   if (spec) {
@@ -92,4 +93,12 @@ export function explainPlan(plan: RunPlan): string {
     for (const w of plan.warnings) lines.push(`  ! ${w}`);
   }
   return `${lines.join("\n")}\n`;
+}
+
+/** The keys that decide the sandbox settings, plus where to set them for this agent alone. */
+function changeHint(plan: RunPlan, fields: readonly (keyof RunPlan["sandbox"]["keys"])[]): string {
+  const keys = fields.map((field) => plan.sandbox.keys[field]);
+  const agentOwn = plan.agent.configKey.startsWith("agents.list[");
+  const inherited = keys.some((key) => key.startsWith("agents.defaults."));
+  return `${keys.join(", ")}${agentOwn && inherited ? ` (or ${plan.agent.configKey}.sandbox.<key> for this agent only)` : ""}`;
 }

@@ -29,3 +29,5 @@ export { credentialLikeName } from "./sandbox-env.js";
 export { protectedPaths, type ProtectedPath } from "./path-guard.js";
 export { resolveAgent, implicitAgentId, type ResolvedAgent } from "./resolve-agent.js";
 export { agentMountPoint } from "./docker-settings.js";
+export { SandboxSettingsRefusedError } from "./policy-errors.js";
+export { toolRefusal } from "./tool-refusal.js";

@@ -347,6 +347,13 @@ describe("hostile bind sources are refused, as written and after symlinks", () =
         agents: { list: [{ id: "a", workspace: "/", sandbox: { workspaceAccess: "rw" } }] },
       }).message,
     ).toMatch(/agents\.list\[0\]\.workspace: .*root directory.*mounting would expose it/);
+    expect(
+      refusal({ agents: { defaults: { workspace: "/home/u/proj/../.ssh" } } }).message,
+    ).toMatch(/the agent workspace \/home\/u\/\.ssh is \/home\/u\/\.ssh, a credential store/);
+    // A workspace whose path is a symlink to the home directory.
+    expect(refusal({}, { links: { [project]: home } }).message).toMatch(
+      /the agent workspace \/home\/u contains \/home\/u\/\.ssh/,
+    );
     // Not exposed at all: nothing to refuse.
     expect(
       plan({ agents: { defaults: { workspace: home, sandbox: { seed: false } } } }).sandbox.enabled,

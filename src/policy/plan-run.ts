@@ -14,6 +14,7 @@ import {
   protectedPaths,
   safeRealpath,
 } from "./path-guard.js";
+import { SandboxSettingsRefusedError } from "./policy-errors.js";
 import { resolveAgent, type ResolvedAgent } from "./resolve-agent.js";
 import { mainSessionKey, normalizeSessionKey } from "./session-key.js";
 import { builtinToolCatalog, type ToolCatalog } from "./tool-catalog.js";
@@ -47,6 +48,8 @@ export interface RunPlan {
   agent: {
     id: string;
     name?: string;
+    /** Where this agent's own settings go: `agents.list[<i>]`, or `agents.defaults` for the implicit agent. */
+    configKey: string;
     /** Absolute host path, symlinks resolved. */
     workspace: string;
     model: { primary: string; fallbacks: string[] };
@@ -219,17 +222,12 @@ export function planRun(input: PlanRunInput): RunPlan {
       explanation,
       keys,
     });
-  } else if (mode === "off" || !enabled) {
+  } else {
     explanation.push(
       `not sandboxed: ${keys.scope}, ${keys.workspaceAccess} and sandbox.docker do not apply; tools.sandbox.tools is not applied`,
     );
   }
-  if (problems.length > 0) {
-    throw new PolicyDeniedError(
-      `the sandbox settings for agent "${agent.id}" are refused:\n${problems.map((p) => `  ${p.path}: ${p.message}`).join("\n")}`,
-      { fix: "change the keys above; `cordon sandbox explain` shows the full plan" },
-    );
-  }
+  if (problems.length > 0) throw new SandboxSettingsRefusedError(agent.id, problems);
 
   const toolResult = evaluateToolPolicy({
     catalog,
@@ -262,6 +260,7 @@ export function planRun(input: PlanRunInput): RunPlan {
   const plan: RunPlan = {
     agent: {
       id: agent.id,
+      configKey: agent.index === undefined ? "agents.defaults" : `agents.list[${agent.index}]`,
       workspace,
       model: agent.model,
     },
