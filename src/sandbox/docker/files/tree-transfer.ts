@@ -241,7 +241,11 @@ async function extractInto(
         stderr: Buffer.concat(stderr).toString("utf8"),
       });
     }
-    if (outcome.error !== undefined) throw outcome.error;
+    if (outcome.error !== undefined) {
+      throw outcome.error instanceof Error
+        ? outcome.error
+        : new SandboxError(`copying ${containerDir} out failed: ${String(outcome.error)}`);
+    }
     if (!outcome.result) throw new SandboxError(`copying ${containerDir} out produced nothing`);
     return outcome.result;
   } finally {
