@@ -244,7 +244,7 @@ async function extractInto(
     if (outcome.error !== undefined) {
       throw outcome.error instanceof Error
         ? outcome.error
-        : new SandboxError(`copying ${containerDir} out failed: ${String(outcome.error)}`);
+        : new SandboxError(`copying ${containerDir} out failed`, { cause: outcome.error });
     }
     if (!outcome.result) throw new SandboxError(`copying ${containerDir} out produced nothing`);
     return outcome.result;
