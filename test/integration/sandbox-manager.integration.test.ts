@@ -86,6 +86,19 @@ describe("DockerSandboxManager", () => {
 
   const idOf = (lease: SandboxLease): string => recorded(lease.sandbox).container.containerId;
 
+  async function readRecord(name: string): Promise<{ containerId: string; lastUsedAt: string }> {
+    const file = path.join(stateDirectory, "sandboxes", `${name}.json`);
+    return JSON.parse(await readFile(file, "utf8")) as { containerId: string; lastUsedAt: string };
+  }
+
+  /** Moves a sandbox's last use into the past, as if nobody had touched it since. */
+  async function ageRecord(name: string, hours: number): Promise<void> {
+    const file = path.join(stateDirectory, "sandboxes", `${name}.json`);
+    const record = JSON.parse(await readFile(file, "utf8")) as Record<string, unknown>;
+    record["lastUsedAt"] = new Date(Date.now() - hours * 3_600_000).toISOString();
+    await writeFile(file, JSON.stringify(record));
+  }
+
   async function containerState(name: string): Promise<string | undefined> {
     try {
       return (await docker.getContainer(name).inspect()).State.Status;
@@ -122,9 +135,7 @@ describe("DockerSandboxManager", () => {
     expect(first.fresh).toBe(true);
     expect(second.fresh).toBe(false);
     expect(idOf(second)).toBe(idOf(first));
-    const record = JSON.parse(
-      await readFile(path.join(stateDirectory, "sandboxes", `${s.containerName}.json`), "utf8"),
-    ) as { containerId: string; lastUsedAt: string };
+    const record = await readRecord(s.containerName);
     expect(record.containerId).toBe(idOf(first));
     // The container runs hardened, as the non-root user, in its private workspace.
     const who = await recorded(second.sandbox).run("id -u; pwd; touch /workspace/x && echo ok");
@@ -336,5 +347,83 @@ describe("DockerSandboxManager", () => {
     const write = await recorded(lease.sandbox).run("touch /workspace/x");
     expect(write.exitCode).not.toBe(0);
     expect((await stat(workspace)).uid).toBe(0);
+  });
+
+  it("mounts an ro agent workspace read-only at /agent beside a writable private /workspace", async () => {
+    const agent = path.join(root, "ro-agent");
+    await mkdir(agent);
+    await writeFile(path.join(agent, "source.txt"), "read me\n");
+    const base = spec("ro", { workspaceAccess: "ro", agentWorkspace: agent });
+    const s: SandboxSpec = {
+      ...base,
+      mounts: [
+        ...base.mounts,
+        { source: agent, target: "/agent", readOnly: true, role: "agent-workspace" },
+      ],
+    };
+    const lease = await acquire(s);
+    const result = await recorded(lease.sandbox).run(
+      "cat /agent/source.txt; touch /agent/x 2>&1; touch /workspace/scratch && echo scratch-ok",
+    );
+    expect(result.stdout).toMatch(/^read me\n.*Read-only file system\nscratch-ok\n$/s);
+    await expect(stat(path.join(agent, "x"))).rejects.toThrow(/ENOENT/);
+  });
+
+  it("does not count a lease whose sandbox could not be made", async () => {
+    const failing = new DockerSandboxManager({
+      engine,
+      stateDirectory,
+      image,
+      extraLabels: testLabel,
+      createSandbox: () => {
+        throw new Error("no sandbox today");
+      },
+    });
+    const s = spec("no-sandbox");
+    await expect(failing.acquire(s)).rejects.toThrow(/no sandbox today/);
+    expect(failing.holderCount(s.containerName)).toBe(0);
+  });
+
+  it("prunes idle sandboxes in the background after an acquire, never one it holds", async () => {
+    const pruning = new DockerSandboxManager({
+      engine,
+      stateDirectory,
+      image,
+      extraLabels: testLabel,
+      createSandbox: createRecordingSandbox,
+      prune: { idleMs: 3_600_000, everyMs: 0 },
+    });
+    const heldSpec = spec("auto-held");
+    const idleSpec = spec("auto-idle");
+    const held = await acquire(heldSpec, pruning);
+    await (await acquire(idleSpec, pruning)).release();
+    await pruning.flush();
+    for (const name of [heldSpec.containerName, idleSpec.containerName]) {
+      await ageRecord(name, 2);
+    }
+    await acquire(spec("auto-trigger"), pruning);
+    await pruning.flush();
+    expect(await containerState(idleSpec.containerName)).toBeUndefined();
+    await expect(stat(idleSpec.privateWorkspace ?? "")).rejects.toThrow(/ENOENT/);
+    expect(await containerState(heldSpec.containerName)).toBe("running");
+    await held.release();
+  });
+
+  it("keeps marking a held sandbox used, so other processes never see it idle", async () => {
+    const beating = new DockerSandboxManager({
+      engine,
+      stateDirectory,
+      image,
+      extraLabels: testLabel,
+      createSandbox: createRecordingSandbox,
+      heartbeatMs: 20,
+    });
+    const s = spec("heartbeat");
+    const lease = await acquire(s, beating);
+    await ageRecord(s.containerName, 5);
+    await expect
+      .poll(async () => Date.now() - Date.parse((await readRecord(s.containerName)).lastUsedAt))
+      .toBeLessThan(3_600_000);
+    await lease.release();
   });
 });

@@ -17,6 +17,7 @@ import { checkAgentWorkspaceAccess, ensurePrivateWorkspace } from "../workspace/
 import { createContainerOptions, labelKeys } from "./container-options.js";
 import { dockerMessageOf, dockerStatusOf, toSandboxError } from "./docker-errors.js";
 import type { DockerEngine } from "./engine.js";
+import { SandboxInventory } from "./inventory.js";
 import { ImageResolver } from "./manager-image.js";
 import { KeyedLock } from "./manager-lock.js";
 import { SandboxRecords } from "./records.js";
@@ -74,6 +75,23 @@ export interface DockerSandboxManagerOptions {
   extraLabels?: Record<string, string> | undefined;
   /** Wraps a running container in the `Sandbox` tools talk to. */
   createSandbox: (container: ManagedContainer) => Sandbox;
+  /**
+   * Prune after acquires (DESIGN.md §5), in the background, at most once per `everyMs`
+   * (default 5 minutes); sandboxes this manager holds are never pruned. Unset: no automatic prune.
+   */
+  prune?: AutoPruneOptions | undefined;
+  /**
+   * How often the records of held sandboxes are marked used (ms, default 60 000), so a prune in
+   * another process never takes a long-held sandbox for an idle one.
+   */
+  heartbeatMs?: number | undefined;
+}
+
+export interface AutoPruneOptions {
+  idleMs?: number | undefined;
+  maxAgeMs?: number | undefined;
+  /** Minimum time between two automatic prunes (ms). Default 300 000. */
+  everyMs?: number | undefined;
 }
 
 interface Settled {
@@ -111,6 +129,12 @@ export class DockerSandboxManager {
   private readonly records: SandboxRecords;
   private readonly locks = new KeyedLock();
   private readonly holders = new Map<string, number>();
+  private readonly inventory: SandboxInventory;
+  private readonly autoPrune: AutoPruneOptions | undefined;
+  private readonly heartbeatMs: number;
+  private heartbeat: NodeJS.Timeout | undefined;
+  private lastPruneAt = 0;
+  private readonly background = new Set<Promise<void>>();
 
   constructor(options: DockerSandboxManagerOptions) {
     this.engine = options.engine;
@@ -124,11 +148,25 @@ export class DockerSandboxManager {
       imageOptions: options.imageOptions,
     });
     this.records = new SandboxRecords(this.stateDirectory);
+    this.inventory = new SandboxInventory({
+      engine: options.engine,
+      stateDirectory: this.stateDirectory,
+      logger: this.logger,
+      image: options.image,
+      imageOptions: options.imageOptions,
+    });
+    this.autoPrune = options.prune;
+    this.heartbeatMs = options.heartbeatMs ?? 60_000;
   }
 
   /** How many leases of `containerName` this process holds. */
   holderCount(containerName: string): number {
     return this.holders.get(containerName) ?? 0;
+  }
+
+  /** Resolves when background work (an automatic prune) has finished; for tests and shutdown. */
+  async flush(): Promise<void> {
+    while (this.background.size > 0) await Promise.all(this.background);
   }
 
   async acquire(spec: SandboxSpec, options: AcquireOptions = {}): Promise<SandboxLease> {
@@ -158,44 +196,97 @@ export class DockerSandboxManager {
       await this.prepareWorkspace(spec, { signal, progress, warn });
       const result = await this.settleContainer(spec, image, { signal, progress, log });
       // Counted inside the lock, so the next acquire of this key sees it held.
-      this.holders.set(spec.containerName, this.holderCount(spec.containerName) + 1);
+      this.hold(spec.containerName);
       return result;
     });
-    if (settled.stale) {
-      warn(
-        `${spec.containerName} runs an older config or image and is busy, so it was kept; it is recreated on an acquire once idle`,
-      );
-    }
-    await this.writeRecord(spec, image, settled.info, log);
-
     let released = false;
-    const sandbox = this.createSandbox({
-      containerId: settled.info.Id,
-      containerName: spec.containerName,
-      workdir: spec.docker.workdir,
-      user: spec.docker.user,
-      spec,
-    });
+    const release = async (): Promise<void> => {
+      if (released) return;
+      released = true;
+      this.unhold(spec.containerName);
+      await this.touchRecord(spec.containerName);
+    };
+
+    let sandbox: Sandbox;
+    try {
+      if (settled.stale) {
+        warn(
+          `${spec.containerName} runs an older config or image and is busy, so it was kept; it is recreated on an acquire once idle`,
+        );
+      }
+      await this.writeRecord(spec, image, settled.info, log);
+      sandbox = this.createSandbox({
+        containerId: settled.info.Id,
+        containerName: spec.containerName,
+        workdir: spec.docker.workdir,
+        user: spec.docker.user,
+        spec,
+      });
+    } catch (error) {
+      await release();
+      throw error;
+    }
+    this.maybePrune();
     return {
       sandbox,
       containerName: spec.containerName,
       fresh: settled.fresh,
       stale: settled.stale,
       warnings,
-      release: async () => {
-        if (released) return;
-        released = true;
-        const left = this.holderCount(spec.containerName) - 1;
-        if (left > 0) this.holders.set(spec.containerName, left);
-        else this.holders.delete(spec.containerName);
-        await this.records
-          .update(spec.containerName, (record) => ({
-            ...record,
-            lastUsedAt: new Date().toISOString(),
-          }))
-          .catch((error: unknown) => log.warn({ err: error }, "cannot update the sandbox record"));
-      },
+      release,
     };
+  }
+
+  private hold(name: string): void {
+    this.holders.set(name, this.holderCount(name) + 1);
+    if (!this.heartbeat) {
+      this.heartbeat = setInterval(() => {
+        for (const held of this.holders.keys()) void this.touchRecord(held);
+      }, this.heartbeatMs);
+      // A held sandbox must not keep the process alive by itself.
+      this.heartbeat.unref();
+    }
+  }
+
+  private unhold(name: string): void {
+    const left = this.holderCount(name) - 1;
+    if (left > 0) this.holders.set(name, left);
+    else this.holders.delete(name);
+    if (this.holders.size === 0 && this.heartbeat) {
+      clearInterval(this.heartbeat);
+      this.heartbeat = undefined;
+    }
+  }
+
+  /** Starts a background prune when one is configured and due; its failures are only logged. */
+  private maybePrune(): void {
+    const settings = this.autoPrune;
+    if (!settings) return;
+    const now = Date.now();
+    if (now - this.lastPruneAt < (settings.everyMs ?? 300_000)) return;
+    this.lastPruneAt = now;
+    const work = this.inventory
+      .prune({
+        idleMs: settings.idleMs,
+        maxAgeMs: settings.maxAgeMs,
+        keep: new Set(this.holders.keys()),
+      })
+      .then(
+        (report) => {
+          if (report.removed.length + report.orphans.length > 0) {
+            this.logger.info(
+              {
+                removed: report.removed.map((r) => `${r.name} (${r.reason})`),
+                orphans: report.orphans.map((o) => o.path),
+              },
+              "pruned sandboxes",
+            );
+          }
+        },
+        (error: unknown) => this.logger.warn({ err: error }, "automatic sandbox prune failed"),
+      )
+      .finally(() => this.background.delete(work));
+    this.background.add(work);
   }
 
   private async prepareWorkspace(
