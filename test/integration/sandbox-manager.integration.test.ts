@@ -123,9 +123,16 @@ describe("DockerSandboxManager", () => {
     });
     for (const info of mine) await removeContainer(docker.getContainer(info.Id));
     for (const name of foreign) await removeContainer(docker.getContainer(name));
+    for (const reference of testImages) {
+      await docker
+        .getImage(reference)
+        .remove()
+        .catch(() => undefined);
+    }
     await rm(root, { recursive: true, force: true });
   });
   const foreign: string[] = [];
+  const testImages: string[] = [];
 
   it("reuses the container of a scope key and records when it was used", async () => {
     const s = spec("reuse");
@@ -425,5 +432,27 @@ describe("DockerSandboxManager", () => {
       .poll(async () => Date.now() - Date.parse((await readRecord(s.containerName)).lastUsedAt))
       .toBeLessThan(3_600_000);
     await lease.release();
+  });
+
+  it("recreates an idle container when its image tag now names another image", async () => {
+    const tag = { repo: "cordon-test-retagged", tag: String(process.pid) };
+    const reference = `${tag.repo}:${tag.tag}`;
+    testImages.push(reference);
+    await docker.getImage(image).tag(tag);
+    const s = spec("retagged");
+    s.docker = { ...s.docker, image: reference };
+    const first = await acquire(s);
+    await first.release();
+    // A rebuild (or pull) moves the tag; the base image stands in for the newer build.
+    const base = (await docker.getImage(image).inspect()).Parent;
+    const other = base || (await docker.listImages()).find((i) => !i.RepoTags?.includes(image))?.Id;
+    await docker.getImage(other ?? "").tag(tag);
+    // A new manager: an earlier one remembers what the tag named when it first looked.
+    const second = await acquire(s, newManager());
+    expect(second.fresh).toBe(true);
+    expect(idOf(second)).not.toBe(idOf(first));
+    expect((await docker.getContainer(s.containerName).inspect()).Image).toBe(
+      (await docker.getImage(reference).inspect()).Id,
+    );
   });
 });

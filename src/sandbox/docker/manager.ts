@@ -18,7 +18,7 @@ import { createContainerOptions, labelKeys } from "./container-options.js";
 import { dockerMessageOf, dockerStatusOf, toSandboxError } from "./docker-errors.js";
 import type { DockerEngine } from "./engine.js";
 import { SandboxInventory } from "./inventory.js";
-import { ImageResolver } from "./manager-image.js";
+import { ImageResolver, type ResolvedImage } from "./manager-image.js";
 import { KeyedLock } from "./manager-lock.js";
 import { SandboxRecords } from "./records.js";
 import type { SandboxImageOptions } from "./sandbox-image.js";
@@ -328,7 +328,7 @@ export class DockerSandboxManager {
 
   private async settleContainer(
     spec: SandboxSpec,
-    image: string,
+    image: ResolvedImage,
     context: {
       signal: AbortSignal | undefined;
       progress: (phase: AcquirePhase, message: string) => void;
@@ -433,14 +433,15 @@ export class DockerSandboxManager {
   private driftOf(
     info: Docker.ContainerInspectInfo,
     spec: SandboxSpec,
-    image: string,
+    image: ResolvedImage,
   ): string | undefined {
     const labels = info.Config.Labels ?? {};
     if (labels[labelKeys.configHash] !== spec.configHash) {
       return `config ${labels[labelKeys.configHash] ?? "(none)"} (now ${spec.configHash})`;
     }
-    if (labels[labelKeys.image] !== image) {
-      return `image ${labels[labelKeys.image] ?? info.Config.Image} (now ${image})`;
+    // The id, not the tag: a tag that now names a newer build (or pull) is drift too.
+    if (labels[labelKeys.image] !== image.reference || info.Image !== image.id) {
+      return `image ${labels[labelKeys.image] ?? info.Config.Image} ${info.Image.slice(7, 19)} (now ${image.reference} ${image.id.slice(7, 19)})`;
     }
     return undefined;
   }
@@ -475,13 +476,13 @@ export class DockerSandboxManager {
    */
   private async create(
     spec: SandboxSpec,
-    image: string,
+    image: ResolvedImage,
     progress: (phase: AcquirePhase, message: string) => void,
   ): Promise<Docker.ContainerInspectInfo | undefined> {
     const name = spec.containerName;
     const options = createContainerOptions({
       spec,
-      image,
+      image: image.reference,
       createdAt: new Date().toISOString(),
       extraLabels: this.extraLabels,
       stateDirectory: this.stateDirectory,
@@ -559,7 +560,7 @@ export class DockerSandboxManager {
 
   private async writeRecord(
     spec: SandboxSpec,
-    image: string,
+    image: ResolvedImage,
     info: Docker.ContainerInspectInfo,
     log: Logger,
   ): Promise<void> {
@@ -573,7 +574,7 @@ export class DockerSandboxManager {
         scopeKey: spec.scopeKey,
         configHash: labels[labelKeys.configHash] ?? "",
         wantedConfigHash: spec.configHash,
-        wantedImage: image,
+        wantedImage: image.reference,
         ...(spec.privateWorkspace ? { privateWorkspace: spec.privateWorkspace } : {}),
         createdAt: labels[labelKeys.createdAt] ?? info.Created,
         lastUsedAt: now,
