@@ -126,7 +126,7 @@ describe("DockerSandboxManager", () => {
     for (const reference of testImages) {
       await docker
         .getImage(reference)
-        .remove()
+        .remove({ force: true })
         .catch(() => undefined);
     }
     await rm(root, { recursive: true, force: true });
@@ -454,5 +454,46 @@ describe("DockerSandboxManager", () => {
     expect((await docker.getContainer(s.containerName).inspect()).Image).toBe(
       (await docker.getImage(reference).inspect()).Id,
     );
+  });
+
+  it("builds the built-in image when it is missing, reporting progress", async () => {
+    // A one-line recipe gives a tag that does not exist yet; the build is config-only and quick.
+    const dockerfile = path.join(root, "tiny.Dockerfile");
+    await writeFile(
+      dockerfile,
+      `ARG BASE_IMAGE\nFROM \${BASE_IMAGE}\nLABEL cordon.test.build="${process.pid}-${Date.now()}"\n`,
+    );
+    const latest = await docker
+      .getImage("cordon-sandbox:latest")
+      .inspect()
+      .then(
+        (info) => info.Id,
+        () => undefined,
+      );
+    const building = new DockerSandboxManager({
+      engine,
+      stateDirectory,
+      imageOptions: { dockerfilePath: dockerfile },
+      extraLabels: testLabel,
+      createSandbox: createRecordingSandbox,
+    });
+    const events: string[] = [];
+    try {
+      const lease = await building.acquire(spec("built"), {
+        onProgress: (event) => events.push(`${event.phase}: ${event.message}`),
+      });
+      leases.push(lease);
+      const built = (await docker.getContainer(lease.containerName).inspect()).Config.Image;
+      testImages.push(built);
+      expect(built).toMatch(/^cordon-sandbox:[0-9a-f]{12}$/);
+      expect(built).not.toBe(image);
+      expect(events[0]).toMatch(/^image: building the sandbox image cordon-sandbox:/);
+      expect(events).toContain(`image: built ${built}`);
+    } finally {
+      // The build moved `latest`; put it back for everyone else.
+      if (latest) {
+        await docker.getImage(latest).tag({ repo: "cordon-sandbox", tag: "latest" });
+      }
+    }
   });
 });
