@@ -24,8 +24,9 @@ describe("KeyedLock", () => {
     let release!: () => void;
     const blocked = lock.run("a", () => new Promise<void>((resolve) => (release = resolve)));
     let otherRan = false;
-    await lock.run("b", async () => {
+    await lock.run("b", () => {
       otherRan = true;
+      return Promise.resolve();
     });
     expect(otherRan).toBe(true);
     release();
