@@ -253,6 +253,21 @@ describe("DockerSandboxManager", () => {
     expect((await recorded(second.sandbox).run("cat /workspace/notes")).stdout).toBe("kept\n");
   });
 
+  it("recovers a held sandbox whose container died mid-session", async () => {
+    const s = spec("recover");
+    const lease = await acquire(s);
+    const { container } = recorded(lease.sandbox);
+    expect(await container.recover()).toBe(container.containerId);
+    await docker.getContainer(container.containerId).kill();
+    const replacement = await container.recover();
+    expect(replacement).not.toBe(container.containerId);
+    expect((await docker.getContainer(replacement).inspect()).State.Running).toBe(true);
+    // Still held: the replacement is not taken for an idle container by a drifted acquire.
+    const drifted = await acquire({ ...s, configHash: "v2" });
+    expect(drifted.stale).toBe(true);
+    expect(idOf(drifted)).toBe(replacement);
+  });
+
   it("removes what it made when the container cannot start, and reports why", async () => {
     // An invalid tmpfs option passes create and fails when runc mounts it at start.
     const atStart = spec("bad-start", {});

@@ -32,6 +32,12 @@ export interface ManagedContainer {
   /** "uid:gid" commands run as (spec.docker.user). */
   user: string;
   spec: SandboxSpec;
+  /**
+   * For a sandbox whose container went away mid-session (killed, OOM, daemon restart): replaces
+   * it as an acquire would (a fresh container, the same private workspace) and returns the new
+   * container id; returns the current id when it is still running.
+   */
+  recover: (options?: { signal?: AbortSignal | undefined }) => Promise<string>;
 }
 
 export type AcquirePhase = "image" | "workspace" | "create" | "start" | "reuse";
@@ -177,10 +183,10 @@ export class DockerSandboxManager {
       log.debug({ phase }, message);
       options.onProgress?.({ phase, message });
     };
-    const warn = (message: string): void => {
+    const warn = (message: string, phase: AcquirePhase = "workspace"): void => {
       warnings.push(message);
       log.warn(message);
-      options.onProgress?.({ phase: "workspace", message: `warning: ${message}` });
+      options.onProgress?.({ phase, message: `warning: ${message}` });
     };
     throwIfAborted(signal, "sandbox acquire");
 
@@ -212,6 +218,7 @@ export class DockerSandboxManager {
       if (settled.stale) {
         warn(
           `${spec.containerName} runs an older config or image and is busy, so it was kept; it is recreated on an acquire once idle`,
+          "reuse",
         );
       }
       await this.writeRecord(spec, image, settled.info, log);
@@ -221,6 +228,18 @@ export class DockerSandboxManager {
         workdir: spec.docker.workdir,
         user: spec.docker.user,
         spec,
+        recover: async (recoverOptions = {}) => {
+          const again = await this.locks.run(spec.containerName, () =>
+            this.settleContainer(spec, image, {
+              signal: recoverOptions.signal,
+              progress: (phase, message) => log.debug({ phase }, message),
+              log,
+            }),
+          );
+          if (again.info.Id !== settled.info.Id)
+            await this.writeRecord(spec, image, again.info, log);
+          return again.info.Id;
+        },
       });
     } catch (error) {
       await release();
