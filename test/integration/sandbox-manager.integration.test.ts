@@ -253,6 +253,18 @@ describe("DockerSandboxManager", () => {
     expect((await recorded(second.sandbox).run("cat /workspace/notes")).stdout).toBe("kept\n");
   });
 
+  it("starts a stopped container again in place", async () => {
+    const s = spec("stopped");
+    const first = await acquire(s);
+    await first.release();
+    await docker.getContainer(idOf(first)).stop({ t: 5 });
+    expect((await docker.getContainer(idOf(first)).inspect()).State.ExitCode).toBe(143);
+    const second = await acquire(s);
+    expect(second.fresh).toBe(false);
+    expect(idOf(second)).toBe(idOf(first));
+    expect(await containerState(s.containerName)).toBe("running");
+  });
+
   it("recovers a held sandbox whose container died mid-session", async () => {
     const s = spec("recover");
     const lease = await acquire(s);

@@ -121,7 +121,8 @@ const settleDelayMs = 250;
  *   another scope or state directory, is refused (and never removed).
  * - Drift: another config hash or image recreates an idle container; one held by this process
  *   or running commands is kept and reported stale.
- * - A container that stopped or died is replaced by a fresh one; its private workspace stays.
+ * - A container that was stopped (`docker stop`, an engine restart) is started again; one that
+ *   died (killed, OOM) is replaced by a fresh one. The private workspace stays either way.
  * - Concurrent acquires of one key in this process are serialised; across processes a name
  *   conflict (409) means someone else created it, and it is inspected again.
  */
@@ -355,6 +356,8 @@ export class DockerSandboxManager {
     },
   ): Promise<Settled> {
     const name = spec.containerName;
+    // Containers this call already tried to start again: a second stop means it cannot run.
+    const restarted = new Set<string>();
     for (let attempt = 0; attempt < settleAttempts; attempt += 1) {
       throwIfAborted(context.signal, "sandbox acquire");
       const info = await this.inspect(name);
@@ -388,6 +391,18 @@ export class DockerSandboxManager {
         continue;
       }
       if (!state.Running) {
+        if (stoppedCleanly(state) && !restarted.has(info.Id)) {
+          // `docker stop` or an engine restart: start it again in place (tmpfs and processes are
+          // fresh anyway, and a writable root keeps what the agent installed).
+          restarted.add(info.Id);
+          context.progress("start", `${name} was stopped; starting it again`);
+          try {
+            await this.start(info.Id, name);
+            continue;
+          } catch (error) {
+            context.log.info({ err: error }, "a stopped sandbox does not start; replacing it");
+          }
+        }
         const why = state.OOMKilled
           ? "was killed for memory"
           : `exited with code ${state.ExitCode}`;
@@ -603,6 +618,15 @@ export class DockerSandboxManager {
       log.warn({ err: error }, "cannot write the sandbox record");
     }
   }
+}
+
+/**
+ * Stopped on purpose rather than died: exit 0, or 143 (SIGTERM, what `docker stop` and an engine
+ * shutdown send, forwarded by the init process). A kill (137), an OOM kill or any other exit
+ * means the container died, and it is replaced.
+ */
+function stoppedCleanly(state: Docker.ContainerInspectInfo["State"]): boolean {
+  return !state.OOMKilled && !state.Dead && (state.ExitCode === 0 || state.ExitCode === 143);
 }
 
 /** A create/start failure as a `SandboxStartError` with the remedy, or Docker being unreachable. */
