@@ -6,7 +6,7 @@ import path from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 
 import { ChangesConflictError, applyChanges } from "./apply-changes.js";
-import { baselineRef, recordBaseline } from "./baseline.js";
+import { baselineRef, recordBaseline } from "../sandbox/workspace/index.js";
 import { inspectPatch, patchProblems } from "./inspect-patch.js";
 
 const gitEnv = {

@@ -2,7 +2,6 @@
  * Changes made in a seeded private workspace: recorded against a baseline at seeding, taken out
  * of the sandbox as one patch, inspected, and applied to the real workspace all or nothing.
  */
-export { baselineRef, recordBaseline } from "./baseline.js";
 export { takeChanges } from "./take-changes.js";
 export {
   inspectPatch,

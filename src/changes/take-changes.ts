@@ -3,7 +3,7 @@ import { randomUUID } from "node:crypto";
 import { FileOperationError, SandboxError } from "../common/index.js";
 import type { Sandbox } from "../sandbox/index.js";
 import { quoteShellArg } from "../tools/index.js";
-import { baselineRef } from "./baseline.js";
+import { baselineRef } from "../sandbox/index.js";
 
 /** Biggest patch taken out of a sandbox. */
 const maxPatchBytes = 64 * 1024 * 1024;

@@ -41,7 +41,7 @@ export const ulimitNames = [
 
 /** The built-in defaults, in one place; docs/configuration.md lists the same values. */
 export const configDefaults = {
-  model: { primary: "claude-sonnet-4-5", fallbacks: [] as string[] },
+  model: { primary: "claude-sonnet-4-6", fallbacks: [] as string[] },
   tools: { profile: "coding" as const, execTimeoutSec: 300 },
   sandbox: {
     mode: "all" as const,

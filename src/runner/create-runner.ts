@@ -102,6 +102,8 @@ export interface Runner {
       onProgress?: ProvideSandboxOptions["onProgress"];
     },
   ): Promise<HeldSandbox>;
+  /** Removes the sandbox (container and private workspace) a request maps to, if any. */
+  discardSandbox(request?: PlanRequest): Promise<void>;
   /**
    * Runs one tool through exactly the policy and sandbox path an agent's call takes: a tool the
    * plan does not allow is refused (`refused: true`) with the config key that blocks it.
@@ -192,7 +194,7 @@ export function createRunner(options: RunnerOptions = {}): Runner {
 
   const acquireSandbox: Runner["acquireSandbox"] = async (request = {}) => {
     const runPlan = await plan(request);
-    const lease = await sandboxes(runPlan, {
+    const lease = await sandboxes.acquire(runPlan, {
       signal: request.signal,
       onProgress: request.onProgress,
     });
@@ -203,6 +205,9 @@ export function createRunner(options: RunnerOptions = {}): Runner {
     stateDir,
     plan,
     acquireSandbox,
+    async discardSandbox(request = {}) {
+      await sandboxes.discard?.(await plan(request));
+    },
     async callTool(name, input, request = {}) {
       const runPlan = await plan(request);
       // Refused before any sandbox starts: a denied tool costs nothing and touches nothing.
@@ -213,7 +218,7 @@ export function createRunner(options: RunnerOptions = {}): Runner {
           : `There is no tool named "${name}". Tools: ${tools.map((tool) => tool.name).join(", ")}.`;
         return { content: [{ type: "text", text: message }], isError: true, refused: true };
       }
-      const lease = await sandboxes(runPlan, { signal: request.signal });
+      const lease = await sandboxes.acquire(runPlan, { signal: request.signal });
       try {
         const toolset = bindToolset(tools, runPlan, lease.sandbox, logger);
         const signal = request.signal ?? new AbortController().signal;

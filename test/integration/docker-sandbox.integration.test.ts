@@ -1,12 +1,24 @@
 import { randomBytes } from "node:crypto";
-import { chmod, chown, mkdtemp, rm, writeFile } from "node:fs/promises";
+import {
+  chmod,
+  chown,
+  mkdir,
+  mkdtemp,
+  readFile,
+  readlink,
+  rm,
+  stat,
+  symlink,
+  writeFile,
+} from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
 
 import type Docker from "dockerode";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 
-import { AbortedError, FileOperationError } from "../../src/common/index.js";
+import { AbortedError, FileOperationError, SandboxError, sleep } from "../../src/common/index.js";
+import type { ProcessOutput } from "../../src/sandbox/index.js";
 import { DockerEngine, DockerSandbox } from "../../src/sandbox/index.js";
 import { createContainerOptions } from "../../src/sandbox/docker/container-options.js";
 import {
@@ -444,6 +456,155 @@ describe("DockerSandbox", () => {
       await expect(
         sandbox.readFile("big.bin", { signal: AbortSignal.abort() }),
       ).rejects.toBeInstanceOf(AbortedError);
+    });
+  });
+
+  describe("background processes", () => {
+    /** Polls until `done` holds for the output gathered so far (bounded number of polls). */
+    async function pollUntil(
+      id: string,
+      done: (output: string, last: ProcessOutput) => boolean,
+    ): Promise<string> {
+      let output = "";
+      for (let attempt = 0; attempt < 200; attempt++) {
+        const polled = await sandbox.processes.poll(id);
+        output += polled.output;
+        if (done(output, polled)) return output;
+        await sleep(50);
+      }
+      throw new Error(`process ${id} never got there; output so far: ${output}`);
+    }
+
+    it("starts, polls new output, takes stdin, lists and kills the whole tree", async () => {
+      await sandbox.mkdir("sub");
+      const info = await sandbox.processes.start(
+        'echo "ready in $PWD as $ROLE"; while read -r line; do echo "got:$line"; done; sleep 1031 & sleep 1032',
+        { cwd: "sub", env: { ROLE: "server" } },
+      );
+      expect(info).toMatchObject({ state: "running", exitCode: null });
+      expect(info.id).toMatch(/^p-/);
+      const first = await pollUntil(info.id, (out) => out.includes("ready"));
+      expect(first).toBe("ready in /workspace/sub as server\n");
+      // A poll returns only what is new.
+      expect((await sandbox.processes.poll(info.id)).output).toBe("");
+
+      await sandbox.processes.write(info.id, "hello\n");
+      await sandbox.processes.write(info.id, "world\n");
+      const echoed = await pollUntil(info.id, (out) => out.includes("got:world"));
+      expect(echoed).toBe("got:hello\ngot:world\n");
+      expect((await sandbox.processes.log(info.id)).output).toBe(
+        "ready in /workspace/sub as server\ngot:hello\ngot:world\n",
+      );
+
+      const listed = await sandbox.processes.list();
+      expect(listed.find((p) => p.id === info.id)).toMatchObject({
+        state: "running",
+        command: info.command,
+      });
+
+      const killed = await sandbox.processes.kill(info.id);
+      expect(killed).toMatchObject({ id: info.id, state: "exited", exitCode: null });
+      expect(await processesMatching("sleep 103")).toEqual([]);
+      await expect(sandbox.processes.write(info.id, "late\n")).rejects.toThrow(/has exited/);
+    });
+
+    it("reports the exit code of a process that ends by itself", async () => {
+      const info = await sandbox.processes.start("echo bye; exit 7");
+      await pollUntil(info.id, (_, last) => last.info.state === "exited");
+      const log = await sandbox.processes.log(info.id);
+      expect(log.info).toMatchObject({ state: "exited", exitCode: 7 });
+      expect(log.output).toBe("bye\n");
+    });
+
+    it("is the container's table: a new sandbox object for the container sees the processes", async () => {
+      const info = await sandbox.processes.start("sleep 1041");
+      const other = new DockerSandbox({
+        engine: new DockerEngine(),
+        containerId: container?.id ?? "",
+        containerName: sandbox.id,
+        workdir: "/workspace",
+        user: "1000:1000",
+      });
+      expect((await other.processes.list()).map((p) => p.id)).toContain(info.id);
+      await other.processes.kill(info.id);
+      expect((await sandbox.processes.poll(info.id)).info.state).toBe("exited");
+    });
+
+    it("refuses unknown ids and a bad working directory clearly", async () => {
+      for (const id of ["p-000000000000", "../../etc", "nope"]) {
+        const error = await fileError(sandbox.processes.poll(id));
+        expect(error.reason).toBe("not_found");
+        expect(error.message).toMatch(/no background process/);
+      }
+      expect((await fileError(sandbox.processes.kill("p-000000000000"))).reason).toBe("not_found");
+      expect((await fileError(sandbox.processes.start("true", { cwd: "nope" }))).reason).toBe(
+        "not_found",
+      );
+    });
+  });
+
+  describe("tree copies", () => {
+    let hostRoot: string;
+
+    beforeAll(async () => {
+      hostRoot = await mkdtemp(path.join(tmpdir(), "cordon-ds-tree-"));
+    });
+
+    afterAll(async () => {
+      await rm(hostRoot, { recursive: true, force: true });
+    });
+
+    it("copies a host tree in and back out, byte for byte, symlinks kept", async () => {
+      const source = path.join(hostRoot, "source");
+      await mkdir(path.join(source, "src/nested"), { recursive: true });
+      const binary = randomBytes(200_000);
+      await writeFile(path.join(source, "src/nested/data.bin"), binary);
+      await writeFile(path.join(source, "-leading dash.txt"), "dash\n");
+      await writeFile(path.join(source, "run.sh"), "#!/bin/sh\n", { mode: 0o755 });
+      await symlink("src/nested/data.bin", path.join(source, "link"));
+
+      await sandbox.copyTreeIn(source, "copied");
+      expect(Buffer.from(await sandbox.readFile("copied/src/nested/data.bin")).equals(binary)).toBe(
+        true,
+      );
+      expect((await sandbox.stat("copied/run.sh"))?.mode).toBe(0o755);
+      expect((await sandbox.exec("stat -c %u copied/run.sh")).stdout).toBe("1000\n");
+      expect((await sandbox.exec("readlink copied/link")).stdout).toBe("src/nested/data.bin\n");
+
+      const back = path.join(hostRoot, "back");
+      const result = await sandbox.copyTreeOut("copied", back);
+      expect(result.entries).toBe(6);
+      expect(result.bytes).toBe(binary.byteLength + 5 + 10);
+      expect((await readFile(path.join(back, "src/nested/data.bin"))).equals(binary)).toBe(true);
+      expect(await readFile(path.join(back, "-leading dash.txt"), "utf8")).toBe("dash\n");
+      expect(await readlink(path.join(back, "link"))).toBe("src/nested/data.bin");
+    });
+
+    it("refuses a tree whose symlink points at the host's /etc, writing nothing", async () => {
+      await sandbox.exec("mkdir -p evil && echo ok > evil/fine.txt && ln -s /etc evil/etc");
+      const target = path.join(hostRoot, "evil-out");
+      const error = await sandbox.copyTreeOut("evil", target).then(
+        () => undefined,
+        (caught: unknown) => caught,
+      );
+      expect(error).toBeInstanceOf(SandboxError);
+      expect((error as Error).message).toMatch(/"etc" is a symbolic link to an absolute path/);
+      await expect(stat(target)).rejects.toThrow(/ENOENT/);
+    });
+
+    it("refuses a tree whose symlink climbs out with ../", async () => {
+      await sandbox.exec("mkdir -p climb/a && ln -s ../../../../etc/passwd climb/a/passwd");
+      await expect(sandbox.copyTreeOut("climb", path.join(hostRoot, "climb"))).rejects.toThrow(
+        /leaving the tree/,
+      );
+    });
+
+    it("holds the byte cap and fails clearly for a missing directory", async () => {
+      await expect(
+        sandbox.copyTreeOut("copied", path.join(hostRoot, "capped"), { maxBytes: 1000 }),
+      ).rejects.toThrow(/limit of 1000 bytes/);
+      const missing = await fileError(sandbox.copyTreeOut("no-such-dir", path.join(hostRoot, "x")));
+      expect(missing.reason).toBe("not_found");
     });
   });
 });

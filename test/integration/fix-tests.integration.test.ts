@@ -91,8 +91,13 @@ describe("cordon fix-tests", () => {
       .split("\n");
     expect(transcript.length).toBeGreaterThanOrEqual(10);
     expect(await readFile(path.join(out, "summary.md"), "utf8")).toContain("Fixed and verified");
-    // The user's repository is untouched.
+    // The user's repository is untouched, and the run left no container behind.
     expect(git(repo, "status", "--porcelain")).toBe("");
+    const left = await dockerClient().listContainers({
+      all: true,
+      filters: { label: [`cordon.session=${result.sessionKey}`] },
+    });
+    expect(left).toEqual([]);
   });
 
   it("a patch that edits the test instead fails verification with exit 8, naming the file", async () => {
@@ -109,8 +114,20 @@ describe("cordon fix-tests", () => {
 
   it("an agent that runs out of turns exits 5 with partial artifacts", async () => {
     const out = path.join(home, "turns");
-    const { run, result } = await fixTests(example("demo", "script.json"), out, "--max-turns", "2");
+    const { run, result } = await fixTests(
+      example("demo", "script.json"),
+      out,
+      "--max-turns",
+      "2",
+      "--keep-sandboxes",
+    );
     expect(run.exitCode).toBe(5);
+    // Kept on request (and so the label filter of the first test is known to find containers).
+    const kept = await dockerClient().listContainers({
+      all: true,
+      filters: { label: [`cordon.session=${result.sessionKey}`] },
+    });
+    expect(kept).toHaveLength(1);
     expect(result).toMatchObject({
       status: "agent_stopped",
       agent: { status: "limit_turns", turns: 2 },

@@ -86,6 +86,19 @@ describe("DockerSandboxManager", () => {
 
   const idOf = (lease: SandboxLease): string => recorded(lease.sandbox).container.containerId;
 
+  async function readRecord(name: string): Promise<{ containerId: string; lastUsedAt: string }> {
+    const file = path.join(stateDirectory, "sandboxes", `${name}.json`);
+    return JSON.parse(await readFile(file, "utf8")) as { containerId: string; lastUsedAt: string };
+  }
+
+  /** Moves a sandbox's last use into the past, as if nobody had touched it since. */
+  async function ageRecord(name: string, hours: number): Promise<void> {
+    const file = path.join(stateDirectory, "sandboxes", `${name}.json`);
+    const record = JSON.parse(await readFile(file, "utf8")) as Record<string, unknown>;
+    record["lastUsedAt"] = new Date(Date.now() - hours * 3_600_000).toISOString();
+    await writeFile(file, JSON.stringify(record));
+  }
+
   async function containerState(name: string): Promise<string | undefined> {
     try {
       return (await docker.getContainer(name).inspect()).State.Status;
@@ -110,9 +123,16 @@ describe("DockerSandboxManager", () => {
     });
     for (const info of mine) await removeContainer(docker.getContainer(info.Id));
     for (const name of foreign) await removeContainer(docker.getContainer(name));
+    for (const reference of testImages) {
+      await docker
+        .getImage(reference)
+        .remove({ force: true })
+        .catch(() => undefined);
+    }
     await rm(root, { recursive: true, force: true });
   });
   const foreign: string[] = [];
+  const testImages: string[] = [];
 
   it("reuses the container of a scope key and records when it was used", async () => {
     const s = spec("reuse");
@@ -122,9 +142,7 @@ describe("DockerSandboxManager", () => {
     expect(first.fresh).toBe(true);
     expect(second.fresh).toBe(false);
     expect(idOf(second)).toBe(idOf(first));
-    const record = JSON.parse(
-      await readFile(path.join(stateDirectory, "sandboxes", `${s.containerName}.json`), "utf8"),
-    ) as { containerId: string; lastUsedAt: string };
+    const record = await readRecord(s.containerName);
     expect(record.containerId).toBe(idOf(first));
     // The container runs hardened, as the non-root user, in its private workspace.
     const who = await recorded(second.sandbox).run("id -u; pwd; touch /workspace/x && echo ok");
@@ -235,6 +253,33 @@ describe("DockerSandboxManager", () => {
     expect((await recorded(second.sandbox).run("cat /workspace/notes")).stdout).toBe("kept\n");
   });
 
+  it("starts a stopped container again in place", async () => {
+    const s = spec("stopped");
+    const first = await acquire(s);
+    await first.release();
+    await docker.getContainer(idOf(first)).stop({ t: 5 });
+    expect((await docker.getContainer(idOf(first)).inspect()).State.ExitCode).toBe(143);
+    const second = await acquire(s);
+    expect(second.fresh).toBe(false);
+    expect(idOf(second)).toBe(idOf(first));
+    expect(await containerState(s.containerName)).toBe("running");
+  });
+
+  it("recovers a held sandbox whose container died mid-session", async () => {
+    const s = spec("recover");
+    const lease = await acquire(s);
+    const { container } = recorded(lease.sandbox);
+    expect(await container.recover()).toBe(container.containerId);
+    await docker.getContainer(container.containerId).kill();
+    const replacement = await container.recover();
+    expect(replacement).not.toBe(container.containerId);
+    expect((await docker.getContainer(replacement).inspect()).State.Running).toBe(true);
+    // Still held: the replacement is not taken for an idle container by a drifted acquire.
+    const drifted = await acquire({ ...s, configHash: "v2" });
+    expect(drifted.stale).toBe(true);
+    expect(idOf(drifted)).toBe(replacement);
+  });
+
   it("removes what it made when the container cannot start, and reports why", async () => {
     // An invalid tmpfs option passes create and fails when runc mounts it at start.
     const atStart = spec("bad-start", {});
@@ -336,5 +381,146 @@ describe("DockerSandboxManager", () => {
     const write = await recorded(lease.sandbox).run("touch /workspace/x");
     expect(write.exitCode).not.toBe(0);
     expect((await stat(workspace)).uid).toBe(0);
+  });
+
+  it("mounts an ro agent workspace read-only at /agent beside a writable private /workspace", async () => {
+    const agent = path.join(root, "ro-agent");
+    await mkdir(agent);
+    await writeFile(path.join(agent, "source.txt"), "read me\n");
+    const base = spec("ro", { workspaceAccess: "ro", agentWorkspace: agent });
+    const s: SandboxSpec = {
+      ...base,
+      mounts: [
+        ...base.mounts,
+        { source: agent, target: "/agent", readOnly: true, role: "agent-workspace" },
+      ],
+    };
+    const lease = await acquire(s);
+    const result = await recorded(lease.sandbox).run(
+      "cat /agent/source.txt; touch /agent/x 2>&1; touch /workspace/scratch && echo scratch-ok",
+    );
+    expect(result.stdout).toMatch(/^read me\n.*Read-only file system\nscratch-ok\n$/s);
+    await expect(stat(path.join(agent, "x"))).rejects.toThrow(/ENOENT/);
+  });
+
+  it("does not count a lease whose sandbox could not be made", async () => {
+    const failing = new DockerSandboxManager({
+      engine,
+      stateDirectory,
+      image,
+      extraLabels: testLabel,
+      createSandbox: () => {
+        throw new Error("no sandbox today");
+      },
+    });
+    const s = spec("no-sandbox");
+    await expect(failing.acquire(s)).rejects.toThrow(/no sandbox today/);
+    expect(failing.holderCount(s.containerName)).toBe(0);
+  });
+
+  it("prunes idle sandboxes in the background after an acquire, never one it holds", async () => {
+    const pruning = new DockerSandboxManager({
+      engine,
+      stateDirectory,
+      image,
+      extraLabels: testLabel,
+      createSandbox: createRecordingSandbox,
+      prune: { idleMs: 3_600_000, everyMs: 0 },
+    });
+    const heldSpec = spec("auto-held");
+    const idleSpec = spec("auto-idle");
+    const held = await acquire(heldSpec, pruning);
+    await (await acquire(idleSpec, pruning)).release();
+    await pruning.flush();
+    for (const name of [heldSpec.containerName, idleSpec.containerName]) {
+      await ageRecord(name, 2);
+    }
+    await acquire(spec("auto-trigger"), pruning);
+    await pruning.flush();
+    expect(await containerState(idleSpec.containerName)).toBeUndefined();
+    await expect(stat(idleSpec.privateWorkspace ?? "")).rejects.toThrow(/ENOENT/);
+    expect(await containerState(heldSpec.containerName)).toBe("running");
+    await held.release();
+  });
+
+  it("keeps marking a held sandbox used, so other processes never see it idle", async () => {
+    const beating = new DockerSandboxManager({
+      engine,
+      stateDirectory,
+      image,
+      extraLabels: testLabel,
+      createSandbox: createRecordingSandbox,
+      heartbeatMs: 20,
+    });
+    const s = spec("heartbeat");
+    const lease = await acquire(s, beating);
+    await ageRecord(s.containerName, 5);
+    await expect
+      .poll(async () => Date.now() - Date.parse((await readRecord(s.containerName)).lastUsedAt))
+      .toBeLessThan(3_600_000);
+    await lease.release();
+  });
+
+  it("recreates an idle container when its image tag now names another image", async () => {
+    const tag = { repo: "cordon-test-retagged", tag: String(process.pid) };
+    const reference = `${tag.repo}:${tag.tag}`;
+    testImages.push(reference);
+    await docker.getImage(image).tag(tag);
+    const s = spec("retagged");
+    s.docker = { ...s.docker, image: reference };
+    const first = await acquire(s);
+    await first.release();
+    // A rebuild (or pull) moves the tag; the base image stands in for the newer build.
+    const base = (await docker.getImage(image).inspect()).Parent;
+    const other = base || (await docker.listImages()).find((i) => !i.RepoTags?.includes(image))?.Id;
+    await docker.getImage(other ?? "").tag(tag);
+    // A new manager: an earlier one remembers what the tag named when it first looked.
+    const second = await acquire(s, newManager());
+    expect(second.fresh).toBe(true);
+    expect(idOf(second)).not.toBe(idOf(first));
+    expect((await docker.getContainer(s.containerName).inspect()).Image).toBe(
+      (await docker.getImage(reference).inspect()).Id,
+    );
+  });
+
+  it("builds the built-in image when it is missing, reporting progress", async () => {
+    // A one-line recipe gives a tag that does not exist yet; the build is config-only and quick.
+    const dockerfile = path.join(root, "tiny.Dockerfile");
+    await writeFile(
+      dockerfile,
+      `ARG BASE_IMAGE\nFROM \${BASE_IMAGE}\nLABEL cordon.test.build="${process.pid}-${Date.now()}"\n`,
+    );
+    const latest = await docker
+      .getImage("cordon-sandbox:latest")
+      .inspect()
+      .then(
+        (info) => info.Id,
+        () => undefined,
+      );
+    const building = new DockerSandboxManager({
+      engine,
+      stateDirectory,
+      imageOptions: { dockerfilePath: dockerfile },
+      extraLabels: testLabel,
+      createSandbox: createRecordingSandbox,
+    });
+    const events: string[] = [];
+    try {
+      const lease = await building.acquire(spec("built"), {
+        onProgress: (event) => events.push(`${event.phase}: ${event.message}`),
+      });
+      leases.push(lease);
+      const built = (await docker.getContainer(lease.containerName).inspect()).Config.Image;
+      testImages.push(built);
+      expect(built).toMatch(/^cordon-sandbox:[0-9a-f]{12}$/);
+      expect(built).not.toBe(image);
+      expect(events[0]).toMatch(/^image: building the sandbox image cordon-sandbox:/);
+      expect(events).toContain(`image: built ${built}`);
+    } finally {
+      // The build moved `latest`; put it back for everyone else.
+      if (latest) {
+        await docker.getImage(latest).tag({ repo: "cordon-sandbox", tag: "latest" });
+      }
+    }
   });
 });

@@ -21,6 +21,7 @@ interface FixTestsFlags {
   timeout?: number;
   testTimeout?: number;
   allowTestChanges?: boolean;
+  keepSandboxes?: boolean;
   json?: boolean;
 }
 
@@ -45,6 +46,7 @@ export function registerFixTestsCommand(program: Command, context: CliContext): 
       durationOf("--test-timeout"),
     )
     .option("--allow-test-changes", "accept changes to tests, CI configuration and lockfiles")
+    .option("--keep-sandboxes", "keep the work and verify sandboxes for inspection")
     .option("--json", "print result.json on stdout")
     .action(async (flags: FixTestsFlags) => {
       const runner = runnerFromFlags(
@@ -68,6 +70,7 @@ export function registerFixTestsCommand(program: Command, context: CliContext): 
           limits: { maxTurns: flags.maxTurns, timeoutMs: flags.timeout },
           testTimeoutMs: flags.testTimeout,
           allowTestChanges: flags.allowTestChanges,
+          keepSandboxes: flags.keepSandboxes,
           signal,
           onEvent: (event) => progress.onEvent(event),
           onPhase: (message) => context.stderr(`==> ${message}\n`),

@@ -1,6 +1,16 @@
 import { ConfigError, type Logger } from "../../common/index.js";
-import { DockerSandbox, DockerSandboxManager, type DockerEngine } from "../../sandbox/index.js";
-import type { ProvidedSandbox, SandboxProvider } from "./sandbox-provider.js";
+import {
+  DockerSandbox,
+  DockerSandboxManager,
+  SandboxInventory,
+  type DockerEngine,
+} from "../../sandbox/index.js";
+import type { PlannedRun } from "./planned-run.js";
+import type {
+  ProvideSandboxOptions,
+  ProvidedSandbox,
+  SandboxProvider,
+} from "./sandbox-provider.js";
 
 export interface DefaultSandboxesOptions {
   engine: DockerEngine;
@@ -31,7 +41,15 @@ export function defaultSandboxes(options: DefaultSandboxesOptions): SandboxProvi
         logger: options.logger,
       }),
   });
-  return async (plan, acquire): Promise<ProvidedSandbox> => {
+  const inventory = new SandboxInventory({
+    engine: options.engine,
+    stateDirectory: options.stateDir,
+    logger: options.logger,
+  });
+  const acquire = async (
+    plan: PlannedRun,
+    acquireOptions: ProvideSandboxOptions,
+  ): Promise<ProvidedSandbox> => {
     const spec = plan.sandbox.spec;
     if (!plan.sandbox.enabled || !spec) {
       // TEMPORARY until HostSandbox lands from the dsandbox branch (same session).
@@ -39,12 +57,19 @@ export function defaultSandboxes(options: DefaultSandboxesOptions): SandboxProvi
         fix: 'set sandbox.mode to "all" or "non-main"',
       });
     }
-    const lease = await manager.acquire(spec, acquire);
+    const lease = await manager.acquire(spec, acquireOptions);
     return {
       sandbox: lease.sandbox,
       fresh: lease.fresh,
       warnings: lease.warnings,
       release: () => lease.release(),
     };
+  };
+  return {
+    acquire,
+    async discard(plan) {
+      const name = plan.sandbox.spec?.containerName;
+      if (name) await inventory.remove(name);
+    },
   };
 }

@@ -34,15 +34,17 @@ function plan(overrides: Partial<PlannedRun["tools"]> = {}): PlannedRun {
 }
 
 function providerFor(sandbox: MemorySandbox, released: string[] = []): SandboxProvider {
-  return () =>
-    Promise.resolve({
-      sandbox,
-      fresh: true,
-      release: () => {
-        released.push(sandbox.id);
-        return Promise.resolve();
-      },
-    });
+  return {
+    acquire: () =>
+      Promise.resolve({
+        sandbox,
+        fresh: true,
+        release: () => {
+          released.push(sandbox.id);
+          return Promise.resolve();
+        },
+      }),
+  };
 }
 
 describe("runTask", () => {
@@ -126,7 +128,9 @@ describe("runTask", () => {
     const result = await runTask({
       plan: plan(),
       model,
-      sandboxes: () => Promise.reject(new DockerUnavailableError("no Docker engine answers")),
+      sandboxes: {
+        acquire: () => Promise.reject(new DockerUnavailableError("no Docker engine answers")),
+      },
       tools: builtinTools(),
       stateDir,
       prompt: "anything",
@@ -141,17 +145,19 @@ describe("runTask", () => {
   it("serialises two runs on one session through the lanes", async () => {
     const sandbox = new MemorySandbox();
     const order: string[] = [];
-    const provider: SandboxProvider = async () => {
-      order.push("acquire");
-      await new Promise((resolve) => setTimeout(resolve, 5));
-      return {
-        sandbox,
-        fresh: false,
-        release: () => {
-          order.push("release");
-          return Promise.resolve();
-        },
-      };
+    const provider: SandboxProvider = {
+      acquire: async () => {
+        order.push("acquire");
+        await new Promise((resolve) => setTimeout(resolve, 5));
+        return {
+          sandbox,
+          fresh: false,
+          release: () => {
+            order.push("release");
+            return Promise.resolve();
+          },
+        };
+      },
     };
     const run = (text: string) =>
       runTask({

@@ -129,7 +129,7 @@ async function runInLane(
   logger: Logger,
 ): Promise<RunResult> {
   const plan = options.plan;
-  const lease = await options.sandboxes(plan, {
+  const lease = await options.sandboxes.acquire(plan, {
     signal: options.signal,
     onProgress: (progress) => emit({ type: "sandbox-progress", ...progress }),
   });

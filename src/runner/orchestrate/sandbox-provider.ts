@@ -27,7 +27,11 @@ export interface ProvideSandboxOptions {
  * sandboxed, the host confined to the workspace when it is not. Injected, so embedders can bring
  * their own backend and unit tests an in-memory one.
  */
-export type SandboxProvider = (
-  plan: PlannedRun,
-  options: ProvideSandboxOptions,
-) => Promise<ProvidedSandbox>;
+export interface SandboxProvider {
+  acquire(plan: PlannedRun, options: ProvideSandboxOptions): Promise<ProvidedSandbox>;
+  /**
+   * Removes the plan's sandbox and its private workspace, for one-off work (fix-tests) that
+   * should leave nothing behind. Optional: a backend without persistent sandboxes has nothing to do.
+   */
+  discard?(plan: PlannedRun): Promise<void>;
+}

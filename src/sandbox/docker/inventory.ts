@@ -76,6 +76,8 @@ export interface PruneOptions {
   maxAgeMs?: number | undefined;
   /** Report what would be removed, remove nothing. */
   dryRun?: boolean | undefined;
+  /** Names never removed (the sandboxes a manager holds right now). */
+  keep?: ReadonlySet<string> | undefined;
   /** "Now", for tests. */
   now?: Date | undefined;
 }
@@ -190,6 +192,7 @@ export class SandboxInventory {
     const summaries = await this.list();
 
     for (const sandbox of summaries) {
+      if (options.keep?.has(sandbox.name)) continue;
       const reason = await this.pruneReason(sandbox, options, now, report);
       if (!reason) continue;
       const entry: RemovedSandbox = {

@@ -11,24 +11,38 @@ export interface ImageResolverOptions {
   imageOptions?: SandboxImageOptions | undefined;
 }
 
+/** An image that exists on the engine. */
+export interface ResolvedImage {
+  /** What containers are created from and labelled with (a tag). */
+  reference: string;
+  /** The image id the reference names now; a container made from another id is stale. */
+  id: string;
+}
+
 /**
  * Turns `spec.docker.image` into an image that exists on the engine: the built-in sandbox image
  * (built, with progress, when missing) or the configured one (never pulled or built behind the
  * user's back: a missing one is an error naming the command). Answers are cached per process.
  */
 export class ImageResolver {
-  private readonly resolved = new Map<string, Promise<string>>();
+  private readonly resolved = new Map<string, Promise<ResolvedImage>>();
 
   constructor(private readonly options: ImageResolverOptions) {}
 
   async resolve(
     configured: string | undefined,
     options: { signal?: AbortSignal | undefined; onOutput?: (text: string) => void } = {},
-  ): Promise<string> {
+  ): Promise<ResolvedImage> {
     const key = configured ?? "";
     let pending = this.resolved.get(key);
     if (!pending) {
-      pending = configured === undefined ? this.builtin(options) : this.custom(configured);
+      pending =
+        configured === undefined
+          ? this.builtin(options)
+          : this.existing(configured, {
+              what: `the sandbox image ${configured} (sandbox.docker.image)`,
+              fix: `run \`docker pull ${configured}\` (or build it), or remove sandbox.docker.image to use cordon's own image (\`cordon image build\`)`,
+            });
       this.resolved.set(key, pending);
       // Failures are not cached: the next acquire tries again (e.g. after `cordon image build`).
       pending.catch(() => this.resolved.delete(key));
@@ -36,18 +50,16 @@ export class ImageResolver {
     return pending;
   }
 
-  private async custom(reference: string): Promise<string> {
+  private async existing(
+    reference: string,
+    missing: { what: string; fix: string },
+  ): Promise<ResolvedImage> {
     try {
-      await this.options.engine.client.getImage(reference).inspect();
-      return reference;
+      const info = await this.options.engine.client.getImage(reference).inspect();
+      return { reference, id: info.Id };
     } catch (error) {
       if (dockerStatusOf(error) === 404) {
-        throw new ImageError(
-          `the sandbox image ${reference} (sandbox.docker.image) is not on the Docker engine`,
-          {
-            fix: `run \`docker pull ${reference}\` (or build it), or remove sandbox.docker.image to use cordon's own image (\`cordon image build\`)`,
-          },
-        );
+        throw new ImageError(`${missing.what} is not on the Docker engine`, { fix: missing.fix });
       }
       throw toSandboxError(error, `inspect image ${reference}`);
     }
@@ -56,23 +68,30 @@ export class ImageResolver {
   private async builtin(options: {
     signal?: AbortSignal | undefined;
     onOutput?: (text: string) => void;
-  }): Promise<string> {
+  }): Promise<ResolvedImage> {
+    const builtinMissing = (tag: string) => ({
+      what: `the sandbox image ${tag}`,
+      fix: "run `cordon image build`",
+    });
     const tag = this.options.builtinImage;
-    if (tag !== undefined) return this.custom(tag);
+    if (tag !== undefined) return this.existing(tag, builtinMissing(tag));
     const image = new SandboxImage(this.options.engine, this.options.imageOptions);
     const status = await image.status();
-    if (status.present) return status.tag;
-    throwIfAborted(options.signal, "sandbox image build");
-    options.onOutput?.(
-      `building the sandbox image ${status.tag} (first use; \`cordon image build\` does this ahead of time)`,
-    );
-    return image.build({
-      signal: options.signal,
-      onEvent: (event) => {
-        if (event.type === "output" && event.text.trim() !== "")
-          options.onOutput?.(event.text.trimEnd());
-        if (event.type === "built") options.onOutput?.(`built ${event.tag}`);
-      },
-    });
+    if (!status.present) {
+      throwIfAborted(options.signal, "sandbox image build");
+      options.onOutput?.(
+        `building the sandbox image ${status.tag} (first use; \`cordon image build\` does this ahead of time)`,
+      );
+      await image.build({
+        signal: options.signal,
+        onEvent: (event) => {
+          if (event.type === "output" && event.text.trim() !== "") {
+            options.onOutput?.(event.text.trimEnd());
+          }
+          if (event.type === "built") options.onOutput?.(`built ${event.tag}`);
+        },
+      });
+    }
+    return this.existing(status.tag, builtinMissing(status.tag));
   }
 }

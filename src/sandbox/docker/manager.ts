@@ -17,7 +17,8 @@ import { checkAgentWorkspaceAccess, ensurePrivateWorkspace } from "../workspace/
 import { createContainerOptions, labelKeys } from "./container-options.js";
 import { dockerMessageOf, dockerStatusOf, toSandboxError } from "./docker-errors.js";
 import type { DockerEngine } from "./engine.js";
-import { ImageResolver } from "./manager-image.js";
+import { SandboxInventory } from "./inventory.js";
+import { ImageResolver, type ResolvedImage } from "./manager-image.js";
 import { KeyedLock } from "./manager-lock.js";
 import { SandboxRecords } from "./records.js";
 import type { SandboxImageOptions } from "./sandbox-image.js";
@@ -31,6 +32,12 @@ export interface ManagedContainer {
   /** "uid:gid" commands run as (spec.docker.user). */
   user: string;
   spec: SandboxSpec;
+  /**
+   * For a sandbox whose container went away mid-session (killed, OOM, daemon restart): replaces
+   * it as an acquire would (a fresh container, the same private workspace) and returns the new
+   * container id; returns the current id when it is still running.
+   */
+  recover: (options?: { signal?: AbortSignal | undefined }) => Promise<string>;
 }
 
 export type AcquirePhase = "image" | "workspace" | "create" | "start" | "reuse";
@@ -74,6 +81,23 @@ export interface DockerSandboxManagerOptions {
   extraLabels?: Record<string, string> | undefined;
   /** Wraps a running container in the `Sandbox` tools talk to. */
   createSandbox: (container: ManagedContainer) => Sandbox;
+  /**
+   * Prune after acquires (DESIGN.md §5), in the background, at most once per `everyMs`
+   * (default 5 minutes); sandboxes this manager holds are never pruned. Unset: no automatic prune.
+   */
+  prune?: AutoPruneOptions | undefined;
+  /**
+   * How often the records of held sandboxes are marked used (ms, default 60 000), so a prune in
+   * another process never takes a long-held sandbox for an idle one.
+   */
+  heartbeatMs?: number | undefined;
+}
+
+export interface AutoPruneOptions {
+  idleMs?: number | undefined;
+  maxAgeMs?: number | undefined;
+  /** Minimum time between two automatic prunes (ms). Default 300 000. */
+  everyMs?: number | undefined;
 }
 
 interface Settled {
@@ -97,7 +121,8 @@ const settleDelayMs = 250;
  *   another scope or state directory, is refused (and never removed).
  * - Drift: another config hash or image recreates an idle container; one held by this process
  *   or running commands is kept and reported stale.
- * - A container that stopped or died is replaced by a fresh one; its private workspace stays.
+ * - A container that was stopped (`docker stop`, an engine restart) is started again; one that
+ *   died (killed, OOM) is replaced by a fresh one. The private workspace stays either way.
  * - Concurrent acquires of one key in this process are serialised; across processes a name
  *   conflict (409) means someone else created it, and it is inspected again.
  */
@@ -111,6 +136,12 @@ export class DockerSandboxManager {
   private readonly records: SandboxRecords;
   private readonly locks = new KeyedLock();
   private readonly holders = new Map<string, number>();
+  private readonly inventory: SandboxInventory;
+  private readonly autoPrune: AutoPruneOptions | undefined;
+  private readonly heartbeatMs: number;
+  private heartbeat: NodeJS.Timeout | undefined;
+  private lastPruneAt = 0;
+  private readonly background = new Set<Promise<void>>();
 
   constructor(options: DockerSandboxManagerOptions) {
     this.engine = options.engine;
@@ -124,11 +155,25 @@ export class DockerSandboxManager {
       imageOptions: options.imageOptions,
     });
     this.records = new SandboxRecords(this.stateDirectory);
+    this.inventory = new SandboxInventory({
+      engine: options.engine,
+      stateDirectory: this.stateDirectory,
+      logger: this.logger,
+      image: options.image,
+      imageOptions: options.imageOptions,
+    });
+    this.autoPrune = options.prune;
+    this.heartbeatMs = options.heartbeatMs ?? 60_000;
   }
 
   /** How many leases of `containerName` this process holds. */
   holderCount(containerName: string): number {
     return this.holders.get(containerName) ?? 0;
+  }
+
+  /** Resolves when background work (an automatic prune) has finished; for tests and shutdown. */
+  async flush(): Promise<void> {
+    while (this.background.size > 0) await Promise.all(this.background);
   }
 
   async acquire(spec: SandboxSpec, options: AcquireOptions = {}): Promise<SandboxLease> {
@@ -139,10 +184,10 @@ export class DockerSandboxManager {
       log.debug({ phase }, message);
       options.onProgress?.({ phase, message });
     };
-    const warn = (message: string): void => {
+    const warn = (message: string, phase: AcquirePhase = "workspace"): void => {
       warnings.push(message);
       log.warn(message);
-      options.onProgress?.({ phase: "workspace", message: `warning: ${message}` });
+      options.onProgress?.({ phase, message: `warning: ${message}` });
     };
     throwIfAborted(signal, "sandbox acquire");
 
@@ -158,44 +203,110 @@ export class DockerSandboxManager {
       await this.prepareWorkspace(spec, { signal, progress, warn });
       const result = await this.settleContainer(spec, image, { signal, progress, log });
       // Counted inside the lock, so the next acquire of this key sees it held.
-      this.holders.set(spec.containerName, this.holderCount(spec.containerName) + 1);
+      this.hold(spec.containerName);
       return result;
     });
-    if (settled.stale) {
-      warn(
-        `${spec.containerName} runs an older config or image and is busy, so it was kept; it is recreated on an acquire once idle`,
-      );
-    }
-    await this.writeRecord(spec, image, settled.info, log);
-
     let released = false;
-    const sandbox = this.createSandbox({
-      containerId: settled.info.Id,
-      containerName: spec.containerName,
-      workdir: spec.docker.workdir,
-      user: spec.docker.user,
-      spec,
-    });
+    const release = async (): Promise<void> => {
+      if (released) return;
+      released = true;
+      this.unhold(spec.containerName);
+      await this.touchRecord(spec.containerName);
+    };
+
+    let sandbox: Sandbox;
+    try {
+      if (settled.stale) {
+        warn(
+          `${spec.containerName} runs an older config or image and is busy, so it was kept; it is recreated on an acquire once idle`,
+          "reuse",
+        );
+      }
+      await this.writeRecord(spec, image, settled.info, log);
+      sandbox = this.createSandbox({
+        containerId: settled.info.Id,
+        containerName: spec.containerName,
+        workdir: spec.docker.workdir,
+        user: spec.docker.user,
+        spec,
+        recover: async (recoverOptions = {}) => {
+          const again = await this.locks.run(spec.containerName, () =>
+            this.settleContainer(spec, image, {
+              signal: recoverOptions.signal,
+              progress: (phase, message) => log.debug({ phase }, message),
+              log,
+            }),
+          );
+          if (again.info.Id !== settled.info.Id)
+            await this.writeRecord(spec, image, again.info, log);
+          return again.info.Id;
+        },
+      });
+    } catch (error) {
+      await release();
+      throw error;
+    }
+    this.maybePrune();
     return {
       sandbox,
       containerName: spec.containerName,
       fresh: settled.fresh,
       stale: settled.stale,
       warnings,
-      release: async () => {
-        if (released) return;
-        released = true;
-        const left = this.holderCount(spec.containerName) - 1;
-        if (left > 0) this.holders.set(spec.containerName, left);
-        else this.holders.delete(spec.containerName);
-        await this.records
-          .update(spec.containerName, (record) => ({
-            ...record,
-            lastUsedAt: new Date().toISOString(),
-          }))
-          .catch((error: unknown) => log.warn({ err: error }, "cannot update the sandbox record"));
-      },
+      release,
     };
+  }
+
+  private hold(name: string): void {
+    this.holders.set(name, this.holderCount(name) + 1);
+    if (!this.heartbeat) {
+      this.heartbeat = setInterval(() => {
+        for (const held of this.holders.keys()) void this.touchRecord(held);
+      }, this.heartbeatMs);
+      // A held sandbox must not keep the process alive by itself.
+      this.heartbeat.unref();
+    }
+  }
+
+  private unhold(name: string): void {
+    const left = this.holderCount(name) - 1;
+    if (left > 0) this.holders.set(name, left);
+    else this.holders.delete(name);
+    if (this.holders.size === 0 && this.heartbeat) {
+      clearInterval(this.heartbeat);
+      this.heartbeat = undefined;
+    }
+  }
+
+  /** Starts a background prune when one is configured and due; its failures are only logged. */
+  private maybePrune(): void {
+    const settings = this.autoPrune;
+    if (!settings) return;
+    const now = Date.now();
+    if (now - this.lastPruneAt < (settings.everyMs ?? 300_000)) return;
+    this.lastPruneAt = now;
+    const work = this.inventory
+      .prune({
+        idleMs: settings.idleMs,
+        maxAgeMs: settings.maxAgeMs,
+        keep: new Set(this.holders.keys()),
+      })
+      .then(
+        (report) => {
+          if (report.removed.length + report.orphans.length > 0) {
+            this.logger.info(
+              {
+                removed: report.removed.map((r) => `${r.name} (${r.reason})`),
+                orphans: report.orphans.map((o) => o.path),
+              },
+              "pruned sandboxes",
+            );
+          }
+        },
+        (error: unknown) => this.logger.warn({ err: error }, "automatic sandbox prune failed"),
+      )
+      .finally(() => this.background.delete(work));
+    this.background.add(work);
   }
 
   private async prepareWorkspace(
@@ -237,7 +348,7 @@ export class DockerSandboxManager {
 
   private async settleContainer(
     spec: SandboxSpec,
-    image: string,
+    image: ResolvedImage,
     context: {
       signal: AbortSignal | undefined;
       progress: (phase: AcquirePhase, message: string) => void;
@@ -245,6 +356,8 @@ export class DockerSandboxManager {
     },
   ): Promise<Settled> {
     const name = spec.containerName;
+    // Containers this call already tried to start again: a second stop means it cannot run.
+    const restarted = new Set<string>();
     for (let attempt = 0; attempt < settleAttempts; attempt += 1) {
       throwIfAborted(context.signal, "sandbox acquire");
       const info = await this.inspect(name);
@@ -278,6 +391,18 @@ export class DockerSandboxManager {
         continue;
       }
       if (!state.Running) {
+        if (stoppedCleanly(state) && !restarted.has(info.Id)) {
+          // `docker stop` or an engine restart: start it again in place (tmpfs and processes are
+          // fresh anyway, and a writable root keeps what the agent installed).
+          restarted.add(info.Id);
+          context.progress("start", `${name} was stopped; starting it again`);
+          try {
+            await this.start(info.Id, name);
+            continue;
+          } catch (error) {
+            context.log.info({ err: error }, "a stopped sandbox does not start; replacing it");
+          }
+        }
         const why = state.OOMKilled
           ? "was killed for memory"
           : `exited with code ${state.ExitCode}`;
@@ -342,14 +467,15 @@ export class DockerSandboxManager {
   private driftOf(
     info: Docker.ContainerInspectInfo,
     spec: SandboxSpec,
-    image: string,
+    image: ResolvedImage,
   ): string | undefined {
     const labels = info.Config.Labels ?? {};
     if (labels[labelKeys.configHash] !== spec.configHash) {
       return `config ${labels[labelKeys.configHash] ?? "(none)"} (now ${spec.configHash})`;
     }
-    if (labels[labelKeys.image] !== image) {
-      return `image ${labels[labelKeys.image] ?? info.Config.Image} (now ${image})`;
+    // The id, not the tag: a tag that now names a newer build (or pull) is drift too.
+    if (labels[labelKeys.image] !== image.reference || info.Image !== image.id) {
+      return `image ${labels[labelKeys.image] ?? info.Config.Image} ${info.Image.slice(7, 19)} (now ${image.reference} ${image.id.slice(7, 19)})`;
     }
     return undefined;
   }
@@ -384,13 +510,13 @@ export class DockerSandboxManager {
    */
   private async create(
     spec: SandboxSpec,
-    image: string,
+    image: ResolvedImage,
     progress: (phase: AcquirePhase, message: string) => void,
   ): Promise<Docker.ContainerInspectInfo | undefined> {
     const name = spec.containerName;
     const options = createContainerOptions({
       spec,
-      image,
+      image: image.reference,
       createdAt: new Date().toISOString(),
       extraLabels: this.extraLabels,
       stateDirectory: this.stateDirectory,
@@ -468,7 +594,7 @@ export class DockerSandboxManager {
 
   private async writeRecord(
     spec: SandboxSpec,
-    image: string,
+    image: ResolvedImage,
     info: Docker.ContainerInspectInfo,
     log: Logger,
   ): Promise<void> {
@@ -482,7 +608,7 @@ export class DockerSandboxManager {
         scopeKey: spec.scopeKey,
         configHash: labels[labelKeys.configHash] ?? "",
         wantedConfigHash: spec.configHash,
-        wantedImage: image,
+        wantedImage: image.reference,
         ...(spec.privateWorkspace ? { privateWorkspace: spec.privateWorkspace } : {}),
         createdAt: labels[labelKeys.createdAt] ?? info.Created,
         lastUsedAt: now,
@@ -492,6 +618,15 @@ export class DockerSandboxManager {
       log.warn({ err: error }, "cannot write the sandbox record");
     }
   }
+}
+
+/**
+ * Stopped on purpose rather than died: exit 0, or 143 (SIGTERM, what `docker stop` and an engine
+ * shutdown send, forwarded by the init process). A kill (137), an OOM kill or any other exit
+ * means the container died, and it is replaced.
+ */
+function stoppedCleanly(state: Docker.ContainerInspectInfo["State"]): boolean {
+  return !state.OOMKilled && !state.Dead && (state.ExitCode === 0 || state.ExitCode === 143);
 }
 
 /** A create/start failure as a `SandboxStartError` with the remedy, or Docker being unreachable. */

@@ -74,3 +74,22 @@ export function newRunId(prefix: string): string {
   crypto.getRandomValues(bytes);
   return `${prefix}${Buffer.from(bytes).toString("hex")}`;
 }
+
+/** The environment variable a long script travels in (see `scriptInvocation`). */
+export const scriptVariable = "CORDON_SCRIPT";
+
+/**
+ * How to run one of cordon's bash programs: the program travels in an environment variable and
+ * the command line stays short (`bash -c eval… cordon ARGS`), so `ps` inside the sandbox shows
+ * what runs, not pages of cordon's script. Each program unsets the variable first, so nothing it
+ * starts inherits it.
+ */
+export function scriptInvocation(
+  script: string,
+  args: readonly string[],
+): { cmd: string[]; env: string[] } {
+  return {
+    cmd: ["bash", "-c", `eval "$${scriptVariable}"`, "cordon", ...args],
+    env: [`${scriptVariable}=${script}`],
+  };
+}

@@ -1,7 +1,7 @@
 /**
  * The bash program every command of a shell-backed sandbox runs under (inside a container, or on
- * the host in mode off). It is passed whole as `bash -c WRAPPER cordon MODE ARGS...`, so nothing
- * has to be installed in the sandbox image and every path or command travels as an argument,
+ * the host in mode off). It travels with each call (see `scriptInvocation`), so nothing has to be
+ * installed in the sandbox image, and every path or command is an argument (`cordon MODE ARGS...`),
  * never spliced into shell text.
  *
  * Modes:
@@ -22,6 +22,7 @@
  * killed, so a fork loop cannot outrun the sweep, and the sweep repeats until a pass finds nothing.
  */
 export const execWrapperScript = `
+unset CORDON_SCRIPT
 set -u
 cordon_fail() { # reason, path
   printf 'cordon-exec[%s]: %s %s\\n' "$cordon_id" "$1" "$2" >&2
@@ -139,9 +140,10 @@ case $cordon_mode in
     (
       # The fifo is opened read-write so the open never blocks and a writer that comes and goes
       # never delivers end-of-file; output past LOG_MAX is read and dropped, so a chatty process
-      # is never stopped by a full pipe.
+      # is never stopped by a full pipe. dd, not head: head buffers its output in stdio, and a
+      # poll must see every line as soon as it is printed.
       CORDON_RUN=$cordon_id setsid bash -lc "$5" <>"$cordon_dir/stdin" \\
-        > >(head -c "$7" >"$cordon_dir/out"; exec cat >/dev/null) 2>&1 &
+        > >(dd bs=65536 count="$7" iflag=count_bytes status=none >"$cordon_dir/out"; exec cat >/dev/null) 2>&1 &
       printf '%s\\n' "$!" >"$cordon_dir/pid"
       wait "$!"
       cordon_status=$?

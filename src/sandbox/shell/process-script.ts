@@ -5,7 +5,7 @@
  * a poll already returned. The sandbox is the source of truth, so a new sandbox object for the
  * same container sees the same processes.
  *
- * `bash -c PROCESS_SCRIPT cordon OP ROOT [ID] ARGS...`, where ROOT holds one DIR per process:
+ * `cordon OP ROOT [ID] ARGS...` (see `scriptInvocation`), where ROOT holds one DIR per process:
  * - `list ROOT`: per process, NUL-separated: id, started, status ("running", "lost" or the exit
  *   status), command.
  * - `read ROOT ID MODE MAX`: MODE poll (from the last poll on, remembered) or log (from the start).
@@ -16,6 +16,7 @@
  * - `wait ROOT ID`: prints the status once the process has ended (after `kill` of the wrapper).
  */
 export const processScript = `
+unset CORDON_SCRIPT
 set -u
 fail() { printf 'cordon-file-error:%s:%s\\n' "$1" "$2" >&2; exit 3; }
 

@@ -1,5 +1,7 @@
 import { constants, type Dirent } from "node:fs";
 import {
+  chmod,
+  copyFile,
   lchown,
   lstat,
   mkdir,
@@ -11,7 +13,6 @@ import {
   utimes,
 } from "node:fs/promises";
 import path from "node:path";
-import { pipeline } from "node:stream/promises";
 
 import { throwIfAborted } from "../../common/index.js";
 import type { Owner } from "./owner.js";
@@ -165,28 +166,29 @@ export class TreeCopier {
       }
       throw error;
     }
-    let handedOver = false;
     try {
       const stats = await input.stat();
       if (!stats.isFile()) {
         this.skip(relative, "not a regular file");
         return;
       }
-      if (!(await this.descriptorIsInside(input.fd))) {
+      const descriptor = await this.descriptorPath(input.fd);
+      if (descriptor === false) {
         this.skip(relative, "resolves outside the workspace");
         return;
       }
-      const output = await open(target, "wx", stats.mode & 0o777);
-      // The streams own (and close) both handles from here on, on success and on error.
-      handedOver = true;
-      await pipeline(input.createReadStream({ start: 0 }), output.createWriteStream());
+      // Through the open descriptor: the very file checked above, copied by the kernel
+      // (copy_file_range), which is several times faster than streaming it through Node.
+      await copyFile(descriptor ?? source, target, constants.COPYFILE_EXCL);
       if (this.options.owner) await lchown(target, this.options.owner.uid, this.options.owner.gid);
+      // Plain permission bits only: no setuid/setgid copies.
+      await chmod(target, stats.mode & 0o777);
       // Keep modification times so build tools do not rebuild everything.
       await utimes(target, stats.atime, stats.mtime);
       this.summary.files += 1;
       this.summary.bytes += stats.size;
     } finally {
-      if (!handedOver) await input.close();
+      await input.close();
     }
   }
 
@@ -238,13 +240,19 @@ export class TreeCopier {
     return inside;
   }
 
-  private async descriptorIsInside(fd: number): Promise<boolean> {
+  /**
+   * `/proc/self/fd/<fd>` when the open file really lies inside the source root, false when it
+   * does not, undefined where there is no /proc (not Linux: the parent check is all there is).
+   */
+  private async descriptorPath(fd: number): Promise<string | false | undefined> {
+    const descriptor = `/proc/self/fd/${fd}`;
+    let real: string;
     try {
-      return isInside(this.options.sourceRoot, await readlink(`/proc/self/fd/${fd}`));
+      real = await readlink(descriptor);
     } catch {
-      // No /proc (not Linux): the parent check above is all there is.
-      return true;
+      return undefined;
     }
+    return isInside(this.options.sourceRoot, real) ? descriptor : false;
   }
 
   private isExcluded(source: string): boolean {

@@ -44,6 +44,8 @@ export interface FixTestsOptions {
   allowTestChanges?: boolean | undefined;
   signal?: AbortSignal | undefined;
   onEvent?: ((event: RunnerEvent) => void) | undefined;
+  /** Keep the two sandboxes (work and verify) for inspection instead of removing them. */
+  keepSandboxes?: boolean | undefined;
   /** Phases, for progress on stderr. */
   onPhase?: ((message: string) => void) | undefined;
 }
@@ -292,5 +294,15 @@ export async function fixTests(options: FixTestsOptions): Promise<FixTestsResult
       patch,
       summary: renderSummary(result),
     });
+    if (!options.keepSandboxes) {
+      // A CI job leaves nothing behind; the patch and transcript are in the artifacts.
+      for (const key of [sessionKey, `${sessionKey}-verify`]) {
+        await options.runner
+          .discardSandbox({ agentId: options.agentId, sessionKey: key })
+          .catch((error: unknown) =>
+            phase(`could not remove the sandbox of ${key}: ${messageOf(error)}`),
+          );
+      }
+    }
   }
 }

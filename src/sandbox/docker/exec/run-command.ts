@@ -7,7 +7,12 @@ import {
   type Logger,
 } from "../../../common/index.js";
 import type { ExecOptions, ExecResult } from "../../sandbox.js";
-import { commandWithEnv, interpretStatus, newRunId } from "../../shell/command-line.js";
+import {
+  commandWithEnv,
+  interpretStatus,
+  newRunId,
+  scriptInvocation,
+} from "../../shell/command-line.js";
 import {
   execWrapperScript,
   oomMarkerPath,
@@ -61,7 +66,7 @@ export async function runCommand(
   const started = performance.now();
   logger.debug({ run: id, cwd }, "exec starting");
   const running = await transport.start({
-    cmd: ["bash", "-c", execWrapperScript, "cordon", "run", id, cwd, "/", script],
+    ...scriptInvocation(execWrapperScript, ["run", id, cwd, "/", script]),
     stdin,
     onOutput: (stream, chunk) => capture.push(stream, chunk),
   });
@@ -129,7 +134,7 @@ export async function runCommand(
 
 /** Kills every process of run (or background process) `id`. */
 export async function killTree(transport: ContainerExec, id: string): Promise<void> {
-  await transport.run({ cmd: ["bash", "-c", execWrapperScript, "cordon", "kill", id] });
+  await transport.run(scriptInvocation(execWrapperScript, ["kill", id]));
 }
 
 /**

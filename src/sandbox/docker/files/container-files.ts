@@ -12,6 +12,7 @@ import type {
   SignalOption,
   WriteFileOptions,
 } from "../../sandbox.js";
+import { scriptInvocation } from "../../shell/command-line.js";
 import type { ContainerExec } from "../exec/container-exec.js";
 import { fileErrorFrom } from "./file-errors.js";
 import { fileScript } from "./file-script.js";
@@ -129,10 +130,11 @@ export class ContainerFiles {
     options: SignalOption,
     stdin?: Uint8Array,
   ): Promise<{ stdout: Buffer }> {
+    const invocation = scriptInvocation(fileScript, [operation, path, ...args]);
     const result = await this.transport.run(
       {
-        cmd: ["bash", "-c", fileScript, "cordon", operation, path, ...args],
-        env: scriptEnv,
+        cmd: invocation.cmd,
+        env: [...invocation.env, ...scriptEnv],
         stdin,
       },
       options.signal,

@@ -1,6 +1,6 @@
 /**
  * The bash program behind every file operation of a DockerSandbox, run inside the container as
- * the container user: `bash -c FILE_SCRIPT cordon OP ARGS...`. Paths arrive as arguments (never
+ * the container user: `cordon OP ARGS...` (see `scriptInvocation`). Paths arrive as arguments (never
  * spliced into shell text) and always absolute, so none can be read as an option. The kernel of the
  * container decides everything: read-only mounts, tmpfs, permissions, where symlinks lead.
  *
@@ -9,6 +9,7 @@
  * mapped by its strerror text (the locale is C).
  */
 export const fileScript = `
+unset CORDON_SCRIPT
 set -u
 # Exit 3 with one line naming a reason; any other failure is a coreutils message on stderr that
 # the caller maps by its strerror text (the locale is C, so the text is stable).

@@ -21,6 +21,7 @@ import { extract, pack, type Header, type Pack } from "tar-stream";
 import { SandboxError, throwIfAborted } from "../../../common/index.js";
 import type { SignalOption } from "../../sandbox.js";
 import type { ContainerExec } from "../exec/container-exec.js";
+import { ChunkChannel } from "../exec/chunk-channel.js";
 import { fileErrorFrom } from "./file-errors.js";
 
 export interface CopyTreeOutOptions extends SignalOption {
@@ -163,6 +164,7 @@ export async function copyTreeOut(
   throwIfAborted(options.signal, "copying a tree out of the sandbox");
   const target = path.resolve(hostDir);
   await checkTargetFree(target);
+  await mkdir(path.dirname(target), { recursive: true });
   const staging = await mkdtemp(
     path.join(path.dirname(target), `.${path.basename(target)}.cordon-`),
   );
@@ -198,19 +200,94 @@ async function extractInto(
   staging: string,
   options: CopyTreeOutOptions,
 ): Promise<CopyTreeOutResult> {
-  const maxBytes = options.maxBytes ?? defaultMaxBytes;
-  const maxEntries = options.maxEntries ?? defaultMaxEntries;
+  const channel = new ChunkChannel();
+  const stderr: Buffer[] = [];
+  let stderrBytes = 0;
+  const running = await transport.start({
+    cmd: ["bash", "-c", 'cd -- "$1" && exec tar -c -f - .', "cordon", containerDir],
+    env: ["LC_ALL=C"],
+    onOutput: async (stream, chunk) => {
+      if (stream === "stdout") {
+        await channel.write(chunk).catch(() => undefined);
+        return;
+      }
+      if (stderrBytes < maxStderrBytes) stderr.push(Buffer.from(chunk));
+      stderrBytes += chunk.byteLength;
+    },
+  });
+  const stop = (): void => {
+    running.detach();
+    channel.close();
+  };
+  const onAbort = (): void => stop();
+  options.signal?.addEventListener("abort", onAbort, { once: true });
+  try {
+    const extraction = extractArchive(channel, staging, options).then(
+      (result) => ({ result, error: undefined }),
+      (error: unknown) => ({ result: undefined, error }),
+    );
+    const exited = running.exitCode.finally(() => channel.close());
+    exited.catch(() => undefined);
+    const outcome = await extraction.finally(stop);
+    const status = await exited;
+    throwIfAborted(options.signal, "copying a tree out of the sandbox");
+    // A refused entry is the news, whatever cutting the archive short did to tar's status.
+    if (outcome.error instanceof SandboxError) throw outcome.error;
+    if (status !== 0) {
+      throw fileErrorFrom({
+        operation: "copy out",
+        path: containerDir,
+        status,
+        stderr: Buffer.concat(stderr).toString("utf8"),
+      });
+    }
+    if (outcome.error !== undefined) {
+      throw outcome.error instanceof Error
+        ? outcome.error
+        : new SandboxError(`copying ${containerDir} out failed`, { cause: outcome.error });
+    }
+    if (!outcome.result) throw new SandboxError(`copying ${containerDir} out produced nothing`);
+    return outcome.result;
+  } finally {
+    options.signal?.removeEventListener("abort", onAbort);
+  }
+}
+
+/**
+ * Extracts a tar stream into `staging` (an empty directory), trusting nothing in it: names must
+ * be relative without `..`; only directories, regular files, hard links to earlier files and
+ * symbolic links that stay inside are accepted; parents must be directories this extraction
+ * made; byte and entry caps hold. Throws `SandboxError` on the first entry that fails; what was
+ * written by then stays in `staging` for the caller to remove.
+ */
+export async function extractArchive(
+  source: AsyncIterable<Uint8Array>,
+  staging: string,
+  limits: { maxBytes?: number | undefined; maxEntries?: number | undefined } = {},
+): Promise<CopyTreeOutResult> {
+  const maxBytes = limits.maxBytes ?? defaultMaxBytes;
+  const maxEntries = limits.maxEntries ?? defaultMaxEntries;
   const made = new Map<string, Made>([["", "directory"]]);
   const symlinks: string[] = [];
   let bytes = 0;
   let entries = 0;
   const refuse = (name: string, why: string): SandboxError =>
     new SandboxError(`refused the archive from the sandbox: entry ${JSON.stringify(name)} ${why}`, {
-      fix: "nothing was written; remove the offending entry inside the sandbox and copy again",
+      fix: "nothing was copied; remove the offending entry inside the sandbox and copy again",
     });
 
   const archive = extract();
-  const consuming = (async () => {
+  const closed = once(archive, "close").catch(() => undefined);
+  const feeding = (async () => {
+    for await (const chunk of source) {
+      if (archive.destroyed) return;
+      if (!archive.write(chunk)) await Promise.race([once(archive, "drain"), closed]);
+    }
+    if (!archive.destroyed) archive.end(undefined);
+  })();
+  feeding.catch(() => undefined);
+
+  try {
     for await (const entry of archive) {
       const header = entry.header;
       const name = checkedName(header.name, refuse);
@@ -220,26 +297,27 @@ async function extractInto(
       }
       if (++entries > maxEntries) throw refuse(name, `is past the limit of ${maxEntries} entries`);
       if (made.has(name)) throw refuse(name, "appears twice");
-      const parent = path.posix.dirname(name) === "." ? "" : path.posix.dirname(name);
+      const parent = parentOf(name);
       await ensureParents(parent, made, staging, (why) => refuse(name, why));
       const destination = path.join(staging, name);
       switch (header.type) {
         case "directory":
-          await mkdir(destination, { mode: ((header.mode ?? 0o755) & 0o777) | 0o700 });
+          await mkdir(destination, { mode: (header.mode & 0o777) | 0o700 });
           made.set(name, "directory");
           entry.resume();
           break;
         case "file":
         case "contiguous-file": {
-          const size = header.size ?? 0;
-          if (bytes + size > maxBytes) throw refuse(name, `is past the limit of ${maxBytes} bytes`);
-          bytes += size;
-          await writeEntry(entry, destination, (header.mode ?? 0o644) & 0o777);
+          if (bytes + header.size > maxBytes) {
+            throw refuse(name, `is past the limit of ${maxBytes} bytes`);
+          }
+          bytes += header.size;
+          await writeEntry(entry, destination, header.mode & 0o777);
           made.set(name, "file");
           break;
         }
         case "symlink": {
-          const linkname = header.linkname ?? "";
+          const linkname = header.linkname;
           if (path.posix.isAbsolute(linkname) || linkname.includes("\0")) {
             throw refuse(name, `is a symbolic link to an absolute path (${linkname})`);
           }
@@ -254,7 +332,7 @@ async function extractInto(
           break;
         }
         case "link": {
-          const source = checkedName(header.linkname ?? "", refuse);
+          const source = checkedName(header.linkname, refuse);
           if (made.get(source) !== "file") {
             throw refuse(name, `is a hard link to ${JSON.stringify(source)}, not an earlier file`);
           }
@@ -264,58 +342,20 @@ async function extractInto(
           break;
         }
         default:
-          throw refuse(name, `is a ${header.type ?? "special file"}, which is never copied out`);
+          throw refuse(name, `is a ${header.type}, which is never copied out`);
       }
     }
-  })();
-
-  const stderr: Buffer[] = [];
-  let stderrBytes = 0;
-  let consumerFailed = false;
-  const running = await transport.start({
-    cmd: ["bash", "-c", 'cd -- "$1" && exec tar -c -f - .', "cordon", containerDir],
-    env: ["LC_ALL=C"],
-    onOutput: async (stream, chunk) => {
-      if (stream === "stderr") {
-        if (stderrBytes < maxStderrBytes) stderr.push(Buffer.from(chunk));
-        stderrBytes += chunk.byteLength;
-        return;
-      }
-      if (consumerFailed || archive.destroyed) return;
-      if (!archive.write(chunk))
-        await Promise.race([once(archive, "drain"), consuming.catch(() => undefined)]);
-    },
-  });
-  const onAbort = (): void => {
-    running.detach();
-    archive.destroy(new SandboxError("copying out of the sandbox was aborted"));
-  };
-  options.signal?.addEventListener("abort", onAbort, { once: true });
-  const consumed = consuming.catch((error: unknown) => {
-    consumerFailed = true;
-    running.detach();
-    throw error;
-  });
-  try {
-    const status = await running.exitCode;
-    if (status !== 0 && !consumerFailed) {
-      archive.destroy();
-      await consumed.catch(() => undefined);
-      throw fileErrorFrom({
-        operation: "copy out",
-        path: containerDir,
-        status,
-        stderr: Buffer.concat(stderr).toString("utf8"),
-      });
-    }
-    archive.end(undefined);
-    await consumed;
+    await feeding;
   } finally {
-    options.signal?.removeEventListener("abort", onAbort);
+    archive.destroy();
   }
-  throwIfAborted(options.signal, "copying a tree out of the sandbox");
   await checkSymlinksStayInside(staging, symlinks, refuse);
   return { entries, bytes };
+}
+
+function parentOf(name: string): string {
+  const parent = path.posix.dirname(name);
+  return parent === "." ? "" : parent;
 }
 
 /** A tar name as a clean relative path ("" for the root); anything else is refused. */
@@ -338,8 +378,7 @@ async function ensureParents(
   const kind = made.get(parent);
   if (kind === "directory") return;
   if (kind !== undefined) throw refuse(`lies under ${JSON.stringify(parent)}, which is a ${kind}`);
-  const grand = path.posix.dirname(parent) === "." ? "" : path.posix.dirname(parent);
-  await ensureParents(grand, made, staging, refuse);
+  await ensureParents(parentOf(parent), made, staging, refuse);
   await mkdir(path.join(staging, parent), { mode: 0o755 });
   made.set(parent, "directory");
 }

@@ -9,7 +9,12 @@ import type {
   ProcessTable,
   SignalOption,
 } from "../../sandbox.js";
-import { commandWithEnv, interpretStatus, newRunId } from "../../shell/command-line.js";
+import {
+  commandWithEnv,
+  interpretStatus,
+  newRunId,
+  scriptInvocation,
+} from "../../shell/command-line.js";
 import { execWrapperScript } from "../../shell/exec-wrapper.js";
 import { processScript } from "../../shell/process-script.js";
 import type { ContainerExec } from "../exec/container-exec.js";
@@ -45,23 +50,17 @@ export class ContainerProcessTable implements ProcessTable {
     const cwd = posix.resolve(this.workdir, options.cwd ?? ".");
     const startedAt = new Date().toISOString();
     const result = await this.transport.run(
-      {
-        cmd: [
-          "bash",
-          "-c",
-          execWrapperScript,
-          "cordon",
-          "spawn",
-          id,
-          cwd,
-          "/",
-          commandWithEnv(command, options.env),
-          `${containerProcessDirectory}/${id}`,
-          String(maxProcessLogBytes),
-          startedAt,
-          command,
-        ],
-      },
+      scriptInvocation(execWrapperScript, [
+        "spawn",
+        id,
+        cwd,
+        "/",
+        commandWithEnv(command, options.env),
+        `${containerProcessDirectory}/${id}`,
+        String(maxProcessLogBytes),
+        startedAt,
+        command,
+      ]),
       options.signal,
     );
     const stderr = result.stderr.toString("utf8");
@@ -110,10 +109,7 @@ export class ContainerProcessTable implements ProcessTable {
     // Known id first, so an unknown one fails with not_found rather than silently killing nothing.
     const before = await this.#info(id, options);
     if (before.state === "running") {
-      await this.transport.run(
-        { cmd: ["bash", "-c", execWrapperScript, "cordon", "kill", id] },
-        options.signal,
-      );
+      await this.transport.run(scriptInvocation(execWrapperScript, ["kill", id]), options.signal);
       await this.#script(["wait", containerProcessDirectory, id], options);
     }
     this.logger.debug({ process: id }, "background process killed");
@@ -170,7 +166,7 @@ export class ContainerProcessTable implements ProcessTable {
     stdin?: Uint8Array,
   ): Promise<{ stdout: Buffer }> {
     const result = await this.transport.run(
-      { cmd: ["bash", "-c", processScript, "cordon", ...args], env: ["LC_ALL=C"], stdin },
+      { ...withLocale(scriptInvocation(processScript, args)), stdin },
       options.signal,
     );
     if (result.exitCode !== 0) {
@@ -209,4 +205,12 @@ function infoOf(id: string, command: string, startedAt: string, status: string):
 
 function decode(bytes: Uint8Array): string {
   return new TextDecoder().decode(bytes);
+}
+
+/** Messages in the C locale, whatever the image sets. */
+function withLocale(invocation: { cmd: string[]; env: string[] }): {
+  cmd: string[];
+  env: string[];
+} {
+  return { cmd: invocation.cmd, env: [...invocation.env, "LC_ALL=C"] };
 }
