@@ -107,7 +107,8 @@ function findConfigFile(
   env: LoadConfigOptions["env"],
   configPath: string | undefined,
 ): string | undefined {
-  const named = configPath ?? env["CORDON_CONFIG"];
+  // An empty value means "not set", so CORDON_CONFIG="" turns the variable off.
+  const named = configPath || env["CORDON_CONFIG"];
   if (named) {
     const file = path.resolve(cwd, named);
     if (!existsSync(file)) {
