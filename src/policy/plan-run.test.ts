@@ -303,6 +303,13 @@ describe("hostile bind sources are refused, as written and after symlinks", () =
     ).toMatch(/\/home\/u\/proj\/out \(resolves to \/opt\/secret\) is outside/);
   });
 
+  it("warns when a read-write bind reopens the workspace that access none or ro keeps closed", () => {
+    expect(plan(withDocker({ binds: ["/home/u/proj/src:/src:rw"] })).warnings.join("\n")).toMatch(
+      /binds\[0\] mounts the agent workspace .*read-write at \/src, although workspace access is "none"/,
+    );
+    expect(plan(withDocker({ binds: ["/home/u/proj/src:/src"] })).warnings).toEqual([]);
+  });
+
   it("allows outside sources only with the explicit flag, and says so", () => {
     const result = plan(
       withDocker({ binds: ["/opt/data:/data"], dangerouslyAllowExternalBindSources: true }),
