@@ -54,8 +54,9 @@ export async function loadConfig(options: LoadConfigOptions): Promise<LoadedConf
   if (file) {
     fileLayer = await readConfigFile(file);
     const checked = cordonConfigSchema.safeParse(fileLayer);
-    if (!checked.success)
+    if (!checked.success) {
       throw configErrorOf(file, configIssuesOf(checked.error, cordonConfigSchema));
+    }
     fileLayer = resolveLayerPaths(fileLayer, path.dirname(file), homeDir);
   }
   const envLayer = resolveLayerPaths(environmentLayer(options.env), cwd, homeDir);
