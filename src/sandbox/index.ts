@@ -1,3 +1,4 @@
 export * from "./docker/index.js";
 export * from "./sandbox.js";
 export * from "./spec.js";
+export * from "./host/index.js";
