@@ -1,3 +1,5 @@
+import { FileOperationError, type FileErrorReason } from "../../common/index.js";
+
 /**
  * The bash program every command of a shell-backed sandbox runs under (inside a container, or on
  * the host in mode off). It travels with each call (see `scriptInvocation`), so nothing has to be
@@ -106,6 +108,9 @@ cordon_oom_kills() { # sets cordon_oom to the cgroup's OOM kill count (empty whe
 
 cordon_mode=$1
 cordon_id=$2
+# Pid files and OOM marks; a private directory on a host, /tmp/.cordon in a container.
+cordon_state=\${CORDON_STATE:-/tmp/.cordon}
+unset CORDON_STATE
 case $cordon_mode in
   run)
     cordon_enter "$3" "$4"
@@ -113,8 +118,8 @@ case $cordon_mode in
     cordon_before=$cordon_oom
     # The kill mode finds this wrapper (and through it the run's output) by this file.
     cordon_pidfile=
-    if { [[ -d /tmp/.cordon/run ]] || mkdir -p /tmp/.cordon/run; } 2>/dev/null; then
-      cordon_pidfile=/tmp/.cordon/run/$cordon_id
+    if { [[ -d $cordon_state/run ]] || mkdir -p -- "$cordon_state/run"; } 2>/dev/null; then
+      cordon_pidfile=$cordon_state/run/$cordon_id
       printf '%s\\n' "$$" 2>/dev/null >"$cordon_pidfile" || cordon_pidfile=
     fi
     CORDON_RUN=$cordon_id setsid bash -lc "$5" <&0 &
@@ -128,7 +133,7 @@ case $cordon_mode in
     if ((cordon_status == 137)) && [[ -n $cordon_before ]]; then
       cordon_oom_kills
       if [[ -n $cordon_oom && $cordon_oom != "$cordon_before" ]]; then
-        mkdir -p /tmp/.cordon/oom 2>/dev/null && : >"/tmp/.cordon/oom/$cordon_id" 2>/dev/null
+        mkdir -p -- "$cordon_state/oom" 2>/dev/null && : >"$cordon_state/oom/$cordon_id" 2>/dev/null
       fi
     fi
     exit "$cordon_status"
@@ -156,7 +161,7 @@ case $cordon_mode in
     ;;
   kill)
     cordon_ref=
-    { read -r cordon_ref <"/tmp/.cordon/run/$cordon_id"; } 2>/dev/null
+    { read -r cordon_ref <"$cordon_state/run/$cordon_id"; } 2>/dev/null
     cordon_sweep "$cordon_id" "$cordon_ref"
     ;;
   *)
@@ -169,7 +174,35 @@ esac
 /** Exit status the wrapper uses when it refused to start the command (with a stderr line). */
 export const wrapperRefusalStatus = 125;
 
-/** Where the wrapper marks a run the OOM killer ended (inside the sandbox). */
-export function oomMarkerPath(id: string): string {
-  return `/tmp/.cordon/oom/${id}`;
+/** The wrapper's state directory unless `CORDON_STATE` names another (a container's). */
+export const defaultStateDirectory = "/tmp/.cordon";
+
+/** Where the wrapper marks a run the OOM killer ended. */
+export function oomMarkerPath(id: string, stateDirectory = defaultStateDirectory): string {
+  return `${stateDirectory}/oom/${id}`;
+}
+
+/**
+ * When the wrapper refused to start a command it printed one line naming why; with status 125
+ * and no such line, 125 is the command's own exit status. Throws the refusal as a
+ * `FileOperationError` about the working directory.
+ */
+export function throwIfRefused(id: string, cwd: string, stderr: string): void {
+  const match = new RegExp(`^cordon-exec\\[${id}\\]: (\\w+) `).exec(stderr);
+  if (!match) return;
+  const reason = match[1] as FileErrorReason;
+  const messages: Partial<Record<FileErrorReason, string>> = {
+    not_found: `the working directory ${cwd} does not exist`,
+    not_directory: `the working directory ${cwd} is not a directory`,
+    permission_denied: `the working directory ${cwd} cannot be entered (permission denied)`,
+    outside_sandbox: `the working directory ${cwd} is outside the sandbox`,
+  };
+  throw new FileOperationError(
+    messages[reason] ?? `cannot use working directory ${cwd}`,
+    reason,
+    cwd,
+    {
+      fix: "run the command in an existing directory of the workspace",
+    },
+  );
 }

@@ -1,11 +1,6 @@
 import { posix } from "node:path";
 
-import {
-  AbortedError,
-  FileOperationError,
-  type FileErrorReason,
-  type Logger,
-} from "../../../common/index.js";
+import { AbortedError, type Logger } from "../../../common/index.js";
 import type { ExecOptions, ExecResult } from "../../sandbox.js";
 import {
   commandWithEnv,
@@ -16,6 +11,7 @@ import {
 import {
   execWrapperScript,
   oomMarkerPath,
+  throwIfRefused,
   wrapperRefusalStatus,
 } from "../../shell/exec-wrapper.js";
 import { OutputCapture, type OutputLog } from "../../shell/output-capture.js";
@@ -135,30 +131,6 @@ export async function runCommand(
 /** Kills every process of run (or background process) `id`. */
 export async function killTree(transport: ContainerExec, id: string): Promise<void> {
   await transport.run(scriptInvocation(execWrapperScript, ["kill", id]));
-}
-
-/**
- * When the wrapper refused to start the command it printed one line naming why; anything else
- * with status 125 is the command's own exit status.
- */
-export function throwIfRefused(id: string, cwd: string, stderr: string): void {
-  const match = new RegExp(`^cordon-exec\\[${id}\\]: (\\w+) `).exec(stderr);
-  if (!match) return;
-  const reason = match[1] as FileErrorReason;
-  const messages: Partial<Record<FileErrorReason, string>> = {
-    not_found: `the working directory ${cwd} does not exist`,
-    not_directory: `the working directory ${cwd} is not a directory`,
-    permission_denied: `the working directory ${cwd} cannot be entered (permission denied)`,
-    outside_sandbox: `the working directory ${cwd} is outside the sandbox`,
-  };
-  throw new FileOperationError(
-    messages[reason] ?? `cannot use working directory ${cwd}`,
-    reason,
-    cwd,
-    {
-      fix: "run the command in an existing directory of the workspace",
-    },
-  );
 }
 
 async function wasOomKilled(transport: ContainerExec, id: string): Promise<boolean> {
