@@ -97,9 +97,22 @@ describe("exec and process tools over DockerSandbox", () => {
         command: "head -c 3000000 /dev/zero | tr '\\0' a; echo tail-marker",
       });
       expect(text.startsWith("aaaa")).toBe(true);
-      expect(text).toContain("tail-marker");
+      expect(text).toMatch(/aaaatail-marker\n\[exit code 0, /);
       expect(text.length).toBeLessThan(34_000);
       expect(text).toMatch(/Full output: \/tmp\/\.cordon\/logs\//);
+    });
+
+    it("never loses the last stderr line of a command that floods stdout", async () => {
+      // The error line is written last, but on its own pipe it may overtake the stdout flood
+      // and land in the dropped middle; the tool then shows the end of stderr separately.
+      for (let attempt = 0; attempt < 3; attempt++) {
+        const text = await tools.fail("exec", {
+          command: "seq 1 400000; echo 'error: the build failed' >&2; exit 2",
+        });
+        expect(text).toContain("error: the build failed");
+        expect(text).toMatch(/\n400000\n/);
+        expect(text.length).toBeLessThan(36_000);
+      }
     });
 
     it("kills the command and everything it started, even escapees, when the timeout hits", async () => {
