@@ -128,6 +128,26 @@ describe("exec and process tools over DockerSandbox", () => {
       expect(await processesMatching("sleep 300")).toEqual([]);
     });
 
+    it("aborting the call kills the command's whole tree and says so", async () => {
+      const controller = new AbortController();
+      const call = tools.call(
+        "exec",
+        { command: "(setsid sleep 3091 &); sleep 3092" },
+        { signal: controller.signal },
+      );
+      for (let attempt = 0; attempt < 100; attempt++) {
+        if ((await processesMatching("sleep 3092")).length > 0) break;
+        await new Promise((resolve) => setTimeout(resolve, 50));
+      }
+      controller.abort();
+      const result = await call;
+      expect(result).toEqual({
+        content: [{ type: "text", text: "The call was aborted before it finished." }],
+        isError: true,
+      });
+      expect(await processesMatching("sleep 309")).toEqual([]);
+    });
+
     it("passes env for this call only, exactly, without shell expansion of the values", async () => {
       const value = `a b 'c' "d" $HOME $(touch /tmp/pwned) \\n`;
       const text = await tools.ok("exec", {

@@ -93,6 +93,11 @@ describe("file tools over DockerSandbox", () => {
       await sh(`printf %s '${pngBase64}' | base64 -d > dot.png`);
       const result = await tools.call("read", { path: "dot.png" });
       expect(result.isError).toBe(false);
+      await sh("{ printf '\\x89PNG\\r\\n\\x1a\\n'; head -c 6000000 /dev/zero; } > big.png");
+      expect(await tools.fail("read", { path: "big.png" })).toBe(
+        "/workspace/big.png is a image/png of 6000008 bytes, over the 5242880-byte image limit. Scale it down first (exec).",
+      );
+
       const bytes = Buffer.from(pngBase64, "base64").byteLength;
       expect(result.content).toEqual([
         { type: "text", text: `/workspace/dot.png (image/png, ${bytes} bytes):` },
@@ -119,6 +124,22 @@ describe("file tools over DockerSandbox", () => {
       expect(head.at(-1)).toContain("lines 1-2000 of 3000000. Continue with offset=2001.]");
       const tail = await tools.ok("read", { path: "huge.txt", offset: 3_000_000 });
       expect(tail).toMatch(/^3000000\t3000000\n.*of 3000000\. End of file\.\]$/);
+
+      // Too large to load whole: edit and apply_patch refuse and point at exec.
+      expect(
+        await tools.fail("edit", { path: "huge.txt", old_text: "2500000\n", new_text: "x\n" }),
+      ).toBe(
+        `/workspace/huge.txt is ${size} bytes, more than edit loads (16777216). Use exec (e.g. sed) for a file this large.`,
+      );
+      const patch = ["--- a/huge.txt", "+++ b/huge.txt", "@@ -1 +1 @@", "-1", "+one", ""].join(
+        "\n",
+      );
+      expect(await tools.fail("apply_patch", { patch })).toContain(
+        `/workspace/huge.txt is too large to patch (${size} bytes); use exec`,
+      );
+      expect(await sh("head -n 1 huge.txt; sha256sum < huge.txt | head -c 8")).toBe(
+        `1\n${(await sh("seq 1 3000000 | sha256sum")).slice(0, 8)}`,
+      );
     });
   });
 
