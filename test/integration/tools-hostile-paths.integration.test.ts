@@ -168,6 +168,20 @@ describe("hostile paths through the file tools over DockerSandbox", () => {
     });
   });
 
+  describe("special files", () => {
+    it("a fifo and devices are refused at once, never read until they end", async () => {
+      await sh("mkfifo pipe");
+      for (const target of ["pipe", "/dev/zero", "/dev/urandom"]) {
+        expect(await tools.fail("read", { path: target }), target).toMatch(/not a regular file/);
+      }
+      expect(await tools.fail("edit", { path: "pipe", old_text: "a", new_text: "b" })).toMatch(
+        /not a regular file/,
+      );
+      expect(await tools.ok("ls", { path: "." })).toContain("pipe  (special file)");
+      await sh("rm pipe");
+    });
+  });
+
   describe("malformed paths", () => {
     it("a NUL byte, an overlong name and an empty path are error results, nothing written", async () => {
       // Not resolved first: "safe.txt\0.." must not be taken for a directory that .. leaves.

@@ -140,6 +140,15 @@ describe("tools over HostSandbox", () => {
       await rm(path.join(root, "huge.txt"));
     });
 
+    it("read and edit refuse a fifo at once instead of blocking on it", async () => {
+      execFileSync("mkfifo", [path.join(root, "pipe")]);
+      expect(await tools.fail("read", { path: "pipe" })).toMatch(/pipe is not a regular file/);
+      expect(await tools.fail("edit", { path: "pipe", old_text: "a", new_text: "b" })).toMatch(
+        /pipe is not a regular file/,
+      );
+      await rm(path.join(root, "pipe"));
+    });
+
     it("write creates parents and round-trips hostile names", async () => {
       for (const name of ["a/b/ünï 日本.txt", "-rf", "--help", "new\nline", " lead", `q'"$(x)`]) {
         expect(
