@@ -240,9 +240,28 @@ describe("tree tools over DockerSandbox", () => {
       expect(await tools.ok("grep", { pattern: "needle", path: "odd/-dash.txt" })).toBe(
         "odd/-dash.txt:1:needle-odd",
       );
+      const patch = [
+        "--- a/odd/-dash.txt",
+        "+++ b/odd/-dash.txt",
+        "@@ -1 +1 @@",
+        "-needle-odd",
+        "+patched-dash",
+        "--- a/odd/with space.txt",
+        "+++ b/odd/with space.txt",
+        "@@ -1 +1 @@",
+        "-needle-odd",
+        "+patched-space",
+        "",
+      ].join("\n");
+      await tools.ok("apply_patch", { patch });
+      await tools.ok("edit", { path: "odd/new\nline.txt", old_text: "needle", new_text: "edited" });
+      expect(await sh("cd odd && cat -- -dash.txt 'with space.txt' $'new\\nline.txt'")).toBe(
+        "patched-dash\npatched-space\nedited-odd\n",
+      );
+
       const ls = await tools.ok("ls", { path: "odd" });
       expect(ls.split("\n")).toContain('"new\\nline.txt"  (11 B)');
-      expect(ls.split("\n")).toContain("-dash.txt  (11 B)");
+      expect(ls.split("\n")).toContain("-dash.txt  (13 B)");
     });
   });
 });

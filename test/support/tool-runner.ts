@@ -61,13 +61,19 @@ export function createToolRunner(options: CreateToolRunnerOptions): ToolRunner {
     async ok(name, input) {
       const result = await call(name, input);
       const text = resultText(result);
-      expect(result.isError, `${name} ${JSON.stringify(input)} failed:\n${text}`).toBe(false);
+      expect(
+        result.isError,
+        `${name} ${JSON.stringify(input)} failed in ${options.sandbox.id}:\n${text}`,
+      ).toBe(false);
       return text;
     },
     async fail(name, input) {
       const result = await call(name, input);
       const text = resultText(result);
-      expect(result.isError, `${name} ${JSON.stringify(input)} succeeded:\n${text}`).toBe(true);
+      expect(
+        result.isError,
+        `${name} ${JSON.stringify(input)} succeeded in ${options.sandbox.id}:\n${text}`,
+      ).toBe(true);
       return text;
     },
   };
