@@ -234,6 +234,27 @@ describe("DockerSandbox", () => {
       expect(tail.stdout).toMatch(/END\n/);
     });
 
+    it("keeps the orchestrator's memory bounded under an output flood; the log is capped", async () => {
+      const before = process.memoryUsage().rss;
+      let peak = before;
+      const result = await sandbox.exec("head -c 400000000 /dev/zero", {
+        maxOutputBytes: 64 * 1024,
+        onStdout: () => {
+          peak = Math.max(peak, process.memoryUsage().rss);
+        },
+      });
+      expect(result.truncated).toBe(true);
+      expect(result.stdout.length).toBeLessThan(70 * 1024);
+      // 400 MB went through; the process grew by a small fraction of that.
+      expect(peak - before).toBeLessThan(150 * 1024 * 1024);
+      const log = await sandbox.stat(result.fullOutputPath ?? "");
+      expect(log?.size).toBeGreaterThan(64 * 1024 * 1024);
+      expect(log?.size).toBeLessThan(65 * 1024 * 1024);
+      const note = await sandbox.exec(`tail -c 100 ${result.fullOutputPath ?? ""} | tr -d '\\0'`);
+      expect(note.stdout).toMatch(/output past \d+ bytes was not saved/);
+      await sandbox.remove(result.fullOutputPath ?? "");
+    });
+
     it("reports an OOM kill as such", async () => {
       const result = await sandbox.exec(
         "python3 -c 'b = bytearray(600 * 1024 * 1024); print(len(b))'",
@@ -452,6 +473,28 @@ describe("DockerSandbox", () => {
       expect((await fileError(sandbox.rename("ops/none", "ops/x"))).reason).toBe("not_found");
     });
 
+    it("an aborted upload leaves the old content, never a partial file", async () => {
+      await sandbox.writeFile("upload.bin", "old content");
+      const controller = new AbortController();
+      const big = randomBytes(40 * 1024 * 1024);
+      const upload = sandbox.writeFile("upload.bin", big, { signal: controller.signal });
+      setTimeout(() => controller.abort(), 5);
+      const outcome = await upload.then(
+        () => "written",
+        (error: unknown) => (error instanceof AbortedError ? "aborted" : String(error)),
+      );
+      expect(["written", "aborted"]).toContain(outcome);
+      // The in-container write may still be finishing; it ends with one of the two contents.
+      let size = 0;
+      for (let attempt = 0; attempt < 50; attempt++) {
+        const temps = await sandbox.exec("ls -A | grep -c cordon-write || true");
+        size = (await sandbox.stat("upload.bin"))?.size ?? -1;
+        if (temps.stdout.trim() === "0") break;
+        await sleep(100);
+      }
+      expect([11, big.byteLength]).toContain(size);
+    });
+
     it("aborts a file operation with AbortedError", async () => {
       await expect(
         sandbox.readFile("big.bin", { signal: AbortSignal.abort() }),
@@ -605,6 +648,50 @@ describe("DockerSandbox", () => {
       ).rejects.toThrow(/limit of 1000 bytes/);
       const missing = await fileError(sandbox.copyTreeOut("no-such-dir", path.join(hostRoot, "x")));
       expect(missing.reason).toBe("not_found");
+    });
+  });
+
+  describe("when the container goes away", () => {
+    it("a command running when the container is killed fails with a clear SandboxError", async () => {
+      const image = await requireSandboxImage();
+      const spec = testSandboxSpec("doomed");
+      const doomed = await docker.createContainer(
+        createContainerOptions({
+          spec,
+          image,
+          createdAt: new Date().toISOString(),
+          extraLabels: testLabel,
+        }),
+      );
+      try {
+        await doomed.start();
+        const victim = new DockerSandbox({
+          engine: new DockerEngine(),
+          containerId: doomed.id,
+          containerName: spec.containerName,
+          workdir: "/tmp",
+          user: "1000:1000",
+        });
+        const running = victim.exec("echo started; sleep 600", {
+          onStdout: () => void doomed.kill().catch(() => undefined),
+        });
+        const error = await running.then(
+          () => undefined,
+          (caught: unknown) => caught,
+        );
+        expect(error).toBeInstanceOf(SandboxError);
+        expect((error as SandboxError).message).toMatch(/stopped|gone|not running/);
+        expect((error as SandboxError).fix).toMatch(/fresh sandbox/);
+        await removeContainer(doomed);
+        const after = await victim.readFile("/etc/hostname").then(
+          () => undefined,
+          (caught: unknown) => caught,
+        );
+        expect(after).toBeInstanceOf(SandboxError);
+        expect((after as SandboxError).message).toMatch(/gone or not running/);
+      } finally {
+        await removeContainer(doomed);
+      }
     });
   });
 });

@@ -133,11 +133,33 @@ export async function killTree(transport: ContainerExec, id: string): Promise<vo
   await transport.run(scriptInvocation(execWrapperScript, ["kill", id]));
 }
 
+/**
+ * After a SIGKILL cordon did not send: the OOM killer (the wrapper left a mark), or the container
+ * itself was killed, which must be an error, not a command result.
+ */
 async function wasOomKilled(transport: ContainerExec, id: string): Promise<boolean> {
-  const result = await transport.run({
-    cmd: ["bash", "-c", '[[ -e $1 ]] && rm -f -- "$1" && echo oom', "cordon", oomMarkerPath(id)],
-  });
-  return result.stdout.toString("utf8").trim() === "oom";
+  const result = await transport
+    .run({
+      cmd: [
+        "bash",
+        "-c",
+        '[[ -e $1 ]] || exit 1; rm -f -- "$1"; echo oom',
+        "cordon",
+        oomMarkerPath(id),
+      ],
+    })
+    .catch(async (error: unknown) => {
+      await transport.assertRunning("run a command");
+      throw error;
+    });
+  if (result.exitCode === 0 && result.stdout.toString("utf8").trim() === "oom") return true;
+  if (result.exitCode === 1) {
+    // The check ran, yet the container may be on its way down: ask the engine, briefly.
+    await transport.assertRunning("run a command", 300);
+    return false;
+  }
+  await transport.assertRunning("run a command", 2_000);
+  return false;
 }
 
 /** A log file inside the container, written through the stdin of a `cat` exec. */
