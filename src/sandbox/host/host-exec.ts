@@ -1,7 +1,7 @@
 import { spawn, type ChildProcess } from "node:child_process";
 import { once } from "node:events";
 import { createWriteStream } from "node:fs";
-import { mkdir } from "node:fs/promises";
+import { mkdir, readdir, stat, unlink } from "node:fs/promises";
 import path from "node:path";
 import type { Readable } from "node:stream";
 
@@ -14,7 +14,12 @@ import {
   scriptInvocation,
 } from "../shell/command-line.js";
 import { execWrapperScript, throwIfRefused, wrapperRefusalStatus } from "../shell/exec-wrapper.js";
-import { OutputCapture, type OutputLog, type StreamName } from "../shell/output-capture.js";
+import {
+  keptLogs,
+  OutputCapture,
+  type OutputLog,
+  type StreamName,
+} from "../shell/output-capture.js";
 import type { ScriptRunner } from "../shell/script-runner.js";
 import type { ConfinedPaths } from "./confined-paths.js";
 
@@ -178,6 +183,7 @@ function killGroup(child: ChildProcess): void {
 
 async function openHostLog(file: string): Promise<OutputLog> {
   await mkdir(path.dirname(file), { recursive: true, mode: 0o700 });
+  await pruneLogs(path.dirname(file));
   const stream = createWriteStream(file, { flags: "wx", mode: 0o600 });
   await once(stream, "open");
   return {
@@ -195,6 +201,21 @@ async function openHostLog(file: string): Promise<OutputLog> {
       }
     },
   };
+}
+
+/** Keeps the newest logs (one fewer than `keptLogs`, making room for the new one). */
+async function pruneLogs(directory: string): Promise<void> {
+  const names = (await readdir(directory)).filter((name) => name.endsWith(".log"));
+  const dated = await Promise.all(
+    names.map(async (name) => {
+      const info = await stat(path.join(directory, name)).catch(() => undefined);
+      return { name, mtimeMs: info?.mtimeMs ?? 0 };
+    }),
+  );
+  dated.sort((a, b) => b.mtimeMs - a.mtimeMs);
+  for (const { name } of dated.slice(keptLogs - 1)) {
+    await unlink(path.join(directory, name)).catch(() => undefined);
+  }
 }
 
 /** Runs cordon's short programs on the host (the background-process table uses it). */

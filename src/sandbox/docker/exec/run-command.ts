@@ -14,7 +14,7 @@ import {
   throwIfRefused,
   wrapperRefusalStatus,
 } from "../../shell/exec-wrapper.js";
-import { OutputCapture, type OutputLog } from "../../shell/output-capture.js";
+import { keptLogs, OutputCapture, type OutputLog } from "../../shell/output-capture.js";
 import { ChunkChannel } from "./chunk-channel.js";
 import type { ContainerExec } from "./container-exec.js";
 
@@ -166,7 +166,15 @@ async function wasOomKilled(transport: ContainerExec, id: string): Promise<boole
 async function openContainerLog(transport: ContainerExec, path: string): Promise<OutputLog> {
   const channel = new ChunkChannel();
   const running = await transport.start({
-    cmd: ["bash", "-c", 'mkdir -p -- "${1%/*}" && exec cat >"$1"', "cordon", path],
+    // The newest logs are kept, older ones removed: they share the container's small /tmp.
+    cmd: [
+      "bash",
+      "-c",
+      'mkdir -p -- "${1%/*}" && cd -- "${1%/*}" && { ls -1t -- *.log 2>/dev/null | tail -n +"$2" | xargs -r rm -f --; exec cat >"$1"; }',
+      "cordon",
+      path,
+      String(keptLogs),
+    ],
     stdin: channel,
     onOutput: () => undefined,
   });
