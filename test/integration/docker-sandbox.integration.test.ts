@@ -213,6 +213,16 @@ describe("DockerSandbox", () => {
       );
     });
 
+    it("a throwing output callback fails the call and leaves nothing running", async () => {
+      const run = sandbox.exec("echo go; sleep 1051", {
+        onStdout: () => {
+          throw new Error("renderer broke");
+        },
+      });
+      await expect(run).rejects.toThrow(/renderer broke/);
+      expect(await processesMatching("sleep 1051")).toEqual([]);
+    });
+
     it("caps output while streaming, keeps head and tail, and saves the full log", async () => {
       let streamed = 0;
       const result = await sandbox.exec(

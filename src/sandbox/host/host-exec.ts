@@ -99,14 +99,21 @@ export async function runHostCommand(
       typeof options.stdin === "string" ? Buffer.from(options.stdin) : Buffer.from(options.stdin),
     );
   }
+  let stopReason: "timeout" | "abort" | "failed" | undefined;
+  let killing: Promise<void> | undefined;
+  let pumpError: unknown;
   const pumping = Promise.all([
     pump(child.stdout, "stdout", capture),
     pump(child.stderr, "stderr", capture),
-  ]);
+  ]).catch((error: unknown) => {
+    // A callback threw: stop reading, and leave nothing running.
+    pumpError = error;
+    child.stdout?.destroy();
+    child.stderr?.destroy();
+    stop("failed");
+  });
 
-  let stopReason: "timeout" | "abort" | undefined;
-  let killing: Promise<void> | undefined;
-  const stop = (reason: "timeout" | "abort"): void => {
+  const stop = (reason: "timeout" | "abort" | "failed"): void => {
     if (stopReason) return;
     stopReason = reason;
     killing = (async () => {
@@ -137,8 +144,13 @@ export async function runHostCommand(
     if (timer) clearTimeout(timer);
     signal?.removeEventListener("abort", onAbort);
   }
-  await killing;
   await pumping;
+  await killing;
+  if (pumpError !== undefined) {
+    throw pumpError instanceof Error
+      ? pumpError
+      : new SandboxError("reading the command's output failed", { cause: pumpError });
+  }
   const durationMs = Math.round(performance.now() - started);
   const output = await capture.finish();
   if (stopReason === "abort") {
@@ -146,8 +158,9 @@ export async function runHostCommand(
   }
   const status = exit.code ?? 128 + 9;
   if (status === wrapperRefusalStatus) throwIfRefused(id, cwd, output.stderr);
-  const interpreted =
-    stopReason === "timeout" ? { exitCode: null, signal: "SIGKILL" } : interpretStatus(status);
+  // A timer that fired as the command was finishing on its own did not kill it.
+  const timedOut = stopReason === "timeout" && status === 137;
+  const interpreted = timedOut ? { exitCode: null, signal: "SIGKILL" } : interpretStatus(status);
   context.logger.debug({ run: id, status, durationMs }, "host exec finished");
   return {
     exitCode: interpreted.exitCode,
@@ -156,7 +169,7 @@ export async function runHostCommand(
     stderr: output.stderr,
     truncated: output.truncated,
     ...(output.fullOutputPath === undefined ? {} : { fullOutputPath: output.fullOutputPath }),
-    timedOut: stopReason === "timeout",
+    timedOut,
     // The host has no per-sandbox memory limit to be killed by.
     oomKilled: false,
     durationMs,

@@ -26,7 +26,8 @@ async function fileError(work: Promise<unknown>): Promise<FileOperationError> {
   return error as FileOperationError;
 }
 
-describe("HostSandbox", () => {
+// Real processes on a shared machine: generous time, never asserted.
+describe("HostSandbox", { timeout: 60_000 }, () => {
   let base: string;
   let root: string;
   let outside: string;
@@ -265,6 +266,16 @@ describe("HostSandbox", () => {
       });
       await expect(run).rejects.toBeInstanceOf(AbortedError);
       expect(hostProcesses("sleep 2021")).toEqual([]);
+    });
+
+    it("a throwing output callback fails the call and leaves nothing running", async () => {
+      const run = sandbox.exec("echo go; sleep 2041", {
+        onStdout: () => {
+          throw new Error("renderer broke");
+        },
+      });
+      await expect(run).rejects.toThrow(/renderer broke/);
+      expect(hostProcesses("sleep 2041")).toEqual([]);
     });
 
     it("caps output and saves the full log where the file tools may read it", async () => {

@@ -96,7 +96,12 @@ export async function runCommand(
   try {
     status = await running.exitCode;
   } catch (error) {
-    if (!stopReason) throw error;
+    if (!stopReason) {
+      // The stream broke (a callback threw, the engine went away): leave nothing running.
+      running.detach();
+      await killTree(transport, id).catch(() => undefined);
+      throw error;
+    }
     status = 137;
   } finally {
     if (timer) clearTimeout(timer);
@@ -111,8 +116,11 @@ export async function runCommand(
   }
   if (status === wrapperRefusalStatus) throwIfRefused(id, cwd, output.stderr);
 
-  const { exitCode, signal: deathSignal } =
-    stopReason === "timeout" ? { exitCode: null, signal: "SIGKILL" } : interpretStatus(status);
+  // A timer that fired as the command was finishing on its own did not kill it.
+  const timedOut = stopReason === "timeout" && (status === 137 || status < 0);
+  const { exitCode, signal: deathSignal } = timedOut
+    ? { exitCode: null, signal: "SIGKILL" }
+    : interpretStatus(status);
   const oomKilled = status === 137 && !stopReason && (await wasOomKilled(transport, id));
   logger.debug({ run: id, status, durationMs, oomKilled }, "exec finished");
   return {
@@ -122,7 +130,7 @@ export async function runCommand(
     stderr: output.stderr,
     truncated: output.truncated,
     ...(output.fullOutputPath === undefined ? {} : { fullOutputPath: output.fullOutputPath }),
-    timedOut: stopReason === "timeout",
+    timedOut,
     oomKilled,
     durationMs,
   };
