@@ -12,6 +12,11 @@ export const labelKeys = {
   configHash: "cordon.config-hash",
   image: "cordon.image",
   createdAt: "cordon.created-at",
+  workspaceAccess: "cordon.workspace-access",
+  /** Host path of the private workspace (access none/ro), so prune can find it by label. */
+  privateWorkspace: "cordon.private-workspace",
+  /** The state directory (CORDON_HOME) whose manager created it; list and prune stay in it. */
+  home: "cordon.home",
 } as const;
 
 export interface ContainerOptionsInput {
@@ -22,6 +27,8 @@ export interface ContainerOptionsInput {
   createdAt: string;
   /** Extra labels (tests mark their containers). */
   extraLabels?: Record<string, string> | undefined;
+  /** The state directory of the manager creating it (the `cordon.home` label). */
+  stateDirectory?: string | undefined;
 }
 
 /**
@@ -87,6 +94,9 @@ export function createContainerOptions(
       [labelKeys.configHash]: spec.configHash,
       [labelKeys.image]: image,
       [labelKeys.createdAt]: input.createdAt,
+      [labelKeys.workspaceAccess]: spec.workspaceAccess,
+      ...(spec.privateWorkspace ? { [labelKeys.privateWorkspace]: spec.privateWorkspace } : {}),
+      ...(input.stateDirectory ? { [labelKeys.home]: input.stateDirectory } : {}),
     },
     NetworkDisabled: docker.network === "none",
     HostConfig: hostConfig,

@@ -12,3 +12,23 @@ export {
 export { dockerFix } from "./docker-errors.js";
 export { DockerSandbox, type DockerSandboxOptions } from "./docker-sandbox.js";
 export type { CopyTreeOutOptions, CopyTreeOutResult } from "./files/tree-transfer.js";
+export {
+  DockerSandboxManager,
+  type AcquireOptions,
+  type AcquirePhase,
+  type AcquireProgress,
+  type DockerSandboxManagerOptions,
+  type ManagedContainer,
+  type SandboxLease,
+} from "./manager.js";
+export { SandboxRecords, recordsDirectory, type SandboxRecord } from "./records.js";
+export {
+  SandboxInventory,
+  type Freshness,
+  type InventoryListOptions,
+  type PruneOptions,
+  type PruneReport,
+  type RemovedSandbox,
+  type SandboxInventoryOptions,
+  type SandboxSummary,
+} from "./inventory.js";

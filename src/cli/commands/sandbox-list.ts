@@ -1,0 +1,88 @@
+import type { Command } from "commander";
+
+import { stateDirectory } from "../../common/index.js";
+import { DockerEngine, SandboxInventory, type SandboxSummary } from "../../sandbox/index.js";
+import type { CliContext } from "../context.js";
+
+/** The inventory of the state directory and engine the environment names. */
+export function inventoryFor(context: CliContext): SandboxInventory {
+  return new SandboxInventory({
+    engine: DockerEngine.fromEnv(context.env),
+    stateDirectory: stateDirectory(context.env),
+    logger: context.logger,
+    imageOptions: { baseImage: context.env["CORDON_BASE_IMAGE"] },
+  });
+}
+
+/** "5m ago", "3h ago", "2d ago". */
+export function ago(iso: string, now = Date.now()): string {
+  const seconds = Math.max(0, Math.round((now - Date.parse(iso)) / 1000));
+  if (!Number.isFinite(seconds)) return "?";
+  if (seconds < 60) return `${seconds}s ago`;
+  if (seconds < 3600) return `${Math.floor(seconds / 60)}m ago`;
+  if (seconds < 86_400) return `${Math.floor(seconds / 3600)}h ago`;
+  return `${Math.floor(seconds / 86_400)}d ago`;
+}
+
+/** Left-aligned columns, two spaces apart. */
+export function formatTable(header: string[], rows: string[][]): string {
+  const widths = header.map((title, column) =>
+    Math.max(title.length, ...rows.map((row) => (row[column] ?? "").length)),
+  );
+  const line = (cells: string[]): string =>
+    cells
+      .map((cell, column) => cell.padEnd(widths[column] ?? 0))
+      .join("  ")
+      .trimEnd();
+  return `${[line(header), ...rows.map(line)].join("\n")}\n`;
+}
+
+function formatSandboxes(sandboxes: SandboxSummary[]): string {
+  return formatTable(
+    [
+      "NAME",
+      "STATE",
+      "SCOPE",
+      "KEY",
+      "AGENT",
+      "SESSION",
+      "IMAGE",
+      "CONFIG",
+      "CREATED",
+      "LAST USED",
+    ],
+    sandboxes.map((s) => [
+      s.name,
+      s.state,
+      s.scope,
+      s.scopeKey,
+      s.agent,
+      s.session,
+      s.imageStatus,
+      s.configStatus,
+      ago(s.createdAt),
+      ago(s.lastUsedAt),
+    ]),
+  );
+}
+
+export function registerSandboxListCommand(sandbox: Command, context: CliContext): void {
+  sandbox
+    .command("list")
+    .description(
+      "the sandboxes of this state directory (CORDON_HOME): scope, key, agent, session, state, whether image and config are current, created, last used",
+    )
+    .option("--json", "print as JSON")
+    .action(async (options: { json?: boolean }) => {
+      const sandboxes = await inventoryFor(context).list();
+      if (options.json) {
+        context.stdout(`${JSON.stringify(sandboxes, null, 2)}\n`);
+        return;
+      }
+      if (sandboxes.length === 0) {
+        context.stderr("no sandboxes; `cordon run` creates them as sessions need them\n");
+        return;
+      }
+      context.stdout(formatSandboxes(sandboxes));
+    });
+}

@@ -1,0 +1,468 @@
+import { lstat, readdir, realpath, rm } from "node:fs/promises";
+import path from "node:path";
+
+import type Docker from "dockerode";
+
+import { ConfigError, createSilentLogger, messageOf, type Logger } from "../../common/index.js";
+import {
+  isInside,
+  privateWorkspaceRoot,
+  seedMarkerPath,
+  seedTempPrefix,
+} from "../workspace/index.js";
+import { labelKeys } from "./container-options.js";
+import { dockerStatusOf, toSandboxError } from "./docker-errors.js";
+import type { DockerEngine } from "./engine.js";
+import { SandboxRecords, type SandboxRecord } from "./records.js";
+import { SandboxImage, sandboxImageRepository, type SandboxImageOptions } from "./sandbox-image.js";
+
+export type Freshness = "current" | "stale" | "unknown";
+
+/** One sandbox as `cordon sandbox list` shows it. */
+export interface SandboxSummary {
+  name: string;
+  containerId: string;
+  scope: string;
+  scopeKey: string;
+  agent: string;
+  session: string;
+  /** Docker's state: running, exited, created, paused, dead, removing. */
+  state: string;
+  image: string;
+  /** Whether the image is the one an acquire would use now (built-in: the current tag). */
+  imageStatus: Freshness;
+  configHash: string;
+  /**
+   * Against the expected hash when the caller supplies one; otherwise against the config the most
+   * recent acquire asked for (stale = it was kept busy with a newer config waiting).
+   */
+  configStatus: Freshness;
+  workspaceAccess: string;
+  privateWorkspace?: string | undefined;
+  createdAt: string;
+  /** The last acquire or release, from the record; the creation time when there is none. */
+  lastUsedAt: string;
+}
+
+export interface SandboxInventoryOptions {
+  engine: DockerEngine;
+  /** The state directory (CORDON_HOME) whose sandboxes this lists. */
+  stateDirectory: string;
+  logger?: Logger | undefined;
+  /** The current built-in image tag (default: computed from the Dockerfile and base image). */
+  image?: string | undefined;
+  imageOptions?: SandboxImageOptions | undefined;
+}
+
+export interface InventoryListOptions {
+  /** The config hash the current config gives a sandbox, when the caller can compute it. */
+  expectedConfigHash?: ((sandbox: SandboxSummary) => string | undefined) | undefined;
+}
+
+export interface RemovedSandbox {
+  name: string;
+  /** Why prune picked it; "requested" for `remove`. */
+  reason: string;
+  /** Undefined when only the record and workspace of a vanished container were left. */
+  containerId?: string | undefined;
+  /** The private workspace removed (or that would be, on a dry run). */
+  workspace?: string | undefined;
+}
+
+export interface PruneOptions {
+  /** Remove sandboxes unused for longer than this (ms); ones running commands are skipped. */
+  idleMs?: number | undefined;
+  /** Remove sandboxes created longer ago than this (ms), busy or not. */
+  maxAgeMs?: number | undefined;
+  /** Report what would be removed, remove nothing. */
+  dryRun?: boolean | undefined;
+  /** Names never removed (the sandboxes a manager holds right now). */
+  keep?: ReadonlySet<string> | undefined;
+  /** "Now", for tests. */
+  now?: Date | undefined;
+}
+
+export interface PruneReport {
+  dryRun: boolean;
+  /** Containers (with their private workspaces and records) removed. */
+  removed: RemovedSandbox[];
+  /** Private workspaces and records whose container is gone. */
+  orphans: { path: string; reason: string }[];
+  /** Sandboxes that matched but were kept, with why. */
+  skipped: { name: string; reason: string }[];
+}
+
+/**
+ * Orphans younger than this are left alone: an acquire in another process may be between
+ * creating the workspace and creating its container.
+ */
+const orphanGraceMs = 60_000;
+
+/**
+ * The sandboxes of one state directory, as Docker knows them (containers labelled
+ * `cordon.managed` and `cordon.home`), plus the times cordon recorded. Removes containers,
+ * their private workspaces and records, in that order: a record goes only after its container.
+ */
+export class SandboxInventory {
+  private readonly engine: DockerEngine;
+  private readonly stateDirectory: string;
+  private readonly records: SandboxRecords;
+  private readonly logger: Logger;
+
+  constructor(private readonly options: SandboxInventoryOptions) {
+    this.engine = options.engine;
+    this.stateDirectory = path.resolve(options.stateDirectory);
+    this.records = new SandboxRecords(this.stateDirectory);
+    this.logger = options.logger ?? createSilentLogger();
+  }
+
+  async list(options: InventoryListOptions = {}): Promise<SandboxSummary[]> {
+    const containers = await this.containers();
+    const records = new Map((await this.records.readAll()).map((r) => [r.containerName, r]));
+    const images = new ImageFreshness(this.engine, this.options);
+    const summaries: SandboxSummary[] = [];
+    for (const container of containers) {
+      const summary = summarize(container, records.get(nameOf(container)));
+      summary.imageStatus = await images.of(summary.image, container.ImageID);
+      const expected = options.expectedConfigHash?.(summary);
+      if (expected !== undefined) {
+        summary.configStatus = expected === summary.configHash ? "current" : "stale";
+      }
+      summaries.push(summary);
+    }
+    return summaries.sort((a, b) => a.name.localeCompare(b.name));
+  }
+
+  /**
+   * Removes one sandbox by name: its container (whatever its state), its private workspace
+   * (unless `keepWorkspace`), then its record. A cordon container of another state directory is
+   * removed too (the name is explicit); a container cordon did not create is refused.
+   */
+  async remove(name: string, options: { keepWorkspace?: boolean } = {}): Promise<RemovedSandbox> {
+    let info: Docker.ContainerInspectInfo | undefined;
+    try {
+      info = await this.engine.client.getContainer(name).inspect();
+    } catch (error) {
+      if (dockerStatusOf(error) !== 404) throw toSandboxError(error, `inspect ${name}`);
+    }
+    const record = await this.records.read(name).catch(() => undefined);
+    if (!info) {
+      if (!record) {
+        throw new ConfigError(`there is no sandbox named ${name}`, {
+          fix: "`cordon sandbox list` shows the sandboxes",
+        });
+      }
+      const workspace = options.keepWorkspace
+        ? undefined
+        : await this.removeWorkspace(record.privateWorkspace);
+      await this.records.remove(name);
+      return { name, reason: "requested", workspace };
+    }
+    const labels = info.Config.Labels ?? {};
+    if (labels[labelKeys.managed] !== "true") {
+      throw new ConfigError(`${name} is not a cordon sandbox; cordon does not remove it`, {
+        fix: `remove it with \`docker rm -f ${name}\` if it is yours to remove`,
+      });
+    }
+    await this.removeContainer(info.Id, name);
+    const workspacePath = labels[labelKeys.privateWorkspace] ?? record?.privateWorkspace;
+    const workspace = options.keepWorkspace ? undefined : await this.removeWorkspace(workspacePath);
+    await this.records.remove(name);
+    return { name, reason: "requested", containerId: info.Id, workspace };
+  }
+
+  /** Removes every sandbox of this state directory. */
+  async removeAll(options: { keepWorkspace?: boolean } = {}): Promise<RemovedSandbox[]> {
+    const removed: RemovedSandbox[] = [];
+    for (const container of await this.containers()) {
+      removed.push(await this.remove(nameOf(container), options));
+    }
+    return removed;
+  }
+
+  /**
+   * Removes sandboxes that stopped or died, ones idle longer than `idleMs` (unless commands run
+   * in them), ones older than `maxAgeMs`, and orphans: private workspaces and records whose
+   * container is gone.
+   */
+  async prune(options: PruneOptions = {}): Promise<PruneReport> {
+    const now = (options.now ?? new Date()).getTime();
+    const dryRun = options.dryRun ?? false;
+    const report: PruneReport = { dryRun, removed: [], orphans: [], skipped: [] };
+    const summaries = await this.list();
+
+    for (const sandbox of summaries) {
+      if (options.keep?.has(sandbox.name)) continue;
+      const reason = await this.pruneReason(sandbox, options, now, report);
+      if (!reason) continue;
+      const entry: RemovedSandbox = {
+        name: sandbox.name,
+        reason,
+        containerId: sandbox.containerId,
+        workspace: this.ownedWorkspace(sandbox.privateWorkspace),
+      };
+      if (!dryRun) {
+        try {
+          await this.remove(sandbox.name);
+        } catch (error) {
+          report.skipped.push({ name: sandbox.name, reason: `cannot remove: ${messageOf(error)}` });
+          continue;
+        }
+      }
+      report.removed.push(entry);
+    }
+
+    const live = new Set(summaries.map((s) => s.name));
+    const referenced = new Set(
+      summaries.flatMap((s) => (s.privateWorkspace ? [path.resolve(s.privateWorkspace)] : [])),
+    );
+    await this.pruneOrphanRecords(live, referenced, now, report);
+    await this.pruneOrphanDirectories(referenced, now, report);
+    return report;
+  }
+
+  private async pruneReason(
+    sandbox: SandboxSummary,
+    options: PruneOptions,
+    now: number,
+    report: PruneReport,
+  ): Promise<string | undefined> {
+    const age = now - Date.parse(sandbox.createdAt);
+    if (sandbox.state === "exited" || sandbox.state === "dead") return sandbox.state;
+    // A container only just created may be about to be started by another process.
+    if (sandbox.state === "created" && age > orphanGraceMs) return "never started";
+    if (options.maxAgeMs !== undefined && age > options.maxAgeMs) return "max-age";
+    if (options.idleMs !== undefined && now - Date.parse(sandbox.lastUsedAt) > options.idleMs) {
+      if (await this.isBusy(sandbox.containerId)) {
+        report.skipped.push({
+          name: sandbox.name,
+          reason: "idle by its record, but commands run in it",
+        });
+        return undefined;
+      }
+      return "idle";
+    }
+    return undefined;
+  }
+
+  private async pruneOrphanRecords(
+    live: Set<string>,
+    referenced: Set<string>,
+    now: number,
+    report: PruneReport,
+  ): Promise<void> {
+    for (const record of await this.records.readAll()) {
+      if (live.has(record.containerName)) continue;
+      if (now - Date.parse(record.lastUsedAt) < orphanGraceMs) continue;
+      // Docker is the source of truth: look again right before deleting anything.
+      if (await this.exists(record.containerName)) continue;
+      const workspace = record.privateWorkspace ? path.resolve(record.privateWorkspace) : undefined;
+      if (workspace && !referenced.has(workspace) && this.ownedWorkspace(workspace)) {
+        report.orphans.push({
+          path: workspace,
+          reason: `private workspace of ${record.containerName}, whose container is gone`,
+        });
+        if (!report.dryRun) await this.removeWorkspace(workspace);
+        referenced.add(workspace);
+      }
+      report.orphans.push({
+        path: this.recordPath(record),
+        reason: `record of ${record.containerName}, whose container is gone`,
+      });
+      if (!report.dryRun) await this.records.remove(record.containerName);
+    }
+  }
+
+  /** Directories under `<stateDir>/workspaces` that no container and no record refers to. */
+  private async pruneOrphanDirectories(
+    referenced: Set<string>,
+    now: number,
+    report: PruneReport,
+  ): Promise<void> {
+    const root = privateWorkspaceRoot(this.stateDirectory);
+    let names: string[];
+    try {
+      names = await readdir(root);
+    } catch {
+      return;
+    }
+    const recorded = new Set(
+      (await this.records.readAll()).flatMap((r) =>
+        r.privateWorkspace ? [path.resolve(r.privateWorkspace)] : [],
+      ),
+    );
+    for (const name of names) {
+      // Seed markers and in-progress seeds belong to a workspace; they go with it.
+      if (name.startsWith(".")) continue;
+      const workspace = path.join(root, name);
+      if (referenced.has(workspace) || recorded.has(workspace)) continue;
+      const stats = await lstat(workspace).catch(() => undefined);
+      if (!stats || now - stats.mtimeMs < orphanGraceMs) continue;
+      report.orphans.push({ path: workspace, reason: "private workspace no sandbox refers to" });
+      if (!report.dryRun) await this.removeWorkspace(workspace);
+    }
+  }
+
+  /**
+   * Deletes a private workspace, its seed marker and leftover seeds; only ever below this state
+   * directory's workspaces folder (a label is not trusted to name a path to delete).
+   */
+  private async removeWorkspace(workspace: string | undefined): Promise<string | undefined> {
+    const owned = this.ownedWorkspace(workspace);
+    if (!owned) {
+      if (workspace) {
+        this.logger.warn({ workspace }, "not removing a workspace outside the state directory");
+      }
+      return undefined;
+    }
+    const real = await realpath(path.dirname(owned)).catch(() => undefined);
+    if (!real || !isInside(await realpath(this.stateDirectory), real)) return undefined;
+    await rm(owned, { recursive: true, force: true });
+    await rm(seedMarkerPath(owned), { force: true });
+    const prefix = path.basename(seedTempPrefix(owned));
+    for (const name of await readdir(path.dirname(owned)).catch(() => [])) {
+      if (name.startsWith(prefix)) {
+        await rm(path.join(path.dirname(owned), name), { recursive: true, force: true });
+      }
+    }
+    return owned;
+  }
+
+  private ownedWorkspace(workspace: string | undefined): string | undefined {
+    if (!workspace) return undefined;
+    const resolved = path.resolve(workspace);
+    const root = privateWorkspaceRoot(this.stateDirectory);
+    return isInside(root, resolved) && resolved !== root ? resolved : undefined;
+  }
+
+  private recordPath(record: SandboxRecord): string {
+    return path.join(this.stateDirectory, "sandboxes", `${record.containerName}.json`);
+  }
+
+  private async containers(): Promise<Docker.ContainerInfo[]> {
+    try {
+      return await this.engine.client.listContainers({
+        all: true,
+        filters: {
+          label: [`${labelKeys.managed}=true`, `${labelKeys.home}=${this.stateDirectory}`],
+        },
+      });
+    } catch (error) {
+      throw toSandboxError(error, "list the sandbox containers");
+    }
+  }
+
+  private async exists(name: string): Promise<boolean> {
+    try {
+      await this.engine.client.getContainer(name).inspect();
+      return true;
+    } catch (error) {
+      if (dockerStatusOf(error) === 404) return false;
+      throw toSandboxError(error, `inspect ${name}`);
+    }
+  }
+
+  private async removeContainer(containerId: string, name: string): Promise<void> {
+    try {
+      await this.engine.client.getContainer(containerId).remove({ force: true, v: true });
+    } catch (error) {
+      const status = dockerStatusOf(error);
+      // 404: gone already; 409: someone else is removing it.
+      if (status === 404 || status === 409) return;
+      throw toSandboxError(error, `remove the container ${name}`);
+    }
+  }
+
+  /** Commands run in it (more than init and `sleep infinity`); unknown counts as busy. */
+  private async isBusy(containerId: string): Promise<boolean> {
+    try {
+      const top = (await this.engine.client.getContainer(containerId).top()) as {
+        Processes?: unknown[][];
+      };
+      return (top.Processes?.length ?? 0) > 2;
+    } catch {
+      return true;
+    }
+  }
+}
+
+function nameOf(container: Docker.ContainerInfo): string {
+  return (container.Names[0] ?? container.Id).replace(/^\//, "");
+}
+
+function summarize(
+  container: Docker.ContainerInfo,
+  record: SandboxRecord | undefined,
+): SandboxSummary {
+  const labels = container.Labels;
+  const createdAt = labels[labelKeys.createdAt] ?? new Date(container.Created * 1000).toISOString();
+  const configHash = labels[labelKeys.configHash] ?? "";
+  const summary: SandboxSummary = {
+    name: nameOf(container),
+    containerId: container.Id,
+    scope: labels[labelKeys.scope] ?? "",
+    scopeKey: labels[labelKeys.scopeKey] ?? "",
+    agent: labels[labelKeys.agent] ?? "",
+    session: labels[labelKeys.session] ?? "",
+    state: container.State,
+    image: labels[labelKeys.image] ?? container.Image,
+    imageStatus: "unknown",
+    configHash,
+    configStatus: record
+      ? record.wantedConfigHash === configHash
+        ? "current"
+        : "stale"
+      : "unknown",
+    workspaceAccess: labels[labelKeys.workspaceAccess] ?? "",
+    createdAt,
+    lastUsedAt: record?.lastUsedAt ?? createdAt,
+  };
+  const workspace = labels[labelKeys.privateWorkspace];
+  if (workspace) summary.privateWorkspace = workspace;
+  return summary;
+}
+
+/** Whether a container's image is what an acquire would use now; answers cached per reference. */
+class ImageFreshness {
+  private builtinTag: Promise<string | undefined> | undefined;
+  private readonly ids = new Map<string, Promise<string | undefined>>();
+
+  constructor(
+    private readonly engine: DockerEngine,
+    private readonly options: SandboxInventoryOptions,
+  ) {}
+
+  async of(image: string, imageId: string): Promise<Freshness> {
+    if (image.startsWith(`${sandboxImageRepository}:`)) {
+      const current = await this.currentBuiltinTag();
+      if (current === undefined) return "unknown";
+      return current === image ? "current" : "stale";
+    }
+    // A configured image: stale when its reference now names another image (a newer pull/build).
+    let id = this.ids.get(image);
+    if (!id) {
+      id = this.engine.client
+        .getImage(image)
+        .inspect()
+        .then(
+          (info) => info.Id,
+          () => undefined,
+        );
+      this.ids.set(image, id);
+    }
+    const current = await id;
+    if (current === undefined) return "stale";
+    return current === imageId ? "current" : "stale";
+  }
+
+  private currentBuiltinTag(): Promise<string | undefined> {
+    this.builtinTag ??=
+      this.options.image !== undefined
+        ? Promise.resolve(this.options.image)
+        : new SandboxImage(this.engine, this.options.imageOptions).status().then(
+            (status) => status.tag,
+            () => undefined,
+          );
+    return this.builtinTag;
+  }
+}

@@ -1,0 +1,97 @@
+import { ImageError, throwIfAborted } from "../../common/index.js";
+import { dockerStatusOf, toSandboxError } from "./docker-errors.js";
+import type { DockerEngine } from "./engine.js";
+import { SandboxImage, type SandboxImageOptions } from "./sandbox-image.js";
+
+export interface ImageResolverOptions {
+  engine: DockerEngine;
+  /** Use this tag for the built-in image instead of computing it (tests, embedders). */
+  builtinImage?: string | undefined;
+  /** How to build the built-in image when it is missing. */
+  imageOptions?: SandboxImageOptions | undefined;
+}
+
+/** An image that exists on the engine. */
+export interface ResolvedImage {
+  /** What containers are created from and labelled with (a tag). */
+  reference: string;
+  /** The image id the reference names now; a container made from another id is stale. */
+  id: string;
+}
+
+/**
+ * Turns `spec.docker.image` into an image that exists on the engine: the built-in sandbox image
+ * (built, with progress, when missing) or the configured one (never pulled or built behind the
+ * user's back: a missing one is an error naming the command). Answers are cached per process.
+ */
+export class ImageResolver {
+  private readonly resolved = new Map<string, Promise<ResolvedImage>>();
+
+  constructor(private readonly options: ImageResolverOptions) {}
+
+  async resolve(
+    configured: string | undefined,
+    options: { signal?: AbortSignal | undefined; onOutput?: (text: string) => void } = {},
+  ): Promise<ResolvedImage> {
+    const key = configured ?? "";
+    let pending = this.resolved.get(key);
+    if (!pending) {
+      pending =
+        configured === undefined
+          ? this.builtin(options)
+          : this.existing(configured, {
+              what: `the sandbox image ${configured} (sandbox.docker.image)`,
+              fix: `run \`docker pull ${configured}\` (or build it), or remove sandbox.docker.image to use cordon's own image (\`cordon image build\`)`,
+            });
+      this.resolved.set(key, pending);
+      // Failures are not cached: the next acquire tries again (e.g. after `cordon image build`).
+      pending.catch(() => this.resolved.delete(key));
+    }
+    return pending;
+  }
+
+  private async existing(
+    reference: string,
+    missing: { what: string; fix: string },
+  ): Promise<ResolvedImage> {
+    try {
+      const info = await this.options.engine.client.getImage(reference).inspect();
+      return { reference, id: info.Id };
+    } catch (error) {
+      if (dockerStatusOf(error) === 404) {
+        throw new ImageError(`${missing.what} is not on the Docker engine`, { fix: missing.fix });
+      }
+      throw toSandboxError(error, `inspect image ${reference}`);
+    }
+  }
+
+  private async builtin(options: {
+    signal?: AbortSignal | undefined;
+    onOutput?: (text: string) => void;
+  }): Promise<ResolvedImage> {
+    const builtinMissing = (tag: string) => ({
+      what: `the sandbox image ${tag}`,
+      fix: "run `cordon image build`",
+    });
+    const tag = this.options.builtinImage;
+    if (tag !== undefined) return this.existing(tag, builtinMissing(tag));
+    const image = new SandboxImage(this.options.engine, this.options.imageOptions);
+    const status = await image.status();
+    if (!status.present) {
+      throwIfAborted(options.signal, "sandbox image build");
+      options.onOutput?.(
+        `building the sandbox image ${status.tag} (first use; \`cordon image build\` does this ahead of time)`,
+      );
+      await image.build({
+        signal: options.signal,
+        onEvent: (event) => {
+          if (event.type === "output" && event.text.trim() !== "") {
+            options.onOutput?.(event.text.trimEnd());
+          }
+          if (event.type === "built") options.onOutput?.(`built ${event.tag}`);
+        },
+      });
+    }
+    return this.existing(status.tag, builtinMissing(status.tag));
+  }
+}

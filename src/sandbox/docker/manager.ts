@@ -1,0 +1,645 @@
+import { stat } from "node:fs/promises";
+import path from "node:path";
+
+import type Docker from "dockerode";
+
+import {
+  SandboxError,
+  SandboxStartError,
+  createSilentLogger,
+  sleep,
+  throwIfAborted,
+  type Logger,
+} from "../../common/index.js";
+import type { Sandbox } from "../sandbox.js";
+import type { SandboxSpec } from "../spec.js";
+import { checkAgentWorkspaceAccess, ensurePrivateWorkspace } from "../workspace/index.js";
+import { createContainerOptions, labelKeys } from "./container-options.js";
+import { dockerMessageOf, dockerStatusOf, toSandboxError } from "./docker-errors.js";
+import type { DockerEngine } from "./engine.js";
+import { SandboxInventory } from "./inventory.js";
+import { ImageResolver, type ResolvedImage } from "./manager-image.js";
+import { KeyedLock } from "./manager-lock.js";
+import { SandboxRecords } from "./records.js";
+import type { SandboxImageOptions } from "./sandbox-image.js";
+
+/** A running container the manager hands to `createSandbox`. */
+export interface ManagedContainer {
+  containerId: string;
+  containerName: string;
+  /** Working directory inside the container (spec.docker.workdir). */
+  workdir: string;
+  /** "uid:gid" commands run as (spec.docker.user). */
+  user: string;
+  spec: SandboxSpec;
+  /**
+   * For a sandbox whose container went away mid-session (killed, OOM, daemon restart): replaces
+   * it as an acquire would (a fresh container, the same private workspace) and returns the new
+   * container id; returns the current id when it is still running.
+   */
+  recover: (options?: { signal?: AbortSignal | undefined }) => Promise<string>;
+}
+
+export type AcquirePhase = "image" | "workspace" | "create" | "start" | "reuse";
+
+export interface AcquireProgress {
+  phase: AcquirePhase;
+  message: string;
+}
+
+export interface AcquireOptions {
+  signal?: AbortSignal | undefined;
+  onProgress?: ((event: AcquireProgress) => void) | undefined;
+}
+
+/** A sandbox held by one user of the manager; `release()` when done (idempotent). */
+export interface SandboxLease {
+  sandbox: Sandbox;
+  containerName: string;
+  /** True when this acquire created the container (nothing from earlier runs is in it). */
+  fresh: boolean;
+  /**
+   * True when the container was made from another config (or image) than the spec asks for and
+   * was kept because it is busy; it is recreated on an acquire once it is idle.
+   */
+  stale: boolean;
+  /** Things the user should know (workspace ownership, seeding skips). Also logged. */
+  warnings: string[];
+  release(): Promise<void>;
+}
+
+export interface DockerSandboxManagerOptions {
+  engine: DockerEngine;
+  /** The state directory (CORDON_HOME): private workspaces and sandbox records live under it. */
+  stateDirectory: string;
+  logger?: Logger | undefined;
+  /** The built-in image to use when spec.docker.image is unset (default: computed and built). */
+  image?: string | undefined;
+  /** How to build the built-in image when it is missing. */
+  imageOptions?: SandboxImageOptions | undefined;
+  /** Extra labels on every container created (tests mark theirs). */
+  extraLabels?: Record<string, string> | undefined;
+  /** Wraps a running container in the `Sandbox` tools talk to. */
+  createSandbox: (container: ManagedContainer) => Sandbox;
+  /**
+   * Prune after acquires (DESIGN.md §5), in the background, at most once per `everyMs`
+   * (default 5 minutes); sandboxes this manager holds are never pruned. Unset: no automatic prune.
+   */
+  prune?: AutoPruneOptions | undefined;
+  /**
+   * How often the records of held sandboxes are marked used (ms, default 60 000), so a prune in
+   * another process never takes a long-held sandbox for an idle one.
+   */
+  heartbeatMs?: number | undefined;
+}
+
+export interface AutoPruneOptions {
+  idleMs?: number | undefined;
+  maxAgeMs?: number | undefined;
+  /** Minimum time between two automatic prunes (ms). Default 300 000. */
+  everyMs?: number | undefined;
+}
+
+interface Settled {
+  info: Docker.ContainerInspectInfo;
+  fresh: boolean;
+  stale: boolean;
+}
+
+/** How often a container that another process is creating or removing is looked at again. */
+const settleAttempts = 20;
+const settleDelayMs = 250;
+
+/**
+ * Maps a scope key to a running, hardened container (DESIGN.md §5). Docker is the source of
+ * truth: every acquire inspects the container by its name and decides from its labels and state
+ * whether to reuse, start, recreate or refuse it.
+ *
+ * - Reuse: labels say cordon made it for this scope key, in this state directory, from this
+ *   config hash and image, and it is running.
+ * - Never adopt: a container with the expected name that cordon did not create, or made for
+ *   another scope or state directory, is refused (and never removed).
+ * - Drift: another config hash or image recreates an idle container; one held by this process
+ *   or running commands is kept and reported stale.
+ * - A container that was stopped (`docker stop`, an engine restart) is started again; one that
+ *   died (killed, OOM) is replaced by a fresh one. The private workspace stays either way.
+ * - Concurrent acquires of one key in this process are serialised; across processes a name
+ *   conflict (409) means someone else created it, and it is inspected again.
+ */
+export class DockerSandboxManager {
+  private readonly engine: DockerEngine;
+  private readonly stateDirectory: string;
+  private readonly logger: Logger;
+  private readonly extraLabels: Record<string, string>;
+  private readonly createSandbox: (container: ManagedContainer) => Sandbox;
+  private readonly images: ImageResolver;
+  private readonly records: SandboxRecords;
+  private readonly locks = new KeyedLock();
+  private readonly holders = new Map<string, number>();
+  private readonly inventory: SandboxInventory;
+  private readonly autoPrune: AutoPruneOptions | undefined;
+  private readonly heartbeatMs: number;
+  private heartbeat: NodeJS.Timeout | undefined;
+  private lastPruneAt = 0;
+  private readonly background = new Set<Promise<void>>();
+
+  constructor(options: DockerSandboxManagerOptions) {
+    this.engine = options.engine;
+    this.stateDirectory = path.resolve(options.stateDirectory);
+    this.logger = options.logger ?? createSilentLogger();
+    this.extraLabels = { ...options.extraLabels };
+    this.createSandbox = options.createSandbox;
+    this.images = new ImageResolver({
+      engine: options.engine,
+      builtinImage: options.image,
+      imageOptions: options.imageOptions,
+    });
+    this.records = new SandboxRecords(this.stateDirectory);
+    this.inventory = new SandboxInventory({
+      engine: options.engine,
+      stateDirectory: this.stateDirectory,
+      logger: this.logger,
+      image: options.image,
+      imageOptions: options.imageOptions,
+    });
+    this.autoPrune = options.prune;
+    this.heartbeatMs = options.heartbeatMs ?? 60_000;
+  }
+
+  /** How many leases of `containerName` this process holds. */
+  holderCount(containerName: string): number {
+    return this.holders.get(containerName) ?? 0;
+  }
+
+  /** Resolves when background work (an automatic prune) has finished; for tests and shutdown. */
+  async flush(): Promise<void> {
+    while (this.background.size > 0) await Promise.all(this.background);
+  }
+
+  async acquire(spec: SandboxSpec, options: AcquireOptions = {}): Promise<SandboxLease> {
+    const { signal } = options;
+    const log = this.logger.child({ sandbox: spec.containerName, scopeKey: spec.scopeKey });
+    const warnings: string[] = [];
+    const progress = (phase: AcquirePhase, message: string): void => {
+      log.debug({ phase }, message);
+      options.onProgress?.({ phase, message });
+    };
+    const warn = (message: string, phase: AcquirePhase = "workspace"): void => {
+      warnings.push(message);
+      log.warn(message);
+      options.onProgress?.({ phase, message: `warning: ${message}` });
+    };
+    throwIfAborted(signal, "sandbox acquire");
+
+    // The image first: it is the first thing that talks to Docker, so a missing engine fails
+    // here, before anything is written to disk.
+    const image = await this.images.resolve(spec.docker.image, {
+      signal,
+      onOutput: (text) => progress("image", text),
+    });
+
+    const settled = await this.locks.run(spec.containerName, async () => {
+      throwIfAborted(signal, "sandbox acquire");
+      await this.prepareWorkspace(spec, { signal, progress, warn });
+      const result = await this.settleContainer(spec, image, { signal, progress, log });
+      // Counted inside the lock, so the next acquire of this key sees it held.
+      this.hold(spec.containerName);
+      return result;
+    });
+    let released = false;
+    const release = async (): Promise<void> => {
+      if (released) return;
+      released = true;
+      this.unhold(spec.containerName);
+      await this.touchRecord(spec.containerName);
+    };
+
+    let sandbox: Sandbox;
+    try {
+      if (settled.stale) {
+        warn(
+          `${spec.containerName} runs an older config or image and is busy, so it was kept; it is recreated on an acquire once idle`,
+          "reuse",
+        );
+      }
+      await this.writeRecord(spec, image, settled.info, log);
+      sandbox = this.createSandbox({
+        containerId: settled.info.Id,
+        containerName: spec.containerName,
+        workdir: spec.docker.workdir,
+        user: spec.docker.user,
+        spec,
+        recover: async (recoverOptions = {}) => {
+          const again = await this.locks.run(spec.containerName, () =>
+            this.settleContainer(spec, image, {
+              signal: recoverOptions.signal,
+              progress: (phase, message) => log.debug({ phase }, message),
+              log,
+            }),
+          );
+          if (again.info.Id !== settled.info.Id)
+            await this.writeRecord(spec, image, again.info, log);
+          return again.info.Id;
+        },
+      });
+    } catch (error) {
+      await release();
+      throw error;
+    }
+    this.maybePrune();
+    return {
+      sandbox,
+      containerName: spec.containerName,
+      fresh: settled.fresh,
+      stale: settled.stale,
+      warnings,
+      release,
+    };
+  }
+
+  private hold(name: string): void {
+    this.holders.set(name, this.holderCount(name) + 1);
+    if (!this.heartbeat) {
+      this.heartbeat = setInterval(() => {
+        for (const held of this.holders.keys()) void this.touchRecord(held);
+      }, this.heartbeatMs);
+      // A held sandbox must not keep the process alive by itself.
+      this.heartbeat.unref();
+    }
+  }
+
+  private unhold(name: string): void {
+    const left = this.holderCount(name) - 1;
+    if (left > 0) this.holders.set(name, left);
+    else this.holders.delete(name);
+    if (this.holders.size === 0 && this.heartbeat) {
+      clearInterval(this.heartbeat);
+      this.heartbeat = undefined;
+    }
+  }
+
+  /** Starts a background prune when one is configured and due; its failures are only logged. */
+  private maybePrune(): void {
+    const settings = this.autoPrune;
+    if (!settings) return;
+    const now = Date.now();
+    if (now - this.lastPruneAt < (settings.everyMs ?? 300_000)) return;
+    this.lastPruneAt = now;
+    const work = this.inventory
+      .prune({
+        idleMs: settings.idleMs,
+        maxAgeMs: settings.maxAgeMs,
+        keep: new Set(this.holders.keys()),
+      })
+      .then(
+        (report) => {
+          if (report.removed.length + report.orphans.length > 0) {
+            this.logger.info(
+              {
+                removed: report.removed.map((r) => `${r.name} (${r.reason})`),
+                orphans: report.orphans.map((o) => o.path),
+              },
+              "pruned sandboxes",
+            );
+          }
+        },
+        (error: unknown) => this.logger.warn({ err: error }, "automatic sandbox prune failed"),
+      )
+      .finally(() => this.background.delete(work));
+    this.background.add(work);
+  }
+
+  private async prepareWorkspace(
+    spec: SandboxSpec,
+    context: {
+      signal: AbortSignal | undefined;
+      progress: (phase: AcquirePhase, message: string) => void;
+      warn: (message: string) => void;
+    },
+  ): Promise<void> {
+    if (spec.workspaceAccess !== "rw") {
+      const workspace = await ensurePrivateWorkspace(spec, {
+        stateDirectory: this.stateDirectory,
+        signal: context.signal,
+      });
+      if (workspace.seed) {
+        context.progress(
+          "workspace",
+          `seeded ${workspace.path} from ${workspace.seed.source} (${workspace.seed.method}: ${workspace.seed.files} files, ${workspace.seed.bytes} bytes)`,
+        );
+      } else if (workspace.created) {
+        context.progress("workspace", `created the private workspace ${workspace.path}`);
+      }
+      for (const warning of workspace.warnings) context.warn(warning);
+    }
+    const access = await checkAgentWorkspaceAccess(spec);
+    if (access) context.warn(access);
+    // Docker's own message for a missing bind source is cryptic; name the mount instead.
+    for (const mount of spec.mounts) {
+      const found = await stat(mount.source).catch(() => undefined);
+      if (!found) {
+        throw new SandboxStartError(
+          `the ${mount.role} mount source ${mount.source} (for ${mount.target}) does not exist`,
+          { fix: "create it, or change the mount in the sandbox config" },
+        );
+      }
+    }
+  }
+
+  private async settleContainer(
+    spec: SandboxSpec,
+    image: ResolvedImage,
+    context: {
+      signal: AbortSignal | undefined;
+      progress: (phase: AcquirePhase, message: string) => void;
+      log: Logger;
+    },
+  ): Promise<Settled> {
+    const name = spec.containerName;
+    // Containers this call already tried to start again: a second stop means it cannot run.
+    const restarted = new Set<string>();
+    for (let attempt = 0; attempt < settleAttempts; attempt += 1) {
+      throwIfAborted(context.signal, "sandbox acquire");
+      const info = await this.inspect(name);
+      if (!info) {
+        context.progress("create", `creating ${name}`);
+        const created = await this.create(spec, image, context.progress);
+        // A 409: another process created it between our inspect and create.
+        if (created) return { info: created, fresh: true, stale: false };
+        continue;
+      }
+      this.assertAdoptable(info, spec);
+      const state = info.State;
+      if (state.Status === "removing" || state.Restarting) {
+        await sleep(settleDelayMs, context.signal);
+        continue;
+      }
+      if (state.Status === "created") {
+        // Created but never started: a process that crashed between create and start, or one
+        // that is about to start it (a second start is a no-op).
+        context.progress("start", `starting ${name}`);
+        await this.start(info.Id, name);
+        continue;
+      }
+      if (state.Status === "paused") {
+        await this.engine.client
+          .getContainer(info.Id)
+          .unpause()
+          .catch((error: unknown) => {
+            throw toSandboxError(error, `unpause ${name}`);
+          });
+        continue;
+      }
+      if (!state.Running) {
+        if (stoppedCleanly(state) && !restarted.has(info.Id)) {
+          // `docker stop` or an engine restart: start it again in place (tmpfs and processes are
+          // fresh anyway, and a writable root keeps what the agent installed).
+          restarted.add(info.Id);
+          context.progress("start", `${name} was stopped; starting it again`);
+          try {
+            await this.start(info.Id, name);
+            continue;
+          } catch (error) {
+            context.log.info({ err: error }, "a stopped sandbox does not start; replacing it");
+          }
+        }
+        const why = state.OOMKilled
+          ? "was killed for memory"
+          : `exited with code ${state.ExitCode}`;
+        context.progress("create", `${name} ${why}; replacing it with a fresh container`);
+        context.log.info(
+          { exitCode: state.ExitCode, oomKilled: state.OOMKilled },
+          "replacing a dead sandbox",
+        );
+        await this.touchRecord(name);
+        await this.remove(info.Id, name);
+        continue;
+      }
+      const drift = this.driftOf(info, spec, image);
+      if (drift) {
+        if (this.holderCount(name) > 0 || (await this.isBusy(info.Id))) {
+          return { info, fresh: false, stale: true };
+        }
+        context.progress("create", `${name} was made from ${drift}; recreating it`);
+        await this.touchRecord(name);
+        await this.remove(info.Id, name);
+        continue;
+      }
+      context.progress("reuse", `reusing ${name}`);
+      return { info, fresh: false, stale: false };
+    }
+    throw new SandboxStartError(
+      `the sandbox container ${name} did not settle into a running state (another process keeps changing it)`,
+      { fix: `retry; if it persists, \`cordon sandbox rm ${name}\`` },
+    );
+  }
+
+  /** Refuses containers cordon must not use: not made by cordon, or made for something else. */
+  private assertAdoptable(info: Docker.ContainerInspectInfo, spec: SandboxSpec): void {
+    const labels = info.Config.Labels ?? {};
+    const name = spec.containerName;
+    if (labels[labelKeys.managed] !== "true") {
+      throw new SandboxStartError(
+        `a container named ${name} exists but cordon did not create it; cordon will not use or remove it`,
+        {
+          fix: `if it is not yours to keep, remove it with \`docker rm -f ${name}\`; otherwise change sandbox.docker.containerPrefix`,
+        },
+      );
+    }
+    const mismatch: string[] = [];
+    if (labels[labelKeys.scopeKey] !== spec.scopeKey) {
+      mismatch.push(`scope key ${labels[labelKeys.scopeKey] ?? "(none)"}, not ${spec.scopeKey}`);
+    }
+    if (labels[labelKeys.home] !== this.stateDirectory) {
+      mismatch.push(
+        `state directory ${labels[labelKeys.home] ?? "(none)"}, not ${this.stateDirectory}`,
+      );
+    }
+    if (mismatch.length > 0) {
+      throw new SandboxStartError(
+        `the container ${name} was made by cordon for something else (${mismatch.join("; ")}); cordon will not adopt it`,
+        { fix: `remove it with \`cordon sandbox rm ${name}\` (or \`docker rm -f ${name}\`)` },
+      );
+    }
+  }
+
+  /** What differs between a running container and the spec, or undefined when nothing does. */
+  private driftOf(
+    info: Docker.ContainerInspectInfo,
+    spec: SandboxSpec,
+    image: ResolvedImage,
+  ): string | undefined {
+    const labels = info.Config.Labels ?? {};
+    if (labels[labelKeys.configHash] !== spec.configHash) {
+      return `config ${labels[labelKeys.configHash] ?? "(none)"} (now ${spec.configHash})`;
+    }
+    // The id, not the tag: a tag that now names a newer build (or pull) is drift too.
+    if (labels[labelKeys.image] !== image.reference || info.Image !== image.id) {
+      return `image ${labels[labelKeys.image] ?? info.Config.Image} ${info.Image.slice(7, 19)} (now ${image.reference} ${image.id.slice(7, 19)})`;
+    }
+    return undefined;
+  }
+
+  /**
+   * Whether commands run in the container (from any process): an idle sandbox runs only its init
+   * and `sleep infinity`. When Docker cannot tell, it counts as busy: never destroy on doubt.
+   */
+  private async isBusy(containerId: string): Promise<boolean> {
+    try {
+      const top = (await this.engine.client.getContainer(containerId).top()) as {
+        Processes?: unknown[][];
+      };
+      return (top.Processes?.length ?? 0) > 2;
+    } catch {
+      return true;
+    }
+  }
+
+  private async inspect(name: string): Promise<Docker.ContainerInspectInfo | undefined> {
+    try {
+      return await this.engine.client.getContainer(name).inspect();
+    } catch (error) {
+      if (dockerStatusOf(error) === 404) return undefined;
+      throw toSandboxError(error, `inspect the container ${name}`);
+    }
+  }
+
+  /**
+   * Creates and starts the container; undefined on a name conflict. Anything it made is removed
+   * again when a later step fails, and the original error is what the caller sees.
+   */
+  private async create(
+    spec: SandboxSpec,
+    image: ResolvedImage,
+    progress: (phase: AcquirePhase, message: string) => void,
+  ): Promise<Docker.ContainerInspectInfo | undefined> {
+    const name = spec.containerName;
+    const options = createContainerOptions({
+      spec,
+      image: image.reference,
+      createdAt: new Date().toISOString(),
+      extraLabels: this.extraLabels,
+      stateDirectory: this.stateDirectory,
+    });
+    let container: Docker.Container;
+    try {
+      container = await this.engine.client.createContainer(options);
+    } catch (error) {
+      if (dockerStatusOf(error) === 409) return undefined;
+      throw startError(error, `create the sandbox container ${name}`);
+    }
+    try {
+      progress("start", `starting ${name}`);
+      await this.start(container.id, name);
+      const info = await container.inspect();
+      if (!info.State.Running) {
+        throw new SandboxStartError(
+          `the sandbox container ${name} stopped right after it started (exit code ${info.State.ExitCode}${info.State.Error ? `: ${info.State.Error}` : ""})`,
+          { fix: "the image must provide `sleep`; check sandbox.docker.image" },
+        );
+      }
+      return info;
+    } catch (error) {
+      await this.remove(container.id, name).catch((cleanup: unknown) =>
+        this.logger.warn({ err: cleanup, sandbox: name }, "cannot remove a sandbox that failed"),
+      );
+      throw error;
+    }
+  }
+
+  private async start(containerId: string, name: string): Promise<void> {
+    try {
+      await this.engine.client.getContainer(containerId).start();
+    } catch (error) {
+      // 304: already started, by us or another process.
+      if (dockerStatusOf(error) === 304) return;
+      throw startError(error, `start the sandbox container ${name}`);
+    }
+  }
+
+  /** Removes a container; gone already counts as removed, one being removed is waited for. */
+  private async remove(containerId: string, name: string): Promise<void> {
+    const container = this.engine.client.getContainer(containerId);
+    try {
+      await container.remove({ force: true, v: true });
+      return;
+    } catch (error) {
+      const status = dockerStatusOf(error);
+      if (status === 404) return;
+      if (status !== 409) throw toSandboxError(error, `remove the container ${name}`);
+    }
+    for (let attempt = 0; attempt < settleAttempts; attempt += 1) {
+      await sleep(settleDelayMs);
+      try {
+        await container.inspect();
+      } catch (error) {
+        if (dockerStatusOf(error) === 404) return;
+        throw toSandboxError(error, `inspect the container ${name}`);
+      }
+    }
+    throw new SandboxError(`the container ${name} is still being removed`, {
+      fix: `retry, or remove it with \`docker rm -f ${name}\``,
+    });
+  }
+
+  /**
+   * Marks the record used now, before a container is replaced: a prune in another process then
+   * does not take the private workspace for an orphan in the moment no container exists.
+   */
+  private async touchRecord(name: string): Promise<void> {
+    await this.records
+      .update(name, (record) => ({ ...record, lastUsedAt: new Date().toISOString() }))
+      .catch(() => undefined);
+  }
+
+  private async writeRecord(
+    spec: SandboxSpec,
+    image: ResolvedImage,
+    info: Docker.ContainerInspectInfo,
+    log: Logger,
+  ): Promise<void> {
+    const labels = info.Config.Labels ?? {};
+    const now = new Date().toISOString();
+    try {
+      await this.records.write({
+        version: 1,
+        containerName: spec.containerName,
+        containerId: info.Id,
+        scopeKey: spec.scopeKey,
+        configHash: labels[labelKeys.configHash] ?? "",
+        wantedConfigHash: spec.configHash,
+        wantedImage: image.reference,
+        ...(spec.privateWorkspace ? { privateWorkspace: spec.privateWorkspace } : {}),
+        createdAt: labels[labelKeys.createdAt] ?? info.Created,
+        lastUsedAt: now,
+      });
+    } catch (error) {
+      // Records add times to `sandbox list`; a sandbox works without one.
+      log.warn({ err: error }, "cannot write the sandbox record");
+    }
+  }
+}
+
+/**
+ * Stopped on purpose rather than died: exit 0, or 143 (SIGTERM, what `docker stop` and an engine
+ * shutdown send, forwarded by the init process). A kill (137), an OOM kill or any other exit
+ * means the container died, and it is replaced.
+ */
+function stoppedCleanly(state: Docker.ContainerInspectInfo["State"]): boolean {
+  return !state.OOMKilled && !state.Dead && (state.ExitCode === 0 || state.ExitCode === 143);
+}
+
+/** A create/start failure as a `SandboxStartError` with the remedy, or Docker being unreachable. */
+function startError(error: unknown, action: string): SandboxError {
+  const mapped = toSandboxError(error, action);
+  if (mapped.code === "docker_unavailable") return mapped;
+  const detail = dockerMessageOf(error);
+  let fix =
+    "check the sandbox.docker settings (`cordon sandbox explain` shows them); `cordon doctor` checks the engine";
+  if (/runtime/i.test(detail)) {
+    fix = "check sandbox.docker.runtime: `docker info` lists the runtimes this engine has";
+  } else if (/bind source path|mount/i.test(detail)) {
+    fix = "check the sandbox mounts: every source must exist on the Docker host";
+  }
+  return new SandboxStartError(`cannot ${action}: ${detail}`, { fix, cause: error });
+}

@@ -1,0 +1,96 @@
+import { randomBytes } from "node:crypto";
+import { mkdir, readFile, readdir, rename, rm, writeFile } from "node:fs/promises";
+import path from "node:path";
+
+import { z } from "zod";
+
+/**
+ * What cordon remembers about a sandbox beside Docker's own view: when it was last used and
+ * which config the last acquire asked for. Docker stays the source of truth for what exists; a
+ * record only adds times, and is dropped only after its container is gone.
+ */
+const sandboxRecordSchema = z.object({
+  version: z.literal(1),
+  containerName: z.string(),
+  containerId: z.string(),
+  scopeKey: z.string(),
+  /** Config hash of the container as created. */
+  configHash: z.string(),
+  /** Config hash the most recent acquire asked for; differs from configHash when stale. */
+  wantedConfigHash: z.string(),
+  /** Image the most recent acquire resolved to. */
+  wantedImage: z.string().optional(),
+  privateWorkspace: z.string().optional(),
+  createdAt: z.string(),
+  lastUsedAt: z.string(),
+});
+
+export type SandboxRecord = z.infer<typeof sandboxRecordSchema>;
+
+/** `<stateDir>/sandboxes`. */
+export function recordsDirectory(stateDirectory: string): string {
+  return path.join(stateDirectory, "sandboxes");
+}
+
+const safeName = /^[A-Za-z0-9][A-Za-z0-9_.-]*$/;
+
+/** Sandbox records under the state directory, one JSON file per container name. */
+export class SandboxRecords {
+  constructor(private readonly stateDirectory: string) {}
+
+  private fileOf(containerName: string): string {
+    if (!safeName.test(containerName)) throw new Error(`invalid container name ${containerName}`);
+    return path.join(recordsDirectory(this.stateDirectory), `${containerName}.json`);
+  }
+
+  async read(containerName: string): Promise<SandboxRecord | undefined> {
+    try {
+      return parseRecord(await readFile(this.fileOf(containerName), "utf8"));
+    } catch {
+      // Missing or unreadable: a record is a convenience, Docker knows what exists.
+      return undefined;
+    }
+  }
+
+  async readAll(): Promise<SandboxRecord[]> {
+    let names: string[];
+    try {
+      names = await readdir(recordsDirectory(this.stateDirectory));
+    } catch {
+      return [];
+    }
+    const records = await Promise.all(
+      names
+        .filter((name) => name.endsWith(".json") && safeName.test(name))
+        .map((name) => this.read(name.slice(0, -".json".length))),
+    );
+    return records.filter((record): record is SandboxRecord => record !== undefined);
+  }
+
+  /** Atomic (temp file + rename): concurrent writers never leave a torn file. */
+  async write(record: SandboxRecord): Promise<void> {
+    const file = this.fileOf(record.containerName);
+    await mkdir(path.dirname(file), { recursive: true, mode: 0o700 });
+    const temporary = `${file}.${process.pid}.${randomBytes(4).toString("hex")}.tmp`;
+    await writeFile(temporary, `${JSON.stringify(record, null, 2)}\n`, { mode: 0o600 });
+    await rename(temporary, file);
+  }
+
+  /** Applies `change` to the record, if there is one. */
+  async update(
+    containerName: string,
+    change: (record: SandboxRecord) => SandboxRecord,
+  ): Promise<void> {
+    const record = await this.read(containerName);
+    if (record) await this.write(change(record));
+  }
+
+  async remove(containerName: string): Promise<void> {
+    await rm(this.fileOf(containerName), { force: true });
+  }
+}
+
+function parseRecord(text: string): SandboxRecord | undefined {
+  const parsed = sandboxRecordSchema.safeParse(JSON.parse(text));
+  return parsed.success ? parsed.data : undefined;
+}

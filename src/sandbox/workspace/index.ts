@@ -1,0 +1,19 @@
+export {
+  checkAgentWorkspaceAccess,
+  ensurePrivateWorkspace,
+  type PrivateWorkspace,
+  type PrivateWorkspaceOptions,
+  type SeedInfo,
+} from "./private-workspace.js";
+export {
+  isInside,
+  privateWorkspacePath,
+  privateWorkspaceRoot,
+  seedMarkerPath,
+  seedTempPrefix,
+  workspacesFolder,
+} from "./paths.js";
+export { listGitFiles } from "./git-files.js";
+export { TreeCopier, type CopySummary, type TreeCopierOptions } from "./tree-copy.js";
+export { parseContainerUser, type Owner } from "./owner.js";
+export { baselineRef, recordBaseline } from "./baseline.js";

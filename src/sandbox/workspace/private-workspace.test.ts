@@ -1,0 +1,272 @@
+import { execFileSync } from "node:child_process";
+import {
+  lstat,
+  mkdir,
+  mkdtemp,
+  readFile,
+  readlink,
+  readdir,
+  rm,
+  stat,
+  symlink,
+  writeFile,
+} from "node:fs/promises";
+import { createServer } from "node:net";
+import { tmpdir } from "node:os";
+import path from "node:path";
+
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+
+import { SandboxStartError } from "../../common/index.js";
+import type { SandboxSpec } from "../spec.js";
+import { baselineRef } from "./baseline.js";
+import { checkAgentWorkspaceAccess, ensurePrivateWorkspace } from "./private-workspace.js";
+import { privateWorkspacePath, seedMarkerPath, seedTempPrefix } from "./paths.js";
+import { TreeCopier } from "./tree-copy.js";
+
+let root: string;
+let stateDirectory: string;
+let agentWorkspace: string;
+
+beforeEach(async () => {
+  root = await mkdtemp(path.join(tmpdir(), "cordon-ws-"));
+  stateDirectory = path.join(root, "home");
+  agentWorkspace = path.join(root, "repo");
+  await mkdir(agentWorkspace);
+});
+
+afterEach(async () => {
+  await rm(root, { recursive: true, force: true });
+});
+
+function spec(overrides: Partial<SandboxSpec> = {}): SandboxSpec {
+  const containerName = "cordon-unit-abc123";
+  return {
+    scope: "session",
+    scopeKey: "session:agent:a:s",
+    containerName,
+    agentId: "a",
+    sessionKey: "agent:a:s",
+    workspaceAccess: "none",
+    agentWorkspace,
+    privateWorkspace: privateWorkspacePath(stateDirectory, containerName),
+    seed: true,
+    mounts: [],
+    docker: {
+      containerPrefix: "cordon",
+      workdir: "/workspace",
+      readOnlyRoot: true,
+      tmpfs: {},
+      network: "none",
+      user: "1000:1000",
+      capDrop: ["ALL"],
+      env: {},
+      memoryBytes: 1024 ** 3,
+      memorySwapBytes: 1024 ** 3,
+      cpus: 1,
+      pidsLimit: 256,
+      ulimits: [],
+      dns: [],
+      extraHosts: [],
+    },
+    configHash: "h",
+    ...overrides,
+  };
+}
+
+const git = (cwd: string, ...args: string[]): string =>
+  execFileSync("git", ["-c", "user.name=t", "-c", "user.email=t@e", ...args], {
+    cwd,
+    encoding: "utf8",
+  });
+
+async function makeRepository(): Promise<void> {
+  git(agentWorkspace, "init", "-q");
+  await writeFile(path.join(agentWorkspace, ".gitignore"), "secret.env\nbuild/\n");
+  await writeFile(path.join(agentWorkspace, "tracked.txt"), "tracked\n");
+  await mkdir(path.join(agentWorkspace, "src", "deep"), { recursive: true });
+  await writeFile(path.join(agentWorkspace, "src", "deep", "code.ts"), "export {};\n");
+  await symlink("/etc/passwd", path.join(agentWorkspace, "escape"));
+  git(agentWorkspace, "add", ".");
+  git(agentWorkspace, "commit", "-qm", "init");
+  await writeFile(path.join(agentWorkspace, "secret.env"), "API_KEY=sk-do-not-copy\n");
+  await mkdir(path.join(agentWorkspace, "build"));
+  await writeFile(path.join(agentWorkspace, "build", "out.js"), "ignored\n");
+  await writeFile(path.join(agentWorkspace, "untracked.txt"), "new\n");
+}
+
+describe("ensurePrivateWorkspace", () => {
+  it("seeds a git repository with tracked and untracked files, .git, and no ignored ones", async () => {
+    await makeRepository();
+    const result = await ensurePrivateWorkspace(spec(), { stateDirectory });
+    expect(result.created).toBe(true);
+    expect(result.seed?.method).toBe("git");
+    const copy = result.path;
+    expect(await readFile(path.join(copy, "tracked.txt"), "utf8")).toBe("tracked\n");
+    expect(await readFile(path.join(copy, "untracked.txt"), "utf8")).toBe("new\n");
+    expect(await readFile(path.join(copy, "src/deep/code.ts"), "utf8")).toBe("export {};\n");
+    await expect(lstat(path.join(copy, "secret.env"))).rejects.toThrow(/ENOENT/);
+    await expect(lstat(path.join(copy, "build"))).rejects.toThrow(/ENOENT/);
+    expect((await lstat(path.join(copy, ".git"))).isDirectory()).toBe(true);
+    // The copy is a working repository: the untracked file is the only change.
+    expect(git(copy, "-c", "safe.directory=*", "status", "--porcelain")).toBe("?? untracked.txt\n");
+    // The baseline holds the seeded state, untracked file included; HEAD is the user's.
+    const files = git(copy, "-c", "safe.directory=*", "ls-tree", "-r", "--name-only", baselineRef);
+    expect(files.split("\n").filter(Boolean).sort()).toEqual([
+      ".gitignore",
+      "escape",
+      "src/deep/code.ts",
+      "tracked.txt",
+      "untracked.txt",
+    ]);
+    // What git wrote for the baseline belongs to the container user too.
+    const ref = await lstat(path.join(copy, ".git", "refs", "cordon", "baseline"));
+    expect(ref.uid).toBe(1000);
+  });
+
+  it("copies a symlink that points out of the workspace as a link, never its target", async () => {
+    await makeRepository();
+    const { path: copy } = await ensurePrivateWorkspace(spec(), { stateDirectory });
+    const link = await lstat(path.join(copy, "escape"));
+    expect(link.isSymbolicLink()).toBe(true);
+    expect(await readlink(path.join(copy, "escape"))).toBe("/etc/passwd");
+  });
+
+  it("gives the copy to the container user (uid 1000) and keeps parents private", async () => {
+    await makeRepository();
+    const { path: copy } = await ensurePrivateWorkspace(spec(), { stateDirectory });
+    for (const entry of [copy, path.join(copy, "tracked.txt"), path.join(copy, "src/deep")]) {
+      const stats = await lstat(entry);
+      expect([stats.uid, stats.gid]).toEqual([1000, 1000]);
+    }
+    expect((await lstat(path.join(copy, "escape"))).uid).toBe(1000);
+    expect((await stat(path.dirname(copy))).mode & 0o777).toBe(0o700);
+    // The user's own files keep their owner.
+    expect((await stat(path.join(agentWorkspace, "tracked.txt"))).uid).toBe(process.getuid?.());
+  });
+
+  it("seeds once: a second call leaves the copy alone", async () => {
+    await makeRepository();
+    const first = await ensurePrivateWorkspace(spec(), { stateDirectory });
+    await writeFile(path.join(first.path, "agent-work.txt"), "kept\n");
+    await writeFile(path.join(agentWorkspace, "later.txt"), "not copied\n");
+    const second = await ensurePrivateWorkspace(spec(), { stateDirectory });
+    expect(second.created).toBe(false);
+    expect(second.seed).toBeUndefined();
+    expect(await readFile(path.join(first.path, "agent-work.txt"), "utf8")).toBe("kept\n");
+    await expect(lstat(path.join(first.path, "later.txt"))).rejects.toThrow(/ENOENT/);
+    const marker = JSON.parse(await readFile(seedMarkerPath(first.path), "utf8")) as {
+      method: string;
+    };
+    expect(marker.method).toBe("git");
+  });
+
+  it("redoes a seed that a crashed process left half done", async () => {
+    await writeFile(path.join(agentWorkspace, "a.txt"), "a\n");
+    const target = privateWorkspacePath(stateDirectory, "cordon-unit-abc123");
+    await mkdir(path.dirname(target), { recursive: true });
+    // A dead process's temporary directory (pid 2^22 + 1 is above Linux's pid_max).
+    const abandoned = `${seedTempPrefix(target)}4194305-xyz`;
+    await mkdir(abandoned);
+    await writeFile(path.join(abandoned, "half.txt"), "half");
+    const result = await ensurePrivateWorkspace(spec(), { stateDirectory });
+    expect(result.seed?.files).toBe(1);
+    // A plain directory's copy gets a repository of cordon's own, for the baseline.
+    expect(await readdir(result.path)).toEqual([".git", "a.txt"]);
+    const leftovers = (await readdir(path.dirname(target))).filter((n) => n.includes("seeding"));
+    expect(leftovers).toEqual([]);
+  });
+
+  it("copies a plain directory whole: dotfiles, links as links, and skips sockets", async () => {
+    await writeFile(path.join(agentWorkspace, ".env"), "X=1\n");
+    await mkdir(path.join(agentWorkspace, "sub"));
+    await writeFile(path.join(agentWorkspace, "sub", "f"), "f\n");
+    await symlink("../.env", path.join(agentWorkspace, "sub", "link"));
+    await symlink(root, path.join(agentWorkspace, "outside-dir"));
+    const server = createServer();
+    await new Promise<void>((resolve) =>
+      server.listen(path.join(agentWorkspace, "daemon.sock"), resolve),
+    );
+    try {
+      const result = await ensurePrivateWorkspace(spec(), { stateDirectory });
+      expect(result.seed?.method).toBe("copy");
+      expect((await readdir(result.path)).sort()).toEqual([".env", ".git", "outside-dir", "sub"]);
+      expect(await readlink(path.join(result.path, "sub", "link"))).toBe("../.env");
+      expect((await lstat(path.join(result.path, "outside-dir"))).isSymbolicLink()).toBe(true);
+      expect(result.seed?.skipped.map((s) => s.path)).toEqual(["daemon.sock"]);
+    } finally {
+      server.close();
+    }
+  });
+
+  it("creates an empty workspace when seeding is off", async () => {
+    await writeFile(path.join(agentWorkspace, "a.txt"), "a\n");
+    const result = await ensurePrivateWorkspace(spec({ seed: false }), { stateDirectory });
+    expect(result.created).toBe(true);
+    expect(await readdir(result.path)).toEqual([]);
+    expect((await stat(result.path)).uid).toBe(1000);
+  });
+
+  it("refuses a private workspace outside the state directory (it would chown it)", async () => {
+    await expect(
+      ensurePrivateWorkspace(spec({ privateWorkspace: path.join(root, "elsewhere") }), {
+        stateDirectory,
+      }),
+    ).rejects.toThrow(/not inside the state directory/);
+    await expect(
+      ensurePrivateWorkspace(spec({ privateWorkspace: agentWorkspace }), { stateDirectory }),
+    ).rejects.toThrow(SandboxStartError);
+  });
+
+  it("does not copy the state directory when it lives inside the workspace", async () => {
+    await writeFile(path.join(agentWorkspace, "a.txt"), "a\n");
+    const inner = path.join(agentWorkspace, ".cordon");
+    const result = await ensurePrivateWorkspace(
+      spec({ privateWorkspace: privateWorkspacePath(inner, "cordon-unit-abc123") }),
+      { stateDirectory: inner },
+    );
+    expect(await readdir(result.path)).toEqual([".git", "a.txt"]);
+  });
+});
+
+describe("TreeCopier", () => {
+  it("never reads a listed file through a parent that is a symlink out of the source", async () => {
+    const outside = path.join(root, "outside");
+    await mkdir(outside);
+    await writeFile(path.join(outside, "secret"), "host secret");
+    await symlink(outside, path.join(agentWorkspace, "link"));
+    await writeFile(path.join(agentWorkspace, "ok.txt"), "ok");
+    const target = path.join(root, "target");
+    await mkdir(target);
+    const summary = await new TreeCopier({ sourceRoot: agentWorkspace, targetRoot: target })
+      // A crafted listing (e.g. a hand-made git index) naming a path through the link.
+      .copyEntries(["ok.txt", "link", "link/secret", "../outside/secret", "/etc/passwd"]);
+    expect(summary.files).toBe(1);
+    expect((await readdir(target)).sort()).toEqual(["link", "ok.txt"]);
+    expect(summary.skipped.map((s) => s.path)).toEqual([
+      "link/secret",
+      "../outside/secret",
+      "/etc/passwd",
+    ]);
+  });
+});
+
+describe("checkAgentWorkspaceAccess", () => {
+  it("warns when the container user cannot write an rw workspace, without touching it", async () => {
+    const before = await stat(agentWorkspace);
+    const warning = await checkAgentWorkspaceAccess(
+      spec({ workspaceAccess: "rw", privateWorkspace: undefined }),
+    );
+    expect(warning).toMatch(/cannot write the agent workspace/);
+    expect(warning).toContain("sandbox.docker.user");
+    const after = await stat(agentWorkspace);
+    expect([after.uid, after.mode]).toEqual([before.uid, before.mode]);
+  });
+
+  it("is silent when the workspace belongs to the container user", async () => {
+    execFileSync("chown", ["1000:1000", agentWorkspace]);
+    expect(
+      await checkAgentWorkspaceAccess(spec({ workspaceAccess: "rw", privateWorkspace: undefined })),
+    ).toBeUndefined();
+  });
+});

@@ -1,0 +1,278 @@
+import {
+  lstat,
+  mkdir,
+  mkdtemp,
+  readdir,
+  realpath,
+  rename,
+  rm,
+  stat,
+  writeFile,
+  lchown,
+  chmod,
+} from "node:fs/promises";
+import path from "node:path";
+
+import { SandboxStartError, throwIfAborted } from "../../common/index.js";
+import type { SandboxSpec } from "../spec.js";
+import { recordBaseline } from "./baseline.js";
+import { listGitFiles } from "./git-files.js";
+import { parseContainerUser, permissionsFor, processUid, type Owner } from "./owner.js";
+import { isInside, isStrictlyInside, seedMarkerPath, seedTempPrefix } from "./paths.js";
+import { TreeCopier, isErrno, type CopySummary } from "./tree-copy.js";
+
+export interface PrivateWorkspaceOptions {
+  /** The state directory (`CORDON_HOME`); the private workspace must lie below it. */
+  stateDirectory: string;
+  signal?: AbortSignal | undefined;
+}
+
+/** How a private workspace was seeded (also written to its seed marker). */
+export interface SeedInfo {
+  /** The agent workspace it was copied from. */
+  source: string;
+  /** "git": tracked + untracked-not-ignored files and `.git`; "copy": every file. */
+  method: "git" | "copy";
+  seededAt: string;
+  files: number;
+  symlinks: number;
+  bytes: number;
+  skipped: CopySummary["skipped"];
+}
+
+export interface PrivateWorkspace {
+  /** Absolute host path (mounted at /workspace). */
+  path: string;
+  /** True when this call created it. */
+  created: boolean;
+  /** Set when this call seeded it. */
+  seed?: SeedInfo | undefined;
+  /** Things the user should know (ownership, a `.git` that could not be copied). */
+  warnings: string[];
+}
+
+/**
+ * Makes sure the private workspace of a `none` or `ro` sandbox exists: created under the state
+ * directory (parents 0700), owned by the container's user so the non-root user can work in it, and
+ * — when `spec.seed` and it is new — filled with a copy of the agent workspace. Seeding happens in
+ * a temporary sibling that is renamed into place, so it happens once, and a crash mid-seed leaves
+ * nothing that looks finished. The user's own workspace is only ever read.
+ */
+export async function ensurePrivateWorkspace(
+  spec: SandboxSpec,
+  options: PrivateWorkspaceOptions,
+): Promise<PrivateWorkspace> {
+  const target = await validatedTarget(spec, options.stateDirectory);
+  const warnings: string[] = [];
+  const owner = ownerToApply(spec, warnings);
+
+  const existing = await lstat(target).catch((error: unknown) => {
+    if (isErrno(error, "ENOENT")) return undefined;
+    throw error;
+  });
+  if (existing) {
+    if (!existing.isDirectory()) {
+      throw new SandboxStartError(`the private workspace ${target} is not a directory`, {
+        fix: `remove it (\`cordon sandbox rm ${spec.containerName}\` or rm it by hand) and retry`,
+      });
+    }
+    return { path: target, created: false, warnings };
+  }
+
+  throwIfAborted(options.signal, "preparing the private workspace");
+  if (!spec.seed) {
+    try {
+      await mkdir(target, { mode: 0o755 });
+    } catch (error) {
+      // Another process made it first: same spec, same result.
+      if (isErrno(error, "EEXIST")) return { path: target, created: false, warnings };
+      throw error;
+    }
+    if (owner) await lchown(target, owner.uid, owner.gid);
+    return { path: target, created: true, warnings };
+  }
+
+  await removeAbandonedSeeds(target);
+  const temporary = await mkdtemp(`${seedTempPrefix(target)}${process.pid}-`);
+  try {
+    await chmod(temporary, 0o755);
+    if (owner) await lchown(temporary, owner.uid, owner.gid);
+    const seed = await seedInto(temporary, spec, {
+      owner,
+      exclude: [await realpath(options.stateDirectory)],
+      warnings,
+      signal: options.signal,
+    });
+    // Before the agent ever sees the copy: what `cordon diff` compares against.
+    await recordBaseline(temporary, owner);
+    await writeFile(seedMarkerPath(target), `${JSON.stringify(seed, null, 2)}\n`, { mode: 0o600 });
+    try {
+      await rename(temporary, target);
+    } catch (error) {
+      // Another process finished seeding first; its copy is as good as ours.
+      if (isErrno(error, "ENOTEMPTY") || isErrno(error, "EEXIST")) {
+        return { path: target, created: false, warnings };
+      }
+      throw error;
+    }
+    return { path: target, created: true, seed, warnings };
+  } finally {
+    await rm(temporary, { recursive: true, force: true });
+  }
+}
+
+/**
+ * A warning when the container's user cannot write the agent workspace mounted read-write (`rw`),
+ * or cannot read it (`ro`). cordon never changes the owner or mode of the user's own files: the
+ * fix is theirs to choose.
+ */
+export async function checkAgentWorkspaceAccess(spec: SandboxSpec): Promise<string | undefined> {
+  if (spec.workspaceAccess === "none") return undefined;
+  const owner = parseContainerUser(spec.docker.user);
+  if (!owner) return undefined;
+  let stats;
+  try {
+    stats = await stat(spec.agentWorkspace);
+  } catch (error) {
+    throw new SandboxStartError(`the agent workspace ${spec.agentWorkspace} cannot be mounted`, {
+      fix: "create it, or point the agent's workspace setting at an existing directory",
+      cause: error,
+    });
+  }
+  const allowed = permissionsFor(owner, stats);
+  const needed = spec.workspaceAccess === "rw" ? "write" : "read";
+  if (allowed[needed]) return undefined;
+  return (
+    `the container user ${spec.docker.user} cannot ${needed} the agent workspace ` +
+    `${spec.agentWorkspace} (owner ${stats.uid}:${stats.gid}, mode ${(stats.mode & 0o777).toString(8)}); ` +
+    `set sandbox.docker.user to "${stats.uid}:${stats.gid}" or give uid ${owner.uid} access ` +
+    `(cordon does not change your files' owner or mode)`
+  );
+}
+
+async function validatedTarget(spec: SandboxSpec, stateDirectory: string): Promise<string> {
+  const target = spec.privateWorkspace;
+  if (target === undefined || !path.isAbsolute(target)) {
+    throw new SandboxStartError(
+      `workspace access "${spec.workspaceAccess}" needs a private workspace, and the sandbox plan has ${target === undefined ? "none" : `a relative one (${target})`}`,
+      { fix: "this is a bug in the sandbox plan; report it with `cordon sandbox explain`" },
+    );
+  }
+  await mkdir(stateDirectory, { recursive: true, mode: 0o700 });
+  const stateReal = await realpath(stateDirectory);
+  await mkdir(path.dirname(target), { recursive: true, mode: 0o700 });
+  const resolved = path.join(await realpath(path.dirname(target)), path.basename(target));
+  if (!isStrictlyInside(stateReal, resolved)) {
+    throw new SandboxStartError(
+      `the private workspace ${target} is not inside the state directory ${stateDirectory}; cordon only creates and chowns directories of its own`,
+      { fix: "set CORDON_HOME so private workspaces live under it" },
+    );
+  }
+  const agentReal = await realpath(spec.agentWorkspace).catch(() => undefined);
+  // Below the agent workspace is allowed (CORDON_HOME=./.cordon; seeding skips it); containing
+  // it is not: cordon chowns its private workspace.
+  if (agentReal && isInside(resolved, agentReal)) {
+    throw new SandboxStartError(
+      `the private workspace ${target} contains the agent workspace ${spec.agentWorkspace}`,
+      { fix: "set CORDON_HOME to a directory outside the agent workspace" },
+    );
+  }
+  return resolved;
+}
+
+/** The owner to give cordon's own copy: the container's user, when this process may chown. */
+function ownerToApply(spec: SandboxSpec, warnings: string[]): Owner | undefined {
+  const owner = parseContainerUser(spec.docker.user);
+  const self = processUid();
+  if (!owner || self === undefined || self === owner.uid) return undefined;
+  if (self === 0) return owner;
+  warnings.push(
+    `cordon runs as uid ${self} and cannot give the private workspace to the container user ${spec.docker.user}; ` +
+      `the sandbox may not be able to write /workspace (set sandbox.docker.user to "${self}:${process.getgid?.() ?? self}")`,
+  );
+  return undefined;
+}
+
+async function seedInto(
+  temporary: string,
+  spec: SandboxSpec,
+  options: {
+    owner: Owner | undefined;
+    exclude: string[];
+    warnings: string[];
+    signal: AbortSignal | undefined;
+  },
+): Promise<SeedInfo> {
+  let sourceRoot: string;
+  try {
+    sourceRoot = await realpath(spec.agentWorkspace);
+    if (!(await stat(sourceRoot)).isDirectory()) throw new Error("not a directory");
+  } catch (error) {
+    throw new SandboxStartError(
+      `cannot seed the private workspace: the agent workspace ${spec.agentWorkspace} is not a readable directory`,
+      {
+        fix: "point the agent's workspace setting at an existing directory, or set sandbox.seed to false",
+        cause: error,
+      },
+    );
+  }
+  const copier = new TreeCopier({
+    sourceRoot,
+    targetRoot: temporary,
+    owner: options.owner,
+    exclude: options.exclude,
+    signal: options.signal,
+  });
+  const listed = await listGitFiles(sourceRoot, options.signal);
+  let summary: CopySummary;
+  if (listed) {
+    // `.git` comes along whole so `git diff` inside the sandbox (and `cordon diff`) work.
+    const gitEntry = await lstat(path.join(sourceRoot, ".git")).catch(() => undefined);
+    if (gitEntry?.isFile()) {
+      options.warnings.push(
+        `${spec.agentWorkspace} is a linked git worktree or submodule (.git is a file); its repository was not copied, so git does not work in the sandbox copy`,
+      );
+    }
+    summary = await copier.copyEntries(gitEntry?.isDirectory() ? [...listed, ".git"] : listed);
+  } else {
+    summary = await copier.copyAll();
+  }
+  if (summary.skipped.length > 0) {
+    options.warnings.push(
+      `seeding skipped ${summary.skipped.length} entr${summary.skipped.length === 1 ? "y" : "ies"}: ${summary.skipped
+        .slice(0, 5)
+        .map((s) => `${s.path} (${s.reason})`)
+        .join(", ")}`,
+    );
+  }
+  return {
+    source: spec.agentWorkspace,
+    method: listed ? "git" : "copy",
+    seededAt: new Date().toISOString(),
+    files: summary.files,
+    symlinks: summary.symlinks,
+    bytes: summary.bytes,
+    skipped: summary.skipped,
+  };
+}
+
+/** Temporary seed directories left by processes that died mid-seed. */
+async function removeAbandonedSeeds(target: string): Promise<void> {
+  const prefix = path.basename(seedTempPrefix(target));
+  const parent = path.dirname(target);
+  for (const name of await readdir(parent)) {
+    if (!name.startsWith(prefix)) continue;
+    const pid = Number(name.slice(prefix.length).split("-")[0]);
+    if (Number.isInteger(pid) && pid > 0 && isAlive(pid)) continue;
+    await rm(path.join(parent, name), { recursive: true, force: true });
+  }
+}
+
+function isAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (error) {
+    return isErrno(error, "EPERM");
+  }
+}
