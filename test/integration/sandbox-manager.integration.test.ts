@@ -265,6 +265,40 @@ describe("DockerSandboxManager", () => {
     expect(await containerState(s.containerName)).toBe("running");
   });
 
+  it("starts a container another process created but never started, or replaces it", async () => {
+    const s = spec("never-started");
+    await mkdir(s.privateWorkspace ?? "", { recursive: true });
+    // Left behind as if a process died between create and start.
+    const orphan = await docker.createContainer(
+      createContainerOptions({
+        spec: s,
+        image,
+        createdAt: new Date().toISOString(),
+        extraLabels: testLabel,
+        stateDirectory: path.resolve(stateDirectory),
+      }),
+    );
+    const lease = await acquire(s);
+    expect(idOf(lease)).toBe(orphan.id);
+    expect(await containerState(s.containerName)).toBe("running");
+
+    // The same, but it cannot start (a tmpfs option runc refuses): replaced by a fresh one.
+    const broken = spec("never-starts");
+    await mkdir(broken.privateWorkspace ?? "", { recursive: true });
+    const unstartable = await docker.createContainer(
+      createContainerOptions({
+        spec: { ...broken, docker: { ...broken.docker, tmpfs: { "/tmp": "size=bogus" } } },
+        image,
+        createdAt: new Date().toISOString(),
+        extraLabels: testLabel,
+        stateDirectory: path.resolve(stateDirectory),
+      }),
+    );
+    const replaced = await acquire(broken);
+    expect(replaced.fresh).toBe(true);
+    expect(idOf(replaced)).not.toBe(unstartable.id);
+  });
+
   it("recovers a held sandbox whose container died mid-session", async () => {
     const s = spec("recover");
     const lease = await acquire(s);

@@ -185,6 +185,21 @@ describe("ensurePrivateWorkspace", () => {
     }
   });
 
+  it("gives an existing private workspace the container user cannot write back to it", async () => {
+    const target = privateWorkspacePath(stateDirectory, "cordon-unit-abc123");
+    await mkdir(path.join(target, "sub"), { recursive: true });
+    await writeFile(path.join(target, "sub", "file"), "x");
+    await symlink("/etc/passwd", path.join(target, "link"));
+    const result = await ensurePrivateWorkspace(spec(), { stateDirectory });
+    expect(result.created).toBe(false);
+    expect(result.warnings.join("\n")).toMatch(/gave the private workspace/);
+    for (const entry of [target, path.join(target, "sub", "file"), path.join(target, "link")]) {
+      expect((await lstat(entry)).uid).toBe(1000);
+    }
+    // The link was changed, not followed.
+    expect((await stat("/etc/passwd")).uid).toBe(0);
+  });
+
   it("creates an empty workspace when seeding is off", async () => {
     await writeFile(path.join(agentWorkspace, "a.txt"), "a\n");
     const result = await ensurePrivateWorkspace(spec({ seed: false }), { stateDirectory });

@@ -11,6 +11,7 @@ import {
   lchown,
   chmod,
 } from "node:fs/promises";
+import type { Stats } from "node:fs";
 import path from "node:path";
 
 import { SandboxStartError, throwIfAborted } from "../../common/index.js";
@@ -75,6 +76,7 @@ export async function ensurePrivateWorkspace(
         fix: `remove it (\`cordon sandbox rm ${spec.containerName}\` or rm it by hand) and retry`,
       });
     }
+    await repairOwnership(target, existing, spec, owner, warnings);
     return { path: target, created: false, warnings };
   }
 
@@ -175,6 +177,40 @@ async function validatedTarget(spec: SandboxSpec, stateDirectory: string): Promi
     );
   }
   return resolved;
+}
+
+/**
+ * An existing private workspace the container user cannot write (made by another cordon version,
+ * or by hand) is given back to it — it is cordon's own directory — or, without the right to,
+ * reported.
+ */
+async function repairOwnership(
+  target: string,
+  stats: Stats,
+  spec: SandboxSpec,
+  owner: Owner | undefined,
+  warnings: string[],
+): Promise<void> {
+  const user = parseContainerUser(spec.docker.user);
+  if (!user || permissionsFor(user, stats).write) return;
+  if (!owner) {
+    warnings.push(
+      `the container user ${spec.docker.user} cannot write the private workspace ${target} (owner ${stats.uid}:${stats.gid})`,
+    );
+    return;
+  }
+  await chownTree(target, owner);
+  warnings.push(`gave the private workspace ${target} back to the container user ${spec.docker.user}`);
+}
+
+/** lchown of a whole tree; symlinks are changed, never followed. */
+async function chownTree(root: string, owner: Owner): Promise<void> {
+  await lchown(root, owner.uid, owner.gid);
+  for (const entry of await readdir(root, { withFileTypes: true })) {
+    const child = path.join(root, entry.name);
+    if (entry.isDirectory()) await chownTree(child, owner);
+    else await lchown(child, owner.uid, owner.gid);
+  }
 }
 
 /** The owner to give cordon's own copy: the container's user, when this process may chown. */
