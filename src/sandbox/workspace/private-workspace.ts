@@ -200,7 +200,9 @@ async function repairOwnership(
     return;
   }
   await chownTree(target, owner);
-  warnings.push(`gave the private workspace ${target} back to the container user ${spec.docker.user}`);
+  warnings.push(
+    `gave the private workspace ${target} back to the container user ${spec.docker.user}`,
+  );
 }
 
 /** lchown of a whole tree; symlinks are changed, never followed. */
