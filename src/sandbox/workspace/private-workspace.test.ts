@@ -200,6 +200,32 @@ describe("ensurePrivateWorkspace", () => {
     expect((await stat("/etc/passwd")).uid).toBe(0);
   });
 
+  it("copies a subdirectory of a repository by git's rules, and an ignored one whole", async () => {
+    await makeRepository();
+    await writeFile(path.join(agentWorkspace, "build", ".env"), "TOKEN=1\n");
+    const sub = await ensurePrivateWorkspace(
+      spec({ agentWorkspace: path.join(agentWorkspace, "src") }),
+      {
+        stateDirectory,
+      },
+    );
+    expect(sub.seed?.method).toBe("git");
+    expect(await readdir(sub.path)).toEqual(["deep"]);
+    expect(sub.warnings.join("\n")).toMatch(/subdirectory of a git repository/);
+
+    const ignored = await ensurePrivateWorkspace(
+      spec({
+        agentWorkspace: path.join(agentWorkspace, "build"),
+        containerName: "cordon-unit-other",
+        privateWorkspace: privateWorkspacePath(stateDirectory, "cordon-unit-other"),
+      }),
+      { stateDirectory },
+    );
+    expect(ignored.seed?.method).toBe("copy");
+    expect((await readdir(ignored.path)).sort()).toEqual([".env", "out.js"]);
+    expect(ignored.warnings.join("\n")).toMatch(/ignored by the git repository/);
+  });
+
   it("creates an empty workspace when seeding is off", async () => {
     await writeFile(path.join(agentWorkspace, "a.txt"), "a\n");
     const result = await ensurePrivateWorkspace(spec({ seed: false }), { stateDirectory });

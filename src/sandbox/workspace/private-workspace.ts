@@ -258,16 +258,28 @@ async function seedInto(
     exclude: options.exclude,
     signal: options.signal,
   });
-  const listed = await listGitFiles(sourceRoot, options.signal);
+  let listed = await listGitFiles(sourceRoot, options.signal);
+  const gitEntry = await lstat(path.join(sourceRoot, ".git")).catch(() => undefined);
+  if (listed?.length === 0 && !gitEntry) {
+    // Inside a repository that ignores this whole directory: git's view is empty, but the user
+    // pointed cordon here, so its files are what they mean.
+    options.warnings.push(
+      `${spec.agentWorkspace} is ignored by the git repository around it; copied it whole`,
+    );
+    listed = undefined;
+  }
   let summary: CopySummary;
   if (listed) {
-    // `.git` comes along whole so `git diff` inside the sandbox (and `cordon diff`) work.
-    const gitEntry = await lstat(path.join(sourceRoot, ".git")).catch(() => undefined);
     if (gitEntry?.isFile()) {
       options.warnings.push(
         `${spec.agentWorkspace} is a linked git worktree or submodule (.git is a file); its repository was not copied, so git does not work in the sandbox copy`,
       );
+    } else if (!gitEntry) {
+      options.warnings.push(
+        `${spec.agentWorkspace} is a subdirectory of a git repository; its files were copied without the repository, so git does not work in the sandbox copy`,
+      );
     }
+    // `.git` comes along whole so `git diff` inside the sandbox (and `cordon diff`) work.
     summary = await copier.copyEntries(gitEntry?.isDirectory() ? [...listed, ".git"] : listed);
   } else {
     summary = await copier.copyAll();
