@@ -16,6 +16,7 @@ import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 
 import {
+  AbortedError,
   DockerUnavailableError,
   ExitCode,
   ImageError,
@@ -344,6 +345,12 @@ describe("DockerSandboxManager", () => {
     expect((error as DockerUnavailableError).exitCode).toBe(ExitCode.sandbox);
     expect((error as DockerUnavailableError).fix).toMatch(/Docker engine/);
     await expect(stat(path.join(root, "down-home"))).rejects.toThrow(/ENOENT/);
+  });
+
+  it("stops at once when the acquire is aborted", async () => {
+    const s = spec("aborted");
+    await expect(manager.acquire(s, { signal: AbortSignal.abort() })).rejects.toThrow(AbortedError);
+    expect(await containerState(s.containerName)).toBeUndefined();
   });
 
   it("names the command when a configured image is missing", async () => {

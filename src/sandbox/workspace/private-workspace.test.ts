@@ -17,7 +17,7 @@ import path from "node:path";
 
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 
-import { SandboxStartError } from "../../common/index.js";
+import { AbortedError, SandboxStartError } from "../../common/index.js";
 import type { SandboxSpec } from "../spec.js";
 import { checkAgentWorkspaceAccess, ensurePrivateWorkspace } from "./private-workspace.js";
 import { privateWorkspacePath, seedMarkerPath, seedTempPrefix } from "./paths.js";
@@ -275,6 +275,40 @@ describe("TreeCopier", () => {
       "../outside/secret",
       "/etc/passwd",
     ]);
+  });
+});
+
+describe("TreeCopier, second line of defence", () => {
+  it("refuses a file whose open descriptor lies outside the source, even past the parent check", async () => {
+    const outside = path.join(root, "outside");
+    await mkdir(outside);
+    await writeFile(path.join(outside, "secret"), "host secret");
+    await symlink(outside, path.join(agentWorkspace, "link"));
+    const target = path.join(root, "target");
+    await mkdir(target);
+    const copier = new TreeCopier({ sourceRoot: agentWorkspace, targetRoot: target });
+    // As if the parent was swapped for a symlink right after it was checked.
+    (copier as unknown as { sourceParentIsInside: () => Promise<boolean> }).sourceParentIsInside =
+      () => Promise.resolve(true);
+    (copier as unknown as { ensureTargetDirectory: () => Promise<boolean> }).ensureTargetDirectory =
+      () => Promise.resolve(true);
+    const summary = await copier.copyEntries(["link/secret"]);
+    expect(summary.files).toBe(0);
+    expect(summary.skipped).toEqual([
+      { path: "link/secret", reason: "resolves outside the workspace" },
+    ]);
+    expect(await readdir(target)).toEqual([]);
+  });
+});
+
+describe("ensurePrivateWorkspace with an aborted signal", () => {
+  it("stops before creating anything", async () => {
+    await writeFile(path.join(agentWorkspace, "a.txt"), "a\n");
+    await expect(
+      ensurePrivateWorkspace(spec(), { stateDirectory, signal: AbortSignal.abort() }),
+    ).rejects.toThrow(AbortedError);
+    const parent = path.dirname(privateWorkspacePath(stateDirectory, "cordon-unit-abc123"));
+    expect(await readdir(parent)).toEqual([]);
   });
 });
 
