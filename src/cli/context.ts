@@ -1,4 +1,4 @@
-import type { ExitCode, Logger } from "../common/index.js";
+import type { Logger } from "../common/index.js";
 
 /** What every command gets: the environment, output channels and a logger (stderr). */
 export interface CliContext {
@@ -8,6 +8,11 @@ export interface CliContext {
   stdout: (text: string) => void;
   /** Progress and messages for people. */
   stderr: (text: string) => void;
-  /** Set by a command that finishes without throwing but is not a success (e.g. doctor). */
-  exitCode: ExitCode;
+  /** All of standard input (for `cordon run -`). */
+  readStdin: () => Promise<string>;
+  /**
+   * Set by a command that finishes without throwing but is not a success: one of `ExitCode`, or
+   * the command's own code for `cordon exec`.
+   */
+  exitCode: number;
 }

@@ -5,10 +5,18 @@ import type { LogLevel } from "../common/index.js";
 import { createProgram } from "./program.js";
 import type { CliContext } from "./context.js";
 
-/** Where the CLI writes; tests capture it. */
+/** Where the CLI writes (and reads stdin from); tests capture and supply it. */
 export interface CliOutput {
   stdout: (text: string) => void;
   stderr: (text: string) => void;
+  /** Standard input; default the process's. */
+  readStdin?: (() => Promise<string>) | undefined;
+}
+
+async function readProcessStdin(): Promise<string> {
+  const chunks: Buffer[] = [];
+  for await (const chunk of process.stdin) chunks.push(Buffer.from(chunk as Uint8Array));
+  return Buffer.concat(chunks).toString("utf8");
 }
 
 const processOutput: CliOutput = {
@@ -34,6 +42,7 @@ export async function runCli(
     logger: createLogger({ level: (env["CORDON_LOG_LEVEL"] as LogLevel | undefined) ?? "info" }),
     stdout: output.stdout,
     stderr: output.stderr,
+    readStdin: output.readStdin ?? readProcessStdin,
     exitCode: ExitCode.success,
   };
   const program = createProgram(context);

@@ -1,3 +1,5 @@
 export * from "./model/index.js";
 export * from "./session/index.js";
 export * from "./loop/index.js";
+export * from "./orchestrate/index.js";
+export * from "./create-runner.js";

@@ -52,7 +52,10 @@ export interface ExecOptions extends SignalOption {
 }
 
 export interface ExecResult {
-  /** The command's exit code; null when it was killed by a signal (see `signal`). */
+  /**
+   * The command's exit code; null when it was killed by a signal (see `signal`). Shells report a
+   * death by signal N as 128 + N, and so the two cannot be told apart: 137 reads as SIGKILL.
+   */
   exitCode: number | null;
   /** e.g. "SIGKILL" when the process died of a signal. */
   signal?: string | undefined;
@@ -69,7 +72,7 @@ export interface ExecResult {
 }
 
 export interface ReadFileOptions extends SignalOption {
-  /** Refuse (SandboxError) files larger than this many bytes. Default 64 MiB. */
+  /** Refuse files larger than this many bytes (`FileOperationError`, reason too_large). Default 64 MiB. */
   maxBytes?: number | undefined;
 }
 
@@ -132,7 +135,12 @@ export interface Sandbox {
   /** The working directory paths resolve against (`/workspace` in a container). */
   readonly workdir: string;
 
-  /** Runs `command` with `bash -lc` (so pipes, globs and && work). Never throws for a non-zero exit. */
+  /**
+   * Runs `command` with `bash -lc` (so pipes, globs and && work). Never throws for a non-zero exit;
+   * throws `FileOperationError` when `cwd` is unusable (missing, not a directory, outside). The call
+   * returns when the command exits, and whatever it left running is killed then: long-lived
+   * processes belong in `processes.start`.
+   */
   exec(command: string, options?: ExecOptions): Promise<ExecResult>;
   readFile(path: string, options?: ReadFileOptions): Promise<Uint8Array>;
   /** Atomic: readers see the old or the new content, never a mix. */

@@ -10,7 +10,11 @@ export interface CliRun {
  * Runs the CLI in-process, as `cordon <args>`, with stdout and stderr captured. The environment
  * is the test's own plus `env`; logs stay silent unless a test asks for them.
  */
-export async function runCordon(args: string[], env: NodeJS.ProcessEnv = {}): Promise<CliRun> {
+export async function runCordon(
+  args: string[],
+  env: NodeJS.ProcessEnv = {},
+  stdin = "",
+): Promise<CliRun> {
   let stdout = "";
   let stderr = "";
   const exitCode = await runCli(
@@ -27,6 +31,7 @@ export async function runCordon(args: string[], env: NodeJS.ProcessEnv = {}): Pr
       stderr: (text) => {
         stderr += text;
       },
+      readStdin: () => Promise.resolve(stdin),
     },
   );
   return { exitCode, stdout, stderr };

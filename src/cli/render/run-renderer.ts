@@ -25,7 +25,8 @@ export interface RunRendererOptions {
 }
 
 export interface RunRenderer {
-  onEvent(event: RenderableEvent): void;
+  /** Any event with a `type` (typed run events are accepted as they are). */
+  onEvent(event: { readonly type: string }): void;
   /** Whether a `run-end` was rendered (the CLI synthesises one for failures before the loop). */
   readonly ended: boolean;
 }
@@ -76,8 +77,21 @@ export function createRunRenderer(options: RunRendererOptions): RunRenderer {
       case "assistant-message":
         endText();
         break;
+      case "plan": {
+        const where = event["sandboxed"] ? "sandboxed" : "NOT sandboxed (host)";
+        options.stderr(`· ${where}: ${String(event["reason"])}\n`);
+        const warnings = Array.isArray(event["warnings"]) ? event["warnings"] : [];
+        for (const warning of warnings) options.stderr(`  warning: ${String(warning)}\n`);
+        break;
+      }
+      case "sandbox-progress":
+        options.stderr(`· ${String(event["message"])}\n`);
+        break;
       case "sandbox-ready":
         options.stderr(`· sandbox ${String(event["container"])} (${String(event["detail"])})\n`);
+        for (const warning of Array.isArray(event["warnings"]) ? event["warnings"] : []) {
+          options.stderr(`  warning: ${String(warning)}\n`);
+        }
         break;
       case "tool-call":
         options.stderr(`→ ${describeToolCall(String(event["name"]), event["input"])}\n`);
@@ -118,7 +132,8 @@ export function createRunRenderer(options: RunRendererOptions): RunRenderer {
     get ended() {
       return ended;
     },
-    onEvent(event) {
+    onEvent(typed) {
+      const event = typed as RenderableEvent;
       if (event.type === "run-start" && typeof event["runId"] === "string") runId = event["runId"];
       if (event.type === "run-end") {
         if (ended) return;

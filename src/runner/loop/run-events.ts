@@ -17,6 +17,8 @@ import type {
  * - `model_error`: the model API failed after retries and fallbacks;
  * - `context_overflow`: the conversation did not fit even after compaction and a reset;
  * - `policy_blocked`: the run was refused by policy before it started;
+ * - `config_error`: the configuration or the request was invalid (nothing ran);
+ * - `sandbox_error`: the sandbox could not be provided (Docker down, image missing, start failed);
  * - `internal_error`: a bug.
  */
 export type RunStatus =
@@ -29,6 +31,8 @@ export type RunStatus =
   | "model_error"
   | "context_overflow"
   | "policy_blocked"
+  | "config_error"
+  | "sandbox_error"
   | "internal_error";
 
 /** The process exit code for a run status (DESIGN.md §7). */
@@ -49,6 +53,10 @@ export function exitCodeForStatus(status: RunStatus): ExitCode {
       return ExitCode.model;
     case "policy_blocked":
       return ExitCode.policy;
+    case "config_error":
+      return ExitCode.usage;
+    case "sandbox_error":
+      return ExitCode.sandbox;
     case "internal_error":
       return ExitCode.internal;
   }

@@ -29,6 +29,11 @@ export interface ToolCallContext {
  */
 export interface RunnerToolset {
   specs: readonly RunnerToolSpec[];
+  /**
+   * The message for a call to a tool that is not in `specs` (the model can name any tool): the
+   * policy layer knows which config key blocks it. Default: the list of available tools.
+   */
+  unavailable?: ((name: string) => string) | undefined;
   call(name: string, rawInput: unknown, context: ToolCallContext): Promise<ToolResult>;
 }
 
@@ -63,10 +68,10 @@ export async function executeToolCall(
   }
   if (!toolset.specs.some((spec) => spec.name === use.name)) {
     const names = toolset.specs.map((spec) => spec.name).join(", ") || "none";
-    return result(
-      text(`There is no tool named "${use.name}" in this run. Available tools: ${names}.`),
-      true,
-    );
+    const message =
+      toolset.unavailable?.(use.name) ??
+      `There is no tool named "${use.name}" in this run. Available tools: ${names}.`;
+    return result(text(message), true);
   }
   try {
     const outcome = await raceAbort(

@@ -10,6 +10,8 @@ export {
   type SandboxImageStatus,
 } from "./sandbox-image.js";
 export { dockerFix } from "./docker-errors.js";
+export { DockerSandbox, type DockerSandboxOptions } from "./docker-sandbox.js";
+export type { CopyTreeOutOptions, CopyTreeOutResult } from "./files/tree-transfer.js";
 export {
   DockerSandboxManager,
   type AcquireOptions,

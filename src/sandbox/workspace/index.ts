@@ -16,3 +16,4 @@ export {
 export { listGitFiles } from "./git-files.js";
 export { TreeCopier, type CopySummary, type TreeCopierOptions } from "./tree-copy.js";
 export { parseContainerUser, type Owner } from "./owner.js";
+export { baselineRef, recordBaseline } from "./baseline.js";

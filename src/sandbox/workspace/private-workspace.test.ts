@@ -19,6 +19,7 @@ import { afterEach, beforeEach, describe, expect, it } from "vitest";
 
 import { AbortedError, SandboxStartError } from "../../common/index.js";
 import type { SandboxSpec } from "../spec.js";
+import { baselineRef } from "./baseline.js";
 import { checkAgentWorkspaceAccess, ensurePrivateWorkspace } from "./private-workspace.js";
 import { privateWorkspacePath, seedMarkerPath, seedTempPrefix } from "./paths.js";
 import { TreeCopier } from "./tree-copy.js";
@@ -109,6 +110,18 @@ describe("ensurePrivateWorkspace", () => {
     expect((await lstat(path.join(copy, ".git"))).isDirectory()).toBe(true);
     // The copy is a working repository: the untracked file is the only change.
     expect(git(copy, "-c", "safe.directory=*", "status", "--porcelain")).toBe("?? untracked.txt\n");
+    // The baseline holds the seeded state, untracked file included; HEAD is the user's.
+    const files = git(copy, "-c", "safe.directory=*", "ls-tree", "-r", "--name-only", baselineRef);
+    expect(files.split("\n").filter(Boolean).sort()).toEqual([
+      ".gitignore",
+      "escape",
+      "src/deep/code.ts",
+      "tracked.txt",
+      "untracked.txt",
+    ]);
+    // What git wrote for the baseline belongs to the container user too.
+    const ref = await lstat(path.join(copy, ".git", "refs", "cordon", "baseline"));
+    expect(ref.uid).toBe(1000);
   });
 
   it("copies a symlink that points out of the workspace as a link, never its target", async () => {
@@ -158,7 +171,8 @@ describe("ensurePrivateWorkspace", () => {
     await writeFile(path.join(abandoned, "half.txt"), "half");
     const result = await ensurePrivateWorkspace(spec(), { stateDirectory });
     expect(result.seed?.files).toBe(1);
-    expect(await readdir(result.path)).toEqual(["a.txt"]);
+    // A plain directory's copy gets a repository of cordon's own, for the baseline.
+    expect(await readdir(result.path)).toEqual([".git", "a.txt"]);
     const leftovers = (await readdir(path.dirname(target))).filter((n) => n.includes("seeding"));
     expect(leftovers).toEqual([]);
   });
@@ -176,7 +190,7 @@ describe("ensurePrivateWorkspace", () => {
     try {
       const result = await ensurePrivateWorkspace(spec(), { stateDirectory });
       expect(result.seed?.method).toBe("copy");
-      expect((await readdir(result.path)).sort()).toEqual([".env", "outside-dir", "sub"]);
+      expect((await readdir(result.path)).sort()).toEqual([".env", ".git", "outside-dir", "sub"]);
       expect(await readlink(path.join(result.path, "sub", "link"))).toBe("../.env");
       expect((await lstat(path.join(result.path, "outside-dir"))).isSymbolicLink()).toBe(true);
       expect(result.seed?.skipped.map((s) => s.path)).toEqual(["daemon.sock"]);
@@ -252,7 +266,7 @@ describe("ensurePrivateWorkspace", () => {
       spec({ privateWorkspace: privateWorkspacePath(inner, "cordon-unit-abc123") }),
       { stateDirectory: inner },
     );
-    expect(await readdir(result.path)).toEqual(["a.txt"]);
+    expect(await readdir(result.path)).toEqual([".git", "a.txt"]);
   });
 });
 

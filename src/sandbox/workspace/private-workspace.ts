@@ -16,6 +16,7 @@ import path from "node:path";
 
 import { SandboxStartError, throwIfAborted } from "../../common/index.js";
 import type { SandboxSpec } from "../spec.js";
+import { recordBaseline } from "./baseline.js";
 import { listGitFiles } from "./git-files.js";
 import { parseContainerUser, permissionsFor, processUid, type Owner } from "./owner.js";
 import { isInside, isStrictlyInside, seedMarkerPath, seedTempPrefix } from "./paths.js";
@@ -104,6 +105,8 @@ export async function ensurePrivateWorkspace(
       warnings,
       signal: options.signal,
     });
+    // Before the agent ever sees the copy: what `cordon diff` compares against.
+    await recordBaseline(temporary, owner);
     await writeFile(seedMarkerPath(target), `${JSON.stringify(seed, null, 2)}\n`, { mode: 0o600 });
     try {
       await rename(temporary, target);

@@ -1,0 +1,165 @@
+import { existsSync } from "node:fs";
+
+import type { Command } from "commander";
+
+import { CordonError, ExitCode, messageOf } from "../../common/index.js";
+import {
+  ConfigValidationError,
+  configJsonSchema,
+  formatConfigJson5,
+  type ConfigIssue,
+  type CordonConfig,
+} from "../../config/index.js";
+import { SandboxSettingsRefusedError, implicitAgentId } from "../../policy/index.js";
+import type { CliContext } from "../context.js";
+import { loadCliConfig, planFromConfig } from "../plan-context.js";
+
+export interface ValidatedAgent {
+  id: string;
+  /** The main session and a sandboxed-if-anything session, as `run` would plan them. */
+  sessions: { sessionKey: string; sandboxed: boolean; containerName?: string }[];
+  tools: string[];
+}
+
+export interface ValidationReport {
+  ok: boolean;
+  /** The config file used; null = built-in defaults and environment only. */
+  file: string | null;
+  agents: ValidatedAgent[];
+  issues: ConfigIssue[];
+  warnings: string[];
+}
+
+/** A session name no real session is likely to use, to plan a non-main session. */
+const probeSession = "config-validate";
+
+function issuesOf(error: unknown, agentId: string): ConfigIssue[] {
+  if (error instanceof SandboxSettingsRefusedError || error instanceof ConfigValidationError) {
+    return [...error.issues];
+  }
+  const fix = CordonError.is(error) && error.fix ? ` (fix: ${error.fix})` : "";
+  return [{ path: `agent "${agentId}"`, message: `${messageOf(error)}${fix}` }];
+}
+
+/**
+ * Beyond the schema: plans every agent's main session and one other session, so refusals that
+ * depend on the host (protected binds, symlinks, credential names, an empty tool set) show up now
+ * rather than at the first run.
+ */
+function validatePlans(
+  context: CliContext,
+  config: CordonConfig,
+): Omit<ValidationReport, "file" | "ok"> {
+  const ids = config.agents.list.length ? config.agents.list.map((a) => a.id) : [implicitAgentId];
+  const issues: ConfigIssue[] = [];
+  const warnings = new Set<string>();
+  const agents: ValidatedAgent[] = [];
+  const seenIssues = new Set<string>();
+  for (const id of ids) {
+    const agent: ValidatedAgent = { id, sessions: [], tools: [] };
+    for (const sessionKey of [undefined, probeSession]) {
+      try {
+        const plan = planFromConfig(context, config, { agentId: id, sessionKey });
+        const session: ValidatedAgent["sessions"][number] = {
+          sessionKey: plan.sessionKey,
+          sandboxed: plan.sandbox.enabled,
+        };
+        if (plan.sandbox.spec) session.containerName = plan.sandbox.spec.containerName;
+        agent.sessions.push(session);
+        agent.tools = plan.tools.allowed;
+        for (const warning of plan.warnings) warnings.add(`${id}: ${warning}`);
+        if (!existsSync(plan.agent.workspace)) {
+          warnings.add(`${id}: the workspace ${plan.agent.workspace} does not exist (yet)`);
+        }
+      } catch (error) {
+        for (const issue of issuesOf(error, id)) {
+          const key = `${issue.path}\0${issue.message}`;
+          if (!seenIssues.has(key)) issues.push(issue);
+          seenIssues.add(key);
+        }
+      }
+    }
+    agents.push(agent);
+  }
+  return { agents, issues, warnings: [...warnings] };
+}
+
+function formatReport(report: ValidationReport): string {
+  const lines = [`ok: ${report.file ?? "no config file; built-in defaults and environment"}`];
+  for (const agent of report.agents) {
+    const sessions = agent.sessions
+      .map(
+        (s) => `${s.sessionKey} ${s.sandboxed ? `sandboxed (${s.containerName})` : "on the host"}`,
+      )
+      .join("; ");
+    lines.push(`  agent ${agent.id}: ${sessions}; tools ${agent.tools.join(", ")}`);
+  }
+  if (report.warnings.length) {
+    lines.push("warnings:");
+    for (const warning of report.warnings) lines.push(`  ! ${warning}`);
+  }
+  return `${lines.join("\n")}\n`;
+}
+
+interface ConfigFileOptions {
+  config?: string;
+  json?: boolean;
+}
+
+export function registerConfigCommand(program: Command, context: CliContext): void {
+  const config = program.command("config").description("the configuration file (cordon.json5)");
+
+  config
+    .command("validate")
+    .description(
+      "check the config: every schema problem, then every agent's sandbox and tool plan (exit 2 on any problem)",
+    )
+    .option("--config <path>", "config file (default: $CORDON_CONFIG, else ./cordon.json5)")
+    .option("--json", "print the report as JSON")
+    .action(async (options: ConfigFileOptions) => {
+      let report: ValidationReport;
+      try {
+        const loaded = await loadCliConfig(context, { configPath: options.config });
+        const checked = validatePlans(context, loaded.config);
+        report = { ok: checked.issues.length === 0, file: loaded.file ?? null, ...checked };
+      } catch (error) {
+        if (!(error instanceof ConfigValidationError) || !options.json) throw error;
+        report = { ok: false, file: null, agents: [], issues: [...error.issues], warnings: [] };
+      }
+      if (options.json) {
+        context.stdout(`${JSON.stringify(report, null, 2)}\n`);
+        if (!report.ok) context.exitCode = ExitCode.usage;
+        return;
+      }
+      if (!report.ok) throw new ConfigValidationError(report.file ?? "the config", report.issues);
+      context.stdout(formatReport(report));
+    });
+
+  config
+    .command("schema")
+    .description("print the JSON Schema of the config file")
+    .action(() => {
+      context.stdout(`${JSON.stringify(configJsonSchema(), null, 2)}\n`);
+    });
+
+  config
+    .command("show")
+    .description(
+      "print the config from the file, environment and flags (--resolved: with every default filled in)",
+    )
+    .option("--config <path>", "config file (default: $CORDON_CONFIG, else ./cordon.json5)")
+    .option("--resolved", "include every built-in default")
+    .option("--json", "print JSON instead of JSON5")
+    .action(async (options: ConfigFileOptions & { resolved?: boolean }) => {
+      const loaded = await loadCliConfig(context, { configPath: options.config });
+      const value = options.resolved ? loaded.config : loaded.explicit;
+      if (options.json) {
+        context.stdout(`${JSON.stringify(value, null, 2)}\n`);
+        return;
+      }
+      const source = loaded.file ?? "no config file";
+      context.stdout(
+        `// ${options.resolved ? "resolved config (defaults included)" : "config"} from ${source}\n${formatConfigJson5(value)}`,
+      );
+    });
+}

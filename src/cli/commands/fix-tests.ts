@@ -1,0 +1,84 @@
+import path from "node:path";
+
+import type { Command } from "commander";
+
+import { fixTests } from "../../workflows/index.js";
+import type { CliContext } from "../context.js";
+import { withInterrupt } from "../interrupt.js";
+import { createRunRenderer } from "../render/run-renderer.js";
+import { runnerFromFlags } from "../runner-flags.js";
+import { durationOf, positiveInteger } from "../flag-parsers.js";
+
+interface FixTestsFlags {
+  testCmd: string;
+  workspace?: string;
+  out: string;
+  agent?: string;
+  config?: string;
+  model?: string;
+  modelScript?: string;
+  maxTurns?: number;
+  timeout?: number;
+  testTimeout?: number;
+  allowTestChanges?: boolean;
+  keepSandboxes?: boolean;
+  json?: boolean;
+}
+
+export function registerFixTestsCommand(program: Command, context: CliContext): void {
+  program
+    .command("fix-tests")
+    .description(
+      "let an agent fix failing tests on a private copy, verify the patch on a clean copy, write artifacts",
+    )
+    .requiredOption("--test-cmd <command>", "the command that runs the tests, e.g. 'npm test'")
+    .option("--workspace <dir>", "the repository (default: the current directory)")
+    .option("--out <dir>", "where the artifacts go", "cordon-fix-tests")
+    .option("--agent <id>", "agent from the config")
+    .option("--config <path>", "config file")
+    .option("--model <id>", "model for the agent")
+    .option("--model-script <file>", "replay a scripted model instead of calling an API")
+    .option("--max-turns <n>", "most model calls", positiveInteger)
+    .option("--timeout <duration>", "limit of the agent run, e.g. 20m", durationOf("--timeout"))
+    .option(
+      "--test-timeout <duration>",
+      "limit of each test run (default 10m)",
+      durationOf("--test-timeout"),
+    )
+    .option("--allow-test-changes", "accept changes to tests, CI configuration and lockfiles")
+    .option("--keep-sandboxes", "keep the work and verify sandboxes for inspection")
+    .option("--json", "print result.json on stdout")
+    .action(async (flags: FixTestsFlags) => {
+      const runner = runnerFromFlags(
+        context,
+        { agent: flags.agent, config: flags.config, workspace: flags.workspace ?? "." },
+        { modelScript: flags.modelScript, forceSeededCopy: true },
+      );
+      const progress = createRunRenderer({
+        format: "text",
+        // The agent's answer is progress here; stdout carries the result only.
+        stdout: context.stderr,
+        stderr: context.stderr,
+      });
+      const result = await withInterrupt(context, (signal) =>
+        fixTests({
+          runner,
+          testCommand: flags.testCmd,
+          outDir: path.resolve(flags.out),
+          agentId: flags.agent,
+          modelId: flags.model,
+          limits: { maxTurns: flags.maxTurns, timeoutMs: flags.timeout },
+          testTimeoutMs: flags.testTimeout,
+          allowTestChanges: flags.allowTestChanges,
+          keepSandboxes: flags.keepSandboxes,
+          signal,
+          onEvent: (event) => progress.onEvent(event),
+          onPhase: (message) => context.stderr(`==> ${message}\n`),
+        }),
+      );
+      if (flags.json) context.stdout(`${JSON.stringify(result, null, 2)}\n`);
+      else context.stdout(`${result.message}\n`);
+      context.stderr(`artifacts: ${path.resolve(flags.out)}\n`);
+      context.exitCode = result.exitCode;
+    });
+}

@@ -1,0 +1,26 @@
+import { InvalidArgumentError } from "commander";
+
+import { parseDuration } from "./commands/parse-duration.js";
+
+/** Option parsers shared by commands; commander reports their errors as usage errors (exit 2). */
+export function positiveInteger(value: string): number {
+  const parsed = Number(value);
+  if (!Number.isInteger(parsed) || parsed <= 0) {
+    throw new InvalidArgumentError("expected a whole number greater than 0");
+  }
+  return parsed;
+}
+
+/** A duration option (`90s`, `10m`, `1h30m`) in milliseconds. */
+export function durationOf(flag: string): (value: string) => number {
+  return (value) => parseDuration(value, flag);
+}
+
+/** A comma-separated list; repeating the flag adds to it. */
+export function nameList(value: string, previous: string[] | undefined): string[] {
+  const names = value
+    .split(",")
+    .map((name) => name.trim())
+    .filter((name) => name.length > 0);
+  return [...(previous ?? []), ...names];
+}

@@ -1,0 +1,41 @@
+import path from "node:path";
+
+import type { Command } from "commander";
+
+import { createRunner, type Runner, type RunnerOptions } from "../runner/index.js";
+import type { CliContext } from "./context.js";
+
+/** The flags every command that plans a run shares: which agent, session, config and workspace. */
+export interface PlanFlags {
+  agent?: string | undefined;
+  session?: string | undefined;
+  config?: string | undefined;
+  workspace?: string | undefined;
+}
+
+export function addPlanOptions(command: Command): Command {
+  return command
+    .option("--agent <id>", "agent from the config (default: the default agent)")
+    .option("--session <key>", "session key (default: the agent's main session)")
+    .option("--config <path>", "config file (default: CORDON_CONFIG, else ./cordon.json5)")
+    .option(
+      "--workspace <dir>",
+      "agent workspace (default: the config's, else the current directory)",
+    );
+}
+
+/** A runner configured from the shared flags, exactly as `cordon run` makes it. */
+export function runnerFromFlags(
+  context: CliContext,
+  flags: PlanFlags,
+  options: Pick<RunnerOptions, "modelScript" | "forceSeededCopy"> = {},
+): Runner {
+  return createRunner({
+    env: context.env,
+    configPath: flags.config,
+    workspace: flags.workspace ? path.resolve(flags.workspace) : undefined,
+    modelScript: options.modelScript,
+    forceSeededCopy: options.forceSeededCopy,
+    logger: context.logger,
+  });
+}

@@ -1,0 +1,212 @@
+import { existsSync } from "node:fs";
+import { readFile } from "node:fs/promises";
+import { homedir } from "node:os";
+import path from "node:path";
+
+import JSON5 from "json5";
+
+import { ConfigError, messageOf } from "../common/index.js";
+import { environmentLayer } from "./env-layer.js";
+import { configErrorOf, configIssuesOf } from "./issues.js";
+import { isPlainObject, mergeAll, mergeLayers, type PlainObject } from "./merge.js";
+import { cordonConfigSchema, type CordonConfig } from "./schema.js";
+
+/** The file looked for in the working directory when no path is given. */
+export const defaultConfigFileName = "cordon.json5";
+
+/** A deep-partial config object (what flags set); validated with the rest. */
+export type ConfigOverrides = Record<string, unknown>;
+
+export interface LoadConfigOptions {
+  /** Directory relative paths from the environment and flags resolve against; also the default workspace. */
+  cwd: string;
+  env: Readonly<Record<string, string | undefined>>;
+  /** `--config`; wins over `CORDON_CONFIG` and `./cordon.json5`. */
+  configPath?: string | undefined;
+  /**
+   * The flag layer, highest priority. Values under `agents.defaults` apply to every agent (they
+   * beat an agent's own entry too), so `--sandbox-mode off` means off whatever the file says.
+   */
+  overrides?: ConfigOverrides | undefined;
+  /** For `~/` in paths; default the OS home directory. */
+  homeDir?: string | undefined;
+}
+
+export interface LoadedConfig {
+  /** Validated, with the built-in defaults applied. */
+  config: CordonConfig;
+  /** Absolute path of the config file used, if any. */
+  file?: string;
+  /** File, environment and flag layers merged, without the built-in defaults (`config show`). */
+  explicit: PlainObject;
+}
+
+/**
+ * Finds, reads and validates the config: built-in defaults → file → environment → flags.
+ * Every problem is reported at once, as `path: message` lines in a `ConfigError` (exit 2).
+ */
+export async function loadConfig(options: LoadConfigOptions): Promise<LoadedConfig> {
+  const cwd = path.resolve(options.cwd);
+  const homeDir = options.homeDir ?? homedir();
+  const file = findConfigFile(cwd, options.env, options.configPath);
+
+  let fileLayer: PlainObject = {};
+  if (file) {
+    fileLayer = await readConfigFile(file);
+    const checked = cordonConfigSchema.safeParse(fileLayer);
+    if (!checked.success) {
+      throw configErrorOf(file, configIssuesOf(checked.error, cordonConfigSchema));
+    }
+    fileLayer = resolveLayerPaths(fileLayer, path.dirname(file), homeDir);
+  }
+  const envLayer = resolveLayerPaths(environmentLayer(options.env), cwd, homeDir);
+  const flagLayer = resolveLayerPaths(options.overrides ?? {}, cwd, homeDir);
+
+  const explicit = forceAgentDefaults(mergeAll([fileLayer, envLayer, flagLayer]) as PlainObject, [
+    envLayer,
+    flagLayer,
+  ]);
+  const parsed = cordonConfigSchema.safeParse(mergeLayers(builtinDefaults(cwd), explicit));
+  if (!parsed.success) {
+    throw configErrorOf(
+      file ? `the config (${file}, environment and flags)` : "the config (environment and flags)",
+      configIssuesOf(parsed.error, cordonConfigSchema),
+    );
+  }
+  return file ? { config: parsed.data, file, explicit } : { config: parsed.data, explicit };
+}
+
+/**
+ * Validates a config object an embedder built in code, applying the built-in defaults. Relative
+ * workspace paths resolve against `cwd` (default: the process's working directory).
+ */
+export function parseConfig(
+  value: unknown,
+  options: { cwd?: string; homeDir?: string } = {},
+): CordonConfig {
+  const cwd = path.resolve(options.cwd ?? process.cwd());
+  if (!isPlainObject(value)) {
+    throw new ConfigError("a config must be an object", { fix: "pass `{}` for all defaults" });
+  }
+  const resolved = resolveLayerPaths(value, cwd, options.homeDir ?? homedir());
+  const parsed = cordonConfigSchema.safeParse(mergeLayers(builtinDefaults(cwd), resolved));
+  if (!parsed.success)
+    throw configErrorOf("the config", configIssuesOf(parsed.error, cordonConfigSchema));
+  return parsed.data;
+}
+
+/**
+ * The built-in defaults as a layer of their own, so the file merges into them like any layer
+ * (a file's `tmpfs: { "/cache": … }` adds to the default mounts instead of replacing them).
+ */
+export function builtinDefaults(cwd: string): CordonConfig {
+  return cordonConfigSchema.parse({ agents: { defaults: { workspace: path.resolve(cwd) } } });
+}
+
+function findConfigFile(
+  cwd: string,
+  env: LoadConfigOptions["env"],
+  configPath: string | undefined,
+): string | undefined {
+  // An empty value means "not set", so CORDON_CONFIG="" turns the variable off.
+  const named = configPath || env["CORDON_CONFIG"];
+  if (named) {
+    const file = path.resolve(cwd, named);
+    if (!existsSync(file)) {
+      const via = configPath ? "--config" : "CORDON_CONFIG";
+      throw new ConfigError(`config file ${file} (from ${via}) does not exist`, {
+        fix: `check the path given to ${via}`,
+      });
+    }
+    return file;
+  }
+  const local = path.join(cwd, defaultConfigFileName);
+  return existsSync(local) ? local : undefined;
+}
+
+async function readConfigFile(file: string): Promise<PlainObject> {
+  let text: string;
+  try {
+    text = await readFile(file, "utf8");
+  } catch (error) {
+    throw new ConfigError(`cannot read config file ${file}: ${messageOf(error)}`, {
+      fix: "check that the file exists and is readable",
+      cause: error,
+    });
+  }
+  let value: unknown;
+  try {
+    value = JSON5.parse(text);
+  } catch (error) {
+    const where = error as { lineNumber?: number; columnNumber?: number };
+    const at =
+      where.lineNumber === undefined ? "" : `:${where.lineNumber}:${where.columnNumber ?? 0}`;
+    throw new ConfigError(`${file}${at} is not valid JSON5: ${messageOf(error)}`, {
+      fix: "fix the syntax (JSON5 allows comments, trailing commas and unquoted keys)",
+      cause: error,
+    });
+  }
+  if (!isPlainObject(value)) {
+    throw new ConfigError(`${file} must contain an object ({ … }) at the top level`, {
+      fix: "wrap the settings in { }",
+    });
+  }
+  return value;
+}
+
+/** `~` and `~/x` → the home directory; relative paths → against `base`. */
+export function resolveConfigPath(value: string, base: string, homeDir: string): string {
+  if (value === "~") return homeDir;
+  if (value.startsWith("~/")) return path.join(homeDir, value.slice(2));
+  return path.resolve(base, value);
+}
+
+/**
+ * Workspace paths in a layer resolve against the directory of the layer's source: the config
+ * file's directory for the file, the working directory for environment and flags.
+ */
+function resolveLayerPaths(layer: PlainObject, base: string, homeDir: string): PlainObject {
+  const agents = layer["agents"];
+  if (!isPlainObject(agents)) return layer;
+  const resolveEntry = (entry: unknown): unknown => {
+    if (!isPlainObject(entry)) return entry;
+    const out: PlainObject = { ...entry };
+    if (typeof out["workspace"] === "string" && out["workspace"] !== "") {
+      out["workspace"] = resolveConfigPath(out["workspace"], base, homeDir);
+    }
+    const sandbox = out["sandbox"];
+    if (isPlainObject(sandbox) && typeof sandbox["workspaceRoot"] === "string") {
+      out["sandbox"] = {
+        ...sandbox,
+        workspaceRoot: resolveConfigPath(sandbox["workspaceRoot"], base, homeDir),
+      };
+    }
+    return out;
+  };
+  const resolved: PlainObject = { ...agents };
+  if ("defaults" in agents) resolved["defaults"] = resolveEntry(agents["defaults"]);
+  if (Array.isArray(agents["list"])) resolved["list"] = agents["list"].map(resolveEntry);
+  return { ...layer, agents: resolved };
+}
+
+/**
+ * Environment and flags beat the file, including an agent's own entry: their `agents.defaults`
+ * values are layered over every `agents.list[]` entry as well.
+ */
+function forceAgentDefaults(merged: PlainObject, forcing: readonly PlainObject[]): PlainObject {
+  const forced = mergeAll(
+    forcing.map((layer) => {
+      const agents = layer["agents"];
+      return isPlainObject(agents) ? agents["defaults"] : undefined;
+    }),
+  );
+  const agents = merged["agents"];
+  const entries: unknown = isPlainObject(agents) ? agents["list"] : undefined;
+  if (!isPlainObject(forced) || !isPlainObject(agents) || !Array.isArray(entries)) {
+    return merged;
+  }
+  const list = entries.map((entry: unknown) =>
+    isPlainObject(entry) ? mergeLayers(entry, forced) : entry,
+  );
+  return { ...merged, agents: { ...agents, list } };
+}

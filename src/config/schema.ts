@@ -1,0 +1,324 @@
+import { z } from "zod";
+
+/**
+ * The zod schema of the whole config file (DESIGN.md §4, docs/configuration.md). Strict: unknown
+ * keys are errors. Free of transforms on purpose, so `cordon config schema` can export it as JSON
+ * Schema and `cordon config show` prints values the way a user writes them; units (bytes, hours)
+ * and paths are resolved by the policy layer.
+ *
+ * Sections come in two flavours built from one definition: the global ones (`model`, `tools`,
+ * `agents.defaults.sandbox`) carry the built-in defaults, the per-agent ones (`agents.list[]`,
+ * `agents.defaults.tools`) are partial overrides without defaults, so "agent values beat defaults"
+ * only applies to what an agent actually sets.
+ */
+
+/** Which sessions are sandboxed. */
+export const sandboxModes = ["off", "non-main", "all"] as const;
+/** Which sessions share one container. */
+export const sandboxScopes = ["session", "agent", "shared"] as const;
+/** How the agent workspace is mounted. */
+export const workspaceAccessModes = ["none", "ro", "rw"] as const;
+/** Named tool sets (DESIGN.md §4). */
+export const toolProfiles = ["minimal", "coding", "full"] as const;
+/** Resource limits Docker accepts as ulimits. */
+export const ulimitNames = [
+  "core",
+  "cpu",
+  "data",
+  "fsize",
+  "locks",
+  "memlock",
+  "msgqueue",
+  "nice",
+  "nofile",
+  "nproc",
+  "rss",
+  "rtprio",
+  "rttime",
+  "sigpending",
+  "stack",
+] as const;
+
+/** The built-in defaults, in one place; docs/configuration.md lists the same values. */
+export const configDefaults = {
+  model: { primary: "claude-sonnet-4-6", fallbacks: [] as string[] },
+  tools: { profile: "coding" as const, execTimeoutSec: 300 },
+  sandbox: {
+    mode: "all" as const,
+    scope: "session" as const,
+    workspaceAccess: "none" as const,
+    seed: true,
+    prune: { idleHours: 24, maxAgeDays: 7 },
+  },
+  docker: {
+    containerPrefix: "cordon",
+    workdir: "/workspace",
+    readOnlyRoot: true,
+    tmpfs: {
+      "/tmp": "rw,nosuid,nodev,size=256m",
+      "/var/tmp": "rw,nosuid,nodev,size=64m",
+      "/run": "rw,nosuid,nodev,size=16m",
+    } as Record<string, string | null>,
+    network: "none",
+    user: "auto",
+    capDrop: ["ALL"],
+    memory: "1g" as string | number,
+    cpus: 1,
+    pidsLimit: 256,
+  },
+} as const;
+
+const noNul = (value: string) => !value.includes("\0");
+const text = z.string().min(1).refine(noNul, { error: "must not contain NUL bytes" });
+const agentId = z.string().regex(/^[a-z0-9][a-z0-9_-]{0,63}$/, {
+  error:
+    "an agent id is 1-64 lowercase letters, digits, '-' or '_', starting with a letter or digit",
+});
+/** A byte size: a number of bytes, or "512m", "1g", "1.5GiB" (k/m/g/t are powers of 1024). */
+const byteSize = z.union([
+  z.number().int().positive(),
+  z.string().regex(/^\s*\d+(\.\d+)?\s*([kmgt]i?b?|b)?\s*$/i, {
+    error: 'a size is a number of bytes or a string like "512m" or "1g"',
+  }),
+]);
+const toolNameList = z.array(
+  z
+    .string()
+    .min(1)
+    .regex(/^[A-Za-z0-9_:*?.-]+$/, {
+      error:
+        "a tool entry is a name, an alias, `group:<name>` or a glob (letters, digits, _ - . : * ?)",
+    }),
+);
+
+/** Turns a field into "default when absent" (global sections) or "optional" (overrides). */
+type Flavour = "defaults" | "partial";
+type Field<F extends Flavour, T extends z.ZodType> = F extends "defaults"
+  ? z.ZodDefault<T>
+  : z.ZodOptional<T>;
+function field<F extends Flavour, T extends z.ZodType>(
+  flavour: F,
+  schema: T,
+  value: z.output<T>,
+): Field<F, T> {
+  return (flavour === "defaults" ? schema.default(value as never) : schema.optional()) as Field<
+    F,
+    T
+  >;
+}
+type Section<F extends Flavour, T extends z.ZodType> = F extends "defaults"
+  ? z.ZodPrefault<T>
+  : z.ZodOptional<T>;
+/** A nested section: parsed from `{}` when absent (so its own defaults apply), or optional. */
+function section<F extends Flavour, T extends z.ZodType>(flavour: F, schema: T): Section<F, T> {
+  return (flavour === "defaults" ? schema.prefault({} as never) : schema.optional()) as Section<
+    F,
+    T
+  >;
+}
+
+const bindObject = z.strictObject({
+  /** Absolute host path (or `~/…`). */
+  source: text,
+  /** Absolute path inside the container. */
+  target: text,
+  /** Default true: binds are read-only unless asked otherwise. */
+  readOnly: z.boolean().optional(),
+});
+const bind = z.union([
+  text.describe('"/host/path:/container/path[:ro|rw]", read-only unless ":rw"'),
+  bindObject,
+]);
+
+const ulimit = z.union([
+  z.number().int().nonnegative(),
+  z.strictObject({ soft: z.number().int().nonnegative(), hard: z.number().int().nonnegative() }),
+]);
+
+function dockerSchema<F extends Flavour>(flavour: F) {
+  const d = configDefaults.docker;
+  return z
+    .strictObject({
+      image: text.optional(),
+      containerPrefix: field(
+        flavour,
+        z.string().regex(/^[a-z0-9][a-z0-9_.-]{0,19}$/, {
+          error: "a container prefix is 1-20 lowercase letters, digits, '_', '.' or '-'",
+        }),
+        d.containerPrefix,
+      ),
+      workdir: field(flavour, text, d.workdir),
+      readOnlyRoot: field(flavour, z.boolean(), d.readOnlyRoot),
+      tmpfs: field(flavour, z.record(z.string(), text.nullable()), { ...d.tmpfs }),
+      network: field(flavour, text, d.network),
+      user: field(flavour, text, d.user),
+      capDrop: field(flavour, z.array(text), [...d.capDrop]),
+      env: field(flavour, z.record(z.string(), z.string().refine(noNul).nullable()), {}),
+      memory: field(flavour, byteSize, d.memory),
+      memorySwap: byteSize.optional(),
+      cpus: field(flavour, z.number().positive().max(1024), d.cpus),
+      pidsLimit: field(flavour, z.number().int().min(1).max(4_194_304), d.pidsLimit),
+      ulimits: field(flavour, z.partialRecord(z.enum(ulimitNames), ulimit), {}),
+      seccompProfile: text.optional(),
+      apparmorProfile: text.optional(),
+      dns: field(flavour, z.array(z.union([z.ipv4(), z.ipv6()])), []),
+      extraHosts: field(flavour, z.array(text), []),
+      binds: field(flavour, z.array(bind), []),
+      bindRoots: z.array(text).optional(),
+      runtime: z
+        .string()
+        .regex(/^[A-Za-z0-9_.-]+$/)
+        .optional(),
+      dangerouslyAllowHostNetwork: field(flavour, z.boolean(), false),
+      dangerouslyAllowContainerNamespaceJoin: field(flavour, z.boolean(), false),
+      dangerouslyAllowUnconfined: field(flavour, z.boolean(), false),
+      dangerouslyAllowExternalBindSources: field(flavour, z.boolean(), false),
+      dangerouslyAllowEnvNames: field(flavour, z.array(text), []),
+    })
+    .describe(
+      "Container settings; under scope `shared` only agents.defaults.sandbox.docker counts",
+    );
+}
+
+function sandboxSchema<F extends Flavour>(flavour: F) {
+  const s = configDefaults.sandbox;
+  const docker = dockerSchema(flavour);
+  const prune = z.strictObject({
+    idleHours: field(flavour, z.number().nonnegative(), s.prune.idleHours),
+    maxAgeDays: field(flavour, z.number().nonnegative(), s.prune.maxAgeDays),
+  });
+  return z.strictObject({
+    mode: field(flavour, z.enum(sandboxModes), s.mode),
+    scope: field(flavour, z.enum(sandboxScopes), s.scope),
+    workspaceAccess: field(flavour, z.enum(workspaceAccessModes), s.workspaceAccess),
+    seed: field(flavour, z.boolean(), s.seed),
+    workspaceRoot: text.optional(),
+    prune: section(flavour, prune),
+    docker: section(flavour, docker),
+  });
+}
+
+const toolLayer = z.strictObject({
+  allow: toolNameList.optional(),
+  alsoAllow: toolNameList.optional(),
+  deny: toolNameList.optional(),
+});
+
+const execSettings = z.strictObject({
+  /** Default exec timeout in seconds (a call may ask for less). */
+  timeoutSec: z.number().int().min(1).max(3600).optional(),
+  /** Cap on the output an exec keeps, in bytes. */
+  maxOutputBytes: z.number().int().min(1024).optional(),
+});
+
+function toolsSchema<F extends Flavour>(flavour: F) {
+  return z.strictObject({
+    profile: field(flavour, z.enum(toolProfiles), configDefaults.tools.profile),
+    allow: toolNameList.optional(),
+    alsoAllow: toolNameList.optional(),
+    deny: toolNameList.optional(),
+    /** Applied only when the session is sandboxed. */
+    sandbox: z.strictObject({ tools: toolLayer.optional() }).optional(),
+    exec:
+      flavour === "defaults"
+        ? execSettings.prefault({ timeoutSec: configDefaults.tools.execTimeoutSec })
+        : execSettings.optional(),
+  });
+}
+
+const modelObject = z.strictObject({
+  primary: text.optional(),
+  fallbacks: z.array(text).optional(),
+});
+/** `"claude-…"` or `{ primary, fallbacks }`. */
+const modelRef = z.union([text, modelObject]);
+
+const agentEntry = z.strictObject({
+  id: agentId,
+  /** The agent used when none is named; at most one. */
+  default: z.boolean().optional(),
+  name: text.optional(),
+  workspace: text.optional(),
+  model: modelRef.optional(),
+  sandbox: sandboxSchema("partial").optional(),
+  tools: toolsSchema("partial").optional(),
+});
+
+/** Agent ids are unique and at most one agent is the default. */
+function checkAgentList(list: unknown, ctx: z.RefinementCtx): void {
+  if (!Array.isArray(list)) return;
+  const seen = new Map<unknown, number>();
+  let defaults = 0;
+  list.forEach((agent: unknown, index) => {
+    if (typeof agent !== "object" || agent === null) return;
+    const { id, default: isDefault } = agent as { id?: unknown; default?: unknown };
+    const first = seen.get(id);
+    if (typeof id === "string" && first !== undefined) {
+      ctx.addIssue({
+        code: "custom",
+        path: [index, "id"],
+        message: `duplicate agent id "${id}" (also agents.list[${first}])`,
+      });
+    } else {
+      seen.set(id, index);
+    }
+    if (isDefault === true && ++defaults > 1) {
+      ctx.addIssue({
+        code: "custom",
+        path: [index, "default"],
+        message: "more than one agent has default: true",
+      });
+    }
+  });
+}
+
+const agentDefaults = z.strictObject({
+  /** The agent workspace; default: the working directory cordon runs in. */
+  workspace: text.optional(),
+  model: modelRef.optional(),
+  sandbox: sandboxSchema("defaults").prefault({}),
+  tools: toolsSchema("partial").optional(),
+});
+
+export const cordonConfigSchema = z.strictObject({
+  $schema: z.string().optional(),
+  model: z
+    .union([
+      text,
+      z.strictObject({
+        primary: text.default(configDefaults.model.primary),
+        fallbacks: z.array(text).default([]),
+      }),
+    ])
+    .default({ primary: configDefaults.model.primary, fallbacks: [] }),
+  tools: toolsSchema("defaults").prefault({}),
+  agents: z
+    .strictObject({
+      defaults: agentDefaults.prefault({}),
+      list: z
+        .array(agentEntry)
+        // Runs even when entries have other problems, so every issue is reported at once.
+        .superRefine(checkAgentList, { when: () => true })
+        .default([]),
+    })
+    .prefault({}),
+});
+
+/** The config as the file and flags may write it (everything optional). */
+export type CordonConfigInput = z.input<typeof cordonConfigSchema>;
+/** The parsed config with the built-in defaults applied. */
+export type CordonConfig = z.output<typeof cordonConfigSchema>;
+export type AgentConfig = CordonConfig["agents"]["list"][number];
+export type SandboxConfig = CordonConfig["agents"]["defaults"]["sandbox"];
+export type DockerConfig = SandboxConfig["docker"];
+export type AgentSandboxConfig = NonNullable<AgentConfig["sandbox"]>;
+export type AgentDockerConfig = NonNullable<AgentSandboxConfig["docker"]>;
+export type ToolsConfig = CordonConfig["tools"];
+export type AgentToolsConfig = NonNullable<AgentConfig["tools"]>;
+export type ToolLayerConfig = z.output<typeof toolLayer>;
+export type ModelRef = NonNullable<AgentConfig["model"]>;
+export type BindConfig = z.output<typeof bind>;
+export type SandboxMode = (typeof sandboxModes)[number];
+export type SandboxScope = (typeof sandboxScopes)[number];
+export type WorkspaceAccess = (typeof workspaceAccessModes)[number];
+export type ToolProfile = (typeof toolProfiles)[number];

@@ -1,0 +1,247 @@
+import type { ConfigIssue, DockerConfig } from "../config/index.js";
+import type { DockerSettings, UlimitSpec, WorkspaceAccess } from "../sandbox/index.js";
+import { parseByteSize } from "./byte-size.js";
+import { isWithin, normalizeAbsolute } from "./path-guard.js";
+import { sandboxEnvironment } from "./sandbox-env.js";
+
+/** Where the agent workspace appears when it is mounted read-only. */
+export const agentMountPoint = "/agent";
+/** Docker refuses less memory than this. */
+const minimumMemoryBytes = 6 * 1024 * 1024;
+const fallbackUser = "1000:1000";
+
+export interface DockerSettingsInput {
+  docker: DockerConfig;
+  /** Config key of a docker field, for messages. */
+  key: (field: keyof DockerConfig) => string;
+  workspaceAccess: WorkspaceAccess;
+  /** Owner of the agent workspace, when known (for `user: "auto"`). */
+  workspaceOwner?: { uid: number; gid: number } | undefined;
+  /** Refusals (the plan fails) and warnings (the plan goes on, explain shows them). */
+  problems: ConfigIssue[];
+  warnings: string[];
+}
+
+function isRootUser(user: string): boolean {
+  const name = user.split(":")[0] ?? "";
+  return name === "0" || name.toLowerCase() === "root";
+}
+
+/**
+ * `sandbox.docker` resolved into what the container is created from: sizes in bytes, nulls
+ * dropped, the user decided, and every setting that would weaken isolation either refused or —
+ * when its `dangerouslyAllow…` flag is set — kept with a warning.
+ */
+export function resolveDockerSettings(input: DockerSettingsInput): DockerSettings {
+  const { docker, key, problems, warnings } = input;
+  const refuse = (field: keyof DockerConfig, message: string) =>
+    problems.push({ path: key(field), message });
+
+  const workdir = normalizeAbsolute(docker.workdir);
+  if (!docker.workdir.startsWith("/"))
+    refuse("workdir", "must be an absolute path in the container");
+  else if (workdir === "/") refuse("workdir", 'must not be "/" (the workspace is mounted there)');
+  else if (isWithin(workdir, agentMountPoint) || isWithin(agentMountPoint, workdir)) {
+    refuse(
+      "workdir",
+      `must not overlap ${agentMountPoint}, where a read-only workspace is mounted`,
+    );
+  } else if (["/proc", "/sys", "/dev"].some((p) => isWithin(workdir, p))) {
+    refuse("workdir", "must not be under /proc, /sys or /dev");
+  }
+
+  const tmpfs: Record<string, string> = {};
+  for (const [target, options] of Object.entries(docker.tmpfs)) {
+    if (options === null) continue;
+    const normal = normalizeAbsolute(target);
+    if (!target.startsWith("/")) {
+      refuse("tmpfs", `"${target}" must be an absolute path in the container`);
+    } else if (isWithin(workdir, normal) || isWithin(normal, workdir)) {
+      refuse("tmpfs", `"${target}" overlaps the workdir ${workdir} and would hide the workspace`);
+    } else if (isWithin(agentMountPoint, normal) || isWithin(normal, agentMountPoint)) {
+      refuse("tmpfs", `"${target}" overlaps ${agentMountPoint}`);
+    } else {
+      tmpfs[normal] = options;
+      if (!/(^|,)size=/.test(options)) {
+        warnings.push(`tmpfs ${normal} has no size= limit (${key("tmpfs")}): it can fill memory`);
+      }
+    }
+  }
+
+  const network = docker.network;
+  const lowerNetwork = network.toLowerCase();
+  if (lowerNetwork === "host") {
+    if (docker.dangerouslyAllowHostNetwork) {
+      warnings.push(
+        `network "host" (${key("network")}): the sandbox shares the host's network stack, including services on localhost`,
+      );
+    } else {
+      refuse(
+        "network",
+        '"host" shares the host\'s network with the sandbox; use "none" or "bridge" (or set sandbox.docker.dangerouslyAllowHostNetwork: true)',
+      );
+    }
+  } else if (lowerNetwork.startsWith("container:")) {
+    if (docker.dangerouslyAllowContainerNamespaceJoin) {
+      warnings.push(
+        `network "${network}" (${key("network")}): the sandbox joins another container's network namespace`,
+      );
+    } else {
+      refuse(
+        "network",
+        `"${network}" joins another container's namespace; use "none" or "bridge" (or set sandbox.docker.dangerouslyAllowContainerNamespaceJoin: true)`,
+      );
+    }
+  } else if (!/^[A-Za-z0-9][A-Za-z0-9_.-]*$/.test(network)) {
+    refuse("network", `"${network}" is not a valid network name`);
+  } else if (lowerNetwork !== "none") {
+    warnings.push(`network "${network}" (${key("network")}): the sandbox can reach the network`);
+  }
+
+  const user = resolveUser(input);
+
+  const capDrop = docker.capDrop.map((cap) => cap.toUpperCase());
+  if (!capDrop.includes("ALL")) {
+    warnings.push(
+      `capDrop does not include ALL (${key("capDrop")}): the sandbox keeps Docker's default capabilities`,
+    );
+  }
+  if (!docker.readOnlyRoot) {
+    warnings.push(
+      `readOnlyRoot is false (${key("readOnlyRoot")}): the container's root filesystem is writable`,
+    );
+  }
+
+  const memoryBytes = parseByteSize(docker.memory);
+  if (memoryBytes === undefined || memoryBytes < minimumMemoryBytes) {
+    refuse("memory", `"${docker.memory}" is not a memory size of at least 6m`);
+  }
+  const memorySwapBytes =
+    docker.memorySwap === undefined ? memoryBytes : parseByteSize(docker.memorySwap);
+  if (memorySwapBytes === undefined) {
+    refuse("memorySwap", `"${docker.memorySwap}" is not a size`);
+  } else if (memoryBytes !== undefined && memorySwapBytes < memoryBytes) {
+    refuse(
+      "memorySwap",
+      `memory + swap (${docker.memorySwap}) is less than memory (${docker.memory}); set it equal to memory for no swap`,
+    );
+  }
+
+  const ulimits: UlimitSpec[] = [];
+  for (const [name, value] of Object.entries(docker.ulimits).sort(([a], [b]) =>
+    a.localeCompare(b),
+  )) {
+    if (value === undefined) continue;
+    const spec =
+      typeof value === "number" ? { name, soft: value, hard: value } : { name, ...value };
+    if (spec.soft > spec.hard) {
+      refuse("ulimits", `${name}: soft limit ${spec.soft} is above hard limit ${spec.hard}`);
+    }
+    ulimits.push(spec);
+  }
+
+  const seccompProfile = docker.seccompProfile;
+  if (seccompProfile !== undefined) {
+    if (seccompProfile.toLowerCase() === "unconfined") {
+      if (docker.dangerouslyAllowUnconfined) {
+        warnings.push(
+          `seccomp is unconfined (${key("seccompProfile")}): every system call is allowed`,
+        );
+      } else {
+        refuse(
+          "seccompProfile",
+          '"unconfined" turns off system call filtering; remove it (or set sandbox.docker.dangerouslyAllowUnconfined: true)',
+        );
+      }
+    } else if (seccompProfile !== "default" && !seccompProfile.startsWith("/")) {
+      refuse("seccompProfile", 'must be "default" or an absolute path to a profile');
+    }
+  }
+  const apparmorProfile = docker.apparmorProfile;
+  if (apparmorProfile !== undefined) {
+    if (apparmorProfile.toLowerCase() === "unconfined") {
+      if (docker.dangerouslyAllowUnconfined) {
+        warnings.push(`AppArmor is unconfined (${key("apparmorProfile")})`);
+      } else {
+        refuse(
+          "apparmorProfile",
+          '"unconfined" turns off AppArmor; remove it (or set sandbox.docker.dangerouslyAllowUnconfined: true)',
+        );
+      }
+    } else if (!/^[A-Za-z0-9_.-]+$/.test(apparmorProfile)) {
+      refuse("apparmorProfile", `"${apparmorProfile}" is not a profile name`);
+    }
+  }
+
+  for (const entry of docker.extraHosts) {
+    const colon = entry.indexOf(":");
+    const host = entry.slice(0, colon);
+    const address = entry.slice(colon + 1);
+    if (
+      colon <= 0 ||
+      !/^[A-Za-z0-9.-]+$/.test(host) ||
+      !(address === "host-gateway" || /^[0-9A-Fa-f.:]+$/.test(address))
+    ) {
+      refuse("extraHosts", `"${entry}" is not "hostname:ip"`);
+    }
+  }
+
+  const env = sandboxEnvironment({
+    env: docker.env,
+    allowedNames: docker.dangerouslyAllowEnvNames,
+    configKey: key("env"),
+    problems,
+    warnings,
+  });
+
+  return {
+    image: docker.image,
+    containerPrefix: docker.containerPrefix,
+    workdir,
+    readOnlyRoot: docker.readOnlyRoot,
+    tmpfs,
+    network,
+    user,
+    capDrop,
+    env,
+    memoryBytes: memoryBytes ?? 0,
+    memorySwapBytes: memorySwapBytes ?? 0,
+    cpus: docker.cpus,
+    pidsLimit: docker.pidsLimit,
+    ulimits,
+    seccompProfile,
+    apparmorProfile,
+    dns: [...docker.dns],
+    extraHosts: [...docker.extraHosts],
+    runtime: docker.runtime,
+  };
+}
+
+/**
+ * `"auto"`: the owner of a mounted workspace (so files the agent writes belong to the user), never
+ * root; otherwise 1000:1000. An explicit user is taken as written, with a warning for root.
+ */
+function resolveUser(input: DockerSettingsInput): string {
+  const { docker, key, problems, warnings } = input;
+  if (docker.user !== "auto") {
+    if (!/^[A-Za-z0-9_.-]+(:[A-Za-z0-9_.-]+)?$/.test(docker.user)) {
+      problems.push({
+        path: key("user"),
+        message: `"${docker.user}" is not "uid", "uid:gid" or "auto"`,
+      });
+    } else if (isRootUser(docker.user)) {
+      warnings.push(`the sandbox runs as root (${key("user")}=${docker.user})`);
+    }
+    return docker.user;
+  }
+  const owner = input.workspaceOwner;
+  if (input.workspaceAccess === "none" || owner === undefined) return fallbackUser;
+  if (owner.uid === 0) {
+    if (input.workspaceAccess !== "rw") return fallbackUser;
+    warnings.push(
+      `the agent workspace is owned by root; the sandbox runs as ${fallbackUser} and may not be able to write it (set ${key("user")})`,
+    );
+    return fallbackUser;
+  }
+  return `${owner.uid}:${owner.gid}`;
+}

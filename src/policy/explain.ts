@@ -1,0 +1,128 @@
+import { formatByteSize } from "./byte-size.js";
+import type { RunPlan } from "./plan-run.js";
+import { credentialLikeName } from "./sandbox-env.js";
+
+/**
+ * The plan as text for `cordon sandbox explain`: every line is derived from the plan object the
+ * runner uses, never recomputed, so what is shown is what runs.
+ */
+export function explainPlan(plan: RunPlan): string {
+  const lines: string[] = [];
+  const { agent, sandbox, tools } = plan;
+  lines.push(`agent     ${agent.id}${agent.name ? ` (${agent.name})` : ""}`);
+  lines.push(`session   ${plan.sessionKey}`);
+  lines.push(`workspace ${agent.workspace}`);
+  lines.push(
+    `model     ${agent.model.primary}${agent.model.fallbacks.length ? ` (fallbacks: ${agent.model.fallbacks.join(", ")})` : ""}`,
+  );
+  lines.push("");
+  lines.push(`sandbox   ${sandbox.enabled ? "yes" : "NO"} — ${sandbox.reason}`);
+  lines.push(
+    `  mode ${sandbox.mode} (${sandbox.keys.mode}), scope ${sandbox.scope} (${sandbox.keys.scope}), workspace access ${sandbox.workspaceAccess} (${sandbox.keys.workspaceAccess})`,
+  );
+  for (const line of sandbox.explanation.slice(1)) lines.push(`  ${line}`);
+  lines.push(`  change: ${changeHint(plan, ["mode", "scope", "workspaceAccess"])}`);
+
+  const spec = sandbox.spec;
+  if (spec) {
+    const d = spec.docker;
+    lines.push("");
+    lines.push(`container ${spec.containerName}`);
+    lines.push(`  scope key    ${spec.scopeKey}`);
+    lines.push(`  config hash  ${spec.configHash}`);
+    lines.push(`  image        ${d.image ?? "built-in sandbox image (cordon image build)"}`);
+    lines.push(`  user         ${d.user}`);
+    lines.push(`  workdir      ${d.workdir}`);
+    lines.push(`  network      ${d.network}`);
+    lines.push(`  root fs      ${d.readOnlyRoot ? "read-only" : "WRITABLE"}`);
+    lines.push(`  capDrop      ${d.capDrop.join(", ") || "(none)"}`);
+    lines.push(
+      `  limits       memory ${formatByteSize(d.memoryBytes)}, memory+swap ${formatByteSize(d.memorySwapBytes)}, cpus ${d.cpus}, pids ${d.pidsLimit}`,
+    );
+    if (d.ulimits.length) {
+      lines.push(
+        `  ulimits      ${d.ulimits.map((u) => `${u.name}=${u.soft}:${u.hard}`).join(", ")}`,
+      );
+    }
+    if (d.runtime) lines.push(`  runtime      ${d.runtime}`);
+    if (d.seccompProfile) lines.push(`  seccomp      ${d.seccompProfile}`);
+    if (d.apparmorProfile) lines.push(`  apparmor     ${d.apparmorProfile}`);
+    if (d.dns.length) lines.push(`  dns          ${d.dns.join(", ")}`);
+    if (d.extraHosts.length) lines.push(`  extra hosts  ${d.extraHosts.join(", ")}`);
+    const env = Object.keys(d.env);
+    lines.push(`  env          ${env.length ? env.join(", ") : "(none: no host environment)"}`);
+    lines.push(
+      `  tmpfs        ${
+        Object.entries(d.tmpfs)
+          .map(([t, o]) => `${t} (${o})`)
+          .join(", ") || "(none)"
+      }`,
+    );
+    lines.push("  mounts");
+    for (const m of spec.mounts) {
+      lines.push(
+        `    ${m.target.padEnd(14)} ← ${m.source}  ${m.readOnly ? "ro" : "rw"}  [${m.role}]`,
+      );
+    }
+    if (spec.privateWorkspace) {
+      lines.push(
+        `  private workspace ${spec.privateWorkspace}${spec.seed ? " (seeded with a copy of the agent workspace)" : ""}`,
+      );
+    }
+    const prune = sandbox.prune;
+    lines.push(
+      `  prune        idle ${prune.idleMs ? `${prune.idleMs / 3_600_000} h` : "never"}, max age ${prune.maxAgeMs ? `${prune.maxAgeMs / 86_400_000} d` : "never"}`,
+    );
+  }
+
+  lines.push("");
+  lines.push(`tools     profile ${tools.profile}; allowed: ${tools.allowed.join(", ")}`);
+  for (const d of tools.decisions) {
+    const mark = d.allowed ? "allow" : "deny ";
+    lines.push(`  ${mark} ${d.tool.padEnd(12)} ${d.layer.padEnd(13)} ${d.configKey}: ${d.reason}`);
+    const others = (d.blockedBy ?? []).slice(1);
+    for (const b of others)
+      lines.push(`        ${"".padEnd(12)} also ${b.layer}: ${b.configKey}: ${b.reason}`);
+  }
+  lines.push(
+    `  exec timeout ${tools.exec.timeoutSec} s${tools.exec.maxOutputBytes ? `, output cap ${formatByteSize(tools.exec.maxOutputBytes)}` : ""}`,
+  );
+
+  if (plan.warnings.length) {
+    lines.push("");
+    lines.push("warnings");
+    for (const w of plan.warnings) lines.push(`  ! ${w}`);
+  }
+  return `${lines.join("\n")}\n`;
+}
+
+/** The keys that decide the sandbox settings, plus where to set them for this agent alone. */
+function changeHint(plan: RunPlan, fields: readonly (keyof RunPlan["sandbox"]["keys"])[]): string {
+  const keys = fields.map((field) => plan.sandbox.keys[field]);
+  const agentOwn = plan.agent.configKey.startsWith("agents.list[");
+  const inherited = keys.some((key) => key.startsWith("agents.defaults."));
+  return `${keys.join(", ")}${agentOwn && inherited ? ` (or ${plan.agent.configKey}.sandbox.<key> for this agent only)` : ""}`;
+}
+
+/** Shown in place of a credential-like environment value. */
+export const redactedValue = "<redacted>";
+
+/**
+ * The plan with the values of credential-like environment variables (the ones only
+ * `dangerouslyAllowEnvNames` lets through) replaced, for printing: `explain --json` must not put
+ * a token on a terminal or in a CI log. Everything else is the plan as is.
+ */
+export function redactPlanSecrets(plan: RunPlan): RunPlan {
+  const spec = plan.sandbox.spec;
+  if (!spec) return plan;
+  const env = Object.fromEntries(
+    Object.entries(spec.docker.env).map(([name, value]) => [
+      name,
+      credentialLikeName(name) ? redactedValue : value,
+    ]),
+  );
+  return {
+    ...plan,
+    sandbox: { ...plan.sandbox, spec: { ...spec, docker: { ...spec.docker, env } } },
+  };
+}

@@ -1,0 +1,440 @@
+import path from "node:path";
+
+import { ConfigError, PolicyDeniedError } from "../common/index.js";
+import type { ConfigIssue, CordonConfig } from "../config/index.js";
+import type { SandboxMode, SandboxScope, SandboxSpec, WorkspaceAccess } from "../sandbox/index.js";
+import { hashOf } from "./config-hash.js";
+import { containerNameOf, scopeKeyOf } from "./container-name.js";
+import { resolveDockerSettings } from "./docker-settings.js";
+import { planMounts } from "./mount-plan.js";
+import {
+  isWithin,
+  normalizeAbsolute,
+  protectedPathProblem,
+  protectedPaths,
+  safeRealpath,
+} from "./path-guard.js";
+import { SandboxSettingsRefusedError } from "./policy-errors.js";
+import { resolveAgent, type ResolvedAgent } from "./resolve-agent.js";
+import { mainSessionKey, normalizeSessionKey } from "./session-key.js";
+import { builtinToolCatalog, type ToolCatalog } from "./tool-catalog.js";
+import {
+  evaluateToolPolicy,
+  type ToolDecision,
+  type ToolEntries,
+  type ToolPolicyLayer,
+} from "./tool-policy.js";
+
+export interface PlanRunInput {
+  config: CordonConfig;
+  /** Default: the `default: true` agent, else the first in agents.list, else `main`. */
+  agentId?: string | undefined;
+  /** Default `agent:<id>:main`; a bare name `x` becomes `agent:<id>:x`. */
+  sessionKey?: string | undefined;
+  /** cordon's state directory (private workspaces live under it). */
+  stateDir: string;
+  homeDir: string;
+  /** Resolves symlinks on the host; injected so policy stays pure. */
+  realpath: (p: string) => string;
+  /** Owner of a host path, for `sandbox.docker.user: "auto"`; injected like realpath. */
+  pathOwner?: ((p: string) => { uid: number; gid: number } | undefined) | undefined;
+  /** Default: the nine built-in tools. */
+  catalog?: ToolCatalog | undefined;
+  /** The run's own flags: the last, narrowest tool layer. */
+  runTools?: { allow?: string[] | undefined; deny?: string[] | undefined } | undefined;
+}
+
+export interface RunPlan {
+  agent: {
+    id: string;
+    name?: string;
+    /** Where this agent's own settings go: `agents.list[<i>]`, or `agents.defaults` for the implicit agent. */
+    configKey: string;
+    /** Absolute host path, symlinks resolved. */
+    workspace: string;
+    model: { primary: string; fallbacks: string[] };
+  };
+  sessionKey: string;
+  sandbox: {
+    enabled: boolean;
+    /** One sentence: why sandboxed or not, naming the config key. */
+    reason: string;
+    mode: SandboxMode;
+    scope: SandboxScope;
+    workspaceAccess: WorkspaceAccess;
+    /** Present iff enabled. */
+    spec?: SandboxSpec;
+    prune: { idleMs: number; maxAgeMs: number };
+    /** Lines for `explain`: each setting, where it came from and which key changes it. */
+    explanation: string[];
+    /** Config key that decided mode, scope and workspace access. */
+    keys: { mode: string; scope: string; workspaceAccess: string };
+  };
+  tools: {
+    allowed: string[];
+    decisions: ToolDecision[];
+    profile: string;
+    exec: { timeoutSec: number; maxOutputBytes?: number };
+  };
+  warnings: string[];
+}
+
+const hourMs = 3_600_000;
+
+function entries(
+  source: { entries: string[]; configKey: string } | undefined,
+): ToolEntries | undefined {
+  return source && { entries: source.entries, configKey: source.configKey };
+}
+
+function toolLayers(
+  config: CordonConfig,
+  agent: ResolvedAgent,
+  sandboxed: boolean,
+  runTools: PlanRunInput["runTools"],
+): ToolPolicyLayer[] {
+  const global = config.tools;
+  const layers: ToolPolicyLayer[] = [
+    {
+      layer: "global",
+      allow: global.allow && { entries: global.allow, configKey: "tools.allow" },
+      alsoAllow: global.alsoAllow && { entries: global.alsoAllow, configKey: "tools.alsoAllow" },
+      deny: global.deny && { entries: global.deny, configKey: "tools.deny" },
+    },
+    {
+      layer: "agent",
+      allow: entries(agent.tools.allow),
+      alsoAllow: entries(agent.tools.alsoAllow),
+      deny: entries(agent.tools.deny),
+    },
+  ];
+  if (sandboxed) {
+    const own = global.sandbox?.tools;
+    layers.push(
+      {
+        layer: "sandbox",
+        allow: own?.allow && { entries: own.allow, configKey: "tools.sandbox.tools.allow" },
+        alsoAllow: own?.alsoAllow && {
+          entries: own.alsoAllow,
+          configKey: "tools.sandbox.tools.alsoAllow",
+        },
+        deny: own?.deny && { entries: own.deny, configKey: "tools.sandbox.tools.deny" },
+      },
+      {
+        layer: "agent-sandbox",
+        allow: entries(agent.tools.sandbox.allow),
+        alsoAllow: entries(agent.tools.sandbox.alsoAllow),
+        deny: entries(agent.tools.sandbox.deny),
+      },
+    );
+  }
+  if (runTools) {
+    layers.push({
+      layer: "run",
+      allow: runTools.allow && { entries: runTools.allow, configKey: "run.allow" },
+      deny: runTools.deny && { entries: runTools.deny, configKey: "run.deny" },
+    });
+  }
+  return layers;
+}
+
+/**
+ * The one decision a run is made of (DESIGN.md §3): which agent, which session, sandboxed or not
+ * and why, the container (scope key, name, mounts, settings, config hash) and the tools, each
+ * decision with the config key that made it. Pure: the same input gives the same plan, and
+ * `cordon sandbox explain --json` prints exactly this object.
+ *
+ * Throws `ConfigError` for an unknown agent or a bad session key, `PolicyDeniedError` when the
+ * config asks for something the sandbox rules refuse (every refusal listed) or when no tool is
+ * left.
+ */
+export function planRun(input: PlanRunInput): RunPlan {
+  const { config } = input;
+  const catalog = input.catalog ?? builtinToolCatalog;
+  const agent = resolveAgent(config, input.agentId);
+  const sessionKey = normalizeSessionKey(agent.id, input.sessionKey);
+  const warnings: string[] = [];
+  const problems: ConfigIssue[] = [];
+  const explanation: string[] = [];
+  const stateDir = normalizeAbsolute(input.stateDir);
+  const homeDir = normalizeAbsolute(input.homeDir);
+
+  if (agent.workspace === undefined || !path.posix.isAbsolute(agent.workspace)) {
+    throw new ConfigError(
+      `the agent "${agent.id}" has no absolute workspace (got ${JSON.stringify(agent.workspace)})`,
+      { fix: "set agents.defaults.workspace or the agent's workspace to an absolute path" },
+    );
+  }
+  const configuredWorkspace = normalizeAbsolute(agent.workspace);
+  const workspace = normalizeAbsolute(safeRealpath(input.realpath, configuredWorkspace));
+
+  const { mode, scope, workspaceAccess } = agent.sandbox;
+  const keys = {
+    mode: agent.sandboxKey("mode"),
+    scope: agent.sandboxKey("scope"),
+    workspaceAccess: agent.sandboxKey("workspaceAccess"),
+  };
+  const main = mainSessionKey(agent.id);
+  let enabled: boolean;
+  let reason: string;
+  switch (mode) {
+    case "off":
+      enabled = false;
+      reason = `${keys.mode} is "off": tools run on the host, confined to the workspace, with no isolation (trusted use only)`;
+      warnings.push(
+        `sandbox mode is off (${keys.mode}): commands run on this machine with your permissions; set it to "all" to sandbox them`,
+      );
+      break;
+    case "non-main":
+      enabled = sessionKey !== main;
+      reason = enabled
+        ? `${keys.mode} is "non-main" and ${sessionKey} is not the agent's main session (${main}): sandboxed`
+        : `${keys.mode} is "non-main" and ${sessionKey} is the agent's main session: runs on the host, with no isolation`;
+      if (!enabled) {
+        warnings.push(
+          `the main session ${main} runs on the host (${keys.mode} is "non-main"); use another --session or mode "all" to sandbox it`,
+        );
+      }
+      break;
+    case "all":
+      enabled = true;
+      reason = `${keys.mode} is "all": every session is sandboxed`;
+      break;
+  }
+  explanation.push(reason);
+
+  const prune = {
+    idleMs: agent.sandbox.prune.idleHours * hourMs,
+    maxAgeMs: agent.sandbox.prune.maxAgeDays * 24 * hourMs,
+  };
+
+  let spec: SandboxSpec | undefined;
+  if (enabled) {
+    spec = planSandbox({
+      input,
+      agent,
+      sessionKey,
+      workspace,
+      stateDir,
+      homeDir,
+      problems,
+      warnings,
+      explanation,
+      keys,
+    });
+  } else {
+    explanation.push(
+      `not sandboxed: ${keys.scope}, ${keys.workspaceAccess} and sandbox.docker do not apply; tools.sandbox.tools is not applied`,
+    );
+  }
+  if (problems.length > 0) throw new SandboxSettingsRefusedError(agent.id, problems);
+
+  const toolResult = evaluateToolPolicy({
+    catalog,
+    profile: agent.tools.profile,
+    additions: [
+      ...(config.tools.alsoAllow
+        ? [{ entries: config.tools.alsoAllow, configKey: "tools.alsoAllow" }]
+        : []),
+      ...(agent.tools.alsoAllow ? [entries(agent.tools.alsoAllow) as ToolEntries] : []),
+    ],
+    layers: toolLayers(config, agent, enabled, input.runTools),
+  });
+  warnings.push(...toolResult.warnings);
+  if (toolResult.allowed.length === 0) {
+    const keysInvolved = [
+      ...new Set(toolResult.decisions.flatMap((d) => (d.blockedBy ?? []).map((b) => b.configKey))),
+    ];
+    throw new PolicyDeniedError(
+      `no tool is allowed for agent "${agent.id}" in session ${sessionKey}; decided by ${keysInvolved.join(", ")}${toolResult.warnings.map((w) => `\n  ${w}`).join("")}`,
+      {
+        fix: `loosen ${keysInvolved.join(" or ")}; \`cordon sandbox explain --agent ${agent.id}\` shows each decision`,
+      },
+    );
+  }
+
+  const exec: RunPlan["tools"]["exec"] = { timeoutSec: agent.tools.exec.timeoutSec };
+  if (agent.tools.exec.maxOutputBytes !== undefined) {
+    exec.maxOutputBytes = agent.tools.exec.maxOutputBytes;
+  }
+  const plan: RunPlan = {
+    agent: {
+      id: agent.id,
+      configKey: agent.index === undefined ? "agents.defaults" : `agents.list[${agent.index}]`,
+      workspace,
+      model: agent.model,
+    },
+    sessionKey,
+    sandbox: { enabled, reason, mode, scope, workspaceAccess, prune, explanation, keys },
+    tools: {
+      allowed: toolResult.allowed,
+      decisions: toolResult.decisions,
+      profile: agent.tools.profile.name,
+      exec,
+    },
+    warnings,
+  };
+  if (agent.name !== undefined) plan.agent.name = agent.name;
+  if (spec) plan.sandbox.spec = spec;
+  return plan;
+}
+
+interface SandboxPlanContext {
+  input: PlanRunInput;
+  agent: ResolvedAgent;
+  sessionKey: string;
+  workspace: string;
+  stateDir: string;
+  homeDir: string;
+  problems: ConfigIssue[];
+  warnings: string[];
+  explanation: string[];
+  keys: RunPlan["sandbox"]["keys"];
+}
+
+function planSandbox(context: SandboxPlanContext): SandboxSpec {
+  const {
+    input,
+    agent,
+    sessionKey,
+    workspace,
+    stateDir,
+    homeDir,
+    problems,
+    warnings,
+    explanation,
+    keys,
+  } = context;
+  const { scope, workspaceAccess } = agent.sandbox;
+  const docker = agent.sandbox.docker;
+  const guarded = protectedPaths(homeDir, stateDir);
+
+  const scopeKey = scopeKeyOf(scope, agent.id, sessionKey);
+  const containerName = containerNameOf({ prefix: docker.containerPrefix, scopeKey, stateDir });
+  explanation.push(
+    {
+      session: `scope "session" (${keys.scope}): this session has its own container`,
+      agent: `scope "agent" (${keys.scope}): every session of agent "${agent.id}" shares one container`,
+      shared: `scope "shared" (${keys.scope}): all agents and sessions share one container`,
+    }[scope],
+    `scope key ${scopeKey} → container ${containerName}`,
+  );
+  if (agent.ignoredDockerKeys.length > 0) {
+    warnings.push(
+      `scope "shared" ignores per-agent docker settings: ${agent.ignoredDockerKeys.join(", ")} (set them in agents.defaults.sandbox.docker, or give the agent scope "agent")`,
+    );
+  }
+
+  // The workspace is exposed when mounted (ro/rw) or copied into the sandbox (none + seed).
+  const seed = workspaceAccess === "none" && agent.sandbox.seed;
+  if (workspaceAccess !== "none" || seed) {
+    const problem = protectedPathProblem({
+      path: workspace,
+      realpath: input.realpath,
+      protectedPaths: guarded.filter((p) => p.kind !== "state"),
+    });
+    if (problem) {
+      problems.push({
+        path:
+          agent.index === undefined
+            ? "agents.defaults.workspace"
+            : `agents.list[${agent.index}].workspace`,
+        message: `the agent workspace ${problem}; ${workspaceAccess === "none" ? "seeding would copy it" : "mounting would expose it"} into the sandbox — run cordon from a project directory or set the workspace`,
+      });
+    }
+    if (isWithin(stateDir, workspace)) {
+      warnings.push(
+        `the state directory ${stateDir} is inside the agent workspace; its sessions are visible in the sandbox (set CORDON_HOME elsewhere)`,
+      );
+    }
+  }
+
+  let privateWorkspace: string | undefined;
+  if (workspaceAccess !== "rw") {
+    const configuredRoot = agent.sandbox.workspaceRoot;
+    let root = path.posix.join(stateDir, "workspaces");
+    if (configuredRoot !== undefined) {
+      if (!path.posix.isAbsolute(configuredRoot)) {
+        problems.push({
+          path: agent.sandboxKey("workspaceRoot"),
+          message: "must be an absolute path",
+        });
+      } else {
+        root = normalizeAbsolute(configuredRoot);
+        const problem = protectedPathProblem({
+          path: root,
+          realpath: input.realpath,
+          protectedPaths: guarded.filter((p) => p.kind === "system" || p.kind === "credentials"),
+        });
+        if (problem) problems.push({ path: agent.sandboxKey("workspaceRoot"), message: problem });
+      }
+    }
+    privateWorkspace = path.posix.join(root, containerName);
+  }
+
+  const settings = resolveDockerSettings({
+    docker,
+    key: agent.dockerKey,
+    workspaceAccess,
+    workspaceOwner: input.pathOwner?.(workspace),
+    problems,
+    warnings,
+  });
+  const mounts = planMounts({
+    workspaceAccess,
+    agentWorkspace: workspace,
+    privateWorkspace,
+    workdir: settings.workdir,
+    tmpfsTargets: Object.keys(settings.tmpfs),
+    binds: docker.binds,
+    bindRoots: docker.bindRoots ?? [workspace, homeDir],
+    allowExternalBindSources: docker.dangerouslyAllowExternalBindSources,
+    homeDir,
+    realpath: input.realpath,
+    protectedPaths: guarded,
+    bindsKey: agent.dockerKey("binds"),
+    bindRootsKey: agent.dockerKey("bindRoots"),
+    problems,
+    warnings,
+  });
+
+  explanation.push(
+    {
+      none: `workspace access "none" (${keys.workspaceAccess}): the agent workspace is not mounted; ${settings.workdir} is a private directory${seed ? " seeded with a copy of it (review with `cordon diff`)" : " (empty; seed is off)"}`,
+      ro: `workspace access "ro" (${keys.workspaceAccess}): the agent workspace is read-only at /agent; ${settings.workdir} is private scratch space`,
+      rw: `workspace access "rw" (${keys.workspaceAccess}): the agent workspace is mounted read-write at ${settings.workdir}; changes are live on the host`,
+    }[workspaceAccess],
+  );
+  if (scope === "shared" && workspaceAccess !== "none") {
+    warnings.push(
+      `scope "shared" with workspace access "${workspaceAccess}": the shared container mounts one agent's workspace; agents with another workspace make it stale and recreate it`,
+    );
+  }
+
+  const hashed = {
+    scope,
+    scopeKey,
+    containerName,
+    workspaceAccess,
+    privateWorkspace,
+    seed,
+    mounts,
+    docker: settings,
+  };
+  return {
+    scope,
+    scopeKey,
+    containerName,
+    agentId: agent.id,
+    sessionKey,
+    workspaceAccess,
+    agentWorkspace: workspace,
+    privateWorkspace,
+    seed,
+    mounts,
+    docker: settings,
+    // Session and agent are labels, not shape: a new session reusing an agent-scoped container
+    // must not find it stale.
+    configHash: hashOf(hashed),
+  };
+}

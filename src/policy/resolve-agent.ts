@@ -1,0 +1,205 @@
+import { ConfigError } from "../common/index.js";
+import {
+  configDefaults,
+  mergeLayers,
+  type AgentConfig,
+  type CordonConfig,
+  type DockerConfig,
+  type ModelRef,
+  type SandboxConfig,
+  type ToolLayerConfig,
+} from "../config/index.js";
+
+/** The id of the agent a config without `agents.list` has. */
+export const implicitAgentId = "main";
+
+/** Where each tool list of an agent came from. */
+export interface ToolListSource {
+  entries: string[];
+  configKey: string;
+}
+
+/** An agent with `agents.defaults` and its own entry merged, and where each value came from. */
+export interface ResolvedAgent {
+  id: string;
+  name?: string | undefined;
+  /** Index in `agents.list`, undefined for the implicit agent. */
+  index?: number | undefined;
+  isDefault: boolean;
+  workspace: string | undefined;
+  model: { primary: string; fallbacks: string[] };
+  sandbox: SandboxConfig;
+  /** Config key that decided each sandbox setting (`agents.list[1].sandbox.scope`). */
+  sandboxKey: (field: keyof SandboxConfig) => string;
+  /** Config key for a docker setting, given the effective scope. */
+  dockerKey: (field: keyof DockerConfig) => string;
+  /** Docker keys the agent sets that scope `shared` ignores (with different values). */
+  ignoredDockerKeys: string[];
+  tools: {
+    profile: { name: string; configKey: string };
+    allow?: ToolListSource | undefined;
+    alsoAllow?: ToolListSource | undefined;
+    deny?: ToolListSource | undefined;
+    sandbox: {
+      allow?: ToolListSource | undefined;
+      alsoAllow?: ToolListSource | undefined;
+      deny?: ToolListSource | undefined;
+    };
+    exec: { timeoutSec: number; maxOutputBytes?: number | undefined; configKey: string };
+  };
+}
+
+/** Picks the agent: the named one, else the `default: true` one, else the first, else `main`. */
+function pickAgent(
+  config: CordonConfig,
+  agentId: string | undefined,
+): { entry?: AgentConfig; index?: number; id: string } {
+  const list = config.agents.list;
+  if (agentId !== undefined) {
+    const index = list.findIndex((agent) => agent.id === agentId);
+    const entry = list[index];
+    if (entry) return { entry, index, id: entry.id };
+    if (list.length === 0 && agentId === implicitAgentId) return { id: agentId };
+    const known = list.length ? list.map((a) => a.id).join(", ") : `only "${implicitAgentId}"`;
+    throw new ConfigError(`no agent "${agentId}" in the config (agents: ${known})`, {
+      fix: list.length
+        ? `pass one of --agent ${list.map((a) => a.id).join(" | ")}, or add it to agents.list`
+        : `add { id: "${agentId}" } to agents.list, or leave out --agent`,
+    });
+  }
+  const index = Math.max(
+    0,
+    list.findIndex((agent) => agent.default === true),
+  );
+  const entry = list[index];
+  return entry ? { entry, index, id: entry.id } : { id: implicitAgentId };
+}
+
+function modelOf(
+  layers: readonly (ModelRef | CordonConfig["model"] | undefined)[],
+): ResolvedAgent["model"] {
+  let primary = "";
+  let fallbacks: string[] = [];
+  for (const layer of layers) {
+    if (layer === undefined) continue;
+    if (typeof layer === "string") {
+      primary = layer;
+      continue;
+    }
+    if (layer.primary !== undefined) primary = layer.primary;
+    if (layer.fallbacks !== undefined) fallbacks = [...layer.fallbacks];
+  }
+  return { primary, fallbacks };
+}
+
+/** Resolves the effective settings of one agent (DESIGN.md §4: agent values beat defaults). */
+export function resolveAgent(config: CordonConfig, agentId: string | undefined): ResolvedAgent {
+  const picked = pickAgent(config, agentId);
+  const { entry, index } = picked;
+  const agentPath = index === undefined ? undefined : `agents.list[${index}]`;
+  const defaults = config.agents.defaults;
+  const own = entry?.sandbox;
+
+  const scope = own?.scope ?? defaults.sandbox.scope;
+  const sharedScope = scope === "shared";
+  const ownDocker = own?.docker ?? {};
+  // Shared: one container for all agents, so only agents.defaults may shape it.
+  const ignoredDockerKeys = sharedScope
+    ? Object.entries(ownDocker)
+        .filter(
+          ([key, value]) =>
+            value !== undefined &&
+            JSON.stringify(value) !==
+              JSON.stringify(defaults.sandbox.docker[key as keyof DockerConfig]),
+        )
+        .map(([key]) => `${agentPath ?? "agents.list[?]"}.sandbox.docker.${key}`)
+    : [];
+  const docker = (
+    sharedScope ? defaults.sandbox.docker : mergeLayers(defaults.sandbox.docker, ownDocker)
+  ) as DockerConfig;
+  const sandbox: SandboxConfig = {
+    ...defaults.sandbox,
+    ...Object.fromEntries(
+      Object.entries(own ?? {}).filter(
+        ([key, value]) => value !== undefined && key !== "docker" && key !== "prune",
+      ),
+    ),
+    prune: mergeLayers(defaults.sandbox.prune, own?.prune) as SandboxConfig["prune"],
+    docker,
+  };
+
+  const sandboxKey = (field: keyof SandboxConfig) =>
+    agentPath && own?.[field] !== undefined
+      ? `${agentPath}.sandbox.${field}`
+      : `agents.defaults.sandbox.${field}`;
+  const dockerKey = (field: keyof DockerConfig) =>
+    agentPath && !sharedScope && ownDocker[field] !== undefined
+      ? `${agentPath}.sandbox.docker.${field}`
+      : `agents.defaults.sandbox.docker.${field}`;
+
+  // Agent tools: agents.defaults.tools overlaid by the agent's own tools (lists replace).
+  const toolSources = [
+    { tools: defaults.tools, path: "agents.defaults.tools" },
+    { tools: entry?.tools, path: `${agentPath}.tools` },
+  ];
+  const agentList = (
+    pick: (tools: NonNullable<AgentConfig["tools"]>) => string[] | undefined,
+    suffix: string,
+  ): ToolListSource | undefined => {
+    let found: ToolListSource | undefined;
+    for (const source of toolSources) {
+      const entries = source.tools ? pick(source.tools) : undefined;
+      if (entries !== undefined) found = { entries, configKey: `${source.path}.${suffix}` };
+    }
+    return found;
+  };
+  const sandboxList = (field: keyof ToolLayerConfig) =>
+    agentList((tools) => tools.sandbox?.tools?.[field], `sandbox.tools.${field}`);
+
+  let profile = { name: config.tools.profile as string, configKey: "tools.profile" };
+  for (const source of toolSources) {
+    if (source.tools?.profile !== undefined) {
+      profile = { name: source.tools.profile, configKey: `${source.path}.profile` };
+    }
+  }
+  let exec = {
+    timeoutSec: config.tools.exec?.timeoutSec ?? configDefaults.tools.execTimeoutSec,
+    maxOutputBytes: config.tools.exec?.maxOutputBytes,
+    configKey: "tools.exec",
+  };
+  for (const source of toolSources) {
+    const own = source.tools?.exec;
+    if (own) {
+      exec = {
+        timeoutSec: own.timeoutSec ?? exec.timeoutSec,
+        maxOutputBytes: own.maxOutputBytes ?? exec.maxOutputBytes,
+        configKey: `${source.path}.exec`,
+      };
+    }
+  }
+
+  return {
+    id: picked.id,
+    name: entry?.name,
+    index,
+    isDefault: entry === undefined || index === pickAgent(config, undefined).index,
+    workspace: entry?.workspace ?? defaults.workspace,
+    model: modelOf([config.model, defaults.model, entry?.model]),
+    sandbox,
+    sandboxKey,
+    dockerKey,
+    ignoredDockerKeys,
+    tools: {
+      profile,
+      allow: agentList((t) => t.allow, "allow"),
+      alsoAllow: agentList((t) => t.alsoAllow, "alsoAllow"),
+      deny: agentList((t) => t.deny, "deny"),
+      sandbox: {
+        allow: sandboxList("allow"),
+        alsoAllow: sandboxList("alsoAllow"),
+        deny: sandboxList("deny"),
+      },
+      exec,
+    },
+  };
+}

@@ -1,0 +1,268 @@
+import { randomUUID } from "node:crypto";
+import os from "node:os";
+import path from "node:path";
+
+import { createSilentLogger, stateDirectory, type Logger } from "../common/index.js";
+import {
+  hostPathOwner,
+  hostRealpath,
+  loadConfig,
+  type ConfigOverrides,
+  type CordonConfig,
+} from "../config/index.js";
+import { builtinToolCatalog, extendToolCatalog, planRun, type RunPlan } from "../policy/index.js";
+import { DockerEngine } from "../sandbox/index.js";
+import { builtinTools, type ToolDefinition } from "../tools/index.js";
+import type { MessageQueue, RunLimits, RunResult } from "./loop/index.js";
+import { createModelClient, type ModelClient, type UserContentBlock } from "./model/index.js";
+import {
+  bindToolset,
+  defaultSandboxes,
+  refusalFor,
+  failedRunResult,
+  runTask,
+  type ProvideSandboxOptions,
+  type RunnerEvent,
+  type ProvidedSandbox,
+  type SandboxProvider,
+} from "./orchestrate/index.js";
+import type { ToolResult } from "./loop/index.js";
+import { SessionLanes } from "./session/index.js";
+
+export interface RunnerOptions {
+  /** Where a `cordon.json5` is looked for and relative paths resolve. Default `process.cwd()`. */
+  cwd?: string | undefined;
+  /** Environment for config layering, API keys and DOCKER_HOST. Default `process.env`. */
+  env?: NodeJS.ProcessEnv | undefined;
+  /** A config file; default `CORDON_CONFIG`, else `<cwd>/cordon.json5`, else built-in defaults. */
+  configPath?: string | undefined;
+  /** The top config layer (what CLI flags set). */
+  configOverrides?: ConfigOverrides | undefined;
+  /** The agent workspace for every agent (`--workspace`); absolute. */
+  workspace?: string | undefined;
+  /**
+   * Whatever the config says, run sandboxed on a seeded private copy with one container per
+   * session (`fix-tests` needs this: its changes are taken and verified as a patch).
+   */
+  forceSeededCopy?: boolean | undefined;
+  /** An already loaded config; skips file loading. */
+  config?: CordonConfig | undefined;
+  /** The model; default: the scripted model when `modelScript` is set, else the Anthropic API. */
+  model?: ModelClient | undefined;
+  /** A scripted-model file (docs/scripted-model.md). */
+  modelScript?: string | undefined;
+  /** Extra tools, offered next to the built-in ones (the policy decides which a run gets). */
+  tools?: readonly ToolDefinition[] | undefined;
+  /** Where tools run; default Docker containers by scope key, or the host in mode off. */
+  sandboxes?: SandboxProvider | undefined;
+  /** Runs that may be in flight at once in this runner. Default 4. */
+  maxConcurrentRuns?: number | undefined;
+  logger?: Logger | undefined;
+}
+
+/** What one run is about. */
+export interface RunRequest {
+  prompt: string | UserContentBlock[];
+  agentId?: string | undefined;
+  /** e.g. `fix-123` (becomes `agent:<id>:fix-123`) or a full key; default the agent's main session. */
+  sessionKey?: string | undefined;
+  /** Overrides the agent's model for this run. */
+  modelId?: string | undefined;
+  limits?: RunLimits | undefined;
+  /** Run-level tool policy, the last (narrowest) layer. */
+  allowTools?: readonly string[] | undefined;
+  denyTools?: readonly string[] | undefined;
+  signal?: AbortSignal | undefined;
+  onEvent?: ((event: RunnerEvent) => void) | undefined;
+  /** Messages injected between tool calls of a running run. */
+  steering?: MessageQueue | undefined;
+  /** Messages queued until the run ends, then run as further turns. */
+  followUps?: MessageQueue | undefined;
+}
+
+export type PlanRequest = Pick<RunRequest, "agentId" | "sessionKey" | "allowTools" | "denyTools">;
+
+/** A sandbox held for a one-off command; release it when done (the container stays for reuse). */
+export interface HeldSandbox {
+  plan: RunPlan;
+  lease: ProvidedSandbox;
+}
+
+export interface Runner {
+  /** cordon's state directory: sessions, private workspaces, sandbox records. */
+  readonly stateDir: string;
+  /** The plan a run would get (exactly what `cordon sandbox explain` prints). */
+  plan(request?: PlanRequest): Promise<RunPlan>;
+  /** Plans, acquires the sandbox, runs the agent loop. Never throws: failures are results. */
+  run(request: RunRequest): Promise<RunResult>;
+  /** The sandbox a run with this request would get (for `cordon exec`, `cordon tool`, diffs). */
+  acquireSandbox(
+    request?: PlanRequest & {
+      signal?: AbortSignal | undefined;
+      onProgress?: ProvideSandboxOptions["onProgress"];
+    },
+  ): Promise<HeldSandbox>;
+  /** Removes the sandbox (container and private workspace) a request maps to, if any. */
+  discardSandbox(request?: PlanRequest): Promise<void>;
+  /**
+   * Runs one tool through exactly the policy and sandbox path an agent's call takes: a tool the
+   * plan does not allow is refused (`refused: true`) with the config key that blocks it.
+   */
+  callTool(
+    name: string,
+    input: unknown,
+    request?: PlanRequest & { signal?: AbortSignal | undefined },
+  ): Promise<ToolResult & { refused: boolean }>;
+}
+
+/** The flag layer of the config: `--workspace` and the forced seeded copy beat every agent's own. */
+function overridesOf(options: RunnerOptions): ConfigOverrides | undefined {
+  const defaults: Record<string, unknown> = {};
+  if (options.workspace) defaults["workspace"] = options.workspace;
+  if (options.forceSeededCopy) {
+    defaults["sandbox"] = { mode: "all", scope: "session", workspaceAccess: "none", seed: true };
+  }
+  if (Object.keys(defaults).length === 0) return options.configOverrides;
+  const given = options.configOverrides ?? {};
+  const agents = (given["agents"] ?? {}) as Record<string, unknown>;
+  const givenDefaults = (agents["defaults"] ?? {}) as Record<string, unknown>;
+  return { ...given, agents: { ...agents, defaults: { ...givenDefaults, ...defaults } } };
+}
+
+/**
+ * The library entry point: config → policy plan → sandbox → tools → session → agent loop, the very
+ * path `cordon run` takes.
+ *
+ * ```ts
+ * const runner = createRunner({ cwd: "/path/to/repo" });
+ * const result = await runner.run({ prompt: "Fix the failing test", onEvent: console.log });
+ * ```
+ */
+export function createRunner(options: RunnerOptions = {}): Runner {
+  const env = options.env ?? process.env;
+  const cwd = path.resolve(options.cwd ?? process.cwd());
+  const stateDir = stateDirectory(env);
+  const logger = options.logger ?? createSilentLogger();
+  const tools = [...builtinTools(), ...(options.tools ?? [])];
+  const catalog = options.tools?.length
+    ? extendToolCatalog(builtinToolCatalog, { tools: options.tools.map((tool) => tool.name) })
+    : builtinToolCatalog;
+  const lanes = new SessionLanes({ maxConcurrentRuns: options.maxConcurrentRuns });
+  const sandboxes =
+    options.sandboxes ?? defaultSandboxes({ engine: DockerEngine.fromEnv(env), stateDir, logger });
+
+  let config: Promise<CordonConfig> | undefined;
+  const loadedConfig = (): Promise<CordonConfig> => {
+    config ??= options.config
+      ? Promise.resolve(options.config)
+      : loadConfig({
+          cwd,
+          env,
+          configPath: options.configPath,
+          overrides: overridesOf(options),
+        }).then((loaded) => loaded.config);
+    return config;
+  };
+
+  let model: Promise<ModelClient> | undefined;
+  const modelClient = (): Promise<ModelClient> => {
+    model ??= options.model
+      ? Promise.resolve(options.model)
+      : createModelClient({ env, scriptPath: options.modelScript, logger });
+    // A failed creation (no API key) is retried on the next run rather than cached.
+    model.catch(() => {
+      model = undefined;
+    });
+    return model;
+  };
+
+  const plan = async (request: PlanRequest = {}): Promise<RunPlan> =>
+    planRun({
+      config: await loadedConfig(),
+      agentId: request.agentId,
+      sessionKey: request.sessionKey,
+      stateDir,
+      homeDir: os.homedir(),
+      realpath: hostRealpath,
+      pathOwner: hostPathOwner,
+      catalog,
+      runTools: {
+        allow: request.allowTools ? [...request.allowTools] : undefined,
+        deny: request.denyTools ? [...request.denyTools] : undefined,
+      },
+    });
+
+  const acquireSandbox: Runner["acquireSandbox"] = async (request = {}) => {
+    const runPlan = await plan(request);
+    const lease = await sandboxes.acquire(runPlan, {
+      signal: request.signal,
+      onProgress: request.onProgress,
+    });
+    return { plan: runPlan, lease };
+  };
+
+  return {
+    stateDir,
+    plan,
+    acquireSandbox,
+    async discardSandbox(request = {}) {
+      await sandboxes.discard?.(await plan(request));
+    },
+    async callTool(name, input, request = {}) {
+      const runPlan = await plan(request);
+      // Refused before any sandbox starts: a denied tool costs nothing and touches nothing.
+      if (!runPlan.tools.allowed.includes(name)) {
+        const known = tools.some((tool) => tool.name === name);
+        const message = known
+          ? refusalFor(runPlan, name)
+          : `There is no tool named "${name}". Tools: ${tools.map((tool) => tool.name).join(", ")}.`;
+        return { content: [{ type: "text", text: message }], isError: true, refused: true };
+      }
+      const lease = await sandboxes.acquire(runPlan, { signal: request.signal });
+      try {
+        const toolset = bindToolset(tools, runPlan, lease.sandbox, logger);
+        const signal = request.signal ?? new AbortController().signal;
+        const result = await toolset.call(name, input, {
+          signal,
+          toolCallId: `cli_${randomUUID()}`,
+        });
+        return { ...result, refused: false };
+      } finally {
+        await lease.release();
+      }
+    },
+    async run(request) {
+      const runId = randomUUID();
+      let runPlan: RunPlan;
+      let client: ModelClient;
+      try {
+        runPlan = await plan(request);
+        client = await modelClient();
+      } catch (error) {
+        // Nothing ran: still one run-start and one run-end, so every consumer sees the outcome.
+        const sessionKey = request.sessionKey ?? "";
+        const result = failedRunResult(runId, sessionKey, error);
+        request.onEvent?.({ type: "run-start", runId, sessionKey, model: request.modelId ?? "" });
+        request.onEvent?.({ type: "run-end", ...result });
+        return result;
+      }
+      return runTask({
+        plan: runPlan,
+        model: client,
+        modelId: request.modelId,
+        sandboxes,
+        tools,
+        stateDir,
+        prompt: request.prompt,
+        limits: request.limits,
+        signal: request.signal,
+        onEvent: request.onEvent,
+        logger,
+        lanes,
+        steering: request.steering,
+        followUps: request.followUps,
+        runId,
+      });
+    },
+  };
+}

@@ -1,0 +1,79 @@
+import path from "node:path";
+
+import type { Logger } from "../../common/index.js";
+import {
+  DockerSandbox,
+  DockerSandboxManager,
+  HostSandbox,
+  SandboxInventory,
+  type DockerEngine,
+} from "../../sandbox/index.js";
+import type { PlannedRun } from "./planned-run.js";
+import type {
+  ProvideSandboxOptions,
+  ProvidedSandbox,
+  SandboxProvider,
+} from "./sandbox-provider.js";
+
+export interface DefaultSandboxesOptions {
+  engine: DockerEngine;
+  /** cordon's state directory: private workspaces and sandbox records live under it. */
+  stateDir: string;
+  logger?: Logger | undefined;
+}
+
+/**
+ * The sandboxes cordon uses by default: a Docker container by scope key when the plan is
+ * sandboxed, the host confined to the agent workspace when it is not. The manager is created once,
+ * so concurrent runs in one process share its per-key locks.
+ */
+export function defaultSandboxes(options: DefaultSandboxesOptions): SandboxProvider {
+  const manager = new DockerSandboxManager({
+    engine: options.engine,
+    stateDirectory: options.stateDir,
+    logger: options.logger,
+    createSandbox: (container) =>
+      new DockerSandbox({
+        engine: options.engine,
+        containerId: container.containerId,
+        containerName: container.containerName,
+        workdir: container.workdir,
+        user: container.user,
+        logger: options.logger,
+      }),
+  });
+  const inventory = new SandboxInventory({
+    engine: options.engine,
+    stateDirectory: options.stateDir,
+    logger: options.logger,
+  });
+  const acquire = async (
+    plan: PlannedRun,
+    acquireOptions: ProvideSandboxOptions,
+  ): Promise<ProvidedSandbox> => {
+    const spec = plan.sandbox.spec;
+    if (!plan.sandbox.enabled || !spec) {
+      const sandbox = await HostSandbox.create({
+        root: plan.agent.workspace,
+        // Logs and background processes of host runs live with cordon's state, per agent.
+        stateDirectory: path.join(options.stateDir, "host", plan.agent.id),
+        logger: options.logger,
+      });
+      return { sandbox, fresh: false, release: () => Promise.resolve() };
+    }
+    const lease = await manager.acquire(spec, acquireOptions);
+    return {
+      sandbox: lease.sandbox,
+      fresh: lease.fresh,
+      warnings: lease.warnings,
+      release: () => lease.release(),
+    };
+  };
+  return {
+    acquire,
+    async discard(plan) {
+      const name = plan.sandbox.spec?.containerName;
+      if (name) await inventory.remove(name);
+    },
+  };
+}

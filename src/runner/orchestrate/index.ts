@@ -1,0 +1,15 @@
+export { refusalFor, type PlannedRun, type PlannedToolDecision } from "./planned-run.js";
+export type {
+  ProvideSandboxOptions,
+  ProvidedSandbox,
+  SandboxProgress,
+  SandboxProvider,
+} from "./sandbox-provider.js";
+export {
+  bindToolset,
+  failedRunResult,
+  runTask,
+  type RunTaskOptions,
+  type RunnerEvent,
+} from "./run-task.js";
+export { defaultSandboxes, type DefaultSandboxesOptions } from "./default-sandboxes.js";

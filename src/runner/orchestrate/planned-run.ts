@@ -1,0 +1,46 @@
+import type { SandboxMode, SandboxSpec, WorkspaceAccess } from "../../sandbox/index.js";
+
+/**
+ * The part of the policy layer's `RunPlan` the runner reads. Declared here, structurally, so the
+ * orchestration depends on what it uses and not on how the plan is made: `planRun()` output fits
+ * it, and embedders or tests can hand-build one.
+ */
+export interface PlannedRun {
+  agent: {
+    id: string;
+    /** Absolute host path; never shown to the model when the run is sandboxed. */
+    workspace: string;
+    model: { primary: string; fallbacks: readonly string[] };
+  };
+  sessionKey: string;
+  sandbox: {
+    enabled: boolean;
+    /** Why the run is (or is not) sandboxed, as a sentence. */
+    reason: string;
+    mode: SandboxMode;
+    workspaceAccess: WorkspaceAccess;
+    /** Present exactly when `enabled`. */
+    spec?: SandboxSpec | undefined;
+  };
+  tools: {
+    allowed: readonly string[];
+    decisions: readonly PlannedToolDecision[];
+  };
+  warnings: readonly string[];
+}
+
+export interface PlannedToolDecision {
+  tool: string;
+  allowed: boolean;
+  /** The config key that decided it, e.g. `agents.list[0].tools.deny`. */
+  configKey?: string | undefined;
+  reason?: string | undefined;
+}
+
+/** The message a model gets when it calls a tool the plan does not allow. */
+export function refusalFor(plan: PlannedRun, tool: string): string {
+  const decision = plan.tools.decisions.find((entry) => entry.tool === tool && !entry.allowed);
+  const because = decision?.reason ? `: ${decision.reason}` : "";
+  const key = decision?.configKey ? ` (set by ${decision.configKey})` : "";
+  return `The tool "${tool}" is not allowed in this run by policy${because}${key}. Use one of the tools you were given.`;
+}

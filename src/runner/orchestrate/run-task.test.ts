@@ -1,0 +1,181 @@
+import { mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import path from "node:path";
+
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+
+import { DockerUnavailableError } from "../../common/index.js";
+import { builtinTools } from "../../tools/index.js";
+import { MemorySandbox } from "../../tools/testing/index.js";
+import { ScriptedModelClient } from "../model/index.js";
+import { readSessionEntries } from "../session/index.js";
+import type { PlannedRun } from "./planned-run.js";
+import { runTask, type RunnerEvent } from "./run-task.js";
+import type { SandboxProvider } from "./sandbox-provider.js";
+
+function plan(overrides: Partial<PlannedRun["tools"]> = {}): PlannedRun {
+  return {
+    agent: {
+      id: "main",
+      workspace: "/host/secret/project",
+      model: { primary: "m1", fallbacks: [] },
+    },
+    sessionKey: "agent:main:task",
+    sandbox: { enabled: true, reason: "mode all", mode: "all", workspaceAccess: "none" },
+    tools: {
+      allowed: ["exec", "read", "edit"],
+      decisions: [
+        { tool: "write", allowed: false, configKey: "tools.deny", reason: "denied by tools.deny" },
+      ],
+      ...overrides,
+    },
+    warnings: [],
+  };
+}
+
+function providerFor(sandbox: MemorySandbox, released: string[] = []): SandboxProvider {
+  return {
+    acquire: () =>
+      Promise.resolve({
+        sandbox,
+        fresh: true,
+        release: () => {
+          released.push(sandbox.id);
+          return Promise.resolve();
+        },
+      }),
+  };
+}
+
+describe("runTask", () => {
+  let stateDir: string;
+  beforeEach(async () => {
+    stateDir = await mkdtemp(path.join(tmpdir(), "cordon-run-task-"));
+  });
+  afterEach(async () => {
+    await rm(stateDir, { recursive: true, force: true });
+  });
+
+  it("runs the loop in the provided sandbox, persists the session and releases the sandbox", async () => {
+    const sandbox = new MemorySandbox({
+      files: { "AGENTS.md": "Run tests with `make test`.", "a.txt": "hello\n" },
+    });
+    const model = new ScriptedModelClient({
+      version: 1,
+      turns: [
+        { content: [{ type: "tool_use", name: "read", input: { path: "a.txt" } }] },
+        { content: [{ type: "text", text: "It says hello." }] },
+      ],
+    });
+    const events: RunnerEvent[] = [];
+    const released: string[] = [];
+    const result = await runTask({
+      plan: plan(),
+      model,
+      sandboxes: providerFor(sandbox, released),
+      tools: builtinTools(),
+      stateDir,
+      prompt: "What does a.txt say?",
+      onEvent: (event) => events.push(event),
+    });
+
+    expect(result).toMatchObject({ status: "completed", exitCode: 0, turns: 2 });
+    expect(result.finalText).toBe("It says hello.");
+    expect(released).toEqual(["memory"]);
+    const types = events.map((event) => event.type);
+    expect(types[0]).toBe("run-start");
+    expect(types.filter((type) => type === "run-start")).toHaveLength(1);
+    expect(types.slice(1, 3)).toEqual(["plan", "sandbox-ready"]);
+    expect(types.at(-1)).toBe("run-end");
+
+    const request = model.requests[0];
+    expect(request?.tools.map((tool) => tool.name)).toEqual(["exec", "read", "edit"]);
+    expect(request?.system).toContain("make test");
+    expect(request?.system).not.toContain("/host/secret/project");
+
+    const entries = await readSessionEntries({ stateDir, sessionKey: "agent:main:task" });
+    expect(entries.map((entry) => entry.role)).toEqual(["user", "assistant", "user", "assistant"]);
+  });
+
+  it("refuses a tool the plan denies with the config key, and never runs it", async () => {
+    const sandbox = new MemorySandbox();
+    const model = new ScriptedModelClient({
+      version: 1,
+      turns: [
+        { content: [{ type: "tool_use", name: "write", input: { path: "x", content: "y" } }] },
+        { content: [{ type: "text", text: "done" }] },
+      ],
+    });
+    const events: RunnerEvent[] = [];
+    await runTask({
+      plan: plan(),
+      model,
+      sandboxes: providerFor(sandbox),
+      tools: builtinTools(),
+      stateDir,
+      prompt: "write x",
+      onEvent: (event) => events.push(event),
+    });
+    const result = events.find((event) => event.type === "tool-result");
+    expect(result).toMatchObject({ isError: true });
+    expect(JSON.stringify(result)).toContain("tools.deny");
+    expect(await sandbox.stat("x")).toBeUndefined();
+  });
+
+  it("ends with sandbox_error and exit 3 when the sandbox cannot be provided", async () => {
+    const model = new ScriptedModelClient({ version: 1, turns: [] });
+    const events: RunnerEvent[] = [];
+    const result = await runTask({
+      plan: plan(),
+      model,
+      sandboxes: {
+        acquire: () => Promise.reject(new DockerUnavailableError("no Docker engine answers")),
+      },
+      tools: builtinTools(),
+      stateDir,
+      prompt: "anything",
+      onEvent: (event) => events.push(event),
+    });
+    expect(result).toMatchObject({ status: "sandbox_error", exitCode: 3, turns: 0 });
+    expect(result.message).toContain("no Docker engine");
+    expect(events.map((event) => event.type)).toEqual(["run-start", "plan", "run-end"]);
+    expect(model.requests).toHaveLength(0);
+  });
+
+  it("serialises two runs on one session through the lanes", async () => {
+    const sandbox = new MemorySandbox();
+    const order: string[] = [];
+    const provider: SandboxProvider = {
+      acquire: async () => {
+        order.push("acquire");
+        await new Promise((resolve) => setTimeout(resolve, 5));
+        return {
+          sandbox,
+          fresh: false,
+          release: () => {
+            order.push("release");
+            return Promise.resolve();
+          },
+        };
+      },
+    };
+    const run = (text: string) =>
+      runTask({
+        plan: plan(),
+        model: new ScriptedModelClient({
+          version: 1,
+          turns: [{ content: [{ type: "text", text }] }],
+        }),
+        sandboxes: provider,
+        tools: builtinTools(),
+        stateDir,
+        prompt: text,
+        lanes,
+      });
+    const { SessionLanes } = await import("../session/index.js");
+    const lanes = new SessionLanes();
+    const results = await Promise.all([run("one"), run("two")]);
+    expect(results.map((result) => result.status)).toEqual(["completed", "completed"]);
+    expect(order).toEqual(["acquire", "release", "acquire", "release"]);
+  });
+});

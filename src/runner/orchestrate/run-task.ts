@@ -1,0 +1,314 @@
+import { randomUUID } from "node:crypto";
+
+import {
+  ExitCode,
+  createSilentLogger,
+  exitCodeOf,
+  messageOf,
+  CordonError,
+  type Logger,
+} from "../../common/index.js";
+import type { Sandbox } from "../../sandbox/index.js";
+import { createToolset, type ToolDefinition } from "../../tools/index.js";
+import {
+  exitCodeForStatus,
+  runAgentLoop,
+  buildSystemPrompt,
+  type MessageQueue,
+  type RunEvent,
+  type RunLimits,
+  type RunResult,
+  type RunStatus,
+  type RunnerToolset,
+  type SandboxFacts,
+} from "../loop/index.js";
+import type { ModelClient, UserContentBlock } from "../model/index.js";
+import { JsonlSession, SessionLanes } from "../session/index.js";
+import { refusalFor, type PlannedRun } from "./planned-run.js";
+import type { ProvidedSandbox, SandboxProvider } from "./sandbox-provider.js";
+
+/** Events of a whole run: the loop's, plus the orchestrator's own before the loop starts. */
+export type RunnerEvent =
+  | RunEvent
+  | {
+      type: "plan";
+      agentId: string;
+      sandboxed: boolean;
+      reason: string;
+      workspaceAccess: string;
+      tools: string[];
+      warnings: string[];
+    }
+  | { type: "sandbox-progress"; phase: string; message: string }
+  | {
+      type: "sandbox-ready";
+      container: string;
+      kind: "docker" | "host";
+      fresh: boolean;
+      detail: string;
+      warnings: string[];
+    };
+
+export interface RunTaskOptions {
+  plan: PlannedRun;
+  model: ModelClient;
+  /** Overrides the plan's primary model (e.g. `--model`). */
+  modelId?: string | undefined;
+  sandboxes: SandboxProvider;
+  /** Every registered tool; the plan decides which are offered. */
+  tools: readonly ToolDefinition[];
+  /** cordon's state directory (sessions live under it). */
+  stateDir: string;
+  prompt: string | UserContentBlock[];
+  limits?: RunLimits | undefined;
+  signal?: AbortSignal | undefined;
+  onEvent?: ((event: RunnerEvent) => void) | undefined;
+  logger?: Logger | undefined;
+  /** Serialises runs per session and bounds concurrent runs; default: a private one. */
+  lanes?: SessionLanes | undefined;
+  steering?: MessageQueue | undefined;
+  followUps?: MessageQueue | undefined;
+  runId?: string | undefined;
+  /** e.g. "cordon 0.1.0", for the system prompt. */
+  agentName?: string | undefined;
+}
+
+/** Largest AGENTS.md read into the system prompt (the prompt builder caps it further). */
+const agentsMdMaxBytes = 64 * 1024;
+
+/**
+ * One run, end to end, from a plan: wait for the session's lane, acquire the sandbox, offer the
+ * allowed tools, open the session, build the system prompt, drive the loop, release. Never throws:
+ * a failure before the loop (sandbox down, session unreadable) ends as a `RunResult` with its exit
+ * code, and the events always end with exactly one `run-end`.
+ */
+export async function runTask(options: RunTaskOptions): Promise<RunResult> {
+  const runId = options.runId ?? randomUUID();
+  const plan = options.plan;
+  const logger = (options.logger ?? createSilentLogger()).child({ runId });
+  const modelId = options.modelId ?? plan.agent.model.primary;
+  const emit = (event: RunnerEvent): void => {
+    try {
+      options.onEvent?.(event);
+    } catch (error) {
+      logger.warn({ err: error }, "an event listener threw; the run goes on");
+    }
+  };
+
+  emit({ type: "run-start", runId, sessionKey: plan.sessionKey, model: modelId });
+  emit({
+    type: "plan",
+    agentId: plan.agent.id,
+    sandboxed: plan.sandbox.enabled,
+    reason: plan.sandbox.reason,
+    workspaceAccess: plan.sandbox.workspaceAccess,
+    tools: [...plan.tools.allowed],
+    warnings: [...plan.warnings],
+  });
+
+  const lanes = options.lanes ?? new SessionLanes();
+  try {
+    return await lanes.run(
+      plan.sessionKey,
+      () => runInLane(options, runId, modelId, emit, logger),
+      options.signal,
+    );
+  } catch (error) {
+    const result = failedRunResult(runId, plan.sessionKey, error);
+    logger.debug({ err: error }, "run failed before the agent loop");
+    emit({ type: "run-end", ...result });
+    return result;
+  }
+}
+
+async function runInLane(
+  options: RunTaskOptions,
+  runId: string,
+  modelId: string,
+  emit: (event: RunnerEvent) => void,
+  logger: Logger,
+): Promise<RunResult> {
+  const plan = options.plan;
+  const lease = await options.sandboxes.acquire(plan, {
+    signal: options.signal,
+    onProgress: (progress) => emit({ type: "sandbox-progress", ...progress }),
+  });
+  let session: JsonlSession | undefined;
+  try {
+    const sandbox = lease.sandbox;
+    emit({
+      type: "sandbox-ready",
+      container: sandbox.id,
+      kind: sandbox.kind,
+      fresh: lease.fresh,
+      detail: describeSandbox(plan, lease),
+      warnings: [...(lease.warnings ?? [])],
+    });
+    const toolset = bindToolset(options.tools, plan, sandbox, logger);
+    session = await JsonlSession.open({
+      stateDir: options.stateDir,
+      sessionKey: plan.sessionKey,
+      logger,
+      signal: options.signal,
+    });
+    const systemPrompt = buildSystemPrompt({
+      runtime: {
+        agentName: options.agentName,
+        model: modelId,
+        date: new Date().toISOString().slice(0, 10),
+      },
+      sandbox: sandboxFacts(plan, sandbox),
+      tools: toolset.specs.map((spec) => ({ name: spec.name, description: spec.description })),
+      agentsMd: await readAgentsMd(plan, sandbox, options.signal),
+    });
+    return await runAgentLoop({
+      model: options.model,
+      modelId,
+      fallbackModels: plan.agent.model.fallbacks
+        .filter((fallback) => fallback !== modelId)
+        .map((fallback) => ({ modelId: fallback })),
+      toolset,
+      session,
+      systemPrompt,
+      prompt: options.prompt,
+      limits: options.limits,
+      signal: options.signal,
+      logger,
+      runId,
+      steering: options.steering,
+      followUps: options.followUps,
+      // The orchestrator already announced the run.
+      onEvent: (event) => {
+        if (event.type !== "run-start") emit(event);
+      },
+    });
+  } finally {
+    await session?.close().catch((error: unknown) => {
+      logger.warn({ err: error }, "closing the session failed");
+    });
+    await lease.release().catch((error: unknown) => {
+      logger.warn({ err: error }, "releasing the sandbox failed");
+    });
+  }
+}
+
+/**
+ * The tools module's toolset, bound to this run's sandbox, in the shape the loop calls: only the
+ * plan's allowed tools are offered, and a call to any other is refused with the config key.
+ */
+export function bindToolset(
+  tools: readonly ToolDefinition[],
+  plan: PlannedRun,
+  sandbox: Sandbox,
+  logger: Logger,
+): RunnerToolset {
+  const toolset = createToolset({
+    tools,
+    allowed: plan.tools.allowed,
+    refusal: (name) => refusalFor(plan, name),
+  });
+  const known = new Set(tools.map((tool) => tool.name));
+  return {
+    specs: toolset.specs,
+    unavailable: (name) =>
+      known.has(name)
+        ? refusalFor(plan, name)
+        : `There is no tool named "${name}". Available tools: ${toolset.names.join(", ") || "none"}.`,
+    call: (name, input, context) =>
+      toolset.call(name, input, {
+        sandbox,
+        signal: context.signal,
+        logger,
+        toolCallId: context.toolCallId,
+      }),
+  };
+}
+
+function sandboxFacts(plan: PlannedRun, sandbox: Sandbox): SandboxFacts {
+  const network = plan.sandbox.spec?.docker.network ?? "host";
+  return {
+    sandboxed: plan.sandbox.enabled,
+    mode: plan.sandbox.mode,
+    workspaceAccess: plan.sandbox.workspaceAccess,
+    network: plan.sandbox.enabled ? network !== "none" : true,
+    workdir: sandbox.workdir,
+    readOnlyWorkspacePath:
+      plan.sandbox.enabled && plan.sandbox.workspaceAccess === "ro"
+        ? agentMountPath(plan)
+        : undefined,
+  };
+}
+
+function agentMountPath(plan: PlannedRun): string | undefined {
+  return plan.sandbox.spec?.mounts.find((mount) => mount.role === "agent-workspace")?.target;
+}
+
+function describeSandbox(plan: PlannedRun, lease: ProvidedSandbox): string {
+  if (!plan.sandbox.enabled || !plan.sandbox.spec) {
+    return `host, confined to the workspace (${plan.sandbox.reason})`;
+  }
+  const spec = plan.sandbox.spec;
+  const access =
+    spec.workspaceAccess === "none" && spec.seed ? "none, seeded copy" : spec.workspaceAccess;
+  const state = lease.fresh ? "new" : "reused";
+  return `${state}, scope ${spec.scope}, workspace ${access}, network ${spec.docker.network}`;
+}
+
+/**
+ * The workspace's AGENTS.md as the sandbox sees it (the seeded copy, the read-only mount or the
+ * live workspace), so the prompt never depends on a host path. Missing or unreadable = none.
+ */
+async function readAgentsMd(
+  plan: PlannedRun,
+  sandbox: Sandbox,
+  signal: AbortSignal | undefined,
+): Promise<string | undefined> {
+  const base = plan.sandbox.workspaceAccess === "ro" ? agentMountPath(plan) : undefined;
+  const file = base ? `${base}/AGENTS.md` : "AGENTS.md";
+  try {
+    const stat = await sandbox.stat(file, { signal });
+    if (stat?.type !== "file") return undefined;
+    const bytes = await sandbox.readFile(file, { signal, maxBytes: agentsMdMaxBytes });
+    return new TextDecoder().decode(bytes);
+  } catch {
+    // Too large or unreadable: the run goes on without it rather than failing on a hint file.
+    return undefined;
+  }
+}
+
+/** A run that ended before the loop: its status follows the error's exit code. */
+export function failedRunResult(runId: string, sessionKey: string, error: unknown): RunResult {
+  const status = statusForError(error);
+  return {
+    runId,
+    sessionKey,
+    status,
+    exitCode: exitCodeForStatus(status),
+    turns: 0,
+    usage: { inputTokens: 0, outputTokens: 0, cacheReadTokens: 0, cacheWriteTokens: 0 },
+    finalText: "",
+    message: messageOf(error),
+    fix:
+      (CordonError.is(error) ? error.fix : undefined) ??
+      "Set CORDON_DEBUG=1 and run again for details.",
+  };
+}
+
+function statusForError(error: unknown): RunStatus {
+  switch (exitCodeOf(error)) {
+    case ExitCode.usage:
+      return "config_error";
+    case ExitCode.sandbox:
+      return "sandbox_error";
+    case ExitCode.policy:
+      return "policy_blocked";
+    case ExitCode.model:
+      return "model_error";
+    case ExitCode.timeout:
+      return "timeout";
+    case ExitCode.interrupted:
+      return "aborted";
+    default:
+      return "internal_error";
+  }
+}

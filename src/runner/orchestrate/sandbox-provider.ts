@@ -1,0 +1,37 @@
+import type { Sandbox } from "../../sandbox/index.js";
+import type { PlannedRun } from "./planned-run.js";
+
+/** What acquiring a sandbox reports while it works (image build, seeding, container start). */
+export interface SandboxProgress {
+  phase: string;
+  message: string;
+}
+
+/** A sandbox held for one run; `release` hands it back (the container stays for reuse). */
+export interface ProvidedSandbox {
+  sandbox: Sandbox;
+  /** True when the sandbox was created for this run (a new container or workspace). */
+  fresh: boolean;
+  /** Things the user should know (e.g. a stale container kept because it is busy). */
+  warnings?: readonly string[] | undefined;
+  release(): Promise<void>;
+}
+
+export interface ProvideSandboxOptions {
+  signal?: AbortSignal | undefined;
+  onProgress?: ((progress: SandboxProgress) => void) | undefined;
+}
+
+/**
+ * Maps a plan to the sandbox its tools run in: a container by scope key when the plan is
+ * sandboxed, the host confined to the workspace when it is not. Injected, so embedders can bring
+ * their own backend and unit tests an in-memory one.
+ */
+export interface SandboxProvider {
+  acquire(plan: PlannedRun, options: ProvideSandboxOptions): Promise<ProvidedSandbox>;
+  /**
+   * Removes the plan's sandbox and its private workspace, for one-off work (fix-tests) that
+   * should leave nothing behind. Optional: a backend without persistent sandboxes has nothing to do.
+   */
+  discard?(plan: PlannedRun): Promise<void>;
+}

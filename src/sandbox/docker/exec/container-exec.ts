@@ -1,0 +1,213 @@
+import type { Duplex } from "node:stream";
+
+import type Docker from "dockerode";
+
+import {
+  AbortedError,
+  SandboxError,
+  sleep,
+  throwIfAborted,
+  withAbort,
+} from "../../../common/index.js";
+import { dockerStatusOf, toSandboxError } from "../docker-errors.js";
+import { DemuxStream, type OutputHandler } from "./demux-stream.js";
+
+/** One process started through the Docker exec API. */
+export interface ExecRequest {
+  cmd: string[];
+  /** Extra environment (`NAME=value`) on top of the container's. */
+  env?: string[] | undefined;
+  /** Default "/": the sandbox resolves paths itself. */
+  workingDir?: string | undefined;
+  /**
+   * Bytes for the process's stdin, then end-of-file; an async iterable streams them with
+   * backpressure. Undefined: stdin is not attached (the process reads end-of-file at once).
+   */
+  stdin?: Uint8Array | AsyncIterable<Uint8Array> | undefined;
+  onOutput: OutputHandler;
+}
+
+/** A started exec: wait for it, or cut it off. */
+export interface RunningExec {
+  /** The exit status, from exec inspect once the output stream has ended. */
+  readonly exitCode: Promise<number>;
+  /** Stops reading and closes the connection. The process keeps running: kill it separately. */
+  detach(): void;
+}
+
+/**
+ * The exec transport of one container, run as one user: create, start hijacked, demultiplex,
+ * inspect. The only place the Docker exec API is spoken, so a resident executor can replace it.
+ */
+export class ContainerExec {
+  readonly #container: Docker.Container;
+
+  constructor(
+    client: Docker,
+    readonly containerId: string,
+    readonly containerName: string,
+    readonly user: string,
+  ) {
+    this.#container = client.getContainer(containerId);
+  }
+
+  async start(request: ExecRequest): Promise<RunningExec> {
+    const attachStdin = request.stdin !== undefined;
+    let exec: Docker.Exec;
+    let socket: Duplex;
+    try {
+      exec = await this.#container.exec({
+        Cmd: request.cmd,
+        User: this.user,
+        WorkingDir: request.workingDir ?? "/",
+        Env: request.env ?? [],
+        AttachStdin: attachStdin,
+        AttachStdout: true,
+        AttachStderr: true,
+        Tty: false,
+      });
+      socket = await exec.start({ hijack: true, stdin: attachStdin });
+    } catch (error) {
+      throw this.#failure(error, "start a command");
+    }
+
+    let detached = false;
+    const demux = new DemuxStream(request.onOutput);
+    const streamEnded = new Promise<void>((resolve, reject) => {
+      const fail = (error: unknown): void => {
+        if (detached) resolve();
+        else reject(this.#failure(error, "stream a command's output"));
+      };
+      socket.on("error", fail);
+      demux.on("error", (error) => {
+        socket.destroy();
+        fail(error);
+      });
+      demux.on("finish", () => resolve());
+      socket.on("close", () => {
+        if (detached) resolve();
+      });
+      socket.pipe(demux);
+    });
+    if (attachStdin) void this.#feedStdin(socket, request.stdin);
+
+    const exitCode = streamEnded.then(async () => {
+      if (detached) return -1;
+      return this.#exitCodeOf(exec);
+    });
+    // Callers may never await exitCode after detaching; keep that from being an unhandled rejection.
+    exitCode.catch(() => undefined);
+    return {
+      exitCode,
+      detach: () => {
+        detached = true;
+        socket.destroy();
+      },
+    };
+  }
+
+  /**
+   * Runs to the end and collects both streams whole (for short commands with bounded output).
+   * Aborting cuts the connection and rejects with `AbortedError`; the command must be one that
+   * an early end-of-file on stdin and a closed output leave harmless.
+   */
+  async run(
+    request: Omit<ExecRequest, "onOutput">,
+    signal?: AbortSignal,
+  ): Promise<{ exitCode: number; stdout: Buffer; stderr: Buffer }> {
+    throwIfAborted(signal, "the sandbox operation");
+    const out: Buffer[] = [];
+    const err: Buffer[] = [];
+    const running = await this.start({
+      ...request,
+      onOutput: (stream, chunk) => {
+        (stream === "stdout" ? out : err).push(Buffer.from(chunk));
+      },
+    });
+    let aborted = false;
+    const exitCode = await withAbort(signal, running.exitCode, () => {
+      aborted = true;
+      running.detach();
+    });
+    if (aborted) {
+      throw new AbortedError("the sandbox operation was aborted", { cause: signal?.reason });
+    }
+    return { exitCode, stdout: Buffer.concat(out), stderr: Buffer.concat(err) };
+  }
+
+  async #feedStdin(socket: Duplex, stdin: ExecRequest["stdin"]): Promise<void> {
+    try {
+      if (stdin instanceof Uint8Array) {
+        if (stdin.byteLength > 0) socket.write(stdin);
+      } else if (stdin) {
+        for await (const chunk of stdin) {
+          if (socket.destroyed) return;
+          if (!socket.write(chunk)) {
+            await new Promise<void>((resolve) => {
+              const done = (): void => {
+                socket.off("drain", done);
+                socket.off("close", done);
+                resolve();
+              };
+              socket.on("drain", done);
+              socket.on("close", done);
+            });
+          }
+        }
+      }
+      // Half-close: the engine turns it into end-of-file on the process's stdin.
+      if (!socket.destroyed) socket.end();
+    } catch {
+      // The process stopped reading (it exited, or failed early); its exit status says why.
+      if (!socket.destroyed) socket.end();
+    }
+  }
+
+  async #exitCodeOf(exec: Docker.Exec): Promise<number> {
+    // The output can end a moment before the engine records the exit.
+    for (let attempt = 0; attempt < 200; attempt++) {
+      let info: Docker.ExecInspectInfo;
+      try {
+        info = await exec.inspect();
+      } catch (error) {
+        throw this.#failure(error, "read a command's exit status");
+      }
+      if (!info.Running && info.ExitCode !== null) return info.ExitCode;
+      if (!info.Running) break;
+      await sleep(attempt < 20 ? 5 : 25);
+    }
+    throw await this.#containerGone("read a command's exit status");
+  }
+
+  /** The clearest error for a failure: a stopped or missing container says so. */
+  #failure(error: unknown, action: string): SandboxError {
+    const status = dockerStatusOf(error);
+    if (status === 404 || status === 409) {
+      return new SandboxError(
+        `the sandbox container ${this.containerName} is gone or not running (while trying to ${action})`,
+        {
+          cause: error,
+          fix: "run the command again: the next call starts a fresh sandbox; `cordon sandbox list` shows its state",
+        },
+      );
+    }
+    return toSandboxError(error, `${action} in ${this.containerName}`);
+  }
+
+  async #containerGone(action: string): Promise<SandboxError> {
+    let state: string;
+    try {
+      const info = await this.#container.inspect();
+      state = info.State.Status;
+    } catch (error) {
+      if (dockerStatusOf(error) !== 404) return toSandboxError(error, action);
+      state = "removed";
+    }
+    return new SandboxError(
+      `the sandbox container ${this.containerName} stopped while running a command (state: ${state})`,
+      {
+        fix: "run the command again: the next call starts a fresh sandbox; `cordon sandbox list` shows its state",
+      },
+    );
+  }
+}

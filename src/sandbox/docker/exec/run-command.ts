@@ -1,0 +1,165 @@
+import { posix } from "node:path";
+
+import { AbortedError, type Logger } from "../../../common/index.js";
+import type { ExecOptions, ExecResult } from "../../sandbox.js";
+import {
+  commandWithEnv,
+  interpretStatus,
+  newRunId,
+  scriptInvocation,
+} from "../../shell/command-line.js";
+import {
+  execWrapperScript,
+  oomMarkerPath,
+  throwIfRefused,
+  wrapperRefusalStatus,
+} from "../../shell/exec-wrapper.js";
+import { OutputCapture, type OutputLog } from "../../shell/output-capture.js";
+import { ChunkChannel } from "./chunk-channel.js";
+import type { ContainerExec } from "./container-exec.js";
+
+const defaultMaxOutputBytes = 1024 * 1024;
+/** How long a killed command's output stream may take to end before the connection is cut. */
+const killGraceMs = 5_000;
+/** Where full output logs go inside the container. */
+export const containerLogDirectory = "/tmp/.cordon/logs";
+
+export interface RunCommandContext {
+  transport: ContainerExec;
+  workdir: string;
+  logger: Logger;
+}
+
+/**
+ * Runs one command in the container under the exec wrapper (its own session, a marker for the
+ * tree, leftovers killed at exit), streaming and capping its output, killing the whole tree on
+ * timeout or abort, and telling an OOM kill from other deaths.
+ */
+export async function runCommand(
+  context: RunCommandContext,
+  command: string,
+  options: ExecOptions,
+): Promise<ExecResult> {
+  const { transport, logger } = context;
+  const signal = options.signal;
+  if (signal?.aborted) throw new AbortedError("the command was aborted before it started");
+  const id = newRunId("x");
+  const cwd = posix.resolve(context.workdir, options.cwd ?? ".");
+  const script = commandWithEnv(command, options.env);
+  const capture = new OutputCapture({
+    maxBytes: options.maxOutputBytes ?? defaultMaxOutputBytes,
+    openLog: () => openContainerLog(transport, `${containerLogDirectory}/${id}.log`),
+    onStdout: options.onStdout,
+    onStderr: options.onStderr,
+  });
+  const stdin =
+    options.stdin === undefined
+      ? undefined
+      : typeof options.stdin === "string"
+        ? new TextEncoder().encode(options.stdin)
+        : options.stdin;
+
+  const started = performance.now();
+  logger.debug({ run: id, cwd }, "exec starting");
+  const running = await transport.start({
+    ...scriptInvocation(execWrapperScript, ["run", id, cwd, "/", script]),
+    stdin,
+    onOutput: (stream, chunk) => capture.push(stream, chunk),
+  });
+
+  let stopReason: "timeout" | "abort" | undefined;
+  let killing: Promise<void> | undefined;
+  const stop = (reason: "timeout" | "abort"): void => {
+    if (stopReason) return;
+    stopReason = reason;
+    logger.debug({ run: id, reason }, "exec killing its process tree");
+    killing = killTree(transport, id)
+      .catch((error: unknown) => {
+        logger.warn({ run: id, err: error }, "killing a command's process tree failed");
+      })
+      .then(async () => {
+        // The stream ends once the last process holding it is gone; do not wait forever.
+        const timer = setTimeout(() => running.detach(), killGraceMs);
+        await running.exitCode.catch(() => undefined);
+        clearTimeout(timer);
+      });
+  };
+  const onAbort = (): void => stop("abort");
+  signal?.addEventListener("abort", onAbort, { once: true });
+  const timer =
+    options.timeoutMs === undefined
+      ? undefined
+      : setTimeout(() => stop("timeout"), options.timeoutMs);
+  if (signal?.aborted) stop("abort");
+
+  let status: number;
+  try {
+    status = await running.exitCode;
+  } catch (error) {
+    if (!stopReason) throw error;
+    status = 137;
+  } finally {
+    if (timer) clearTimeout(timer);
+    signal?.removeEventListener("abort", onAbort);
+  }
+  await killing;
+  const durationMs = Math.round(performance.now() - started);
+  const output = await capture.finish();
+
+  if (stopReason === "abort") {
+    throw new AbortedError("the command was aborted; its processes were killed");
+  }
+  if (status === wrapperRefusalStatus) throwIfRefused(id, cwd, output.stderr);
+
+  const { exitCode, signal: deathSignal } =
+    stopReason === "timeout" ? { exitCode: null, signal: "SIGKILL" } : interpretStatus(status);
+  const oomKilled = status === 137 && !stopReason && (await wasOomKilled(transport, id));
+  logger.debug({ run: id, status, durationMs, oomKilled }, "exec finished");
+  return {
+    exitCode,
+    ...(deathSignal === undefined ? {} : { signal: deathSignal }),
+    stdout: output.stdout,
+    stderr: output.stderr,
+    truncated: output.truncated,
+    ...(output.fullOutputPath === undefined ? {} : { fullOutputPath: output.fullOutputPath }),
+    timedOut: stopReason === "timeout",
+    oomKilled,
+    durationMs,
+  };
+}
+
+/** Kills every process of run (or background process) `id`. */
+export async function killTree(transport: ContainerExec, id: string): Promise<void> {
+  await transport.run(scriptInvocation(execWrapperScript, ["kill", id]));
+}
+
+async function wasOomKilled(transport: ContainerExec, id: string): Promise<boolean> {
+  const result = await transport.run({
+    cmd: ["bash", "-c", '[[ -e $1 ]] && rm -f -- "$1" && echo oom', "cordon", oomMarkerPath(id)],
+  });
+  return result.stdout.toString("utf8").trim() === "oom";
+}
+
+/** A log file inside the container, written through the stdin of a `cat` exec. */
+async function openContainerLog(transport: ContainerExec, path: string): Promise<OutputLog> {
+  const channel = new ChunkChannel();
+  const running = await transport.start({
+    cmd: ["bash", "-c", 'mkdir -p -- "${1%/*}" && exec cat >"$1"', "cordon", path],
+    stdin: channel,
+    onOutput: () => undefined,
+  });
+  // If the writer dies (a full /tmp), stop feeding it rather than wait on it forever.
+  const finished = running.exitCode.then(
+    (status) => status === 0,
+    () => false,
+  );
+  void finished.then(() => channel.close());
+  return {
+    path,
+    write: (chunk) => channel.write(chunk),
+    close: async () => {
+      channel.close();
+      return finished;
+    },
+  };
+}

@@ -1,0 +1,308 @@
+import { randomUUID } from "node:crypto";
+
+import {
+  ExitCode,
+  exitCodeOf,
+  messageOf,
+  type ExitCode as ExitCodeValue,
+} from "../../common/index.js";
+import { inspectPatch, takeChanges, type PatchedFile } from "../../changes/index.js";
+import type {
+  RunLimits,
+  RunResult,
+  Runner,
+  RunnerEvent,
+  ProvidedSandbox,
+} from "../../runner/index.js";
+import { readSessionEntries } from "../../runner/index.js";
+import type { ExecResult } from "../../sandbox/index.js";
+import { quoteShellArg } from "../../tools/index.js";
+import { writeArtifacts } from "./artifacts.js";
+import { protectedKind } from "./protected-files.js";
+import { renderSummary } from "./summary.js";
+
+export type FixTestsStatus =
+  | "already_passing"
+  | "fixed"
+  | "verification_failed"
+  | "protected_files_changed"
+  | "agent_stopped"
+  | "error";
+
+export interface FixTestsOptions {
+  /** A runner whose plans work on a seeded private copy (workspaceAccess none, seed on). */
+  runner: Runner;
+  testCommand: string;
+  /** Where result.json, transcript.jsonl, changes.patch and summary.md go. */
+  outDir: string;
+  agentId?: string | undefined;
+  modelId?: string | undefined;
+  limits?: RunLimits | undefined;
+  /** Limit of each test run. Default 10 minutes. */
+  testTimeoutMs?: number | undefined;
+  /** Accept changes to tests, CI configuration and lockfiles. Default false. */
+  allowTestChanges?: boolean | undefined;
+  signal?: AbortSignal | undefined;
+  onEvent?: ((event: RunnerEvent) => void) | undefined;
+  /** Keep the two sandboxes (work and verify) for inspection instead of removing them. */
+  keepSandboxes?: boolean | undefined;
+  /** Phases, for progress on stderr. */
+  onPhase?: ((message: string) => void) | undefined;
+}
+
+export interface TestRun {
+  exitCode: number | null;
+  timedOut: boolean;
+  /** The last part of stdout and stderr, interleaved. */
+  outputTail: string;
+  durationMs: number;
+}
+
+/** The agent run's part of the result. */
+export interface AgentOutcome extends Pick<
+  RunResult,
+  "status" | "exitCode" | "turns" | "usage" | "finalText"
+> {
+  message?: string | undefined;
+}
+
+export interface FixTestsResult {
+  status: FixTestsStatus;
+  exitCode: ExitCodeValue;
+  message: string;
+  testCommand: string;
+  sessionKey: string;
+  before?: TestRun | undefined;
+  agent?: AgentOutcome | undefined;
+  verification?: TestRun | undefined;
+  filesChanged: PatchedFile[];
+  protectedFiles: string[];
+  durationsMs: { setup: number; agent: number; verify: number; total: number };
+  artifacts: string[];
+}
+
+const outputTailBytes = 12 * 1024;
+const defaultTestTimeoutMs = 10 * 60 * 1000;
+
+function tail(text: string, bytes: number): string {
+  return text.length <= bytes ? text : `…(earlier output cut)…\n${text.slice(-bytes)}`;
+}
+
+async function runTests(
+  lease: ProvidedSandbox,
+  command: string,
+  timeoutMs: number,
+  signal: AbortSignal | undefined,
+): Promise<TestRun> {
+  // One stream, in the order the command wrote it, as a developer would see it in a terminal.
+  const result: ExecResult = await lease.sandbox.exec(`{ ${command}\n} 2>&1`, {
+    timeoutMs,
+    signal,
+  });
+  return {
+    exitCode: result.exitCode,
+    timedOut: result.timedOut,
+    outputTail: tail(result.stdout, outputTailBytes),
+    durationMs: result.durationMs,
+  };
+}
+
+function taskPrompt(command: string, before: TestRun, allowTestChanges: boolean): string {
+  const rules = allowTestChanges
+    ? "Prefer fixing the code under test; change a test only when the test itself is wrong."
+    : "Fix the code under test. Do not change tests, CI configuration or lockfiles: a change to any of them is rejected.";
+  return [
+    `The test command \`${command}\` fails in this workspace. Make it pass.`,
+    rules,
+    `Run \`${command}\` to check your work before you finish, then say in two or three sentences what was wrong and what you changed.`,
+    "",
+    `Output of the failing run (exit code ${before.exitCode ?? "none: killed"}${before.timedOut ? ", timed out" : ""}):`,
+    "```",
+    before.outputTail.trimEnd(),
+    "```",
+  ].join("\n");
+}
+
+/** Applies the patch in a fresh sandbox (a new seeded copy) and runs the tests there. */
+async function verifyPatch(
+  lease: ProvidedSandbox,
+  patch: Uint8Array,
+  command: string,
+  timeoutMs: number,
+  signal: AbortSignal | undefined,
+): Promise<TestRun> {
+  if (patch.byteLength > 0) {
+    const patchFile = `/tmp/.cordon-verify-${randomUUID()}.patch`;
+    await lease.sandbox.writeFile(patchFile, patch, { signal });
+    const applied = await lease.sandbox.exec(
+      `git apply --binary --whitespace=nowarn ${quoteShellArg(patchFile)} 2>&1`,
+      { signal },
+    );
+    if (applied.exitCode !== 0) {
+      return {
+        exitCode: applied.exitCode,
+        timedOut: false,
+        outputTail: `the patch did not apply to a clean copy:\n${applied.stdout}`,
+        durationMs: applied.durationMs,
+      };
+    }
+  }
+  return runTests(lease, command, timeoutMs, signal);
+}
+
+/**
+ * `cordon fix-tests`: run the tests on a seeded private copy; if they fail, let the agent fix the
+ * code there; take its changes as a patch; verify the patch on a fresh clean copy; always write
+ * the artifacts. The exit code is 0 when the tests pass (already, or after a verified fix), 8 when
+ * verification fails, else the agent run's own (5 turn limit, 6 timeout, 130 interrupted, …).
+ */
+export async function fixTests(options: FixTestsOptions): Promise<FixTestsResult> {
+  const started = Date.now();
+  const id = randomUUID().slice(0, 8);
+  const sessionKey = `fix-tests-${id}`;
+  const testTimeoutMs = options.testTimeoutMs ?? defaultTestTimeoutMs;
+  const phase = (message: string): void => options.onPhase?.(message);
+  const durations = { setup: 0, agent: 0, verify: 0, total: 0 };
+  const result: FixTestsResult = {
+    status: "error",
+    exitCode: ExitCode.internal,
+    message: "",
+    testCommand: options.testCommand,
+    sessionKey,
+    filesChanged: [],
+    protectedFiles: [],
+    durationsMs: durations,
+    artifacts: [],
+  };
+  let patch: Uint8Array = new Uint8Array();
+  const request = { agentId: options.agentId, signal: options.signal };
+
+  try {
+    phase("seeding a private copy and running the tests");
+    let mark = Date.now();
+    const work = await options.runner.acquireSandbox({ ...request, sessionKey });
+    result.sessionKey = work.plan.sessionKey;
+    try {
+      result.before = await runTests(
+        work.lease,
+        options.testCommand,
+        testTimeoutMs,
+        options.signal,
+      );
+      durations.setup = Date.now() - mark;
+      if (result.before.exitCode === 0) {
+        Object.assign(result, {
+          status: "already_passing",
+          exitCode: ExitCode.success,
+          message: "The tests already pass; nothing to fix.",
+        });
+        return result;
+      }
+
+      phase(`tests fail (exit ${result.before.exitCode ?? "killed"}); running the agent`);
+      mark = Date.now();
+      const run = await options.runner.run({
+        prompt: taskPrompt(options.testCommand, result.before, options.allowTestChanges ?? false),
+        agentId: options.agentId,
+        sessionKey,
+        modelId: options.modelId,
+        limits: options.limits,
+        signal: options.signal,
+        onEvent: options.onEvent,
+      });
+      durations.agent = Date.now() - mark;
+      result.agent = {
+        status: run.status,
+        exitCode: run.exitCode,
+        turns: run.turns,
+        usage: run.usage,
+        message: run.message,
+        finalText: run.finalText,
+      };
+      // Also after a limit or an interrupt: the partial changes are an artifact worth having.
+      patch = await takeChanges(work.lease.sandbox);
+      result.filesChanged = inspectPatch(Buffer.from(patch).toString("utf8"));
+      if (run.status !== "completed") {
+        Object.assign(result, {
+          status: "agent_stopped",
+          exitCode: run.exitCode,
+          message: `The agent stopped before finishing: ${run.message ?? run.status}`,
+        });
+        return result;
+      }
+    } finally {
+      await work.lease.release();
+    }
+
+    result.protectedFiles = result.filesChanged
+      .flatMap((file) => [file.path, file.from])
+      .filter((file): file is string => file !== undefined && protectedKind(file) !== undefined);
+    if (result.protectedFiles.length > 0 && !options.allowTestChanges) {
+      Object.assign(result, {
+        status: "protected_files_changed",
+        exitCode: ExitCode.verificationFailed,
+        message: `The agent changed tests, CI configuration or lockfiles: ${result.protectedFiles.join(", ")}. The code must be fixed, not the checks.`,
+      });
+      return result;
+    }
+
+    phase("verifying the patch on a fresh copy");
+    mark = Date.now();
+    const verify = await options.runner.acquireSandbox({
+      ...request,
+      sessionKey: `${sessionKey}-verify`,
+    });
+    try {
+      result.verification = await verifyPatch(
+        verify.lease,
+        patch,
+        options.testCommand,
+        testTimeoutMs,
+        options.signal,
+      );
+    } finally {
+      await verify.lease.release();
+    }
+    durations.verify = Date.now() - mark;
+    const passed = result.verification.exitCode === 0;
+    Object.assign(result, {
+      status: passed ? "fixed" : "verification_failed",
+      exitCode: passed ? ExitCode.success : ExitCode.verificationFailed,
+      message: passed
+        ? `Fixed: the tests pass on a clean copy with the patch (${result.filesChanged.length} file(s) changed).`
+        : patch.byteLength === 0
+          ? "The agent made no changes, and the tests still fail."
+          : "The tests still fail on a clean copy with the patch.",
+    });
+    return result;
+  } catch (error) {
+    Object.assign(result, {
+      status: "error",
+      exitCode: options.signal?.aborted ? ExitCode.interrupted : exitCodeOf(error),
+      message: messageOf(error),
+    });
+    return result;
+  } finally {
+    durations.total = Date.now() - started;
+    const transcript = await readSessionEntries({
+      stateDir: options.runner.stateDir,
+      sessionKey: result.sessionKey,
+    }).catch(() => []);
+    result.artifacts = await writeArtifacts(options.outDir, {
+      result,
+      transcriptLines: transcript.map((entry) => JSON.stringify(entry)),
+      patch,
+      summary: renderSummary(result),
+    });
+    if (!options.keepSandboxes) {
+      // A CI job leaves nothing behind; the patch and transcript are in the artifacts.
+      for (const key of [sessionKey, `${sessionKey}-verify`]) {
+        await options.runner
+          .discardSandbox({ agentId: options.agentId, sessionKey: key })
+          .catch((error: unknown) =>
+            phase(`could not remove the sandbox of ${key}: ${messageOf(error)}`),
+          );
+      }
+    }
+  }
+}

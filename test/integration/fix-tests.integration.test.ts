@@ -1,0 +1,156 @@
+/**
+ * `cordon fix-tests` end to end on a real repository with a real failing test, in real
+ * containers: a fix that verifies (0), a "fix" that edits the test (8, naming it), an agent out of
+ * turns (5, partial artifacts), tests already passing (0, nothing changed).
+ */
+import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import path from "node:path";
+
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+
+import { packageRoot } from "../../src/common/index.js";
+import { demoRepo, example, git } from "../support/demo-repo.js";
+import { dockerClient, requireSandboxImage } from "../support/docker.js";
+import { runCordon } from "../support/run-cli.js";
+
+interface ResultJson {
+  status: string;
+  exitCode: number;
+  sessionKey: string;
+  filesChanged: { path: string }[];
+  protectedFiles: string[];
+  agent?: { status: string; turns: number };
+  verification?: { exitCode: number };
+}
+
+const fixture = (name: string): string =>
+  path.join(packageRoot(), "test", "fixtures", "fix-tests", name);
+
+describe("cordon fix-tests", () => {
+  let home: string;
+  let repo: string;
+  const env = (): NodeJS.ProcessEnv => ({
+    CORDON_HOME: home,
+    CORDON_CONFIG: "",
+    ANTHROPIC_API_KEY: "",
+  });
+
+  beforeAll(async () => {
+    await requireSandboxImage();
+    home = await mkdtemp(path.join(tmpdir(), "cordon-fix-home-"));
+    repo = await demoRepo();
+  });
+
+  afterAll(async () => {
+    // Every fix-tests session has its own containers; remove them by the home's workspace label.
+    const docker = dockerClient();
+    const containers = await docker.listContainers({ all: true });
+    for (const info of containers) {
+      if ((info.Names[0] ?? "").includes("fix-tests")) {
+        await docker
+          .getContainer(info.Id)
+          .remove({ force: true })
+          .catch(() => undefined);
+      }
+    }
+    await rm(home, { recursive: true, force: true });
+    await rm(path.dirname(repo), { recursive: true, force: true });
+  });
+
+  async function fixTests(script: string, out: string, ...extra: string[]) {
+    const run = await runCordon(
+      [
+        "fix-tests",
+        "--workspace",
+        repo,
+        "--test-cmd",
+        "python3 -m unittest -v",
+        "--out",
+        out,
+        "--model-script",
+        script,
+        ...extra,
+      ],
+      env(),
+    );
+    const result = JSON.parse(await readFile(path.join(out, "result.json"), "utf8")) as ResultJson;
+    return { run, result };
+  }
+
+  it("a fix that makes the tests pass is verified on a clean copy: exit 0 and every artifact", async () => {
+    const out = path.join(home, "fixed");
+    const { run, result } = await fixTests(example("demo", "script.json"), out);
+    expect(run.exitCode).toBe(0);
+    expect(result).toMatchObject({ status: "fixed", exitCode: 0, verification: { exitCode: 0 } });
+    expect(result.filesChanged.map((file) => file.path)).toEqual(["pricing.py"]);
+    const patch = await readFile(path.join(out, "changes.patch"), "utf8");
+    expect(patch).toContain("+    return subtotal - discount");
+    const transcript = (await readFile(path.join(out, "transcript.jsonl"), "utf8"))
+      .trim()
+      .split("\n");
+    expect(transcript.length).toBeGreaterThanOrEqual(10);
+    expect(await readFile(path.join(out, "summary.md"), "utf8")).toContain("Fixed and verified");
+    // The user's repository is untouched, and the run left no container behind.
+    expect(git(repo, "status", "--porcelain")).toBe("");
+    const left = await dockerClient().listContainers({
+      all: true,
+      filters: { label: [`cordon.session=${result.sessionKey}`] },
+    });
+    expect(left).toEqual([]);
+  });
+
+  it("a patch that edits the test instead fails verification with exit 8, naming the file", async () => {
+    const out = path.join(home, "cheat");
+    const { run, result } = await fixTests(fixture("edits-the-test.json"), out);
+    expect(run.exitCode).toBe(8);
+    expect(result).toMatchObject({
+      status: "protected_files_changed",
+      protectedFiles: ["test_pricing.py"],
+    });
+    expect(run.stdout).toContain("test_pricing.py");
+    expect(await readFile(path.join(out, "changes.patch"), "utf8")).toContain("2200");
+  });
+
+  it("an agent that runs out of turns exits 5 with partial artifacts", async () => {
+    const out = path.join(home, "turns");
+    const { run, result } = await fixTests(
+      example("demo", "script.json"),
+      out,
+      "--max-turns",
+      "2",
+      "--keep-sandboxes",
+    );
+    expect(run.exitCode).toBe(5);
+    // Kept on request (and so the label filter of the first test is known to find containers).
+    const kept = await dockerClient().listContainers({
+      all: true,
+      filters: { label: [`cordon.session=${result.sessionKey}`] },
+    });
+    expect(kept).toHaveLength(1);
+    expect(result).toMatchObject({
+      status: "agent_stopped",
+      agent: { status: "limit_turns", turns: 2 },
+    });
+    for (const name of ["changes.patch", "transcript.jsonl", "summary.md"]) {
+      await expect(readFile(path.join(out, name))).resolves.toBeDefined();
+    }
+  });
+
+  it("tests that already pass: exit 0, the agent is never called, nothing changes", async () => {
+    await writeFile(
+      path.join(repo, "pricing.py"),
+      (await readFile(path.join(repo, "pricing.py"), "utf8")).replace(
+        "subtotal + discount",
+        "subtotal - discount",
+      ),
+    );
+    git(repo, "commit", "-qam", "fixed by hand");
+    const out = path.join(home, "passing");
+    const { run, result } = await fixTests(fixture("no-turns.json"), out);
+    expect(run.exitCode).toBe(0);
+    expect(result).toMatchObject({ status: "already_passing", filesChanged: [] });
+    expect(result.agent).toBeUndefined();
+    git(repo, "reset", "-q", "--hard", "HEAD~1");
+  });
+});

@@ -1,0 +1,35 @@
+import { execFileSync } from "node:child_process";
+import { cp, mkdtemp } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import path from "node:path";
+
+import { packageRoot } from "../../src/common/index.js";
+
+const gitEnv = {
+  ...process.env,
+  GIT_CONFIG_GLOBAL: "/dev/null",
+  GIT_AUTHOR_NAME: "test",
+  GIT_AUTHOR_EMAIL: "test@example.invalid",
+  GIT_COMMITTER_NAME: "test",
+  GIT_COMMITTER_EMAIL: "test@example.invalid",
+};
+
+export function git(cwd: string, ...args: string[]): string {
+  return execFileSync("git", args, { cwd, env: gitEnv, encoding: "utf8" });
+}
+
+/** A fresh git repository holding examples/demo-repo (pricing.py with a failing test). */
+export async function demoRepo(): Promise<string> {
+  const root = await mkdtemp(path.join(tmpdir(), "cordon-demo-repo-"));
+  const repo = path.join(root, "repo");
+  await cp(path.join(packageRoot(), "examples", "demo-repo"), repo, { recursive: true });
+  git(repo, "init", "-q");
+  git(repo, "add", "-A");
+  git(repo, "commit", "-qm", "demo");
+  return repo;
+}
+
+/** Path of a file under examples/. */
+export function example(...parts: string[]): string {
+  return path.join(packageRoot(), "examples", ...parts);
+}
