@@ -68,6 +68,11 @@ export interface RemovedSandbox {
   containerId?: string | undefined;
   /** The private workspace removed (or that would be, on a dry run). */
   workspace?: string | undefined;
+  /**
+   * A private workspace left in place: asked to keep it, or it lies outside
+   * `<stateDir>/workspaces` (a configured `sandbox.workspaceRoot`), where cordon deletes nothing.
+   */
+  keptWorkspace?: string | undefined;
 }
 
 export interface PruneOptions {
@@ -150,11 +155,9 @@ export class SandboxInventory {
           fix: "`cordon sandbox list` shows the sandboxes",
         });
       }
-      const workspace = options.keepWorkspace
-        ? undefined
-        : await this.removeWorkspace(record.privateWorkspace);
+      const workspaces = await this.disposeWorkspace(record.privateWorkspace, options);
       await this.records.remove(name);
-      return { name, reason: "requested", workspace };
+      return { name, reason: "requested", ...workspaces };
     }
     const labels = info.Config.Labels ?? {};
     if (labels[labelKeys.managed] !== "true") {
@@ -164,9 +167,18 @@ export class SandboxInventory {
     }
     await this.containers.remove(info.Id, name);
     const workspacePath = labels[labelKeys.privateWorkspace] ?? record?.privateWorkspace;
-    const workspace = options.keepWorkspace ? undefined : await this.removeWorkspace(workspacePath);
+    const workspaces = await this.disposeWorkspace(workspacePath, options);
     await this.records.remove(name);
-    return { name, reason: "requested", containerId: info.Id, workspace };
+    return { name, reason: "requested", containerId: info.Id, ...workspaces };
+  }
+
+  private async disposeWorkspace(
+    workspace: string | undefined,
+    options: { keepWorkspace?: boolean },
+  ): Promise<Pick<RemovedSandbox, "workspace" | "keptWorkspace">> {
+    if (!workspace) return {};
+    const removed = options.keepWorkspace ? undefined : await this.removeWorkspace(workspace);
+    return removed ? { workspace: removed } : { keptWorkspace: workspace };
   }
 
   /** Removes every sandbox of this state directory. */

@@ -224,7 +224,7 @@ describe("ensurePrivateWorkspace", () => {
       },
     );
     expect(sub.seed?.method).toBe("git");
-    expect(await readdir(sub.path)).toEqual(["deep"]);
+    expect((await readdir(sub.path)).sort()).toEqual([".git", "deep"]);
     expect(sub.warnings.join("\n")).toMatch(/subdirectory of a git repository/);
 
     const ignored = await ensurePrivateWorkspace(
@@ -236,7 +236,7 @@ describe("ensurePrivateWorkspace", () => {
       { stateDirectory },
     );
     expect(ignored.seed?.method).toBe("copy");
-    expect((await readdir(ignored.path)).sort()).toEqual([".env", "out.js"]);
+    expect((await readdir(ignored.path)).sort()).toEqual([".env", ".git", "out.js"]);
     expect(ignored.warnings.join("\n")).toMatch(/ignored by the git repository/);
   });
 
@@ -248,15 +248,54 @@ describe("ensurePrivateWorkspace", () => {
     expect((await stat(result.path)).uid).toBe(1000);
   });
 
-  it("refuses a private workspace outside the state directory (it would chown it)", async () => {
-    await expect(
-      ensurePrivateWorkspace(spec({ privateWorkspace: path.join(root, "elsewhere") }), {
-        stateDirectory,
-      }),
-    ).rejects.toThrow(/not inside the state directory/);
+  it("refuses a private workspace that contains the agent workspace or the state directory", async () => {
     await expect(
       ensurePrivateWorkspace(spec({ privateWorkspace: agentWorkspace }), { stateDirectory }),
     ).rejects.toThrow(SandboxStartError);
+    await expect(
+      ensurePrivateWorkspace(spec({ privateWorkspace: root }), { stateDirectory }),
+    ).rejects.toThrow(/contains the agent workspace/);
+    await expect(
+      ensurePrivateWorkspace(spec({ privateWorkspace: stateDirectory }), { stateDirectory }),
+    ).rejects.toThrow(/contains the state directory/);
+  });
+
+  it("creates one under a configured root outside the state directory, but never chowns what it finds there", async () => {
+    const configuredRoot = path.join(root, "srv");
+    const created = await ensurePrivateWorkspace(
+      spec({ privateWorkspace: path.join(configuredRoot, "cordon-unit-abc123"), seed: false }),
+      { stateDirectory },
+    );
+    expect(created.created).toBe(true);
+    expect((await stat(created.path)).uid).toBe(1000);
+
+    const existing = path.join(configuredRoot, "cordon-unit-existing");
+    await mkdir(existing);
+    await writeFile(path.join(existing, "mine"), "x");
+    const found = await ensurePrivateWorkspace(
+      spec({ privateWorkspace: existing, containerName: "cordon-unit-existing" }),
+      { stateDirectory },
+    );
+    expect(found.created).toBe(false);
+    expect(found.warnings.join("\n")).toMatch(/cannot write the private workspace/);
+    expect((await stat(path.join(existing, "mine"))).uid).toBe(0);
+  });
+
+  it("keeps the baseline out of a repository the state directory lives in", async () => {
+    // CORDON_HOME inside some repository, seeding from a plain directory elsewhere.
+    const outer = path.join(root, "outer-repo");
+    await mkdir(outer);
+    git(outer, "init", "-q");
+    const inner = path.join(outer, ".cordon");
+    await writeFile(path.join(agentWorkspace, "a.txt"), "a\n");
+    const result = await ensurePrivateWorkspace(
+      spec({ privateWorkspace: privateWorkspacePath(inner, "cordon-unit-abc123") }),
+      { stateDirectory: inner },
+    );
+    expect(git(outer, "for-each-ref")).toBe("");
+    expect(
+      git(result.path, "-c", "safe.directory=*", "ls-tree", "-r", "--name-only", baselineRef),
+    ).toBe("a.txt\n");
   });
 
   it("does not copy the state directory when it lives inside the workspace", async () => {

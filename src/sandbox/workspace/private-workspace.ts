@@ -63,7 +63,7 @@ export async function ensurePrivateWorkspace(
   spec: SandboxSpec,
   options: PrivateWorkspaceOptions,
 ): Promise<PrivateWorkspace> {
-  const target = await validatedTarget(spec, options.stateDirectory);
+  const { path: target, insideState } = await validatedTarget(spec, options.stateDirectory);
   const warnings: string[] = [];
   const owner = ownerToApply(spec, warnings);
 
@@ -77,7 +77,7 @@ export async function ensurePrivateWorkspace(
         fix: `remove it (\`cordon sandbox rm ${spec.containerName}\` or rm it by hand) and retry`,
       });
     }
-    await repairOwnership(target, existing, spec, owner, warnings);
+    await repairOwnership(target, existing, spec, insideState ? owner : undefined, warnings);
     return { path: target, created: false, warnings };
   }
 
@@ -152,7 +152,21 @@ export async function checkAgentWorkspaceAccess(spec: SandboxSpec): Promise<stri
   );
 }
 
-async function validatedTarget(spec: SandboxSpec, stateDirectory: string): Promise<string> {
+interface ValidatedTarget {
+  /** Absolute path, parents resolved. */
+  path: string;
+  /**
+   * Below the state directory: cordon's own ground, where an existing directory may be given to
+   * the container user. Elsewhere (a configured `sandbox.workspaceRoot`) only what cordon
+   * creates itself is chowned.
+   */
+  insideState: boolean;
+}
+
+async function validatedTarget(
+  spec: SandboxSpec,
+  stateDirectory: string,
+): Promise<ValidatedTarget> {
   const target = spec.privateWorkspace;
   if (target === undefined || !path.isAbsolute(target)) {
     throw new SandboxStartError(
@@ -164,22 +178,20 @@ async function validatedTarget(spec: SandboxSpec, stateDirectory: string): Promi
   const stateReal = await realpath(stateDirectory);
   await mkdir(path.dirname(target), { recursive: true, mode: 0o700 });
   const resolved = path.join(await realpath(path.dirname(target)), path.basename(target));
-  if (!isStrictlyInside(stateReal, resolved)) {
-    throw new SandboxStartError(
-      `the private workspace ${target} is not inside the state directory ${stateDirectory}; cordon only creates and chowns directories of its own`,
-      { fix: "set CORDON_HOME so private workspaces live under it" },
-    );
-  }
   const agentReal = await realpath(spec.agentWorkspace).catch(() => undefined);
   // Below the agent workspace is allowed (CORDON_HOME=./.cordon; seeding skips it); containing
-  // it is not: cordon chowns its private workspace.
-  if (agentReal && isInside(resolved, agentReal)) {
-    throw new SandboxStartError(
-      `the private workspace ${target} contains the agent workspace ${spec.agentWorkspace}`,
-      { fix: "set CORDON_HOME to a directory outside the agent workspace" },
-    );
+  // it, or the state directory, is not: cordon chowns and deletes its private workspace.
+  for (const [what, real] of [
+    ["agent workspace", agentReal],
+    ["state directory", stateReal],
+  ] as const) {
+    if (real && isInside(resolved, real)) {
+      throw new SandboxStartError(`the private workspace ${target} contains the ${what}`, {
+        fix: "set sandbox.workspaceRoot (or CORDON_HOME) to a directory of its own",
+      });
+    }
   }
-  return resolved;
+  return { path: resolved, insideState: isStrictlyInside(stateReal, resolved) };
 }
 
 /**
@@ -275,11 +287,11 @@ async function seedInto(
   if (listed) {
     if (gitEntry?.isFile()) {
       options.warnings.push(
-        `${spec.agentWorkspace} is a linked git worktree or submodule (.git is a file); its repository was not copied, so git does not work in the sandbox copy`,
+        `${spec.agentWorkspace} is a linked git worktree or submodule (.git is a file); its repository was not copied (the copy gets a fresh one, without history)`,
       );
     } else if (!gitEntry) {
       options.warnings.push(
-        `${spec.agentWorkspace} is a subdirectory of a git repository; its files were copied without the repository, so git does not work in the sandbox copy`,
+        `${spec.agentWorkspace} is a subdirectory of a git repository; its files were copied without the repository (the copy gets a fresh one, without history)`,
       );
     }
     // `.git` comes along whole so `git diff` inside the sandbox (and `cordon diff`) work.
