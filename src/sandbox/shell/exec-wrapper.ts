@@ -158,7 +158,9 @@ case $cordon_mode in
     cordon_before=$cordon_oom
     CORDON_RUN=$cordon_id setsid bash -lc "$5" <&0 &
     cordon_pid=$!
-    wait "$cordon_pid"
+    # Quietly: bash reports a killed job ("line 99: 120 Killed  CORDON_RUN=... setsid ...") on
+    # stderr, which would put this wrapper's text into the command's output.
+    wait "$cordon_pid" 2>/dev/null
     cordon_status=$?
     cordon_sweep "$cordon_id" "$$"
     if ((cordon_status == 137)) && [[ -n $cordon_before ]]; then
