@@ -1,0 +1,81 @@
+import os from "node:os";
+import { performance } from "node:perf_hooks";
+
+import type { BenchContext } from "./context.js";
+import { openBenchContext } from "./context.js";
+import { files } from "./figures/files.js";
+import { warmExec } from "./figures/warm-exec.js";
+import type { BenchOptions, FigureName } from "./options.js";
+import type { BenchReport, FigureResult } from "./report.js";
+
+const figures: Record<
+  FigureName,
+  { title: string; run: (ctx: BenchContext) => Promise<FigureResult> }
+> = {
+  "warm-exec": { title: "warm exec round trip", run: warmExec },
+  "first-result": { title: "first result of a new session", run: notYet("first-result") },
+  files: { title: "write + read of 1 KiB and 10 MiB files", run: files },
+  concurrency: { title: "32 concurrent sessions × 10 execs", run: notYet("concurrency") },
+  "agent-loop": { title: "agent-loop overhead per tool call", run: notYet("agent-loop") },
+};
+
+function notYet(name: FigureName): () => Promise<FigureResult> {
+  return () => Promise.reject(new Error(`figure ${name} is not built yet`));
+}
+
+export interface RunBenchOptions extends BenchOptions {
+  signal?: AbortSignal | undefined;
+  progress?: ((message: string) => void) | undefined;
+}
+
+/**
+ * Runs the chosen figures one after another in one bench context and returns the report. A
+ * figure that throws is recorded with its error and the others still run. Every container the
+ * run made is removed before this returns, also when it fails.
+ */
+export async function runBench(options: RunBenchOptions): Promise<BenchReport> {
+  const started = performance.now();
+  const startedAt = new Date().toISOString();
+  const signal = options.signal ?? new AbortController().signal;
+  const ctx = await openBenchContext({ quick: options.quick, signal, progress: options.progress });
+  try {
+    const info = await ctx.engine.ping();
+    const results: FigureResult[] = [];
+    for (const name of options.figures) {
+      signal.throwIfAborted();
+      const figure = figures[name];
+      try {
+        results.push(await figure.run(ctx));
+      } catch (error) {
+        if (signal.aborted) throw error;
+        results.push({
+          name,
+          title: figure.title,
+          comparisons: [],
+          failures: 0,
+          details: {},
+          error: error instanceof Error ? error.message : String(error),
+        });
+      }
+    }
+    return {
+      version: 1,
+      runId: ctx.runId,
+      quick: options.quick,
+      startedAt,
+      durationMs: Math.round(performance.now() - started),
+      environment: {
+        node: process.version,
+        platform: `${os.platform()} ${os.release()} ${os.arch()}`,
+        cpus: os.cpus().length,
+        dockerServer: info.serverVersion,
+        dockerApi: info.apiVersion,
+        image: ctx.image,
+      },
+      figures: results,
+      failures: results.reduce((sum, figure) => sum + figure.failures + (figure.error ? 1 : 0), 0),
+    };
+  } finally {
+    await ctx.close();
+  }
+}
