@@ -3,7 +3,10 @@ import { performance } from "node:perf_hooks";
 
 import type { BenchContext } from "./context.js";
 import { openBenchContext } from "./context.js";
+import { concurrency } from "./figures/concurrency.js";
 import { files } from "./figures/files.js";
+import { agentLoop } from "./figures/agent-loop.js";
+import { firstResult } from "./figures/first-result.js";
 import { warmExec } from "./figures/warm-exec.js";
 import type { BenchOptions, FigureName } from "./options.js";
 import type { BenchReport, FigureResult } from "./report.js";
@@ -13,15 +16,11 @@ const figures: Record<
   { title: string; run: (ctx: BenchContext) => Promise<FigureResult> }
 > = {
   "warm-exec": { title: "warm exec round trip", run: warmExec },
-  "first-result": { title: "first result of a new session", run: notYet("first-result") },
+  "first-result": { title: "first result of a new session", run: firstResult },
   files: { title: "write + read of 1 KiB and 10 MiB files", run: files },
-  concurrency: { title: "32 concurrent sessions × 10 execs", run: notYet("concurrency") },
-  "agent-loop": { title: "agent-loop overhead per tool call", run: notYet("agent-loop") },
+  concurrency: { title: "32 concurrent sessions × 10 execs", run: concurrency },
+  "agent-loop": { title: "agent-loop overhead per tool call", run: agentLoop },
 };
-
-function notYet(name: FigureName): () => Promise<FigureResult> {
-  return () => Promise.reject(new Error(`figure ${name} is not built yet`));
-}
 
 export interface RunBenchOptions extends BenchOptions {
   signal?: AbortSignal | undefined;

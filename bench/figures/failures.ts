@@ -6,12 +6,13 @@ export class FailureCount {
   first: string | undefined;
 
   /** Runs `fn`; a failure is counted (not thrown), so one bad run does not end the figure. */
-  async guard(fn: () => Promise<unknown>): Promise<void> {
+  async guard<T>(fn: () => Promise<T>): Promise<T | undefined> {
     try {
-      await fn();
+      return await fn();
     } catch (error) {
       this.count += 1;
       this.first ??= error instanceof Error ? error.message : String(error);
+      return undefined;
     }
   }
 
