@@ -62,10 +62,21 @@ export function hardenedRunFlags(docker: DockerSettings): string[] {
 export class DockerBaselines {
   private readonly docker = new Docker();
 
+  /**
+   * `signal` (Ctrl-C) kills a running `docker` command and refuses new ones, so nothing is
+   * started after the bench began to clean up; removals still run.
+   */
   constructor(
     private readonly image: string,
     private readonly labels: Record<string, string> = benchLabel,
+    private readonly signal?: AbortSignal,
   ) {}
+
+  private async cli(args: string[]): Promise<string> {
+    this.signal?.throwIfAborted();
+    const { stdout } = await run("docker", args, this.signal ? { signal: this.signal } : {});
+    return stdout;
+  }
 
   private labelFlags(): string[] {
     return Object.entries(this.labels).flatMap(([key, value]) => ["--label", `${key}=${value}`]);
@@ -76,7 +87,7 @@ export class DockerBaselines {
    * `docker cp` cannot write into a read-only root or a tmpfs.
    */
   async startContainer(name: string): Promise<string> {
-    const { stdout } = await run("docker", [
+    const stdout = await this.cli([
       "run",
       "-d",
       "--name",
@@ -103,7 +114,7 @@ export class DockerBaselines {
    * at the workdir, as a user of the plain CLI would start a sandbox.
    */
   async runHardened(name: string, docker: DockerSettings, workspace: string): Promise<string> {
-    const { stdout } = await run("docker", [
+    const stdout = await this.cli([
       "run",
       "-d",
       "--name",
@@ -142,11 +153,12 @@ export class DockerBaselines {
 
   /** `docker exec C true` through the CLI. */
   async cliExec(container: string, command: string[] = ["true"]): Promise<void> {
-    await run("docker", ["exec", container, ...command]);
+    await this.cli(["exec", container, ...command]);
   }
 
   /** One exec through the Engine API: create, start (attached), wait for the end, inspect. */
   async apiExec(container: string): Promise<void> {
+    this.signal?.throwIfAborted();
     const exec = await this.docker.getContainer(container).exec({
       Cmd: ["true"],
       AttachStdout: true,
@@ -171,10 +183,11 @@ export class DockerBaselines {
     const source = path.join(dir, "in.bin");
     const back = path.join(dir, "out.bin");
     await writeFile(source, bytes);
+    const cli = (args: string[]): Promise<string> => this.cli(args);
     return {
       async roundTrip(container, containerPath) {
-        await run("docker", ["cp", source, `${container}:${containerPath}`]);
-        await run("docker", ["cp", `${container}:${containerPath}`, back]);
+        await cli(["cp", source, `${container}:${containerPath}`]);
+        await cli(["cp", `${container}:${containerPath}`, back]);
         const copied = await readFile(back);
         if (copied.length !== bytes.length) throw new Error("docker cp lost bytes");
       },

@@ -100,7 +100,7 @@ export async function openBenchContext(options: OpenBenchContextOptions): Promis
       }),
   });
   const inventory = new SandboxInventory({ engine, stateDirectory: home, image });
-  const baselines = new DockerBaselines(image, labels);
+  const baselines = new DockerBaselines(image, labels, options.signal);
   const sandboxes: SandboxProvider = {
     async acquire(plan, acquireOptions) {
       if (!plan.sandbox.spec) throw new Error("the bench configuration must be sandboxed");
@@ -153,6 +153,11 @@ export async function openBenchContext(options: OpenBenchContextOptions): Promis
     close() {
       closing ??= (async () => {
         await baselines.removeLabelled({ "cordon.bench.run": runId });
+        if (options.signal.aborted) {
+          // A `docker run` killed on Ctrl-C may still have reached the engine: sweep once more.
+          await new Promise((resolve) => setTimeout(resolve, 1000));
+          await baselines.removeLabelled({ "cordon.bench.run": runId });
+        }
         for (const dir of [home, workspace, baselineWorkspace]) {
           await rm(dir, { recursive: true, force: true }).catch((error: unknown) =>
             process.stderr.write(`bench: cannot remove ${dir}: ${String(error)}\n`),

@@ -25,7 +25,12 @@ async function main(): Promise<number> {
   // Ctrl-C: stop at the next step; runBench removes the run's containers before it returns.
   const interrupt = new AbortController();
   const onSignal = (): void => {
-    if (interrupt.signal.aborted) return;
+    if (interrupt.signal.aborted) {
+      process.stderr.write(
+        "bench: interrupted again; leaving now (remove leftovers with `docker rm -f $(docker ps -aq --filter label=cordon.bench=1)`)\n",
+      );
+      process.exit(130);
+    }
     process.stderr.write("bench: interrupted; removing the bench's containers…\n");
     interrupt.abort();
   };

@@ -1,3 +1,4 @@
+import { setMaxListeners } from "node:events";
 import os from "node:os";
 import { performance } from "node:perf_hooks";
 
@@ -35,7 +36,10 @@ export interface RunBenchOptions extends BenchOptions {
 export async function runBench(options: RunBenchOptions): Promise<BenchReport> {
   const started = performance.now();
   const startedAt = new Date().toISOString();
-  const signal = options.signal ?? new AbortController().signal;
+  // A signal of our own: 32 sessions × concurrent execs each listen on it, well past the
+  // default of 10 listeners that node warns about.
+  const signal = AbortSignal.any(options.signal ? [options.signal] : []);
+  setMaxListeners(1000, signal);
   const ctx = await openBenchContext({ quick: options.quick, signal, progress: options.progress });
   try {
     const info = await ctx.engine.ping();
@@ -44,7 +48,9 @@ export async function runBench(options: RunBenchOptions): Promise<BenchReport> {
       signal.throwIfAborted();
       const figure = figures[name];
       try {
-        results.push(await figure.run(ctx));
+        // On Ctrl-C stop waiting at once: the cleanup below removes the containers from under
+        // whatever the figure still has in flight, and main exits after it.
+        results.push(await untilAborted(figure.run(ctx), signal));
       } catch (error) {
         if (signal.aborted) throw error;
         results.push({
@@ -76,5 +82,34 @@ export async function runBench(options: RunBenchOptions): Promise<BenchReport> {
     };
   } finally {
     await ctx.close();
+  }
+}
+
+/** How long a figure interrupted by Ctrl-C gets to finish the step it is in. */
+const figureSettleMs = 15_000;
+
+function sleep(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms).unref());
+}
+
+/** `work`, or a rejection with the signal's reason as soon as it aborts, whichever is first. */
+async function untilAborted<T>(work: Promise<T>, signal: AbortSignal): Promise<T> {
+  let onAbort: (() => void) | undefined;
+  const aborted = new Promise<never>((_, reject) => {
+    onAbort = () => reject(signal.reason as Error);
+    if (signal.aborted) onAbort();
+    else signal.addEventListener("abort", onAbort, { once: true });
+  });
+  try {
+    return await Promise.race([work, aborted]);
+  } catch (error) {
+    if (signal.aborted) {
+      // Figures check the signal before every step that creates something, so the one in
+      // flight ends soon; wait for it (bounded), so the cleanup sees everything it made.
+      await Promise.race([work.catch(() => undefined), sleep(figureSettleMs)]);
+    }
+    throw error;
+  } finally {
+    if (onAbort) signal.removeEventListener("abort", onAbort);
   }
 }

@@ -52,7 +52,11 @@ export async function agentLoop(ctx: BenchContext): Promise<FigureResult> {
       ctx.progress(
         `agent-loop: ${Math.floor(calls / 2)} raw execs, a run of ${calls} tool calls, ${Math.ceil(calls / 2)} raw execs`,
       );
-      before = await sample(() => execOk(lease.sandbox, "true"), Math.floor(calls / 2), 1);
+      before = await sample(
+        () => execOk(lease.sandbox, "true", ctx.signal),
+        Math.floor(calls / 2),
+        1,
+      );
       // Released while the run holds its own lease: the run must not find it busy for nothing.
     } finally {
       await lease.release();
@@ -82,7 +86,11 @@ export async function agentLoop(ctx: BenchContext): Promise<FigureResult> {
     const again = await ctx.manager.acquire(spec, { signal: ctx.signal });
     let after: number[];
     try {
-      after = await sample(() => execOk(again.sandbox, "true"), Math.ceil(calls / 2), 1);
+      after = await sample(
+        () => execOk(again.sandbox, "true", ctx.signal),
+        Math.ceil(calls / 2),
+        1,
+      );
     } finally {
       await again.release();
     }

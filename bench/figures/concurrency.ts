@@ -29,10 +29,14 @@ async function limited<T>(
   items: readonly T[],
   limit: number,
   fn: (item: T) => Promise<void>,
+  signal?: AbortSignal,
 ): Promise<void> {
   const queue = [...items];
   const worker = async (): Promise<void> => {
-    for (let item = queue.shift(); item !== undefined; item = queue.shift()) await fn(item);
+    for (let item = queue.shift(); item !== undefined; item = queue.shift()) {
+      signal?.throwIfAborted();
+      await fn(item);
+    }
   };
   await Promise.all(Array.from({ length: Math.min(limit, items.length) }, worker));
 }
@@ -66,10 +70,16 @@ export async function concurrency(ctx: BenchContext): Promise<FigureResult> {
       ),
     );
     const acquireWallMs = performance.now() - acquireStarted;
+    ctx.signal.throwIfAborted();
     ctx.progress(`concurrency: starting ${sessions} plain containers`);
-    await limited(plain, 4, async (name) => {
-      await ctx.baselines.startContainer(name);
-    });
+    await limited(
+      plain,
+      4,
+      async (name) => {
+        await ctx.baselines.startContainer(name);
+      },
+      ctx.signal,
+    );
 
     const cordonPhases: Phase[] = [];
     const baselinePhases: Phase[] = [];
@@ -82,7 +92,8 @@ export async function concurrency(ctx: BenchContext): Promise<FigureResult> {
         cordonPhases.push(
           await concurrently(leases, async (lease) => {
             for (let i = 0; i < execsPerSession; i += 1) {
-              await failures.guard(() => execOk(lease.sandbox, "true"));
+              ctx.signal.throwIfAborted();
+              await failures.guard(() => execOk(lease.sandbox, "true", ctx.signal));
             }
           }),
         );
@@ -91,6 +102,7 @@ export async function concurrency(ctx: BenchContext): Promise<FigureResult> {
         baselinePhases.push(
           await concurrently(plain, async (name) => {
             for (let i = 0; i < execsPerSession; i += 1) {
+              ctx.signal.throwIfAborted();
               await baselineFailures.guard(() => ctx.baselines.apiExec(name));
             }
           }),

@@ -23,8 +23,12 @@ export class FailureCount {
 }
 
 /** `command` through the sandbox; a non-zero exit is a failure. */
-export async function execOk(sandbox: Sandbox, command: string): Promise<void> {
-  const result = await sandbox.exec(command);
+export async function execOk(
+  sandbox: Sandbox,
+  command: string,
+  signal?: AbortSignal,
+): Promise<void> {
+  const result = await sandbox.exec(command, { signal });
   if (result.exitCode !== 0) {
     throw new Error(
       `\`${command}\` exited with ${String(result.exitCode)}: ${result.stderr.trim()}`,

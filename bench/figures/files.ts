@@ -30,8 +30,8 @@ export async function files(ctx: BenchContext): Promise<FigureResult> {
       const cpPath = `${sandbox.workdir}/bench-cp.bin`;
       const fixture = await ctx.baselines.cpFixture(bytes);
       const roundTrip = async (): Promise<void> => {
-        await sandbox.writeFile(cordonPath, bytes);
-        const back = await sandbox.readFile(cordonPath);
+        await sandbox.writeFile(cordonPath, bytes, { signal: ctx.signal });
+        const back = await sandbox.readFile(cordonPath, { signal: ctx.signal });
         if (!Buffer.from(back).equals(Buffer.from(bytes))) {
           throw new Error(
             `read back ${back.length} bytes that differ from the ${bytes.length} written`,

@@ -29,7 +29,7 @@ export async function firstResult(ctx: BenchContext): Promise<FigureResult> {
     };
     try {
       const lease = await ctx.manager.acquire(spec, { signal: ctx.signal });
-      await execOk(lease.sandbox, "true").finally(() => lease.release());
+      await execOk(lease.sandbox, "true", ctx.signal).finally(() => lease.release());
     } catch (error) {
       await cleanup();
       throw error;

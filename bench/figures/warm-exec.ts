@@ -16,7 +16,7 @@ export async function warmExec(ctx: BenchContext): Promise<FigureResult> {
     ctx.progress(`warm-exec: ${runs} runs each of cordon, docker exec (CLI), raw API exec`);
     const timings = await timeInTurns(
       {
-        cordon: () => failures.guard(() => execOk(lease.sandbox, "true")),
+        cordon: () => failures.guard(() => execOk(lease.sandbox, "true", ctx.signal)),
         cli: () => ctx.baselines.cliExec(container),
         api: () => ctx.baselines.apiExec(container),
       },
