@@ -157,10 +157,15 @@ export class DockerBaselines {
   }
 
   /** One exec through the Engine API: create, start (attached), wait for the end, inspect. */
-  async apiExec(container: string): Promise<void> {
+  async apiExec(
+    container: string,
+    command: string[] = ["true"],
+    env: string[] = [],
+  ): Promise<void> {
     this.signal?.throwIfAborted();
     const exec = await this.docker.getContainer(container).exec({
-      Cmd: ["true"],
+      Cmd: command,
+      Env: env,
       AttachStdout: true,
       AttachStderr: true,
     });
