@@ -128,6 +128,20 @@ describe("exec and process tools over DockerSandbox", () => {
       expect(await processesMatching("sleep 300")).toEqual([]);
     });
 
+    it("bounds an endless output bomb: killed at the timeout, head and tail kept, log capped", async () => {
+      const text = await tools.fail("exec", { command: "yes bomb", timeoutSec: 2 });
+      expect(text.startsWith("bomb\nbomb\n")).toBe(true);
+      expect(text).toContain("[timed out after 2s and was killed");
+      expect(text.length).toBeLessThan(34_000);
+      const logPath = /Full output: (\S+) \(read it/.exec(text)?.[1] ?? "";
+      const logBytes = Number(
+        await box.sandbox.exec(`stat -c %s ${logPath}`).then((r) => r.stdout),
+      );
+      expect(logBytes).toBeGreaterThan(32_000);
+      expect(logBytes).toBeLessThanOrEqual(64 * 1024 * 1024 + 4096);
+      await box.sandbox.remove(logPath);
+    });
+
     it("aborting the call kills the command's whole tree and says so", async () => {
       const controller = new AbortController();
       const call = tools.call(
