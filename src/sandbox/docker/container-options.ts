@@ -1,5 +1,6 @@
 import type Docker from "dockerode";
 
+import { SandboxStartError } from "../../common/index.js";
 import type { SandboxSpec } from "../spec.js";
 
 /** Labels on every container cordon creates; Docker is the source of truth for what exists. */
@@ -29,6 +30,8 @@ export interface ContainerOptionsInput {
   extraLabels?: Record<string, string> | undefined;
   /** The state directory of the manager creating it (the `cordon.home` label). */
   stateDirectory?: string | undefined;
+  /** The content of `spec.docker.seccompProfile` (see `readSeccompProfile`); the API wants JSON. */
+  seccompProfileJson?: string | undefined;
 }
 
 /**
@@ -45,7 +48,12 @@ export function createContainerOptions(
   const docker = spec.docker;
   const securityOpt = ["no-new-privileges:true"];
   if (docker.seccompProfile && docker.seccompProfile !== "default") {
-    securityOpt.push(`seccomp=${docker.seccompProfile}`);
+    if (input.seccompProfileJson === undefined) {
+      throw new SandboxStartError(`the seccomp profile ${docker.seccompProfile} was not read`, {
+        fix: "pass its content as seccompProfileJson (readSeccompProfile)",
+      });
+    }
+    securityOpt.push(`seccomp=${input.seccompProfileJson}`);
   }
   if (docker.apparmorProfile) securityOpt.push(`apparmor=${docker.apparmorProfile}`);
 

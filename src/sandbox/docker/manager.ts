@@ -14,6 +14,7 @@ import type { Sandbox } from "../sandbox.js";
 import type { SandboxSpec } from "../spec.js";
 import { checkAgentWorkspaceAccess, ensurePrivateWorkspace } from "../workspace/index.js";
 import { createContainerOptions, labelKeys } from "./container-options.js";
+import { readSeccompProfile } from "./seccomp-profile.js";
 import type { DockerEngine } from "./engine.js";
 import { SandboxInventory } from "./inventory.js";
 import { SandboxContainers } from "./manager-containers.js";
@@ -490,6 +491,7 @@ export class DockerSandboxManager {
       createdAt: new Date().toISOString(),
       extraLabels: this.extraLabels,
       stateDirectory: this.stateDirectory,
+      seccompProfileJson: await readSeccompProfile(spec),
     });
     const container = await this.containers.create(options);
     if (!container) return undefined;
