@@ -40,15 +40,23 @@ ensure_node() {
 
 ensure_npm_dependencies() {
   step "npm dependencies"
-  # npm writes node_modules/.package-lock.json on every install; if the lockfile is newer, the
-  # tree is stale.
-  local marker=node_modules/.package-lock.json
-  if [[ -f "$marker" && ! package-lock.json -nt "$marker" && ! package.json -nt "$marker" ]]; then
+  # A shared node_modules (a symlink, as in a git worktree) belongs to another checkout: npm ci
+  # would empty it under that checkout's feet.
+  if [[ -L node_modules ]]; then
+    done_step "node_modules is a link to a shared install; left as it is"
+    return
+  fi
+  # Stale means the lockfile's content changed since the last install, not its date (a merge or
+  # checkout touches the date without changing anything).
+  local marker=node_modules/.cordon-lock-sha256 wanted
+  wanted="$(sha256sum package-lock.json | cut -d' ' -f1)"
+  if [[ -f "$marker" && "$(cat "$marker")" == "$wanted" && -d node_modules/.bin ]]; then
     done_step "up to date"
     return
   fi
   npm ci --no-audit --no-fund --loglevel=error >&2 ||
     fail "npm ci failed" "check network access to the npm registry, then rerun scripts/setup.sh"
+  printf '%s\n' "$wanted" >"$marker"
   done_step "installed"
 }
 
