@@ -51,7 +51,8 @@ printf '    (empty above = no change; apply the patch with: CORDON_HOME=%s cordo
   "$CORDON_HOME" "$repo" "$session" >&2
 
 if [[ "${CORDON_DEMO_KEEP:-0}" != "1" ]]; then
-  cordon sandbox rm --all >/dev/null 2>&1 || true
+  # --all stays inside this CORDON_HOME: only the demo's own container goes.
+  cordon sandbox rm --all --keep-workspace >/dev/null || true
 fi
 printf '\n==> demo finished with exit code %d; files kept in %s\n' "$status" "$work" >&2
 exit "$status"

@@ -1,12 +1,21 @@
-import { realpathSync, statSync } from "node:fs";
+import { readlinkSync, realpathSync, statSync } from "node:fs";
 import path from "node:path";
+
+/** Symlink hops followed by hand before giving up (the kernel's own limit is 40). */
+const maxLinkHops = 40;
 
 /**
  * `realpath` that also works for paths that do not exist yet: the deepest existing ancestor is
  * resolved and the rest appended, so a symlinked parent of a missing bind source is still seen.
- * The policy layer takes this as an injected function and stays free of I/O.
+ * A dangling symlink is followed to where it points, since that is what a later mount would
+ * reach once the target exists. The policy layer takes this as an injected function and stays
+ * free of I/O.
  */
 export function hostRealpath(target: string): string {
+  return resolveFollowingLinks(target, 0);
+}
+
+function resolveFollowingLinks(target: string, hops: number): string {
   const absolute = path.resolve(target);
   const rest: string[] = [];
   let current = absolute;
@@ -14,11 +23,24 @@ export function hostRealpath(target: string): string {
     try {
       return path.join(realpathSync.native(current), ...rest.reverse());
     } catch {
+      const link = readLinkOrUndefined(current);
+      if (link !== undefined && hops < maxLinkHops) {
+        const pointed = path.resolve(path.dirname(current), link);
+        return resolveFollowingLinks(path.join(pointed, ...rest.reverse()), hops + 1);
+      }
       const parent = path.dirname(current);
       if (parent === current) return absolute;
       rest.push(path.basename(current));
       current = parent;
     }
+  }
+}
+
+function readLinkOrUndefined(p: string): string | undefined {
+  try {
+    return readlinkSync(p);
+  } catch {
+    return undefined;
   }
 }
 

@@ -81,6 +81,9 @@ describe("finding the config file", () => {
     const fromFlag = await writeConfig("flag/c.json5", `{ model: "from-flag" }`);
     const env = { CORDON_CONFIG: fromEnv };
     expect((await loadConfig({ cwd: dir, env: {} })).config.model).toBe("from-cwd");
+    expect((await loadConfig({ cwd: dir, env: { CORDON_CONFIG: "" } })).config.model).toBe(
+      "from-cwd",
+    );
     expect((await loadConfig({ cwd: dir, env })).config.model).toBe("from-env");
     const flagged = await loadConfig({ cwd: dir, env, configPath: "flag/c.json5" });
     expect(flagged.config.model).toBe("from-flag");

@@ -54,8 +54,9 @@ export async function loadConfig(options: LoadConfigOptions): Promise<LoadedConf
   if (file) {
     fileLayer = await readConfigFile(file);
     const checked = cordonConfigSchema.safeParse(fileLayer);
-    if (!checked.success)
+    if (!checked.success) {
       throw configErrorOf(file, configIssuesOf(checked.error, cordonConfigSchema));
+    }
     fileLayer = resolveLayerPaths(fileLayer, path.dirname(file), homeDir);
   }
   const envLayer = resolveLayerPaths(environmentLayer(options.env), cwd, homeDir);
@@ -107,7 +108,8 @@ function findConfigFile(
   env: LoadConfigOptions["env"],
   configPath: string | undefined,
 ): string | undefined {
-  const named = configPath ?? env["CORDON_CONFIG"];
+  // An empty value means "not set", so CORDON_CONFIG="" turns the variable off.
+  const named = configPath || env["CORDON_CONFIG"];
   if (named) {
     const file = path.resolve(cwd, named);
     if (!existsSync(file)) {

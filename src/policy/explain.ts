@@ -1,5 +1,6 @@
 import { formatByteSize } from "./byte-size.js";
 import type { RunPlan } from "./plan-run.js";
+import { credentialLikeName } from "./sandbox-env.js";
 
 /**
  * The plan as text for `cordon sandbox explain`: every line is derived from the plan object the
@@ -101,4 +102,27 @@ function changeHint(plan: RunPlan, fields: readonly (keyof RunPlan["sandbox"]["k
   const agentOwn = plan.agent.configKey.startsWith("agents.list[");
   const inherited = keys.some((key) => key.startsWith("agents.defaults."));
   return `${keys.join(", ")}${agentOwn && inherited ? ` (or ${plan.agent.configKey}.sandbox.<key> for this agent only)` : ""}`;
+}
+
+/** Shown in place of a credential-like environment value. */
+export const redactedValue = "<redacted>";
+
+/**
+ * The plan with the values of credential-like environment variables (the ones only
+ * `dangerouslyAllowEnvNames` lets through) replaced, for printing: `explain --json` must not put
+ * a token on a terminal or in a CI log. Everything else is the plan as is.
+ */
+export function redactPlanSecrets(plan: RunPlan): RunPlan {
+  const spec = plan.sandbox.spec;
+  if (!spec) return plan;
+  const env = Object.fromEntries(
+    Object.entries(spec.docker.env).map(([name, value]) => [
+      name,
+      credentialLikeName(name) ? redactedValue : value,
+    ]),
+  );
+  return {
+    ...plan,
+    sandbox: { ...plan.sandbox, spec: { ...spec, docker: { ...spec.docker, env } } },
+  };
 }

@@ -3,7 +3,7 @@
  * run is made of, every decision with its provenance.
  */
 export { planRun, type PlanRunInput, type RunPlan } from "./plan-run.js";
-export { explainPlan } from "./explain.js";
+export { explainPlan, redactPlanSecrets, redactedValue } from "./explain.js";
 export {
   builtinToolCatalog,
   builtinToolNames,

@@ -150,6 +150,15 @@ export function planMounts(input: MountPlanInput): MountSpec[] {
       return refuse(`target ${target} is also a tmpfs mount (sandbox.docker.tmpfs)`);
     }
     if (targets.has(target.toLowerCase())) return refuse(`target ${target} is mounted twice`);
+    if (
+      input.workspaceAccess !== "rw" &&
+      (isWithin(input.agentWorkspace, real) || isWithin(real, input.agentWorkspace)) &&
+      !parsed.readOnly
+    ) {
+      input.warnings.push(
+        `${where} mounts the agent workspace (or part of it) read-write at ${target}, although workspace access is "${input.workspaceAccess}": changes there are live on the host`,
+      );
+    }
     targets.add(target.toLowerCase());
     // The real path is what gets mounted, so a symlink swapped after this check cannot redirect it.
     mounts.push({ source: real, target, readOnly: parsed.readOnly, role: "bind" });

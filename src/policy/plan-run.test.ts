@@ -4,7 +4,7 @@ import { ConfigError, ExitCode } from "../common/index.js";
 import { parseConfig } from "../config/index.js";
 import { containerNameOf, maxContainerNameLength } from "./container-name.js";
 import { canonicalJson, hashOf } from "./config-hash.js";
-import { explainPlan } from "./explain.js";
+import { explainPlan, redactPlanSecrets } from "./explain.js";
 import { planRun } from "./plan-run.js";
 import { normalizeSessionKey } from "./session-key.js";
 import {
@@ -303,6 +303,13 @@ describe("hostile bind sources are refused, as written and after symlinks", () =
     ).toMatch(/\/home\/u\/proj\/out \(resolves to \/opt\/secret\) is outside/);
   });
 
+  it("warns when a read-write bind reopens the workspace that access none or ro keeps closed", () => {
+    expect(plan(withDocker({ binds: ["/home/u/proj/src:/src:rw"] })).warnings.join("\n")).toMatch(
+      /binds\[0\] mounts the agent workspace .*read-write at \/src, although workspace access is "none"/,
+    );
+    expect(plan(withDocker({ binds: ["/home/u/proj/src:/src"] })).warnings).toEqual([]);
+  });
+
   it("allows outside sources only with the explicit flag, and says so", () => {
     const result = plan(
       withDocker({ binds: ["/opt/data:/data"], dangerouslyAllowExternalBindSources: true }),
@@ -561,12 +568,20 @@ describe("the sandbox environment", () => {
     );
   });
 
-  it("passes a credential-like name only when listed, with a warning", () => {
+  it("passes a credential-like name only when listed, with a warning, and never prints it", () => {
     const result = plan(
-      withDocker({ env: { NPM_TOKEN: "x" }, dangerouslyAllowEnvNames: ["NPM_TOKEN"] }),
+      withDocker({
+        env: { NPM_TOKEN: "s3cret", LANG: "C" },
+        dangerouslyAllowEnvNames: ["NPM_TOKEN"],
+      }),
     );
-    expect(result.sandbox.spec?.docker.env).toEqual({ NPM_TOKEN: "x" });
+    expect(result.sandbox.spec?.docker.env).toEqual({ NPM_TOKEN: "s3cret", LANG: "C" });
     expect(result.warnings.join("\n")).toMatch(/NPM_TOKEN is passed into the sandbox/);
+    const printed = redactPlanSecrets(result);
+    expect(printed.sandbox.spec?.docker.env).toEqual({ NPM_TOKEN: "<redacted>", LANG: "C" });
+    expect(result.sandbox.spec?.docker.env["NPM_TOKEN"]).toBe("s3cret");
+    expect(JSON.stringify(printed)).not.toContain("s3cret");
+    expect(explainPlan(result)).not.toContain("s3cret");
   });
 
   it("refuses NUL bytes and bad names even in a config built in code", () => {

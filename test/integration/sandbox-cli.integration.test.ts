@@ -247,10 +247,28 @@ describe("cordon sandbox list, rm and prune", () => {
 
     const removed = await cordon("sandbox", "rm", nameOf("kept"), "--keep-workspace");
     expect(removed.exitCode).toBe(0);
-    expect(removed.stdout).toBe(`removed ${nameOf("kept")} (container)\n`);
+    expect(removed.stdout).toBe(
+      `removed ${nameOf("kept")} (container, kept its workspace ${specs["kept"]?.privateWorkspace})\n`,
+    );
     expect(await exists(nameOf("kept"))).toBe(false);
     expect(await present(specs["kept"]?.privateWorkspace ?? "")).toBe(true);
     expect(await present(recordFile(nameOf("kept")))).toBe(false);
+  });
+
+  it("deletes no private workspace outside the state directory", async () => {
+    const base = spec("configured-root");
+    const outside = path.join(root, "srv", base.containerName);
+    const lease = await manager.acquire({
+      ...base,
+      privateWorkspace: outside,
+      mounts: [{ source: outside, target: "/workspace", readOnly: false, role: "workspace" }],
+    });
+    leases.push(lease);
+    const removed = await cordon("sandbox", "rm", base.containerName);
+    expect(removed.stdout).toBe(
+      `removed ${base.containerName} (container, kept its workspace ${outside})\n`,
+    );
+    expect(await present(outside)).toBe(true);
   });
 
   it("removes everything of this home with --all, and nothing of another", async () => {

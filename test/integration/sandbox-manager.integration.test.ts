@@ -16,6 +16,7 @@ import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 
 import {
+  AbortedError,
   DockerUnavailableError,
   ExitCode,
   ImageError,
@@ -265,6 +266,40 @@ describe("DockerSandboxManager", () => {
     expect(await containerState(s.containerName)).toBe("running");
   });
 
+  it("starts a container another process created but never started, or replaces it", async () => {
+    const s = spec("never-started");
+    await mkdir(s.privateWorkspace ?? "", { recursive: true });
+    // Left behind as if a process died between create and start.
+    const orphan = await docker.createContainer(
+      createContainerOptions({
+        spec: s,
+        image,
+        createdAt: new Date().toISOString(),
+        extraLabels: testLabel,
+        stateDirectory: path.resolve(stateDirectory),
+      }),
+    );
+    const lease = await acquire(s);
+    expect(idOf(lease)).toBe(orphan.id);
+    expect(await containerState(s.containerName)).toBe("running");
+
+    // The same, but it cannot start (a tmpfs option runc refuses): replaced by a fresh one.
+    const broken = spec("never-starts");
+    await mkdir(broken.privateWorkspace ?? "", { recursive: true });
+    const unstartable = await docker.createContainer(
+      createContainerOptions({
+        spec: { ...broken, docker: { ...broken.docker, tmpfs: { "/tmp": "size=bogus" } } },
+        image,
+        createdAt: new Date().toISOString(),
+        extraLabels: testLabel,
+        stateDirectory: path.resolve(stateDirectory),
+      }),
+    );
+    const replaced = await acquire(broken);
+    expect(replaced.fresh).toBe(true);
+    expect(idOf(replaced)).not.toBe(unstartable.id);
+  });
+
   it("recovers a held sandbox whose container died mid-session", async () => {
     const s = spec("recover");
     const lease = await acquire(s);
@@ -310,6 +345,12 @@ describe("DockerSandboxManager", () => {
     expect((error as DockerUnavailableError).exitCode).toBe(ExitCode.sandbox);
     expect((error as DockerUnavailableError).fix).toMatch(/Docker engine/);
     await expect(stat(path.join(root, "down-home"))).rejects.toThrow(/ENOENT/);
+  });
+
+  it("stops at once when the acquire is aborted", async () => {
+    const s = spec("aborted");
+    await expect(manager.acquire(s, { signal: AbortSignal.abort() })).rejects.toThrow(AbortedError);
+    expect(await containerState(s.containerName)).toBeUndefined();
   });
 
   it("names the command when a configured image is missing", async () => {

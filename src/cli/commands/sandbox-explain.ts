@@ -1,6 +1,6 @@
 import type { Command } from "commander";
 
-import { explainPlan } from "../../policy/index.js";
+import { explainPlan, redactPlanSecrets } from "../../policy/index.js";
 import type { CliContext } from "../context.js";
 import { addPlanOptions, runnerFromFlags, type PlanFlags } from "../runner-flags.js";
 import { sandboxCommand } from "./sandbox-command.js";
@@ -12,13 +12,18 @@ export function registerSandboxExplainCommand(program: Command, context: CliCont
       "show what a run would get — sandboxed or not and why, container, mounts, settings, every tool decision — and the config keys behind each",
     );
   addPlanOptions(explain)
-    .option("--json", "print the run plan object the runner uses, as JSON")
+    .option(
+      "--json",
+      "print the run plan object the runner uses, as JSON (credential-like env values redacted)",
+    )
     .action(async (options: PlanFlags & { json?: boolean }) => {
       // The runner's own plan(): the very object `cordon run` with these flags would use.
       const plan = await runnerFromFlags(context, options).plan({
         agentId: options.agent,
         sessionKey: options.session,
       });
-      context.stdout(options.json ? `${JSON.stringify(plan, null, 2)}\n` : explainPlan(plan));
+      context.stdout(
+        options.json ? `${JSON.stringify(redactPlanSecrets(plan), null, 2)}\n` : explainPlan(plan),
+      );
     });
 }

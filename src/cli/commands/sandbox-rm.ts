@@ -8,6 +8,7 @@ import { inventoryFor } from "./sandbox-list.js";
 function describeRemoved(removed: RemovedSandbox): string {
   const parts = [removed.containerId ? "container" : "record"];
   if (removed.workspace) parts.push(`workspace ${removed.workspace}`);
+  if (removed.keptWorkspace) parts.push(`kept its workspace ${removed.keptWorkspace}`);
   return `removed ${removed.name} (${parts.join(", ")})\n`;
 }
 

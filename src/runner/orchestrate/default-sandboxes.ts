@@ -1,7 +1,10 @@
-import { ConfigError, type Logger } from "../../common/index.js";
+import path from "node:path";
+
+import type { Logger } from "../../common/index.js";
 import {
   DockerSandbox,
   DockerSandboxManager,
+  HostSandbox,
   SandboxInventory,
   type DockerEngine,
 } from "../../sandbox/index.js";
@@ -17,8 +20,6 @@ export interface DefaultSandboxesOptions {
   /** cordon's state directory: private workspaces and sandbox records live under it. */
   stateDir: string;
   logger?: Logger | undefined;
-  /** Environment declared for host-mode exec (mode off); nothing else of the host's leaks in. */
-  hostEnv?: Readonly<Record<string, string>> | undefined;
 }
 
 /**
@@ -52,10 +53,13 @@ export function defaultSandboxes(options: DefaultSandboxesOptions): SandboxProvi
   ): Promise<ProvidedSandbox> => {
     const spec = plan.sandbox.spec;
     if (!plan.sandbox.enabled || !spec) {
-      // TEMPORARY until HostSandbox lands from the dsandbox branch (same session).
-      throw new ConfigError("sandbox mode off (tools on the host) is not available in this build", {
-        fix: 'set sandbox.mode to "all" or "non-main"',
+      const sandbox = await HostSandbox.create({
+        root: plan.agent.workspace,
+        // Logs and background processes of host runs live with cordon's state, per agent.
+        stateDirectory: path.join(options.stateDir, "host", plan.agent.id),
+        logger: options.logger,
       });
+      return { sandbox, fresh: false, release: () => Promise.resolve() };
     }
     const lease = await manager.acquire(spec, acquireOptions);
     return {

@@ -22,7 +22,10 @@ import {
   type CopyTreeOutOptions,
   type CopyTreeOutResult,
 } from "./files/tree-transfer.js";
-import { ContainerProcessTable } from "./processes/container-process-table.js";
+import { ScriptProcessTable } from "../shell/script-process-table.js";
+
+/** Where background processes live inside the container. */
+const containerProcessDirectory = "/tmp/.cordon/proc";
 
 export interface DockerSandboxOptions {
   engine: DockerEngine;
@@ -65,7 +68,13 @@ export class DockerSandbox implements Sandbox {
       options.user,
     );
     this.#files = new ContainerFiles(this.#transport, options.workdir, this.#logger);
-    this.processes = new ContainerProcessTable(this.#transport, options.workdir, this.#logger);
+    this.processes = new ScriptProcessTable({
+      runner: this.#transport,
+      workdir: options.workdir,
+      root: "/",
+      directory: containerProcessDirectory,
+      logger: this.#logger,
+    });
   }
 
   exec(command: string, options: ExecOptions = {}): Promise<ExecResult> {

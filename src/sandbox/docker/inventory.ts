@@ -11,8 +11,9 @@ import {
   seedTempPrefix,
 } from "../workspace/index.js";
 import { labelKeys } from "./container-options.js";
-import { dockerStatusOf, toSandboxError } from "./docker-errors.js";
+import { toSandboxError } from "./docker-errors.js";
 import type { DockerEngine } from "./engine.js";
+import { SandboxContainers } from "./manager-containers.js";
 import { SandboxRecords, type SandboxRecord } from "./records.js";
 import { SandboxImage, sandboxImageRepository, type SandboxImageOptions } from "./sandbox-image.js";
 
@@ -67,6 +68,11 @@ export interface RemovedSandbox {
   containerId?: string | undefined;
   /** The private workspace removed (or that would be, on a dry run). */
   workspace?: string | undefined;
+  /**
+   * A private workspace left in place: asked to keep it, or it lies outside
+   * `<stateDir>/workspaces` (a configured `sandbox.workspaceRoot`), where cordon deletes nothing.
+   */
+  keptWorkspace?: string | undefined;
 }
 
 export interface PruneOptions {
@@ -107,17 +113,19 @@ export class SandboxInventory {
   private readonly engine: DockerEngine;
   private readonly stateDirectory: string;
   private readonly records: SandboxRecords;
+  private readonly containers: SandboxContainers;
   private readonly logger: Logger;
 
   constructor(private readonly options: SandboxInventoryOptions) {
     this.engine = options.engine;
     this.stateDirectory = path.resolve(options.stateDirectory);
     this.records = new SandboxRecords(this.stateDirectory);
+    this.containers = new SandboxContainers(options.engine);
     this.logger = options.logger ?? createSilentLogger();
   }
 
   async list(options: InventoryListOptions = {}): Promise<SandboxSummary[]> {
-    const containers = await this.containers();
+    const containers = await this.listContainers();
     const records = new Map((await this.records.readAll()).map((r) => [r.containerName, r]));
     const images = new ImageFreshness(this.engine, this.options);
     const summaries: SandboxSummary[] = [];
@@ -139,12 +147,7 @@ export class SandboxInventory {
    * removed too (the name is explicit); a container cordon did not create is refused.
    */
   async remove(name: string, options: { keepWorkspace?: boolean } = {}): Promise<RemovedSandbox> {
-    let info: Docker.ContainerInspectInfo | undefined;
-    try {
-      info = await this.engine.client.getContainer(name).inspect();
-    } catch (error) {
-      if (dockerStatusOf(error) !== 404) throw toSandboxError(error, `inspect ${name}`);
-    }
+    const info = await this.containers.inspect(name);
     const record = await this.records.read(name).catch(() => undefined);
     if (!info) {
       if (!record) {
@@ -152,11 +155,9 @@ export class SandboxInventory {
           fix: "`cordon sandbox list` shows the sandboxes",
         });
       }
-      const workspace = options.keepWorkspace
-        ? undefined
-        : await this.removeWorkspace(record.privateWorkspace);
+      const workspaces = await this.disposeWorkspace(record.privateWorkspace, options);
       await this.records.remove(name);
-      return { name, reason: "requested", workspace };
+      return { name, reason: "requested", ...workspaces };
     }
     const labels = info.Config.Labels ?? {};
     if (labels[labelKeys.managed] !== "true") {
@@ -164,17 +165,26 @@ export class SandboxInventory {
         fix: `remove it with \`docker rm -f ${name}\` if it is yours to remove`,
       });
     }
-    await this.removeContainer(info.Id, name);
+    await this.containers.remove(info.Id, name);
     const workspacePath = labels[labelKeys.privateWorkspace] ?? record?.privateWorkspace;
-    const workspace = options.keepWorkspace ? undefined : await this.removeWorkspace(workspacePath);
+    const workspaces = await this.disposeWorkspace(workspacePath, options);
     await this.records.remove(name);
-    return { name, reason: "requested", containerId: info.Id, workspace };
+    return { name, reason: "requested", containerId: info.Id, ...workspaces };
+  }
+
+  private async disposeWorkspace(
+    workspace: string | undefined,
+    options: { keepWorkspace?: boolean },
+  ): Promise<Pick<RemovedSandbox, "workspace" | "keptWorkspace">> {
+    if (!workspace) return {};
+    const removed = options.keepWorkspace ? undefined : await this.removeWorkspace(workspace);
+    return removed ? { workspace: removed } : { keptWorkspace: workspace };
   }
 
   /** Removes every sandbox of this state directory. */
   async removeAll(options: { keepWorkspace?: boolean } = {}): Promise<RemovedSandbox[]> {
     const removed: RemovedSandbox[] = [];
-    for (const container of await this.containers()) {
+    for (const container of await this.listContainers()) {
       removed.push(await this.remove(nameOf(container), options));
     }
     return removed;
@@ -233,7 +243,7 @@ export class SandboxInventory {
     if (sandbox.state === "created" && age > orphanGraceMs) return "never started";
     if (options.maxAgeMs !== undefined && age > options.maxAgeMs) return "max-age";
     if (options.idleMs !== undefined && now - Date.parse(sandbox.lastUsedAt) > options.idleMs) {
-      if (await this.isBusy(sandbox.containerId)) {
+      if (await this.containers.isBusy(sandbox.containerId)) {
         report.skipped.push({
           name: sandbox.name,
           reason: "idle by its record, but commands run in it",
@@ -255,7 +265,7 @@ export class SandboxInventory {
       if (live.has(record.containerName)) continue;
       if (now - Date.parse(record.lastUsedAt) < orphanGraceMs) continue;
       // Docker is the source of truth: look again right before deleting anything.
-      if (await this.exists(record.containerName)) continue;
+      if (await this.containers.inspect(record.containerName)) continue;
       const workspace = record.privateWorkspace ? path.resolve(record.privateWorkspace) : undefined;
       if (workspace && !referenced.has(workspace) && this.ownedWorkspace(workspace)) {
         report.orphans.push({
@@ -339,7 +349,7 @@ export class SandboxInventory {
     return path.join(this.stateDirectory, "sandboxes", `${record.containerName}.json`);
   }
 
-  private async containers(): Promise<Docker.ContainerInfo[]> {
+  private async listContainers(): Promise<Docker.ContainerInfo[]> {
     try {
       return await this.engine.client.listContainers({
         all: true,
@@ -349,39 +359,6 @@ export class SandboxInventory {
       });
     } catch (error) {
       throw toSandboxError(error, "list the sandbox containers");
-    }
-  }
-
-  private async exists(name: string): Promise<boolean> {
-    try {
-      await this.engine.client.getContainer(name).inspect();
-      return true;
-    } catch (error) {
-      if (dockerStatusOf(error) === 404) return false;
-      throw toSandboxError(error, `inspect ${name}`);
-    }
-  }
-
-  private async removeContainer(containerId: string, name: string): Promise<void> {
-    try {
-      await this.engine.client.getContainer(containerId).remove({ force: true, v: true });
-    } catch (error) {
-      const status = dockerStatusOf(error);
-      // 404: gone already; 409: someone else is removing it.
-      if (status === 404 || status === 409) return;
-      throw toSandboxError(error, `remove the container ${name}`);
-    }
-  }
-
-  /** Commands run in it (more than init and `sleep infinity`); unknown counts as busy. */
-  private async isBusy(containerId: string): Promise<boolean> {
-    try {
-      const top = (await this.engine.client.getContainer(containerId).top()) as {
-        Processes?: unknown[][];
-      };
-      return (top.Processes?.length ?? 0) > 2;
-    } catch {
-      return true;
     }
   }
 }

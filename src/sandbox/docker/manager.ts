@@ -4,7 +4,6 @@ import path from "node:path";
 import type Docker from "dockerode";
 
 import {
-  SandboxError,
   SandboxStartError,
   createSilentLogger,
   sleep,
@@ -15,9 +14,9 @@ import type { Sandbox } from "../sandbox.js";
 import type { SandboxSpec } from "../spec.js";
 import { checkAgentWorkspaceAccess, ensurePrivateWorkspace } from "../workspace/index.js";
 import { createContainerOptions, labelKeys } from "./container-options.js";
-import { dockerMessageOf, dockerStatusOf, toSandboxError } from "./docker-errors.js";
 import type { DockerEngine } from "./engine.js";
 import { SandboxInventory } from "./inventory.js";
+import { SandboxContainers } from "./manager-containers.js";
 import { ImageResolver, type ResolvedImage } from "./manager-image.js";
 import { KeyedLock } from "./manager-lock.js";
 import { SandboxRecords } from "./records.js";
@@ -106,7 +105,7 @@ interface Settled {
   stale: boolean;
 }
 
-/** How often a container that another process is creating or removing is looked at again. */
+/** How often a container that another process is changing is looked at again, and how long. */
 const settleAttempts = 20;
 const settleDelayMs = 250;
 
@@ -134,6 +133,7 @@ export class DockerSandboxManager {
   private readonly createSandbox: (container: ManagedContainer) => Sandbox;
   private readonly images: ImageResolver;
   private readonly records: SandboxRecords;
+  private readonly containers: SandboxContainers;
   private readonly locks = new KeyedLock();
   private readonly holders = new Map<string, number>();
   private readonly inventory: SandboxInventory;
@@ -155,6 +155,7 @@ export class DockerSandboxManager {
       imageOptions: options.imageOptions,
     });
     this.records = new SandboxRecords(this.stateDirectory);
+    this.containers = new SandboxContainers(options.engine);
     this.inventory = new SandboxInventory({
       engine: options.engine,
       stateDirectory: this.stateDirectory,
@@ -356,11 +357,11 @@ export class DockerSandboxManager {
     },
   ): Promise<Settled> {
     const name = spec.containerName;
-    // Containers this call already tried to start again: a second stop means it cannot run.
-    const restarted = new Set<string>();
+    // Containers this call already started: found stopped again, it cannot run.
+    const started = new Set<string>();
     for (let attempt = 0; attempt < settleAttempts; attempt += 1) {
       throwIfAborted(context.signal, "sandbox acquire");
-      const info = await this.inspect(name);
+      const info = await this.containers.inspect(name);
       if (!info) {
         context.progress("create", `creating ${name}`);
         const created = await this.create(spec, image, context.progress);
@@ -374,55 +375,48 @@ export class DockerSandboxManager {
         await sleep(settleDelayMs, context.signal);
         continue;
       }
-      if (state.Status === "created") {
-        // Created but never started: a process that crashed between create and start, or one
-        // that is about to start it (a second start is a no-op).
-        context.progress("start", `starting ${name}`);
-        await this.start(info.Id, name);
-        continue;
-      }
       if (state.Status === "paused") {
-        await this.engine.client
-          .getContainer(info.Id)
-          .unpause()
-          .catch((error: unknown) => {
-            throw toSandboxError(error, `unpause ${name}`);
-          });
+        await this.containers.unpause(info.Id, name);
         continue;
       }
       if (!state.Running) {
-        if (stoppedCleanly(state) && !restarted.has(info.Id)) {
-          // `docker stop` or an engine restart: start it again in place (tmpfs and processes are
-          // fresh anyway, and a writable root keeps what the agent installed).
-          restarted.add(info.Id);
-          context.progress("start", `${name} was stopped; starting it again`);
+        // Never started (a process that crashed between create and start, or one about to
+        // start it: a second start is a no-op), or stopped on purpose (`docker stop`, an engine
+        // restart): start it again in place, once. tmpfs and processes are fresh anyway, and a
+        // writable root keeps what the agent installed.
+        const startable = state.Status === "created" || stoppedCleanly(state);
+        if (startable && !started.has(info.Id)) {
+          started.add(info.Id);
+          context.progress("start", `starting ${name}`);
           try {
-            await this.start(info.Id, name);
+            await this.containers.start(info.Id, name);
             continue;
           } catch (error) {
-            context.log.info({ err: error }, "a stopped sandbox does not start; replacing it");
+            context.log.info({ err: error }, "a sandbox container does not start; replacing it");
           }
         }
         const why = state.OOMKilled
           ? "was killed for memory"
-          : `exited with code ${state.ExitCode}`;
+          : state.Status === "created"
+            ? "does not start"
+            : `exited with code ${state.ExitCode}`;
         context.progress("create", `${name} ${why}; replacing it with a fresh container`);
         context.log.info(
           { exitCode: state.ExitCode, oomKilled: state.OOMKilled },
           "replacing a dead sandbox",
         );
         await this.touchRecord(name);
-        await this.remove(info.Id, name);
+        await this.containers.remove(info.Id, name);
         continue;
       }
       const drift = this.driftOf(info, spec, image);
       if (drift) {
-        if (this.holderCount(name) > 0 || (await this.isBusy(info.Id))) {
+        if (this.holderCount(name) > 0 || (await this.containers.isBusy(info.Id))) {
           return { info, fresh: false, stale: true };
         }
         context.progress("create", `${name} was made from ${drift}; recreating it`);
         await this.touchRecord(name);
-        await this.remove(info.Id, name);
+        await this.containers.remove(info.Id, name);
         continue;
       }
       context.progress("reuse", `reusing ${name}`);
@@ -481,30 +475,6 @@ export class DockerSandboxManager {
   }
 
   /**
-   * Whether commands run in the container (from any process): an idle sandbox runs only its init
-   * and `sleep infinity`. When Docker cannot tell, it counts as busy: never destroy on doubt.
-   */
-  private async isBusy(containerId: string): Promise<boolean> {
-    try {
-      const top = (await this.engine.client.getContainer(containerId).top()) as {
-        Processes?: unknown[][];
-      };
-      return (top.Processes?.length ?? 0) > 2;
-    } catch {
-      return true;
-    }
-  }
-
-  private async inspect(name: string): Promise<Docker.ContainerInspectInfo | undefined> {
-    try {
-      return await this.engine.client.getContainer(name).inspect();
-    } catch (error) {
-      if (dockerStatusOf(error) === 404) return undefined;
-      throw toSandboxError(error, `inspect the container ${name}`);
-    }
-  }
-
-  /**
    * Creates and starts the container; undefined on a name conflict. Anything it made is removed
    * again when a later step fails, and the original error is what the caller sees.
    */
@@ -521,16 +491,11 @@ export class DockerSandboxManager {
       extraLabels: this.extraLabels,
       stateDirectory: this.stateDirectory,
     });
-    let container: Docker.Container;
-    try {
-      container = await this.engine.client.createContainer(options);
-    } catch (error) {
-      if (dockerStatusOf(error) === 409) return undefined;
-      throw startError(error, `create the sandbox container ${name}`);
-    }
+    const container = await this.containers.create(options);
+    if (!container) return undefined;
     try {
       progress("start", `starting ${name}`);
-      await this.start(container.id, name);
+      await this.containers.start(container.id, name);
       const info = await container.inspect();
       if (!info.State.Running) {
         throw new SandboxStartError(
@@ -540,46 +505,13 @@ export class DockerSandboxManager {
       }
       return info;
     } catch (error) {
-      await this.remove(container.id, name).catch((cleanup: unknown) =>
-        this.logger.warn({ err: cleanup, sandbox: name }, "cannot remove a sandbox that failed"),
-      );
+      await this.containers
+        .remove(container.id, name)
+        .catch((cleanup: unknown) =>
+          this.logger.warn({ err: cleanup, sandbox: name }, "cannot remove a sandbox that failed"),
+        );
       throw error;
     }
-  }
-
-  private async start(containerId: string, name: string): Promise<void> {
-    try {
-      await this.engine.client.getContainer(containerId).start();
-    } catch (error) {
-      // 304: already started, by us or another process.
-      if (dockerStatusOf(error) === 304) return;
-      throw startError(error, `start the sandbox container ${name}`);
-    }
-  }
-
-  /** Removes a container; gone already counts as removed, one being removed is waited for. */
-  private async remove(containerId: string, name: string): Promise<void> {
-    const container = this.engine.client.getContainer(containerId);
-    try {
-      await container.remove({ force: true, v: true });
-      return;
-    } catch (error) {
-      const status = dockerStatusOf(error);
-      if (status === 404) return;
-      if (status !== 409) throw toSandboxError(error, `remove the container ${name}`);
-    }
-    for (let attempt = 0; attempt < settleAttempts; attempt += 1) {
-      await sleep(settleDelayMs);
-      try {
-        await container.inspect();
-      } catch (error) {
-        if (dockerStatusOf(error) === 404) return;
-        throw toSandboxError(error, `inspect the container ${name}`);
-      }
-    }
-    throw new SandboxError(`the container ${name} is still being removed`, {
-      fix: `retry, or remove it with \`docker rm -f ${name}\``,
-    });
   }
 
   /**
@@ -627,19 +559,4 @@ export class DockerSandboxManager {
  */
 function stoppedCleanly(state: Docker.ContainerInspectInfo["State"]): boolean {
   return !state.OOMKilled && !state.Dead && (state.ExitCode === 0 || state.ExitCode === 143);
-}
-
-/** A create/start failure as a `SandboxStartError` with the remedy, or Docker being unreachable. */
-function startError(error: unknown, action: string): SandboxError {
-  const mapped = toSandboxError(error, action);
-  if (mapped.code === "docker_unavailable") return mapped;
-  const detail = dockerMessageOf(error);
-  let fix =
-    "check the sandbox.docker settings (`cordon sandbox explain` shows them); `cordon doctor` checks the engine";
-  if (/runtime/i.test(detail)) {
-    fix = "check sandbox.docker.runtime: `docker info` lists the runtimes this engine has";
-  } else if (/bind source path|mount/i.test(detail)) {
-    fix = "check the sandbox mounts: every source must exist on the Docker host";
-  }
-  return new SandboxStartError(`cannot ${action}: ${detail}`, { fix, cause: error });
 }

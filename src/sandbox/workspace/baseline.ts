@@ -29,7 +29,12 @@ async function git(cwd: string, args: string[], env?: NodeJS.ProcessEnv): Promis
   // The copy belongs to the container's user, not to this process: vouch for it explicitly.
   const { stdout } = await run("git", ["-c", `safe.directory=${cwd}`, ...args], {
     cwd,
-    env: env ?? isolatedGitEnv(),
+    env: {
+      ...(env ?? isolatedGitEnv()),
+      // Never a repository above the copy: with CORDON_HOME inside some checkout, a copy without
+      // .git would otherwise record its baseline in that checkout.
+      GIT_CEILING_DIRECTORIES: path.dirname(cwd),
+    },
     maxBuffer: 64 * 1024 * 1024,
   });
   return stdout;

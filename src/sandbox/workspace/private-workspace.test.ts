@@ -17,7 +17,7 @@ import path from "node:path";
 
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 
-import { SandboxStartError } from "../../common/index.js";
+import { AbortedError, SandboxStartError } from "../../common/index.js";
 import type { SandboxSpec } from "../spec.js";
 import { baselineRef } from "./baseline.js";
 import { checkAgentWorkspaceAccess, ensurePrivateWorkspace } from "./private-workspace.js";
@@ -199,6 +199,47 @@ describe("ensurePrivateWorkspace", () => {
     }
   });
 
+  it("gives an existing private workspace the container user cannot write back to it", async () => {
+    const target = privateWorkspacePath(stateDirectory, "cordon-unit-abc123");
+    await mkdir(path.join(target, "sub"), { recursive: true });
+    await writeFile(path.join(target, "sub", "file"), "x");
+    await symlink("/etc/passwd", path.join(target, "link"));
+    const result = await ensurePrivateWorkspace(spec(), { stateDirectory });
+    expect(result.created).toBe(false);
+    expect(result.warnings.join("\n")).toMatch(/gave the private workspace/);
+    for (const entry of [target, path.join(target, "sub", "file"), path.join(target, "link")]) {
+      expect((await lstat(entry)).uid).toBe(1000);
+    }
+    // The link was changed, not followed.
+    expect((await stat("/etc/passwd")).uid).toBe(0);
+  });
+
+  it("copies a subdirectory of a repository by git's rules, and an ignored one whole", async () => {
+    await makeRepository();
+    await writeFile(path.join(agentWorkspace, "build", ".env"), "TOKEN=1\n");
+    const sub = await ensurePrivateWorkspace(
+      spec({ agentWorkspace: path.join(agentWorkspace, "src") }),
+      {
+        stateDirectory,
+      },
+    );
+    expect(sub.seed?.method).toBe("git");
+    expect((await readdir(sub.path)).sort()).toEqual([".git", "deep"]);
+    expect(sub.warnings.join("\n")).toMatch(/subdirectory of a git repository/);
+
+    const ignored = await ensurePrivateWorkspace(
+      spec({
+        agentWorkspace: path.join(agentWorkspace, "build"),
+        containerName: "cordon-unit-other",
+        privateWorkspace: privateWorkspacePath(stateDirectory, "cordon-unit-other"),
+      }),
+      { stateDirectory },
+    );
+    expect(ignored.seed?.method).toBe("copy");
+    expect((await readdir(ignored.path)).sort()).toEqual([".env", ".git", "out.js"]);
+    expect(ignored.warnings.join("\n")).toMatch(/ignored by the git repository/);
+  });
+
   it("creates an empty workspace when seeding is off", async () => {
     await writeFile(path.join(agentWorkspace, "a.txt"), "a\n");
     const result = await ensurePrivateWorkspace(spec({ seed: false }), { stateDirectory });
@@ -207,15 +248,54 @@ describe("ensurePrivateWorkspace", () => {
     expect((await stat(result.path)).uid).toBe(1000);
   });
 
-  it("refuses a private workspace outside the state directory (it would chown it)", async () => {
-    await expect(
-      ensurePrivateWorkspace(spec({ privateWorkspace: path.join(root, "elsewhere") }), {
-        stateDirectory,
-      }),
-    ).rejects.toThrow(/not inside the state directory/);
+  it("refuses a private workspace that contains the agent workspace or the state directory", async () => {
     await expect(
       ensurePrivateWorkspace(spec({ privateWorkspace: agentWorkspace }), { stateDirectory }),
     ).rejects.toThrow(SandboxStartError);
+    await expect(
+      ensurePrivateWorkspace(spec({ privateWorkspace: root }), { stateDirectory }),
+    ).rejects.toThrow(/contains the agent workspace/);
+    await expect(
+      ensurePrivateWorkspace(spec({ privateWorkspace: stateDirectory }), { stateDirectory }),
+    ).rejects.toThrow(/contains the state directory/);
+  });
+
+  it("creates one under a configured root outside the state directory, but never chowns what it finds there", async () => {
+    const configuredRoot = path.join(root, "srv");
+    const created = await ensurePrivateWorkspace(
+      spec({ privateWorkspace: path.join(configuredRoot, "cordon-unit-abc123"), seed: false }),
+      { stateDirectory },
+    );
+    expect(created.created).toBe(true);
+    expect((await stat(created.path)).uid).toBe(1000);
+
+    const existing = path.join(configuredRoot, "cordon-unit-existing");
+    await mkdir(existing);
+    await writeFile(path.join(existing, "mine"), "x");
+    const found = await ensurePrivateWorkspace(
+      spec({ privateWorkspace: existing, containerName: "cordon-unit-existing" }),
+      { stateDirectory },
+    );
+    expect(found.created).toBe(false);
+    expect(found.warnings.join("\n")).toMatch(/cannot write the private workspace/);
+    expect((await stat(path.join(existing, "mine"))).uid).toBe(0);
+  });
+
+  it("keeps the baseline out of a repository the state directory lives in", async () => {
+    // CORDON_HOME inside some repository, seeding from a plain directory elsewhere.
+    const outer = path.join(root, "outer-repo");
+    await mkdir(outer);
+    git(outer, "init", "-q");
+    const inner = path.join(outer, ".cordon");
+    await writeFile(path.join(agentWorkspace, "a.txt"), "a\n");
+    const result = await ensurePrivateWorkspace(
+      spec({ privateWorkspace: privateWorkspacePath(inner, "cordon-unit-abc123") }),
+      { stateDirectory: inner },
+    );
+    expect(git(outer, "for-each-ref")).toBe("");
+    expect(
+      git(result.path, "-c", "safe.directory=*", "ls-tree", "-r", "--name-only", baselineRef),
+    ).toBe("a.txt\n");
   });
 
   it("does not copy the state directory when it lives inside the workspace", async () => {
@@ -248,6 +328,40 @@ describe("TreeCopier", () => {
       "../outside/secret",
       "/etc/passwd",
     ]);
+  });
+});
+
+describe("TreeCopier, second line of defence", () => {
+  it("refuses a file whose open descriptor lies outside the source, even past the parent check", async () => {
+    const outside = path.join(root, "outside");
+    await mkdir(outside);
+    await writeFile(path.join(outside, "secret"), "host secret");
+    await symlink(outside, path.join(agentWorkspace, "link"));
+    const target = path.join(root, "target");
+    await mkdir(target);
+    const copier = new TreeCopier({ sourceRoot: agentWorkspace, targetRoot: target });
+    // As if the parent was swapped for a symlink right after it was checked.
+    (copier as unknown as { sourceParentIsInside: () => Promise<boolean> }).sourceParentIsInside =
+      () => Promise.resolve(true);
+    (copier as unknown as { ensureTargetDirectory: () => Promise<boolean> }).ensureTargetDirectory =
+      () => Promise.resolve(true);
+    const summary = await copier.copyEntries(["link/secret"]);
+    expect(summary.files).toBe(0);
+    expect(summary.skipped).toEqual([
+      { path: "link/secret", reason: "resolves outside the workspace" },
+    ]);
+    expect(await readdir(target)).toEqual([]);
+  });
+});
+
+describe("ensurePrivateWorkspace with an aborted signal", () => {
+  it("stops before creating anything", async () => {
+    await writeFile(path.join(agentWorkspace, "a.txt"), "a\n");
+    await expect(
+      ensurePrivateWorkspace(spec(), { stateDirectory, signal: AbortSignal.abort() }),
+    ).rejects.toThrow(AbortedError);
+    const parent = path.dirname(privateWorkspacePath(stateDirectory, "cordon-unit-abc123"));
+    expect(await readdir(parent)).toEqual([]);
   });
 });
 

@@ -11,6 +11,7 @@ import {
   lchown,
   chmod,
 } from "node:fs/promises";
+import type { Stats } from "node:fs";
 import path from "node:path";
 
 import { SandboxStartError, throwIfAborted } from "../../common/index.js";
@@ -62,7 +63,7 @@ export async function ensurePrivateWorkspace(
   spec: SandboxSpec,
   options: PrivateWorkspaceOptions,
 ): Promise<PrivateWorkspace> {
-  const target = await validatedTarget(spec, options.stateDirectory);
+  const { path: target, insideState } = await validatedTarget(spec, options.stateDirectory);
   const warnings: string[] = [];
   const owner = ownerToApply(spec, warnings);
 
@@ -76,6 +77,7 @@ export async function ensurePrivateWorkspace(
         fix: `remove it (\`cordon sandbox rm ${spec.containerName}\` or rm it by hand) and retry`,
       });
     }
+    await repairOwnership(target, existing, spec, insideState ? owner : undefined, warnings);
     return { path: target, created: false, warnings };
   }
 
@@ -150,7 +152,21 @@ export async function checkAgentWorkspaceAccess(spec: SandboxSpec): Promise<stri
   );
 }
 
-async function validatedTarget(spec: SandboxSpec, stateDirectory: string): Promise<string> {
+interface ValidatedTarget {
+  /** Absolute path, parents resolved. */
+  path: string;
+  /**
+   * Below the state directory: cordon's own ground, where an existing directory may be given to
+   * the container user. Elsewhere (a configured `sandbox.workspaceRoot`) only what cordon
+   * creates itself is chowned.
+   */
+  insideState: boolean;
+}
+
+async function validatedTarget(
+  spec: SandboxSpec,
+  stateDirectory: string,
+): Promise<ValidatedTarget> {
   const target = spec.privateWorkspace;
   if (target === undefined || !path.isAbsolute(target)) {
     throw new SandboxStartError(
@@ -162,22 +178,56 @@ async function validatedTarget(spec: SandboxSpec, stateDirectory: string): Promi
   const stateReal = await realpath(stateDirectory);
   await mkdir(path.dirname(target), { recursive: true, mode: 0o700 });
   const resolved = path.join(await realpath(path.dirname(target)), path.basename(target));
-  if (!isStrictlyInside(stateReal, resolved)) {
-    throw new SandboxStartError(
-      `the private workspace ${target} is not inside the state directory ${stateDirectory}; cordon only creates and chowns directories of its own`,
-      { fix: "set CORDON_HOME so private workspaces live under it" },
-    );
-  }
   const agentReal = await realpath(spec.agentWorkspace).catch(() => undefined);
   // Below the agent workspace is allowed (CORDON_HOME=./.cordon; seeding skips it); containing
-  // it is not: cordon chowns its private workspace.
-  if (agentReal && isInside(resolved, agentReal)) {
-    throw new SandboxStartError(
-      `the private workspace ${target} contains the agent workspace ${spec.agentWorkspace}`,
-      { fix: "set CORDON_HOME to a directory outside the agent workspace" },
-    );
+  // it, or the state directory, is not: cordon chowns and deletes its private workspace.
+  for (const [what, real] of [
+    ["agent workspace", agentReal],
+    ["state directory", stateReal],
+  ] as const) {
+    if (real && isInside(resolved, real)) {
+      throw new SandboxStartError(`the private workspace ${target} contains the ${what}`, {
+        fix: "set sandbox.workspaceRoot (or CORDON_HOME) to a directory of its own",
+      });
+    }
   }
-  return resolved;
+  return { path: resolved, insideState: isStrictlyInside(stateReal, resolved) };
+}
+
+/**
+ * An existing private workspace the container user cannot write (made by another cordon version,
+ * or by hand) is given back to it — it is cordon's own directory — or, without the right to,
+ * reported.
+ */
+async function repairOwnership(
+  target: string,
+  stats: Stats,
+  spec: SandboxSpec,
+  owner: Owner | undefined,
+  warnings: string[],
+): Promise<void> {
+  const user = parseContainerUser(spec.docker.user);
+  if (!user || permissionsFor(user, stats).write) return;
+  if (!owner) {
+    warnings.push(
+      `the container user ${spec.docker.user} cannot write the private workspace ${target} (owner ${stats.uid}:${stats.gid})`,
+    );
+    return;
+  }
+  await chownTree(target, owner);
+  warnings.push(
+    `gave the private workspace ${target} back to the container user ${spec.docker.user}`,
+  );
+}
+
+/** lchown of a whole tree; symlinks are changed, never followed. */
+async function chownTree(root: string, owner: Owner): Promise<void> {
+  await lchown(root, owner.uid, owner.gid);
+  for (const entry of await readdir(root, { withFileTypes: true })) {
+    const child = path.join(root, entry.name);
+    if (entry.isDirectory()) await chownTree(child, owner);
+    else await lchown(child, owner.uid, owner.gid);
+  }
 }
 
 /** The owner to give cordon's own copy: the container's user, when this process may chown. */
@@ -223,16 +273,28 @@ async function seedInto(
     exclude: options.exclude,
     signal: options.signal,
   });
-  const listed = await listGitFiles(sourceRoot, options.signal);
+  let listed = await listGitFiles(sourceRoot, options.signal);
+  const gitEntry = await lstat(path.join(sourceRoot, ".git")).catch(() => undefined);
+  if (listed?.length === 0 && !gitEntry) {
+    // Inside a repository that ignores this whole directory: git's view is empty, but the user
+    // pointed cordon here, so its files are what they mean.
+    options.warnings.push(
+      `${spec.agentWorkspace} is ignored by the git repository around it; copied it whole`,
+    );
+    listed = undefined;
+  }
   let summary: CopySummary;
   if (listed) {
-    // `.git` comes along whole so `git diff` inside the sandbox (and `cordon diff`) work.
-    const gitEntry = await lstat(path.join(sourceRoot, ".git")).catch(() => undefined);
     if (gitEntry?.isFile()) {
       options.warnings.push(
-        `${spec.agentWorkspace} is a linked git worktree or submodule (.git is a file); its repository was not copied, so git does not work in the sandbox copy`,
+        `${spec.agentWorkspace} is a linked git worktree or submodule (.git is a file); its repository was not copied (the copy gets a fresh one, without history)`,
+      );
+    } else if (!gitEntry) {
+      options.warnings.push(
+        `${spec.agentWorkspace} is a subdirectory of a git repository; its files were copied without the repository (the copy gets a fresh one, without history)`,
       );
     }
+    // `.git` comes along whole so `git diff` inside the sandbox (and `cordon diff`) work.
     summary = await copier.copyEntries(gitEntry?.isDirectory() ? [...listed, ".git"] : listed);
   } else {
     summary = await copier.copyAll();

@@ -1,62 +1,68 @@
 import { posix } from "node:path";
 import { TextDecoder } from "node:util";
 
-import { FileOperationError, type Logger } from "../../../common/index.js";
+import { FileOperationError, type Logger } from "../../common/index.js";
 import type {
   ExecOptions,
   ProcessInfo,
   ProcessOutput,
   ProcessTable,
   SignalOption,
-} from "../../sandbox.js";
-import {
-  commandWithEnv,
-  interpretStatus,
-  newRunId,
-  scriptInvocation,
-} from "../../shell/command-line.js";
-import { execWrapperScript } from "../../shell/exec-wrapper.js";
-import { processScript } from "../../shell/process-script.js";
-import type { ContainerExec } from "../exec/container-exec.js";
-import { throwIfRefused } from "../exec/run-command.js";
+} from "../sandbox.js";
+import { commandWithEnv, interpretStatus, newRunId, scriptInvocation } from "./command-line.js";
+import { execWrapperScript, throwIfRefused } from "./exec-wrapper.js";
+import { processScript } from "./process-script.js";
+import type { ScriptRunner } from "./script-runner.js";
 
-/** Where background processes live inside the container. */
-export const containerProcessDirectory = "/tmp/.cordon/proc";
+export interface ScriptProcessTableOptions {
+  runner: ScriptRunner;
+  /** Where relative working directories resolve. */
+  workdir: string;
+  /** A working directory must resolve inside this ("/" in a container). */
+  root: string;
+  /** Holds one directory per process (inside the sandbox). */
+  directory: string;
+  /** Extra environment for every program (`NAME=value`), e.g. the host's scrubbed one. */
+  env?: readonly string[] | undefined;
+  logger: Logger;
+}
 /** Output a background process keeps; past it output is read and dropped. */
-const maxProcessLogBytes = 64 * 1024 * 1024;
+const maxProcessLogBytes = 16 * 1024 * 1024;
 /** Bytes one poll or log returns at most (head and tail of it when there is more). */
 const maxReadBytes = 1024 * 1024;
 const processId = /^p-[0-9a-f]{12}$/;
 
 /**
- * Background processes of a DockerSandbox. Everything lives in the container (see
- * process-script.ts); this object only remembers, per process, a UTF-8 decoder so a character
- * split between two polls is not mangled.
+ * Background processes of a shell-backed sandbox. Everything lives in the sandbox (see
+ * process-script.ts), so another sandbox object for the same container sees the same table; this
+ * object only remembers, per process, a UTF-8 decoder so a character split between two polls is
+ * not mangled.
  */
-export class ContainerProcessTable implements ProcessTable {
+export class ScriptProcessTable implements ProcessTable {
   readonly #decoders = new Map<string, TextDecoder>();
+  readonly #runner: ScriptRunner;
+  readonly #options: ScriptProcessTableOptions;
 
-  constructor(
-    private readonly transport: ContainerExec,
-    private readonly workdir: string,
-    private readonly logger: Logger,
-  ) {}
+  constructor(options: ScriptProcessTableOptions) {
+    this.#runner = options.runner;
+    this.#options = options;
+  }
 
   async start(
     command: string,
     options: Omit<ExecOptions, "timeoutMs" | "stdin"> = {},
   ): Promise<ProcessInfo> {
     const id = newRunId("p-");
-    const cwd = posix.resolve(this.workdir, options.cwd ?? ".");
+    const cwd = posix.resolve(this.#options.workdir, options.cwd ?? ".");
     const startedAt = new Date().toISOString();
-    const result = await this.transport.run(
-      scriptInvocation(execWrapperScript, [
+    const result = await this.#runner.run(
+      this.#invocation(execWrapperScript, [
         "spawn",
         id,
         cwd,
-        "/",
+        this.#options.root,
         commandWithEnv(command, options.env),
-        `${containerProcessDirectory}/${id}`,
+        `${this.#options.directory}/${id}`,
         String(maxProcessLogBytes),
         startedAt,
         command,
@@ -72,12 +78,12 @@ export class ContainerProcessTable implements ProcessTable {
         cwd,
       );
     }
-    this.logger.debug({ process: id, cwd }, "background process started");
+    this.#options.logger.debug({ process: id, cwd }, "background process started");
     return { id, command, state: "running", exitCode: null, startedAt };
   }
 
   async list(options: SignalOption = {}): Promise<ProcessInfo[]> {
-    const result = await this.#script(["list", containerProcessDirectory], options);
+    const result = await this.#script(["list", this.#options.directory], options);
     const fields = result.stdout.toString("utf8").split("\0");
     const infos: ProcessInfo[] = [];
     for (let i = 0; i + 3 < fields.length; i += 4) {
@@ -98,7 +104,7 @@ export class ContainerProcessTable implements ProcessTable {
   async write(id: string, data: string, options: SignalOption = {}): Promise<void> {
     this.#checkId(id);
     await this.#script(
-      ["write", containerProcessDirectory, id],
+      ["write", this.#options.directory, id],
       options,
       new TextEncoder().encode(data),
     );
@@ -109,10 +115,10 @@ export class ContainerProcessTable implements ProcessTable {
     // Known id first, so an unknown one fails with not_found rather than silently killing nothing.
     const before = await this.#info(id, options);
     if (before.state === "running") {
-      await this.transport.run(scriptInvocation(execWrapperScript, ["kill", id]), options.signal);
-      await this.#script(["wait", containerProcessDirectory, id], options);
+      await this.#runner.run(this.#invocation(execWrapperScript, ["kill", id]), options.signal);
+      await this.#script(["wait", this.#options.directory, id], options);
     }
-    this.logger.debug({ process: id }, "background process killed");
+    this.#options.logger.debug({ process: id }, "background process killed");
     return this.#info(id, options);
   }
 
@@ -125,7 +131,7 @@ export class ContainerProcessTable implements ProcessTable {
   async #read(id: string, mode: "poll" | "log", options: SignalOption): Promise<ProcessOutput> {
     this.#checkId(id);
     const result = await this.#script(
-      ["read", containerProcessDirectory, id, mode, String(maxReadBytes)],
+      ["read", this.#options.directory, id, mode, String(maxReadBytes)],
       options,
     );
     const header: string[] = [];
@@ -165,8 +171,8 @@ export class ContainerProcessTable implements ProcessTable {
     options: SignalOption,
     stdin?: Uint8Array,
   ): Promise<{ stdout: Buffer }> {
-    const result = await this.transport.run(
-      { ...withLocale(scriptInvocation(processScript, args)), stdin },
+    const result = await this.#runner.run(
+      { ...this.#invocation(processScript, args), stdin },
       options.signal,
     );
     if (result.exitCode !== 0) {
@@ -181,6 +187,15 @@ export class ContainerProcessTable implements ProcessTable {
       );
     }
     return result;
+  }
+
+  /** A program with the table's environment; messages in the C locale, whatever the image sets. */
+  #invocation(script: string, args: string[]): { cmd: string[]; env: string[] } {
+    const invocation = scriptInvocation(script, args);
+    return {
+      cmd: invocation.cmd,
+      env: [...(this.#options.env ?? []), ...invocation.env, "LC_ALL=C"],
+    };
   }
 
   #checkId(id: string): void {
@@ -205,12 +220,4 @@ function infoOf(id: string, command: string, startedAt: string, status: string):
 
 function decode(bytes: Uint8Array): string {
   return new TextDecoder().decode(bytes);
-}
-
-/** Messages in the C locale, whatever the image sets. */
-function withLocale(invocation: { cmd: string[]; env: string[] }): {
-  cmd: string[];
-  env: string[];
-} {
-  return { cmd: invocation.cmd, env: [...invocation.env, "LC_ALL=C"] };
 }

@@ -1,0 +1,64 @@
+/**
+ * cordon as a library (docs/library.md): `createRunner` is the path `cordon run` takes — config,
+ * policy plan, sandbox by scope, tools, session, agent loop — and the pieces it is made of are
+ * exported for embedders who need one of them on its own.
+ */
+
+// Runs and their events.
+export {
+  createRunner,
+  type HeldSandbox,
+  type PlanRequest,
+  type RunRequest,
+  type Runner,
+  type RunnerOptions,
+} from "./runner/create-runner.js";
+export {
+  MessageQueue,
+  exitCodeForStatus,
+  type RunEvent,
+  type RunLimits,
+  type RunResult,
+  type RunStatus,
+  type RunUsage,
+} from "./runner/loop/index.js";
+export type {
+  PlannedRun,
+  ProvideSandboxOptions,
+  ProvidedSandbox,
+  RunnerEvent,
+  SandboxProvider,
+} from "./runner/orchestrate/index.js";
+
+// Models.
+export {
+  AnthropicModelClient,
+  ScriptedModelClient,
+  createModelClient,
+  type ModelClient,
+} from "./runner/model/index.js";
+
+// Tools: custom tools are defined like the built-in ones.
+export {
+  builtinTools,
+  defineTool,
+  errorResult,
+  textResult,
+  type ToolContext,
+  type ToolDefinition,
+  type ToolResult,
+} from "./tools/index.js";
+
+// Configuration and policy (pure): what `cordon sandbox explain` prints.
+export { loadConfig, type CordonConfig } from "./config/index.js";
+export { explainPlan, planRun, type RunPlan } from "./policy/index.js";
+
+// Sandboxes.
+export type { ExecOptions, ExecResult, FileStat, Sandbox } from "./sandbox/index.js";
+
+// Whole jobs.
+export { fixTests, type FixTestsOptions, type FixTestsResult } from "./workflows/index.js";
+export { applyChanges, inspectPatch, takeChanges } from "./changes/index.js";
+
+// Errors and exit codes.
+export { CordonError, ExitCode } from "./common/index.js";

@@ -1,0 +1,1 @@
+export { HostSandbox, type HostSandboxOptions } from "./host-sandbox.js";
