@@ -17,6 +17,10 @@ export const benchLabel = { "cordon.bench": "1" } as const;
 export interface CpFixture {
   /** `docker cp` into `containerPath`, `docker cp` back out, and the bytes read back. */
   roundTrip(container: string, containerPath: string): Promise<void>;
+  /** The first half alone: `docker cp` into `containerPath`. */
+  copyIn(container: string, containerPath: string): Promise<void>;
+  /** The second half alone: `docker cp` out of `containerPath`, and the bytes read back. */
+  copyOut(container: string, containerPath: string): Promise<void>;
   dispose(): Promise<void>;
 }
 
@@ -189,13 +193,21 @@ export class DockerBaselines {
     const back = path.join(dir, "out.bin");
     await writeFile(source, bytes);
     const cli = (args: string[]): Promise<string> => this.cli(args);
+    const copyIn = async (container: string, containerPath: string): Promise<void> => {
+      await cli(["cp", source, `${container}:${containerPath}`]);
+    };
+    const copyOut = async (container: string, containerPath: string): Promise<void> => {
+      await cli(["cp", `${container}:${containerPath}`, back]);
+      const copied = await readFile(back);
+      if (copied.length !== bytes.length) throw new Error("docker cp lost bytes");
+    };
     return {
       async roundTrip(container, containerPath) {
-        await cli(["cp", source, `${container}:${containerPath}`]);
-        await cli(["cp", `${container}:${containerPath}`, back]);
-        const copied = await readFile(back);
-        if (copied.length !== bytes.length) throw new Error("docker cp lost bytes");
+        await copyIn(container, containerPath);
+        await copyOut(container, containerPath);
       },
+      copyIn,
+      copyOut,
       dispose: () => rm(dir, { recursive: true, force: true }),
     };
   }

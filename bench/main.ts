@@ -3,6 +3,7 @@
  * run. JSON on stdout, a table on stderr; exit 0 when every figure ran without failures.
  * docs/benchmarks.md explains the figures.
  */
+import { CordonError, ExitCode } from "../src/common/index.js";
 import { BenchSetupError } from "./context.js";
 import { BenchUsageError, parseBenchArgs, usage } from "./options.js";
 import { renderTable } from "./report.js";
@@ -45,8 +46,11 @@ async function main(): Promise<number> {
   } catch (error) {
     if (interrupt.signal.aborted) return 130;
     const message = error instanceof Error ? error.message : String(error);
-    process.stderr.write(`bench: ${message}\n`);
-    return error instanceof BenchSetupError ? 3 : 1;
+    // cordon's own errors (Docker unreachable, …) carry their remedy and exit code.
+    const fix = CordonError.is(error) && error.fix ? `\n  fix: ${error.fix}` : "";
+    process.stderr.write(`bench: ${message}${fix}\n`);
+    if (CordonError.is(error)) return error.exitCode;
+    return error instanceof BenchSetupError ? ExitCode.sandbox : ExitCode.internal;
   }
 }
 

@@ -57,8 +57,8 @@ export async function agentLoop(ctx: BenchContext): Promise<FigureResult> {
         Math.floor(calls / 2),
         1,
       );
-      // Released while the run holds its own lease: the run must not find it busy for nothing.
     } finally {
+      // Handed back before the run, which acquires the same sandbox through its own provider.
       await lease.release();
     }
     const resultsAt: number[] = [];

@@ -4,6 +4,7 @@
  */
 import { describe, expect, it } from "vitest";
 
+import { summarise, timeInTurns } from "../../bench/measure.js";
 import { BenchUsageError, parseBenchArgs } from "../../bench/options.js";
 import type { BenchReport } from "../../bench/report.js";
 import { renderTable } from "../../bench/report.js";
@@ -56,5 +57,34 @@ describe("npm run bench", () => {
     expect(parseBenchArgs(["--help"])).toBeUndefined();
     expect(() => parseBenchArgs(["--only", "warm"])).toThrow(BenchUsageError);
     expect(() => parseBenchArgs(["--fast"])).toThrow(BenchUsageError);
+  });
+
+  it("times contenders in rotating turns after warm-up, with cleanup outside the clock", async () => {
+    const calls: string[] = [];
+    const contender = (name: string) => (run: number) => {
+      calls.push(`${name}${run}`);
+      return Promise.resolve(() => {
+        calls.push(`${name}${run}-cleanup`);
+        return Promise.resolve();
+      });
+    };
+    const timings = await timeInTurns({ a: contender("a"), b: contender("b") }, 2, 1);
+    expect(calls).toEqual([
+      "a-1",
+      "a-1-cleanup",
+      "b-1",
+      "b-1-cleanup",
+      "a0",
+      "a0-cleanup",
+      "b0",
+      "b0-cleanup",
+      "b1",
+      "b1-cleanup",
+      "a1",
+      "a1-cleanup",
+    ]);
+    expect(timings.a.runs).toBe(2);
+    expect(timings.b.runs).toBe(2);
+    expect(summarise([5, 1, 3, 2, 4])).toEqual({ runs: 5, medianMs: 3, p95Ms: 5, minMs: 1 });
   });
 });
