@@ -86,6 +86,9 @@ export class ContainerExec {
       demux.on("finish", () => resolve());
       socket.on("close", () => {
         if (detached) resolve();
+        // Closed without an end (the connection was cut): finish with what arrived; exec
+        // inspect then says how the command ended, or that the engine is gone.
+        else if (!demux.writableEnded) demux.end();
       });
       socket.pipe(demux);
     });
@@ -121,7 +124,10 @@ export class ContainerExec {
     const running = await this.start({
       ...request,
       onOutput: (stream, chunk) => {
-        (stream === "stdout" ? out : err).push(Buffer.from(chunk));
+        // Views, not copies: each payload is a slice of a buffer nothing else reuses.
+        (stream === "stdout" ? out : err).push(
+          Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength),
+        );
       },
     });
     let aborted = false;
