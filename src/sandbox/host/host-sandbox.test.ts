@@ -249,7 +249,15 @@ describe("HostSandbox", { timeout: 60_000 }, () => {
 
     it("kills the whole tree on timeout and what a command leaves behind", async () => {
       const result = await sandbox.exec(
-        "sleep 2001 & setsid sleep 2002 & bash -c 'trap \"\" TERM; sleep 2003' & echo started; sleep 2004",
+        [
+          "sleep 2001 &",
+          "setsid sleep 2002 &",
+          "bash -c 'trap \"\" TERM; sleep 2003' &",
+          // Clears the marker, leaves the session, is orphaned: still holds the call's output.
+          "(env -i setsid sleep 2005 &)",
+          "echo started",
+          "sleep 2004",
+        ].join("\n"),
         { timeoutMs: 1000 },
       );
       expect(result).toMatchObject({ timedOut: true, exitCode: null, stdout: "started\n" });
