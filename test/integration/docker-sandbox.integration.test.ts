@@ -719,4 +719,48 @@ describe("DockerSandbox", () => {
       }
     });
   });
+
+  describe("under a fork bomb", () => {
+    it("a timeout kills a bomb that holds every pid, and the next command works", async () => {
+      const image = await requireSandboxImage();
+      const spec = testSandboxSpec("bomb", { docker: { pidsLimit: 64 } });
+      const bombed = await docker.createContainer(
+        createContainerOptions({
+          spec,
+          image,
+          createdAt: new Date().toISOString(),
+          extraLabels: testLabel,
+        }),
+      );
+      try {
+        await bombed.start();
+        const target = new DockerSandbox({
+          engine: new DockerEngine(),
+          containerId: bombed.id,
+          containerName: spec.containerName,
+          workdir: "/tmp",
+          user: "1000:1000",
+        });
+        // Python forks without bash's retry backoff: every pid stays taken by a sleeping child.
+        const bomb = await target.exec(
+          `python3 -c '
+import os, time
+while True:
+    try:
+        if os.fork() == 0:
+            time.sleep(600)
+            os._exit(0)
+    except OSError:
+        time.sleep(0.01)
+'`,
+          { timeoutMs: 2000 },
+        );
+        expect(bomb).toMatchObject({ timedOut: true, exitCode: null });
+        const next = await target.exec("echo alive; ps -eo args= | grep -c '^python3' || true");
+        expect(next.stdout).toBe("alive\n0\n");
+      } finally {
+        await removeContainer(bombed);
+      }
+    });
+  });
 });
