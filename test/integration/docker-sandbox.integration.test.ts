@@ -1,4 +1,5 @@
 import { randomBytes } from "node:crypto";
+import { getEventListeners } from "node:events";
 import {
   chmod,
   chown,
@@ -221,6 +222,18 @@ describe("DockerSandbox", () => {
       });
       await expect(run).rejects.toThrow(/renderer broke/);
       expect(await processesMatching("sleep 1051")).toEqual([]);
+    });
+
+    it("leaves no listener on a long-lived signal", async () => {
+      const controller = new AbortController();
+      const signal = controller.signal;
+      await sandbox.exec("true", { signal, timeoutMs: 60_000 });
+      await sandbox.exec("exit 3", { signal });
+      await sandbox.readFile("/etc/hostname", { signal });
+      await sandbox.stat("/nope", { signal });
+      await sandbox.list("/tmp", { signal });
+      await sandbox.processes.list({ signal });
+      expect(getEventListeners(signal, "abort")).toHaveLength(0);
     });
 
     it("caps output while streaming, keeps head and tail, and saves the full log", async () => {

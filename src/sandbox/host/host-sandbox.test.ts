@@ -1,4 +1,5 @@
 import { execFileSync } from "node:child_process";
+import { getEventListeners } from "node:events";
 import { link, mkdir, mkdtemp, readFile, rm, stat, symlink, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
@@ -236,6 +237,15 @@ describe("HostSandbox", { timeout: 60_000 }, () => {
         `${path.join(root, "dir")}\n`,
       );
       expect((await fileError(sandbox.exec("pwd", { cwd: "missing" }))).reason).toBe("not_found");
+    });
+
+    it("leaves no listener on a long-lived signal", async () => {
+      const controller = new AbortController();
+      const signal = controller.signal;
+      await sandbox.exec("true", { signal, timeoutMs: 60_000 });
+      await sandbox.readFile("inside.txt", { signal });
+      await sandbox.processes.list({ signal });
+      expect(getEventListeners(signal, "abort")).toHaveLength(0);
     });
 
     it("passes stdin and reports exit codes and signals", async () => {
