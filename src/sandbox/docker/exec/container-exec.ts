@@ -115,7 +115,10 @@ export class ContainerExec {
    * an early end-of-file on stdin and a closed output leave harmless.
    */
   async run(
-    request: Omit<ExecRequest, "onOutput">,
+    request: Omit<ExecRequest, "onOutput"> & {
+      /** Takes stdout instead of collecting it (the result's stdout is then empty). */
+      onStdout?: ((chunk: Uint8Array) => void) | undefined;
+    },
     signal?: AbortSignal,
   ): Promise<{ exitCode: number; stdout: Buffer; stderr: Buffer }> {
     throwIfAborted(signal, "the sandbox operation");
@@ -124,6 +127,10 @@ export class ContainerExec {
     const running = await this.start({
       ...request,
       onOutput: (stream, chunk) => {
+        if (stream === "stdout" && request.onStdout) {
+          request.onStdout(chunk);
+          return;
+        }
         // Views, not copies: each payload is a slice of a buffer nothing else reuses.
         (stream === "stdout" ? out : err).push(
           Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength),
