@@ -1,4 +1,5 @@
 import { randomBytes } from "node:crypto";
+import { getEventListeners } from "node:events";
 import {
   chmod,
   chown,
@@ -221,6 +222,18 @@ describe("DockerSandbox", () => {
       });
       await expect(run).rejects.toThrow(/renderer broke/);
       expect(await processesMatching("sleep 1051")).toEqual([]);
+    });
+
+    it("leaves no listener on a long-lived signal", async () => {
+      const controller = new AbortController();
+      const signal = controller.signal;
+      await sandbox.exec("true", { signal, timeoutMs: 60_000 });
+      await sandbox.exec("exit 3", { signal });
+      await sandbox.readFile("/etc/hostname", { signal });
+      await sandbox.stat("/nope", { signal });
+      await sandbox.list("/tmp", { signal });
+      await sandbox.processes.list({ signal });
+      expect(getEventListeners(signal, "abort")).toHaveLength(0);
     });
 
     it("caps output while streaming, keeps head and tail, and saves the full log", async () => {
@@ -716,6 +729,50 @@ describe("DockerSandbox", () => {
         expect((after as SandboxError).message).toMatch(/gone or not running/);
       } finally {
         await removeContainer(doomed);
+      }
+    });
+  });
+
+  describe("under a fork bomb", () => {
+    it("a timeout kills a bomb that holds every pid, and the next command works", async () => {
+      const image = await requireSandboxImage();
+      const spec = testSandboxSpec("bomb", { docker: { pidsLimit: 64 } });
+      const bombed = await docker.createContainer(
+        createContainerOptions({
+          spec,
+          image,
+          createdAt: new Date().toISOString(),
+          extraLabels: testLabel,
+        }),
+      );
+      try {
+        await bombed.start();
+        const target = new DockerSandbox({
+          engine: new DockerEngine(),
+          containerId: bombed.id,
+          containerName: spec.containerName,
+          workdir: "/tmp",
+          user: "1000:1000",
+        });
+        // Python forks without bash's retry backoff: every pid stays taken by a sleeping child.
+        const bomb = await target.exec(
+          `python3 -c '
+import os, time
+while True:
+    try:
+        if os.fork() == 0:
+            time.sleep(600)
+            os._exit(0)
+    except OSError:
+        time.sleep(0.01)
+'`,
+          { timeoutMs: 2000 },
+        );
+        expect(bomb).toMatchObject({ timedOut: true, exitCode: null });
+        const next = await target.exec("echo alive; ps -eo args= | grep -c '^python3' || true");
+        expect(next.stdout).toBe("alive\n0\n");
+      } finally {
+        await removeContainer(bombed);
       }
     });
   });

@@ -25,6 +25,8 @@ import type { ConfinedPaths } from "./confined-paths.js";
 
 const defaultMaxOutputBytes = 1024 * 1024;
 const killGraceMs = 5_000;
+/** How long output may keep flowing after the wrapper exited. */
+const outputGraceMs = 2_000;
 
 export interface HostExecContext {
   paths: ConfinedPaths;
@@ -91,6 +93,15 @@ export async function runHostCommand(
     (resolve, reject) => {
       child.on("error", reject);
       child.on("close", (code, deathSignal) => resolve({ code, signal: deathSignal }));
+      // The wrapper has swept its tree when it exits; a process that escaped it and still holds
+      // the output must not keep the call open: after a grace, stop reading.
+      child.on("exit", () => {
+        const timer = setTimeout(() => {
+          child.stdout?.destroy();
+          child.stderr?.destroy();
+        }, outputGraceMs);
+        child.once("close", () => clearTimeout(timer));
+      });
     },
   );
   if (child.stdin && options.stdin !== undefined) {

@@ -1,4 +1,5 @@
 import { execFileSync } from "node:child_process";
+import { getEventListeners } from "node:events";
 import { link, mkdir, mkdtemp, readFile, rm, stat, symlink, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
@@ -238,6 +239,15 @@ describe("HostSandbox", { timeout: 60_000 }, () => {
       expect((await fileError(sandbox.exec("pwd", { cwd: "missing" }))).reason).toBe("not_found");
     });
 
+    it("leaves no listener on a long-lived signal", async () => {
+      const controller = new AbortController();
+      const signal = controller.signal;
+      await sandbox.exec("true", { signal, timeoutMs: 60_000 });
+      await sandbox.readFile("inside.txt", { signal });
+      await sandbox.processes.list({ signal });
+      expect(getEventListeners(signal, "abort")).toHaveLength(0);
+    });
+
     it("passes stdin and reports exit codes and signals", async () => {
       expect((await sandbox.exec("tr a-z A-Z", { stdin: "abc" })).stdout).toBe("ABC");
       expect((await sandbox.exec("exit 4")).exitCode).toBe(4);
@@ -249,7 +259,15 @@ describe("HostSandbox", { timeout: 60_000 }, () => {
 
     it("kills the whole tree on timeout and what a command leaves behind", async () => {
       const result = await sandbox.exec(
-        "sleep 2001 & setsid sleep 2002 & bash -c 'trap \"\" TERM; sleep 2003' & echo started; sleep 2004",
+        [
+          "sleep 2001 &",
+          "setsid sleep 2002 &",
+          "bash -c 'trap \"\" TERM; sleep 2003' &",
+          // Clears the marker, leaves the session, is orphaned: still holds the call's output.
+          "(env -i setsid sleep 2005 &)",
+          "echo started",
+          "sleep 2004",
+        ].join("\n"),
         { timeoutMs: 1000 },
       );
       expect(result).toMatchObject({ timedOut: true, exitCode: null, stdout: "started\n" });

@@ -21,6 +21,11 @@ export function commandWithEnv(
   command: string,
   env: Readonly<Record<string, string>> | undefined,
 ): string {
+  if (command.includes("\0")) {
+    throw new SandboxError("the command contains a NUL byte, which no process argument can hold", {
+      fix: "remove the NUL byte; pass binary data through stdin or a file instead",
+    });
+  }
   const entries = Object.entries(env ?? {});
   if (entries.length === 0) return command;
   for (const [name, value] of entries) {

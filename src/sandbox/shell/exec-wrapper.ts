@@ -17,12 +17,14 @@ import { FileOperationError, type FileErrorReason } from "../../common/index.js"
  *   label (the command as the caller gave it). The base of background processes.
  * - `kill ID`: kill the whole process tree of run ID.
  *
- * The tree is found three ways, because each alone can be escaped: the environment marker
+ * The tree is found four ways, because each alone can be escaped: the environment marker
  * (inherited by every descendant that does not clear its environment), the session and process
  * group of marked processes (kept across `env -i`), parenthood (a child of a killed process,
  * whatever it did to its session or environment), and the run's output pipe (a daemon that did
- * all of that and was orphaned, but still writes to the call's output). Found processes are stopped before they are
- * killed, so a fork loop cannot outrun the sweep, and the sweep repeats until a pass finds nothing.
+ * all of that and was orphaned, but still writes to the call's output). Found processes are
+ * stopped before they are killed, so a fork loop cannot outrun the sweep, and the sweep repeats
+ * until a pass finds nothing. What escapes all four (a double-forked daemon that cleared its
+ * environment and closed its output) needs cgroups to catch; a container's own limits bound it.
  */
 export const execWrapperScript = `
 unset CORDON_SCRIPT

@@ -37,6 +37,7 @@ describe("commandWithEnv", () => {
     expect(() => commandWithEnv("true", { "A;rm -rf /": "x" })).toThrow(SandboxError);
     expect(() => commandWithEnv("true", { "1A": "x" })).toThrow(SandboxError);
     expect(() => commandWithEnv("true", { A: "a\0b" })).toThrow(SandboxError);
+    expect(() => commandWithEnv("echo a\0b", undefined)).toThrow(/NUL byte/);
   });
 
   it("quotes single words", () => {

@@ -86,6 +86,9 @@ export class ContainerExec {
       demux.on("finish", () => resolve());
       socket.on("close", () => {
         if (detached) resolve();
+        // Closed without an end (the connection was cut): finish with what arrived; exec
+        // inspect then says how the command ended, or that the engine is gone.
+        else if (!demux.writableEnded) demux.end();
       });
       socket.pipe(demux);
     });
@@ -112,7 +115,10 @@ export class ContainerExec {
    * an early end-of-file on stdin and a closed output leave harmless.
    */
   async run(
-    request: Omit<ExecRequest, "onOutput">,
+    request: Omit<ExecRequest, "onOutput"> & {
+      /** Takes stdout instead of collecting it (the result's stdout is then empty). */
+      onStdout?: ((chunk: Uint8Array) => void) | undefined;
+    },
     signal?: AbortSignal,
   ): Promise<{ exitCode: number; stdout: Buffer; stderr: Buffer }> {
     throwIfAborted(signal, "the sandbox operation");
@@ -121,7 +127,14 @@ export class ContainerExec {
     const running = await this.start({
       ...request,
       onOutput: (stream, chunk) => {
-        (stream === "stdout" ? out : err).push(Buffer.from(chunk));
+        if (stream === "stdout" && request.onStdout) {
+          request.onStdout(chunk);
+          return;
+        }
+        // Views, not copies: each payload is a slice of a buffer nothing else reuses.
+        (stream === "stdout" ? out : err).push(
+          Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength),
+        );
       },
     });
     let aborted = false;

@@ -15,6 +15,7 @@ import type {
 import { scriptInvocation } from "../../shell/command-line.js";
 import type { ContainerExec } from "../exec/container-exec.js";
 import { fileErrorFrom } from "./file-errors.js";
+import { SizedContent } from "./sized-content.js";
 import { fileScript } from "./file-script.js";
 
 const defaultMaxReadBytes = 64 * 1024 * 1024;
@@ -44,15 +45,16 @@ export class ContainerFiles {
   async readFile(path: string, options: ReadFileOptions = {}): Promise<Uint8Array> {
     const abs = this.resolve(path);
     const max = options.maxBytes ?? defaultMaxReadBytes;
-    const result = await this.#run("read", abs, [String(max)], options);
-    if (result.stdout.byteLength > max) {
+    const content = new SizedContent(max);
+    await this.#run("read", abs, [String(max)], options, undefined, (chunk) => content.push(chunk));
+    if (content.overflowed) {
       throw new FileOperationError(
         `cannot read ${abs}: it grew past ${max} bytes while being read`,
         "too_large",
         abs,
       );
     }
-    return new Uint8Array(result.stdout.buffer, result.stdout.byteOffset, result.stdout.byteLength);
+    return content.bytes();
   }
 
   async writeFile(
@@ -129,6 +131,7 @@ export class ContainerFiles {
     args: string[],
     options: SignalOption,
     stdin?: Uint8Array,
+    onStdout?: (chunk: Uint8Array) => void,
   ): Promise<{ stdout: Buffer }> {
     const invocation = scriptInvocation(fileScript, [operation, path, ...args]);
     const result = await this.transport.run(
@@ -136,6 +139,7 @@ export class ContainerFiles {
         cmd: invocation.cmd,
         env: [...invocation.env, ...scriptEnv],
         stdin,
+        onStdout,
       },
       options.signal,
     );

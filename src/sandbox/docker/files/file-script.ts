@@ -31,7 +31,9 @@ op_read() { # path max
   local size
   size=$(stat -L -c %s -- "$1") || exit 1
   ((size > $2)) && fail too_large "$size bytes"
-  # One byte past the limit tells the caller the file grew past it while being read.
+  # The size first, so the caller can hold the content in one buffer of the right length; one
+  # byte past the limit tells it the file grew past the limit while being read.
+  printf '%s\\n' "$size"
   exec head -c "$(($2 + 1))" -- "$1"
 }
 

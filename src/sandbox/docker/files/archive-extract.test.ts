@@ -6,7 +6,7 @@ import { pack, type Header } from "tar-stream";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 
 import { SandboxError } from "../../../common/index.js";
-import { extractArchive } from "./tree-transfer.js";
+import { extractArchive } from "./archive-extract.js";
 
 type Entry = Partial<Header> & { name: string; content?: string };
 
