@@ -233,6 +233,8 @@ describe("DockerSandboxManager", () => {
         async () =>
           ((await docker.getContainer(s.containerName).top()) as { Processes: unknown[] }).Processes
             .length,
+        // Generous: the machine may be busy; the poll ends as soon as the command runs.
+        { timeout: 30_000 },
       )
       .toBeGreaterThan(2);
     const busy = await acquire(s);
@@ -509,7 +511,9 @@ describe("DockerSandboxManager", () => {
     const lease = await acquire(s, beating);
     await ageRecord(s.containerName, 5);
     await expect
-      .poll(async () => Date.now() - Date.parse((await readRecord(s.containerName)).lastUsedAt))
+      .poll(async () => Date.now() - Date.parse((await readRecord(s.containerName)).lastUsedAt), {
+        timeout: 30_000,
+      })
       .toBeLessThan(3_600_000);
     await lease.release();
   });
