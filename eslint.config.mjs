@@ -24,7 +24,7 @@ function restrictedVendorImports(exceptOwner) {
 }
 
 export default tseslint.config(
-  { ignores: ["dist/**", "node_modules/**", "coverage/**"] },
+  { ignores: ["dist/**", "dist-bench/**", "node_modules/**", "coverage/**"] },
   js.configs.recommended,
   ...tseslint.configs.recommendedTypeChecked,
   {

@@ -6,26 +6,93 @@ import { promisify } from "node:util";
 
 import Docker from "dockerode";
 
+import type { DockerSettings } from "../src/sandbox/index.js";
+
 const run = promisify(execFile);
+
+/** Labels every bench container carries, so a crashed run's leftovers can be found. */
+export const benchLabel = { "cordon.bench": "1" } as const;
+
+/** A file on the host ready to be copied in and out with `docker cp`; `dispose()` removes it. */
+export interface CpFixture {
+  /** `docker cp` into `containerPath`, `docker cp` back out, and the bytes read back. */
+  roundTrip(container: string, containerPath: string): Promise<void>;
+  dispose(): Promise<void>;
+}
+
+/**
+ * `docker run` flags for the hardening of DESIGN.md §5, as far as the CLI spells it: what the
+ * manager sets through the API (read-only root, sized tmpfs, no network, capabilities dropped,
+ * no-new-privileges, init, a non-root user, memory / pids / cpu limits, a bounded log).
+ */
+export function hardenedRunFlags(docker: DockerSettings): string[] {
+  const flags = [
+    "--network",
+    docker.network,
+    "--cap-drop",
+    docker.capDrop.join(","),
+    "--security-opt",
+    "no-new-privileges",
+    "--init",
+    "-u",
+    docker.user,
+    "-w",
+    docker.workdir,
+    "--memory",
+    String(docker.memoryBytes),
+    "--memory-swap",
+    String(docker.memorySwapBytes),
+    "--cpus",
+    String(docker.cpus),
+    "--pids-limit",
+    String(docker.pidsLimit),
+    "--log-opt",
+    "max-size=1m",
+    "--log-opt",
+    "max-file=1",
+  ];
+  if (docker.readOnlyRoot) flags.push("--read-only");
+  for (const [target, options] of Object.entries(docker.tmpfs)) {
+    flags.push("--tmpfs", `${target}:${options}`);
+  }
+  return flags;
+}
 
 /** The plain-Docker ways of doing what cordon does, measured in the same run as cordon. */
 export class DockerBaselines {
   private readonly docker = new Docker();
 
-  constructor(private readonly image: string) {}
+  /**
+   * `signal` (Ctrl-C) kills a running `docker` command and refuses new ones, so nothing is
+   * started after the bench began to clean up; removals still run.
+   */
+  constructor(
+    private readonly image: string,
+    private readonly labels: Record<string, string> = benchLabel,
+    private readonly signal?: AbortSignal,
+  ) {}
+
+  private async cli(args: string[]): Promise<string> {
+    this.signal?.throwIfAborted();
+    const { stdout } = await run("docker", args, this.signal ? { signal: this.signal } : {});
+    return stdout;
+  }
+
+  private labelFlags(): string[] {
+    return Object.entries(this.labels).flatMap(([key, value]) => ["--label", `${key}=${value}`]);
+  }
 
   /**
    * A container started the plain way, hardened like cordon's but with a writable root:
    * `docker cp` cannot write into a read-only root or a tmpfs.
    */
   async startContainer(name: string): Promise<string> {
-    const { stdout } = await run("docker", [
+    const stdout = await this.cli([
       "run",
       "-d",
       "--name",
       name,
-      "--label",
-      "cordon.bench=1",
+      ...this.labelFlags(),
       "--network",
       "none",
       "--cap-drop",
@@ -42,19 +109,63 @@ export class DockerBaselines {
     return stdout.trim();
   }
 
+  /**
+   * `docker run -d` with cordon's hardening (`hardenedRunFlags`) and `workspace` bind-mounted
+   * at the workdir, as a user of the plain CLI would start a sandbox.
+   */
+  async runHardened(name: string, docker: DockerSettings, workspace: string): Promise<string> {
+    const stdout = await this.cli([
+      "run",
+      "-d",
+      "--name",
+      name,
+      ...this.labelFlags(),
+      ...hardenedRunFlags(docker),
+      "--mount",
+      `type=bind,source=${workspace},target=${docker.workdir}`,
+      this.image,
+      "sleep",
+      "infinity",
+    ]);
+    return stdout.trim();
+  }
+
   async removeContainer(name: string): Promise<void> {
     await run("docker", ["rm", "-f", name]).catch(() => undefined);
   }
 
+  /** Removes every container carrying all of `labels`; how many there were. */
+  async removeLabelled(labels: Record<string, string>): Promise<number> {
+    const containers = await this.docker.listContainers({
+      all: true,
+      filters: { label: Object.entries(labels).map(([key, value]) => `${key}=${value}`) },
+    });
+    await Promise.all(
+      containers.map((info) =>
+        this.docker
+          .getContainer(info.Id)
+          .remove({ force: true, v: true })
+          .catch(() => undefined),
+      ),
+    );
+    return containers.length;
+  }
+
   /** `docker exec C true` through the CLI. */
   async cliExec(container: string, command: string[] = ["true"]): Promise<void> {
-    await run("docker", ["exec", container, ...command]);
+    await this.cli(["exec", container, ...command]);
   }
 
   /** One exec through the Engine API: create, start (attached), wait for the end, inspect. */
-  async apiExec(container: string): Promise<void> {
+  async apiExec(
+    container: string,
+    command: string[] = ["true"],
+    env: string[] = [],
+  ): Promise<void> {
+    this.signal?.throwIfAborted();
     const exec = await this.docker.getContainer(container).exec({
-      Cmd: ["true"],
+      Cmd: command,
+      Env: env,
       AttachStdout: true,
       AttachStderr: true,
     });
@@ -64,25 +175,42 @@ export class DockerBaselines {
       stream.on("error", reject);
       stream.resume();
     });
-    await exec.inspect();
+    const info = await exec.inspect();
+    if (info.ExitCode !== 0) throw new Error(`raw exec exited with ${String(info.ExitCode)}`);
+  }
+
+  /**
+   * Writes `bytes` to a host file once, so a round trip times only what a plain-Docker user
+   * waits for: the two `docker cp` commands and reading the copy back.
+   */
+  async cpFixture(bytes: Uint8Array): Promise<CpFixture> {
+    const dir = await mkdtemp(path.join(tmpdir(), "cordon-bench-"));
+    const source = path.join(dir, "in.bin");
+    const back = path.join(dir, "out.bin");
+    await writeFile(source, bytes);
+    const cli = (args: string[]): Promise<string> => this.cli(args);
+    return {
+      async roundTrip(container, containerPath) {
+        await cli(["cp", source, `${container}:${containerPath}`]);
+        await cli(["cp", `${container}:${containerPath}`, back]);
+        const copied = await readFile(back);
+        if (copied.length !== bytes.length) throw new Error("docker cp lost bytes");
+      },
+      dispose: () => rm(dir, { recursive: true, force: true }),
+    };
   }
 
   /** `docker cp` of `bytes` into the container and back out. */
-  async cpRoundTrip(container: string, bytes: Buffer): Promise<void> {
-    const dir = await mkdtemp(path.join(tmpdir(), "cordon-bench-"));
+  async cpRoundTrip(
+    container: string,
+    bytes: Uint8Array,
+    containerPath = "/home/sandbox/bench.bin",
+  ): Promise<void> {
+    const fixture = await this.cpFixture(bytes);
     try {
-      const source = path.join(dir, "in.bin");
-      await writeFile(source, bytes);
-      await run("docker", ["cp", source, `${container}:/home/sandbox/bench.bin`]);
-      await run("docker", [
-        "cp",
-        `${container}:/home/sandbox/bench.bin`,
-        path.join(dir, "out.bin"),
-      ]);
-      const back = await readFile(path.join(dir, "out.bin"));
-      if (back.length !== bytes.length) throw new Error("docker cp lost bytes");
+      await fixture.roundTrip(container, containerPath);
     } finally {
-      await rm(dir, { recursive: true, force: true });
+      await fixture.dispose();
     }
   }
 }

@@ -1,5 +1,6 @@
 import { createHash } from "node:crypto";
 import { posix } from "node:path";
+import { FileOperationError } from "../common/index.js";
 import type { Sandbox } from "../sandbox/index.js";
 
 /** What a read saw of a file: enough to tell later whether it changed since. */
@@ -62,5 +63,14 @@ export function stampOf(bytes: Uint8Array, mtimeMs: number | undefined): FileSta
 
 /** The absolute sandbox path a tool path names: relative paths resolve against `workdir`. */
 export function resolveToolPath(sandbox: Sandbox, path: string): string {
+  // Refused before resolving: `x\0/../y` would otherwise quietly become `y`, a file the model
+  // never named.
+  if (path.includes("\0")) {
+    throw new FileOperationError(
+      "the path contains a NUL byte, which no file name can hold; send the path without it",
+      "other",
+      JSON.stringify(path),
+    );
+  }
   return posix.resolve(sandbox.workdir, path);
 }

@@ -41,12 +41,15 @@ describe("DockerSandbox", () => {
   let hostWorkspace: string;
   let hostAgent: string;
 
-  /** Processes of the sandbox user whose command line matches `pattern` (test-side ps). */
+  /**
+   * Sleeping processes whose command line contains `pattern` (test-side ps). Only processes that
+   * are a sleep count: a shell whose script mentions the sleep may be exiting at that moment.
+   */
   async function processesMatching(pattern: string): Promise<string[]> {
     const ps = await sandbox.exec("ps -eo pid=,args=");
     return ps.stdout
       .split("\n")
-      .filter((line) => line.includes(pattern) && !line.includes("ps -eo"));
+      .filter((line) => /^\s*\d+\s+sleep[\s-]/.test(line) && line.includes(pattern));
   }
 
   async function fileError(work: Promise<unknown>): Promise<FileOperationError> {
@@ -210,6 +213,16 @@ describe("DockerSandbox", () => {
       );
     });
 
+    it("a throwing output callback fails the call and leaves nothing running", async () => {
+      const run = sandbox.exec("echo go; sleep 1051", {
+        onStdout: () => {
+          throw new Error("renderer broke");
+        },
+      });
+      await expect(run).rejects.toThrow(/renderer broke/);
+      expect(await processesMatching("sleep 1051")).toEqual([]);
+    });
+
     it("caps output while streaming, keeps head and tail, and saves the full log", async () => {
       let streamed = 0;
       const result = await sandbox.exec(
@@ -232,6 +245,39 @@ describe("DockerSandbox", () => {
       expect(log?.size).toBe(3_000_015);
       const tail = await sandbox.exec(`tail -c 8 ${result.fullOutputPath ?? ""}`);
       expect(tail.stdout).toMatch(/END\n/);
+    });
+
+    it("keeps the orchestrator's memory bounded under an output flood; the log is capped", async () => {
+      const before = process.memoryUsage().rss;
+      let peak = before;
+      const result = await sandbox.exec("head -c 400000000 /dev/zero", {
+        maxOutputBytes: 64 * 1024,
+        onStdout: () => {
+          peak = Math.max(peak, process.memoryUsage().rss);
+        },
+      });
+      expect(result.truncated).toBe(true);
+      expect(result.stdout.length).toBeLessThan(70 * 1024);
+      // 400 MB went through; the process grew by a small fraction of that.
+      expect(peak - before).toBeLessThan(150 * 1024 * 1024);
+      const log = await sandbox.stat(result.fullOutputPath ?? "");
+      expect(log?.size).toBeGreaterThan(16 * 1024 * 1024);
+      expect(log?.size).toBeLessThan(17 * 1024 * 1024);
+      const note = await sandbox.exec(`tail -c 100 ${result.fullOutputPath ?? ""} | tr -d '\\0'`);
+      expect(note.stdout).toMatch(/output past \d+ bytes was not saved/);
+      await sandbox.remove(result.fullOutputPath ?? "");
+    });
+
+    it("keeps only the newest full-output logs", async () => {
+      const paths: string[] = [];
+      for (let i = 0; i < 11; i++) {
+        const result = await sandbox.exec(`seq 1 1000; echo run-${i}`, { maxOutputBytes: 100 });
+        paths.push(result.fullOutputPath ?? "");
+      }
+      const logs = await sandbox.list("/tmp/.cordon/logs");
+      expect(logs.entries.length).toBeLessThanOrEqual(8);
+      expect(logs.entries.map((e) => `/tmp/.cordon/logs/${e.name}`)).toContain(paths.at(-1));
+      expect(await sandbox.stat(paths[0] ?? "")).toBeUndefined();
     });
 
     it("reports an OOM kill as such", async () => {
@@ -452,6 +498,28 @@ describe("DockerSandbox", () => {
       expect((await fileError(sandbox.rename("ops/none", "ops/x"))).reason).toBe("not_found");
     });
 
+    it("an aborted upload leaves the old content, never a partial file", async () => {
+      await sandbox.writeFile("upload.bin", "old content");
+      const controller = new AbortController();
+      const big = randomBytes(40 * 1024 * 1024);
+      const upload = sandbox.writeFile("upload.bin", big, { signal: controller.signal });
+      setTimeout(() => controller.abort(), 5);
+      const outcome = await upload.then(
+        () => "written",
+        (error: unknown) => (error instanceof AbortedError ? "aborted" : String(error)),
+      );
+      expect(["written", "aborted"]).toContain(outcome);
+      // The in-container write may still be finishing; it ends with one of the two contents.
+      let size = 0;
+      for (let attempt = 0; attempt < 50; attempt++) {
+        const temps = await sandbox.exec("ls -A | grep -c cordon-write || true");
+        size = (await sandbox.stat("upload.bin"))?.size ?? -1;
+        if (temps.stdout.trim() === "0") break;
+        await sleep(100);
+      }
+      expect([11, big.byteLength]).toContain(size);
+    });
+
     it("aborts a file operation with AbortedError", async () => {
       await expect(
         sandbox.readFile("big.bin", { signal: AbortSignal.abort() }),
@@ -605,6 +673,50 @@ describe("DockerSandbox", () => {
       ).rejects.toThrow(/limit of 1000 bytes/);
       const missing = await fileError(sandbox.copyTreeOut("no-such-dir", path.join(hostRoot, "x")));
       expect(missing.reason).toBe("not_found");
+    });
+  });
+
+  describe("when the container goes away", () => {
+    it("a command running when the container is killed fails with a clear SandboxError", async () => {
+      const image = await requireSandboxImage();
+      const spec = testSandboxSpec("doomed");
+      const doomed = await docker.createContainer(
+        createContainerOptions({
+          spec,
+          image,
+          createdAt: new Date().toISOString(),
+          extraLabels: testLabel,
+        }),
+      );
+      try {
+        await doomed.start();
+        const victim = new DockerSandbox({
+          engine: new DockerEngine(),
+          containerId: doomed.id,
+          containerName: spec.containerName,
+          workdir: "/tmp",
+          user: "1000:1000",
+        });
+        const running = victim.exec("echo started; sleep 600", {
+          onStdout: () => void doomed.kill().catch(() => undefined),
+        });
+        const error = await running.then(
+          () => undefined,
+          (caught: unknown) => caught,
+        );
+        expect(error).toBeInstanceOf(SandboxError);
+        expect((error as SandboxError).message).toMatch(/stopped|gone|not running/);
+        expect((error as SandboxError).fix).toMatch(/fresh sandbox/);
+        await removeContainer(doomed);
+        const after = await victim.readFile("/etc/hostname").then(
+          () => undefined,
+          (caught: unknown) => caught,
+        );
+        expect(after).toBeInstanceOf(SandboxError);
+        expect((after as SandboxError).message).toMatch(/gone or not running/);
+      } finally {
+        await removeContainer(doomed);
+      }
     });
   });
 });

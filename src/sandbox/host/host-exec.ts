@@ -1,7 +1,7 @@
 import { spawn, type ChildProcess } from "node:child_process";
 import { once } from "node:events";
 import { createWriteStream } from "node:fs";
-import { mkdir } from "node:fs/promises";
+import { mkdir, readdir, stat, unlink } from "node:fs/promises";
 import path from "node:path";
 import type { Readable } from "node:stream";
 
@@ -14,7 +14,12 @@ import {
   scriptInvocation,
 } from "../shell/command-line.js";
 import { execWrapperScript, throwIfRefused, wrapperRefusalStatus } from "../shell/exec-wrapper.js";
-import { OutputCapture, type OutputLog, type StreamName } from "../shell/output-capture.js";
+import {
+  keptLogs,
+  OutputCapture,
+  type OutputLog,
+  type StreamName,
+} from "../shell/output-capture.js";
 import type { ScriptRunner } from "../shell/script-runner.js";
 import type { ConfinedPaths } from "./confined-paths.js";
 
@@ -94,14 +99,21 @@ export async function runHostCommand(
       typeof options.stdin === "string" ? Buffer.from(options.stdin) : Buffer.from(options.stdin),
     );
   }
+  let stopReason: "timeout" | "abort" | "failed" | undefined;
+  let killing: Promise<void> | undefined;
+  let pumpError: unknown;
   const pumping = Promise.all([
     pump(child.stdout, "stdout", capture),
     pump(child.stderr, "stderr", capture),
-  ]);
+  ]).catch((error: unknown) => {
+    // A callback threw: stop reading, and leave nothing running.
+    pumpError = error;
+    child.stdout?.destroy();
+    child.stderr?.destroy();
+    stop("failed");
+  });
 
-  let stopReason: "timeout" | "abort" | undefined;
-  let killing: Promise<void> | undefined;
-  const stop = (reason: "timeout" | "abort"): void => {
+  const stop = (reason: "timeout" | "abort" | "failed"): void => {
     if (stopReason) return;
     stopReason = reason;
     killing = (async () => {
@@ -132,8 +144,13 @@ export async function runHostCommand(
     if (timer) clearTimeout(timer);
     signal?.removeEventListener("abort", onAbort);
   }
-  await killing;
   await pumping;
+  await killing;
+  if (pumpError !== undefined) {
+    throw pumpError instanceof Error
+      ? pumpError
+      : new SandboxError("reading the command's output failed", { cause: pumpError });
+  }
   const durationMs = Math.round(performance.now() - started);
   const output = await capture.finish();
   if (stopReason === "abort") {
@@ -141,8 +158,9 @@ export async function runHostCommand(
   }
   const status = exit.code ?? 128 + 9;
   if (status === wrapperRefusalStatus) throwIfRefused(id, cwd, output.stderr);
-  const interpreted =
-    stopReason === "timeout" ? { exitCode: null, signal: "SIGKILL" } : interpretStatus(status);
+  // A timer that fired as the command was finishing on its own did not kill it.
+  const timedOut = stopReason === "timeout" && status === 137;
+  const interpreted = timedOut ? { exitCode: null, signal: "SIGKILL" } : interpretStatus(status);
   context.logger.debug({ run: id, status, durationMs }, "host exec finished");
   return {
     exitCode: interpreted.exitCode,
@@ -151,7 +169,7 @@ export async function runHostCommand(
     stderr: output.stderr,
     truncated: output.truncated,
     ...(output.fullOutputPath === undefined ? {} : { fullOutputPath: output.fullOutputPath }),
-    timedOut: stopReason === "timeout",
+    timedOut,
     // The host has no per-sandbox memory limit to be killed by.
     oomKilled: false,
     durationMs,
@@ -178,6 +196,7 @@ function killGroup(child: ChildProcess): void {
 
 async function openHostLog(file: string): Promise<OutputLog> {
   await mkdir(path.dirname(file), { recursive: true, mode: 0o700 });
+  await pruneLogs(path.dirname(file));
   const stream = createWriteStream(file, { flags: "wx", mode: 0o600 });
   await once(stream, "open");
   return {
@@ -195,6 +214,21 @@ async function openHostLog(file: string): Promise<OutputLog> {
       }
     },
   };
+}
+
+/** Keeps the newest logs (one fewer than `keptLogs`, making room for the new one). */
+async function pruneLogs(directory: string): Promise<void> {
+  const names = (await readdir(directory)).filter((name) => name.endsWith(".log"));
+  const dated = await Promise.all(
+    names.map(async (name) => {
+      const info = await stat(path.join(directory, name)).catch(() => undefined);
+      return { name, mtimeMs: info?.mtimeMs ?? 0 };
+    }),
+  );
+  dated.sort((a, b) => b.mtimeMs - a.mtimeMs);
+  for (const { name } of dated.slice(keptLogs - 1)) {
+    await unlink(path.join(directory, name)).catch(() => undefined);
+  }
 }
 
 /** Runs cordon's short programs on the host (the background-process table uses it). */

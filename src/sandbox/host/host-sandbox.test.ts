@@ -8,10 +8,13 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { AbortedError, FileOperationError, SandboxError, sleep } from "../../common/index.js";
 import { HostSandbox } from "./host-sandbox.js";
 
-/** Host processes whose command line contains `marker` (test-side check, never a kill). */
+/**
+ * Host sleep processes whose command line contains `marker` (a test-side check, never a kill).
+ * Only sleeps count: a shell whose script mentions the sleep may be exiting at that moment.
+ */
 function hostProcesses(marker: string): string[] {
   const ps = execFileSync("ps", ["-eo", "args="], { encoding: "utf8" });
-  return ps.split("\n").filter((line) => line.includes(marker) && !line.includes("ps -eo"));
+  return ps.split("\n").filter((line) => /^sleep[\s-]/.test(line) && line.includes(marker));
 }
 
 async function fileError(work: Promise<unknown>): Promise<FileOperationError> {
@@ -23,7 +26,8 @@ async function fileError(work: Promise<unknown>): Promise<FileOperationError> {
   return error as FileOperationError;
 }
 
-describe("HostSandbox", () => {
+// Real processes on a shared machine: generous time, never asserted.
+describe("HostSandbox", { timeout: 60_000 }, () => {
   let base: string;
   let root: string;
   let outside: string;
@@ -264,6 +268,16 @@ describe("HostSandbox", () => {
       expect(hostProcesses("sleep 2021")).toEqual([]);
     });
 
+    it("a throwing output callback fails the call and leaves nothing running", async () => {
+      const run = sandbox.exec("echo go; sleep 2041", {
+        onStdout: () => {
+          throw new Error("renderer broke");
+        },
+      });
+      await expect(run).rejects.toThrow(/renderer broke/);
+      expect(hostProcesses("sleep 2041")).toEqual([]);
+    });
+
     it("caps output and saves the full log where the file tools may read it", async () => {
       const result = await sandbox.exec("seq 1 200000", { maxOutputBytes: 1000 });
       expect(result.truncated).toBe(true);
@@ -273,6 +287,9 @@ describe("HostSandbox", () => {
       expect(logPath.startsWith(path.join(base, "state"))).toBe(true);
       const log = new TextDecoder().decode(await sandbox.readFile(logPath));
       expect(log.split("\n")).toHaveLength(200001);
+      // Older logs make room for new ones.
+      for (let i = 0; i < 9; i++) await sandbox.exec("seq 1 1000", { maxOutputBytes: 100 });
+      expect(await sandbox.stat(logPath)).toBeUndefined();
       // Only the logs: the rest of the state directory stays out of reach.
       expect((await fileError(sandbox.list(path.join(base, "state")))).reason).toBe(
         "outside_sandbox",

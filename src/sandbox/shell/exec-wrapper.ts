@@ -19,8 +19,9 @@ import { FileOperationError, type FileErrorReason } from "../../common/index.js"
  *
  * The tree is found three ways, because each alone can be escaped: the environment marker
  * (inherited by every descendant that does not clear its environment), the session and process
- * group of marked processes (kept across `env -i`), and parenthood (a child of a killed process,
- * whatever it did to its session or environment). Found processes are stopped before they are
+ * group of marked processes (kept across `env -i`), parenthood (a child of a killed process,
+ * whatever it did to its session or environment), and the run's output pipe (a daemon that did
+ * all of that and was orphaned, but still writes to the call's output). Found processes are stopped before they are
  * killed, so a fork loop cannot outrun the sweep, and the sweep repeats until a pass finds nothing.
  */
 export const execWrapperScript = `
@@ -55,12 +56,26 @@ cordon_enter() { # cwd, root
 cordon_sweep() { # id [pid of the run's wrapper, whose stdout and stderr the tree shares]
   local marker="CORDON_RUN=$1" ref=\${2:-} round dir pid line entry found
   local -a fields environ
-  local -A hit=() groups=()
+  local -A hit=() groups=() spare=()
+  local out= err=
+  # Only a pipe or socket identifies the run's output; /dev/null or a file is shared by anyone.
+  if [[ -n $ref ]]; then
+    [[ -p /proc/$ref/fd/1 || -S /proc/$ref/fd/1 ]] && out=/proc/$ref/fd/1
+    [[ -p /proc/$ref/fd/2 || -S /proc/$ref/fd/2 ]] && err=/proc/$ref/fd/2
+  fi
+  # The wrapper and whatever started it share its output too; they are never part of the tree.
+  pid=$ref
+  while [[ -n $pid && $pid != 0 ]] && { read -r line <"/proc/$pid/stat"; } 2>/dev/null; do
+    spare[$pid]=1
+    fields=(\${line##*) })
+    pid=\${fields[1]}
+  done
   for ((round = 0; round < 100; round++)); do
     found=()
     for dir in /proc/[0-9]*; do
       pid=\${dir#/proc/}
       ((pid == $$ || pid == BASHPID)) && continue
+      [[ -n \${spare[$pid]+x} ]] && continue
       { read -r line <"$dir/stat"; } 2>/dev/null || continue
       # After the command name (which may hold spaces and parentheses) come single words only.
       fields=(\${line##*) })
@@ -72,8 +87,7 @@ cordon_sweep() { # id [pid of the run's wrapper, whose stdout and stderr the tre
       fi
       # Still writing to the run's output: a daemon that cleared its environment, left the
       # session and was orphaned is caught here, as long as it kept the output open.
-      if [[ -n $ref ]] && ((pid != ref)) &&
-        [[ $dir/fd/1 -ef /proc/$ref/fd/1 || $dir/fd/2 -ef /proc/$ref/fd/2 ]]; then
+      if [[ (-n $out && $dir/fd/1 -ef $out) || (-n $err && $dir/fd/2 -ef $err) ]]; then
         found+=("$pid")
         continue
       fi
@@ -92,6 +106,32 @@ cordon_sweep() { # id [pid of the run's wrapper, whose stdout and stderr the tre
     kill -STOP "\${found[@]}" 2>/dev/null
     kill -KILL "\${found[@]}" 2>/dev/null
     for pid in "\${found[@]}"; do hit[$pid]=1; done
+  done
+}
+
+cordon_find_wrapper() { # id; sets cordon_wrapper: the parent of the run's session leader
+  local marker="CORDON_RUN=$1" dir pid line entry
+  local -a fields environ
+  cordon_wrapper=
+  for dir in /proc/[0-9]*; do
+    pid=\${dir#/proc/}
+    { read -r line <"$dir/stat"; } 2>/dev/null || continue
+    fields=(\${line##*) })
+    # The leader is the marked process that leads its own session (setsid made it so).
+    [[ \${fields[3]} == "$pid" ]] || continue
+    environ=()
+    { mapfile -d '' environ <"$dir/environ"; } 2>/dev/null || continue
+    for entry in "\${environ[@]}"; do
+      [[ $entry == "$marker" ]] || continue
+      # A setsid'd descendant leads a session too; the run's leader has an unmarked parent.
+      environ=()
+      { mapfile -d '' environ <"/proc/\${fields[1]}/environ"; } 2>/dev/null
+      for entry in "\${environ[@]}"; do
+        [[ $entry == "$marker" ]] && continue 3
+      done
+      cordon_wrapper=\${fields[1]}
+      return
+    done
   done
 }
 
@@ -116,18 +156,13 @@ case $cordon_mode in
     cordon_enter "$3" "$4"
     cordon_oom_kills
     cordon_before=$cordon_oom
-    # The kill mode finds this wrapper (and through it the run's output) by this file.
-    cordon_pidfile=
-    if { [[ -d $cordon_state/run ]] || mkdir -p -- "$cordon_state/run"; } 2>/dev/null; then
-      cordon_pidfile=$cordon_state/run/$cordon_id
-      printf '%s\\n' "$$" 2>/dev/null >"$cordon_pidfile" || cordon_pidfile=
-    fi
     CORDON_RUN=$cordon_id setsid bash -lc "$5" <&0 &
     cordon_pid=$!
-    wait "$cordon_pid"
+    # Quietly: bash reports a killed job ("line 99: 120 Killed  CORDON_RUN=... setsid ...") on
+    # stderr, which would put this wrapper's text into the command's output.
+    wait "$cordon_pid" 2>/dev/null
     cordon_status=$?
     cordon_sweep "$cordon_id" "$$"
-    [[ -n $cordon_pidfile ]] && rm -f -- "$cordon_pidfile"
     if ((cordon_status == 137)) && [[ -n $cordon_before ]]; then
       cordon_oom_kills
       if [[ -n $cordon_oom && $cordon_oom != "$cordon_before" ]]; then
@@ -158,9 +193,8 @@ case $cordon_mode in
     exit 0
     ;;
   kill)
-    cordon_ref=
-    { read -r cordon_ref <"$cordon_state/run/$cordon_id"; } 2>/dev/null
-    cordon_sweep "$cordon_id" "$cordon_ref"
+    cordon_find_wrapper "$cordon_id"
+    cordon_sweep "$cordon_id" "$cordon_wrapper"
     ;;
   *)
     printf 'cordon-exec: unknown mode %s\\n' "$cordon_mode" >&2

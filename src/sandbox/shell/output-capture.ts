@@ -36,7 +36,13 @@ export interface CapturedOutput {
 
 export type StreamName = "stdout" | "stderr";
 
-const defaultMaxLogBytes = 64 * 1024 * 1024;
+/**
+ * A full-output log keeps this much at most. Logs live on the sandbox's /tmp (a tmpfs of a few
+ * hundred MB), and a model reads them in pages: more than this would only crowd out real work.
+ */
+export const defaultMaxLogBytes = 16 * 1024 * 1024;
+/** Full-output logs kept per sandbox; older ones are removed when a new one is opened. */
+export const keptLogs = 8;
 const encoder = new TextEncoder();
 
 /** One stream's head and tail, at most `maxBytes` together. */

@@ -27,7 +27,7 @@ export interface ScriptProcessTableOptions {
   logger: Logger;
 }
 /** Output a background process keeps; past it output is read and dropped. */
-const maxProcessLogBytes = 64 * 1024 * 1024;
+const maxProcessLogBytes = 16 * 1024 * 1024;
 /** Bytes one poll or log returns at most (head and tail of it when there is more). */
 const maxReadBytes = 1024 * 1024;
 const processId = /^p-[0-9a-f]{12}$/;

@@ -109,6 +109,11 @@ function renderExecResult(options: {
   }
   const lines: string[] = [];
   lines.push(output === "" ? "(no output)" : output.replace(/\n$/, ""));
+  const lostStderr = dropped ? stderrLostInTheMiddle(output, result.stderr) : undefined;
+  if (lostStderr !== undefined) {
+    lines.push(`[The end of stderr arrived before the end of stdout and was left out above:]`);
+    lines.push(lostStderr);
+  }
   const status: string[] = [];
   if (result.timedOut) {
     status.push(
@@ -137,4 +142,24 @@ function renderExecResult(options: {
   }
   const failed = result.exitCode !== 0 || result.timedOut || result.oomKilled;
   return { content: [{ type: "text", text: lines.join("\n") }], isError: failed };
+}
+
+/** Characters of stderr's end restored when the combined view dropped it. */
+const STDERR_TAIL_CHARS = 2000;
+
+/**
+ * stdout and stderr are two pipes, so a command's last error line can arrive while stdout is
+ * still flooding in and end up in the dropped middle of the combined view. That line is usually
+ * the one that matters: the end of stderr (from the sandbox's own per-stream capture), when the
+ * combined view does not contain it.
+ */
+function stderrLostInTheMiddle(output: string, stderr: string): string | undefined {
+  const end = stderr.trimEnd();
+  if (end === "") return undefined;
+  let tail = end.length > STDERR_TAIL_CHARS ? end.slice(end.length - STDERR_TAIL_CHARS) : end;
+  if (tail.length < end.length) {
+    const lineStart = tail.indexOf("\n");
+    if (lineStart !== -1 && lineStart < tail.length - 1) tail = tail.slice(lineStart + 1);
+  }
+  return output.includes(tail) ? undefined : tail;
 }

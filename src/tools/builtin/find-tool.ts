@@ -50,7 +50,7 @@ export const findTool = defineTool({
     let more: boolean;
     if (result.exitCode === RG_MISSING) {
       ({ paths, more } = await findByListing(sandbox, root, input.pattern, signal));
-    } else if (result.exitCode === 2) {
+    } else if (result.exitCode === 2 && result.stdout === "") {
       return errorResult(`find failed: ${result.stderr.trim() || "ripgrep error"}`);
     } else {
       paths = result.stdout.split("\u0000").filter((path) => path !== "");
@@ -58,12 +58,18 @@ export const findTool = defineTool({
     }
     paths.sort();
     const shown = paths.slice(0, limits.findResults).map(displayPath);
+    // rg exits 2 when some directory could not be read; what it could read is still the answer.
+    const unreadable =
+      result.exitCode === 2
+        ? `[Some directories could not be searched: ${result.stderr.trim().split("\n")[0] ?? ""}]`
+        : undefined;
     if (shown.length === 0) return textResult(`No files match ${input.pattern} under ${root}.`);
     if (more) {
       shown.push(
         `[… more matches not shown (stopped at ${limits.findResults}). Use a narrower pattern or path.]`,
       );
     }
+    if (unreadable) shown.push(unreadable);
     return textResult(shown.join("\n"));
   },
 });

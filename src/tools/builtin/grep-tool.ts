@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { resolveToolPath } from "../session-state.js";
 import { displayPath } from "../text-format.js";
 import { defineTool, errorResult, textResult, type ToolResult } from "../tool-definition.js";
 import { limits } from "./limits.js";
@@ -27,6 +28,13 @@ export const grepTool = defineTool({
   inputSchema,
   async execute(input, context): Promise<ToolResult> {
     const { sandbox, signal } = context;
+    // ripgrep opens the path itself, outside the sandbox's file operations; the stat makes the
+    // sandbox confine it first (a host sandbox refuses .., absolute paths and symlinks that leave
+    // the workspace; ripgrep does not follow links while walking a directory).
+    const target = resolveToolPath(sandbox, input.path ?? ".");
+    if (!(await sandbox.stat(target, { signal }))) {
+      return errorResult(`${target} does not exist. Use ls or find to see what exists.`);
+    }
     const args = [
       "--line-number",
       "--no-heading",

@@ -71,6 +71,8 @@ describe("grep", () => {
   it("passes the pattern after -e and the path after --, exactly, for hostile values", async () => {
     for (const value of hostile) {
       const sandbox = new MemorySandbox({ exec: bashWithFakeRg({ rgExit: 1 }) });
+      // grep stats its path first (the sandbox confines it), so the path must exist.
+      await sandbox.writeFile(value.endsWith("/") ? `${value}x` : value, "");
       const { call } = toolHarness(sandbox);
       await call("grep", { pattern: value, path: value, glob: value, ignore_case: true });
       const args = rgArgs();

@@ -194,6 +194,26 @@ export class ContainerExec {
     return toSandboxError(error, `${action} in ${this.containerName}`);
   }
 
+  /**
+   * Throws the "container stopped" error when the container is not running, waiting up to
+   * `settleMs` for a container that is being killed to say so (a killed container's processes
+   * die a moment before the engine records the stop).
+   */
+  async assertRunning(action: string, settleMs = 0): Promise<void> {
+    const deadline = performance.now() + settleMs;
+    for (;;) {
+      let running: boolean;
+      try {
+        running = (await this.#container.inspect()).State.Running;
+      } catch (error) {
+        throw this.#failure(error, action);
+      }
+      if (!running) throw await this.#containerGone(action);
+      if (performance.now() >= deadline) return;
+      await sleep(50);
+    }
+  }
+
   async #containerGone(action: string): Promise<SandboxError> {
     let state: string;
     try {

@@ -14,7 +14,7 @@ import {
   throwIfRefused,
   wrapperRefusalStatus,
 } from "../../shell/exec-wrapper.js";
-import { OutputCapture, type OutputLog } from "../../shell/output-capture.js";
+import { keptLogs, OutputCapture, type OutputLog } from "../../shell/output-capture.js";
 import { ChunkChannel } from "./chunk-channel.js";
 import type { ContainerExec } from "./container-exec.js";
 
@@ -96,7 +96,12 @@ export async function runCommand(
   try {
     status = await running.exitCode;
   } catch (error) {
-    if (!stopReason) throw error;
+    if (!stopReason) {
+      // The stream broke (a callback threw, the engine went away): leave nothing running.
+      running.detach();
+      await killTree(transport, id).catch(() => undefined);
+      throw error;
+    }
     status = 137;
   } finally {
     if (timer) clearTimeout(timer);
@@ -111,8 +116,11 @@ export async function runCommand(
   }
   if (status === wrapperRefusalStatus) throwIfRefused(id, cwd, output.stderr);
 
-  const { exitCode, signal: deathSignal } =
-    stopReason === "timeout" ? { exitCode: null, signal: "SIGKILL" } : interpretStatus(status);
+  // A timer that fired as the command was finishing on its own did not kill it.
+  const timedOut = stopReason === "timeout" && (status === 137 || status < 0);
+  const { exitCode, signal: deathSignal } = timedOut
+    ? { exitCode: null, signal: "SIGKILL" }
+    : interpretStatus(status);
   const oomKilled = status === 137 && !stopReason && (await wasOomKilled(transport, id));
   logger.debug({ run: id, status, durationMs, oomKilled }, "exec finished");
   return {
@@ -122,7 +130,7 @@ export async function runCommand(
     stderr: output.stderr,
     truncated: output.truncated,
     ...(output.fullOutputPath === undefined ? {} : { fullOutputPath: output.fullOutputPath }),
-    timedOut: stopReason === "timeout",
+    timedOut,
     oomKilled,
     durationMs,
   };
@@ -133,18 +141,48 @@ export async function killTree(transport: ContainerExec, id: string): Promise<vo
   await transport.run(scriptInvocation(execWrapperScript, ["kill", id]));
 }
 
+/**
+ * After a SIGKILL cordon did not send: the OOM killer (the wrapper left a mark), or the container
+ * itself was killed, which must be an error, not a command result.
+ */
 async function wasOomKilled(transport: ContainerExec, id: string): Promise<boolean> {
-  const result = await transport.run({
-    cmd: ["bash", "-c", '[[ -e $1 ]] && rm -f -- "$1" && echo oom', "cordon", oomMarkerPath(id)],
-  });
-  return result.stdout.toString("utf8").trim() === "oom";
+  const result = await transport
+    .run({
+      cmd: [
+        "bash",
+        "-c",
+        '[[ -e $1 ]] || exit 1; rm -f -- "$1"; echo oom',
+        "cordon",
+        oomMarkerPath(id),
+      ],
+    })
+    .catch(async (error: unknown) => {
+      await transport.assertRunning("run a command");
+      throw error;
+    });
+  if (result.exitCode === 0 && result.stdout.toString("utf8").trim() === "oom") return true;
+  if (result.exitCode === 1) {
+    // The check ran, yet the container may be on its way down: ask the engine, briefly.
+    await transport.assertRunning("run a command", 300);
+    return false;
+  }
+  await transport.assertRunning("run a command", 2_000);
+  return false;
 }
 
 /** A log file inside the container, written through the stdin of a `cat` exec. */
 async function openContainerLog(transport: ContainerExec, path: string): Promise<OutputLog> {
   const channel = new ChunkChannel();
   const running = await transport.start({
-    cmd: ["bash", "-c", 'mkdir -p -- "${1%/*}" && exec cat >"$1"', "cordon", path],
+    // The newest logs are kept, older ones removed: they share the container's small /tmp.
+    cmd: [
+      "bash",
+      "-c",
+      'mkdir -p -- "${1%/*}" && cd -- "${1%/*}" && { ls -1t -- *.log 2>/dev/null | tail -n +"$2" | xargs -r rm -f --; exec cat >"$1"; }',
+      "cordon",
+      path,
+      String(keptLogs),
+    ],
     stdin: channel,
     onOutput: () => undefined,
   });
