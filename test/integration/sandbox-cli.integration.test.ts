@@ -173,10 +173,13 @@ describe("cordon sandbox list, rm and prune", () => {
     const busyLease = leases.find((l) => l.containerName === nameOf("busy"));
     const running = recorded(busyLease?.sandbox ?? leases[0]!.sandbox).run("sleep 60");
     await expect
-      .poll(async () => {
-        const top = (await docker.getContainer(nameOf("busy")).top()) as { Processes: unknown[] };
-        return top.Processes.length;
-      })
+      .poll(
+        async () => {
+          const top = (await docker.getContainer(nameOf("busy")).top()) as { Processes: unknown[] };
+          return top.Processes.length;
+        },
+        { timeout: 30_000 },
+      )
       .toBeGreaterThan(2);
 
     const dry = await cordon("sandbox", "prune", "--idle", "2h", "--dry-run", "--json");

@@ -233,6 +233,8 @@ describe("DockerSandboxManager", () => {
         async () =>
           ((await docker.getContainer(s.containerName).top()) as { Processes: unknown[] }).Processes
             .length,
+        // Generous: the machine may be busy; the poll ends as soon as the command runs.
+        { timeout: 30_000 },
       )
       .toBeGreaterThan(2);
     const busy = await acquire(s);
@@ -258,7 +260,7 @@ describe("DockerSandboxManager", () => {
     const s = spec("stopped");
     const first = await acquire(s);
     await first.release();
-    await docker.getContainer(idOf(first)).stop({ t: 5 });
+    await docker.getContainer(idOf(first)).stop({ t: 60 });
     expect((await docker.getContainer(idOf(first)).inspect()).State.ExitCode).toBe(143);
     const second = await acquire(s);
     expect(second.fresh).toBe(false);
@@ -466,21 +468,33 @@ describe("DockerSandboxManager", () => {
       image,
       extraLabels: testLabel,
       createSandbox: createRecordingSandbox,
-      prune: { idleMs: 3_600_000, everyMs: 0 },
+      // No limits of its own: the acquire brings them (the plan's sandbox.prune).
+      prune: { everyMs: 0 },
     });
+    const limits = { prune: { idleMs: 3_600_000, maxAgeMs: 0 } };
     const heldSpec = spec("auto-held");
     const idleSpec = spec("auto-idle");
+    const stoppedSpec = spec("auto-stopped");
     const held = await acquire(heldSpec, pruning);
     await (await acquire(idleSpec, pruning)).release();
+    const stopped = await acquire(stoppedSpec, pruning);
+    await stopped.release();
+    await docker.getContainer(stoppedSpec.containerName).kill();
+    // A workspace whose container was removed by hand, recently used: its work is kept.
+    const orphanSpec = spec("auto-orphan");
+    await (await acquire(orphanSpec, pruning)).release();
+    await docker.getContainer(orphanSpec.containerName).remove({ force: true });
     await pruning.flush();
     for (const name of [heldSpec.containerName, idleSpec.containerName]) {
       await ageRecord(name, 2);
     }
-    await acquire(spec("auto-trigger"), pruning);
+    await pruning.acquire(spec("auto-trigger"), limits).then((lease) => leases.push(lease));
     await pruning.flush();
     expect(await containerState(idleSpec.containerName)).toBeUndefined();
     await expect(stat(idleSpec.privateWorkspace ?? "")).rejects.toThrow(/ENOENT/);
     expect(await containerState(heldSpec.containerName)).toBe("running");
+    expect(await containerState(stoppedSpec.containerName)).toBe("exited");
+    expect((await stat(orphanSpec.privateWorkspace ?? "")).isDirectory()).toBe(true);
     await held.release();
   });
 
@@ -497,7 +511,9 @@ describe("DockerSandboxManager", () => {
     const lease = await acquire(s, beating);
     await ageRecord(s.containerName, 5);
     await expect
-      .poll(async () => Date.now() - Date.parse((await readRecord(s.containerName)).lastUsedAt))
+      .poll(async () => Date.now() - Date.parse((await readRecord(s.containerName)).lastUsedAt), {
+        timeout: 30_000,
+      })
       .toBeLessThan(3_600_000);
     await lease.release();
   });

@@ -84,6 +84,16 @@ export interface PruneOptions {
   dryRun?: boolean | undefined;
   /** Names never removed (the sandboxes a manager holds right now). */
   keep?: ReadonlySet<string> | undefined;
+  /**
+   * Remove stopped, dead and never-started containers whatever the limits say (default true, what
+   * `cordon sandbox prune` does). False: they go only when idle or old, like running ones.
+   */
+  stopped?: boolean | undefined;
+  /**
+   * Orphaned workspaces and records go only once unused for this long (ms). Default one minute
+   * (an acquire in another process may be between creating a workspace and its container).
+   */
+  orphanMinAgeMs?: number | undefined;
   /** "Now", for tests. */
   now?: Date | undefined;
 }
@@ -226,8 +236,9 @@ export class SandboxInventory {
     const referenced = new Set(
       summaries.flatMap((s) => (s.privateWorkspace ? [path.resolve(s.privateWorkspace)] : [])),
     );
-    await this.pruneOrphanRecords(live, referenced, now, report);
-    await this.pruneOrphanDirectories(referenced, now, report);
+    const orphanMinAgeMs = options.orphanMinAgeMs ?? orphanGraceMs;
+    await this.pruneOrphanRecords(live, referenced, now - orphanMinAgeMs, report);
+    await this.pruneOrphanDirectories(referenced, now - orphanMinAgeMs, report);
     return report;
   }
 
@@ -238,12 +249,15 @@ export class SandboxInventory {
     report: PruneReport,
   ): Promise<string | undefined> {
     const age = now - Date.parse(sandbox.createdAt);
-    if (sandbox.state === "exited" || sandbox.state === "dead") return sandbox.state;
-    // A container only just created may be about to be started by another process.
-    if (sandbox.state === "created" && age > orphanGraceMs) return "never started";
+    const running = sandbox.state === "running" || sandbox.state === "paused";
+    if (!running && options.stopped !== false) {
+      if (sandbox.state === "exited" || sandbox.state === "dead") return sandbox.state;
+      // A container only just created may be about to be started by another process.
+      if (sandbox.state === "created" && age > orphanGraceMs) return "never started";
+    }
     if (options.maxAgeMs !== undefined && age > options.maxAgeMs) return "max-age";
     if (options.idleMs !== undefined && now - Date.parse(sandbox.lastUsedAt) > options.idleMs) {
-      if (await this.containers.isBusy(sandbox.containerId)) {
+      if (running && (await this.containers.isBusy(sandbox.containerId))) {
         report.skipped.push({
           name: sandbox.name,
           reason: "idle by its record, but commands run in it",
@@ -258,12 +272,12 @@ export class SandboxInventory {
   private async pruneOrphanRecords(
     live: Set<string>,
     referenced: Set<string>,
-    now: number,
+    usedBefore: number,
     report: PruneReport,
   ): Promise<void> {
     for (const record of await this.records.readAll()) {
       if (live.has(record.containerName)) continue;
-      if (now - Date.parse(record.lastUsedAt) < orphanGraceMs) continue;
+      if (!(Date.parse(record.lastUsedAt) < usedBefore)) continue;
       // Docker is the source of truth: look again right before deleting anything.
       if (await this.containers.inspect(record.containerName)) continue;
       const workspace = record.privateWorkspace ? path.resolve(record.privateWorkspace) : undefined;
@@ -286,7 +300,7 @@ export class SandboxInventory {
   /** Directories under `<stateDir>/workspaces` that no container and no record refers to. */
   private async pruneOrphanDirectories(
     referenced: Set<string>,
-    now: number,
+    usedBefore: number,
     report: PruneReport,
   ): Promise<void> {
     const root = privateWorkspaceRoot(this.stateDirectory);
@@ -307,7 +321,7 @@ export class SandboxInventory {
       const workspace = path.join(root, name);
       if (referenced.has(workspace) || recorded.has(workspace)) continue;
       const stats = await lstat(workspace).catch(() => undefined);
-      if (!stats || now - stats.mtimeMs < orphanGraceMs) continue;
+      if (!stats || !(stats.mtimeMs < usedBefore)) continue;
       report.orphans.push({ path: workspace, reason: "private workspace no sandbox refers to" });
       if (!report.dryRun) await this.removeWorkspace(workspace);
     }

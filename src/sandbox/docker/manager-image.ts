@@ -1,4 +1,4 @@
-import { ImageError, throwIfAborted } from "../../common/index.js";
+import { AbortedError, ImageError, throwIfAborted } from "../../common/index.js";
 import { dockerStatusOf, toSandboxError } from "./docker-errors.js";
 import type { DockerEngine } from "./engine.js";
 import { SandboxImage, type SandboxImageOptions } from "./sandbox-image.js";
@@ -36,9 +36,11 @@ export class ImageResolver {
     const key = configured ?? "";
     let pending = this.resolved.get(key);
     if (!pending) {
+      // Shared by every acquire waiting for this image, so no one caller's signal stops it (a
+      // build keeps going for the others); each caller stops waiting on its own signal below.
       pending =
         configured === undefined
-          ? this.builtin(options)
+          ? this.builtin({ onOutput: options.onOutput })
           : this.existing(configured, {
               what: `the sandbox image ${configured} (sandbox.docker.image)`,
               fix: `run \`docker pull ${configured}\` (or build it), or remove sandbox.docker.image to use cordon's own image (\`cordon image build\`)`,
@@ -47,7 +49,7 @@ export class ImageResolver {
       // Failures are not cached: the next acquire tries again (e.g. after `cordon image build`).
       pending.catch(() => this.resolved.delete(key));
     }
-    return pending;
+    return untilAborted(pending, options.signal);
   }
 
   private async existing(
@@ -66,8 +68,7 @@ export class ImageResolver {
   }
 
   private async builtin(options: {
-    signal?: AbortSignal | undefined;
-    onOutput?: (text: string) => void;
+    onOutput?: ((text: string) => void) | undefined;
   }): Promise<ResolvedImage> {
     const builtinMissing = (tag: string) => ({
       what: `the sandbox image ${tag}`,
@@ -78,12 +79,10 @@ export class ImageResolver {
     const image = new SandboxImage(this.options.engine, this.options.imageOptions);
     const status = await image.status();
     if (!status.present) {
-      throwIfAborted(options.signal, "sandbox image build");
       options.onOutput?.(
         `building the sandbox image ${status.tag} (first use; \`cordon image build\` does this ahead of time)`,
       );
       await image.build({
-        signal: options.signal,
         onEvent: (event) => {
           if (event.type === "output" && event.text.trim() !== "") {
             options.onOutput?.(event.text.trimEnd());
@@ -94,4 +93,19 @@ export class ImageResolver {
     }
     return this.existing(status.tag, builtinMissing(status.tag));
   }
+}
+
+/** `work`, or an `AbortedError` as soon as `signal` fires (the work itself goes on). */
+function untilAborted<T>(work: Promise<T>, signal: AbortSignal | undefined): Promise<T> {
+  if (!signal) return work;
+  throwIfAborted(signal, "waiting for the sandbox image");
+  return new Promise<T>((resolve, reject) => {
+    const onAbort = (): void => {
+      reject(
+        new AbortedError("waiting for the sandbox image was aborted", { cause: signal.reason }),
+      );
+    };
+    signal.addEventListener("abort", onAbort, { once: true });
+    work.then(resolve, reject).finally(() => signal.removeEventListener("abort", onAbort));
+  });
 }

@@ -50,6 +50,8 @@ export interface AcquireProgress {
 export interface AcquireOptions {
   signal?: AbortSignal | undefined;
   onProgress?: ((event: AcquireProgress) => void) | undefined;
+  /** Prune limits for this acquire (the plan's `sandbox.prune`); default: the manager's `prune`. */
+  prune?: AutoPruneOptions | undefined;
 }
 
 /** A sandbox held by one user of the manager; `release()` when done (idempotent). */
@@ -83,7 +85,9 @@ export interface DockerSandboxManagerOptions {
   createSandbox: (container: ManagedContainer) => Sandbox;
   /**
    * Prune after acquires (DESIGN.md §5), in the background, at most once per `everyMs`
-   * (default 5 minutes); sandboxes this manager holds are never pruned. Unset: no automatic prune.
+   * (default 5 minutes): sandboxes idle or older than the limits go, with their private
+   * workspaces, and so do orphaned workspaces unused for the idle limit. Sandboxes this manager
+   * holds, and stopped ones within the limits, are kept. Unset: no automatic prune.
    */
   prune?: AutoPruneOptions | undefined;
   /**
@@ -94,7 +98,9 @@ export interface DockerSandboxManagerOptions {
 }
 
 export interface AutoPruneOptions {
+  /** Unused for longer than this (ms); 0 or unset = no idle limit. */
   idleMs?: number | undefined;
+  /** Created longer ago than this (ms); 0 or unset = no age limit. */
   maxAgeMs?: number | undefined;
   /** Minimum time between two automatic prunes (ms). Default 300 000. */
   everyMs?: number | undefined;
@@ -248,7 +254,7 @@ export class DockerSandboxManager {
       await release();
       throw error;
     }
-    this.maybePrune();
+    this.maybePrune(options.prune ?? this.autoPrune);
     return {
       sandbox,
       containerName: spec.containerName,
@@ -280,18 +286,24 @@ export class DockerSandboxManager {
     }
   }
 
-  /** Starts a background prune when one is configured and due; its failures are only logged. */
-  private maybePrune(): void {
-    const settings = this.autoPrune;
-    if (!settings) return;
+  /** Starts a background prune when limits are set and one is due; failures are only logged. */
+  private maybePrune(settings: AutoPruneOptions | undefined): void {
+    const idleMs = settings?.idleMs || undefined;
+    const maxAgeMs = settings?.maxAgeMs || undefined;
+    if (idleMs === undefined && maxAgeMs === undefined) return;
     const now = Date.now();
-    if (now - this.lastPruneAt < (settings.everyMs ?? 300_000)) return;
+    const everyMs = settings?.everyMs ?? this.autoPrune?.everyMs ?? 300_000;
+    if (now - this.lastPruneAt < everyMs) return;
     this.lastPruneAt = now;
     const work = this.inventory
       .prune({
-        idleMs: settings.idleMs,
-        maxAgeMs: settings.maxAgeMs,
+        idleMs,
+        maxAgeMs,
         keep: new Set(this.holders.keys()),
+        // Unasked, only what the limits say goes: a stopped sandbox or a workspace whose
+        // container was removed by hand keeps its work until it is idle too.
+        stopped: false,
+        orphanMinAgeMs: idleMs ?? Number.POSITIVE_INFINITY,
       })
       .then(
         (report) => {

@@ -298,6 +298,24 @@ describe("ensurePrivateWorkspace", () => {
     ).toBe("a.txt\n");
   });
 
+  it("does not copy a private workspaces root that lives inside the workspace", async () => {
+    await makeRepository();
+    const configuredRoot = path.join(agentWorkspace, "sandboxes");
+    const first = await ensurePrivateWorkspace(
+      spec({ privateWorkspace: path.join(configuredRoot, "cordon-unit-abc123") }),
+      { stateDirectory },
+    );
+    const second = await ensurePrivateWorkspace(
+      spec({
+        containerName: "cordon-unit-second",
+        privateWorkspace: path.join(configuredRoot, "cordon-unit-second"),
+      }),
+      { stateDirectory },
+    );
+    expect(first.seed?.files).toBe(second.seed?.files);
+    await expect(lstat(path.join(second.path, "sandboxes"))).rejects.toThrow(/ENOENT/);
+  });
+
   it("does not copy the state directory when it lives inside the workspace", async () => {
     await writeFile(path.join(agentWorkspace, "a.txt"), "a\n");
     const inner = path.join(agentWorkspace, ".cordon");

@@ -53,8 +53,9 @@ export interface PrivateWorkspace {
 }
 
 /**
- * Makes sure the private workspace of a `none` or `ro` sandbox exists: created under the state
- * directory (parents 0700), owned by the container's user so the non-root user can work in it, and
+ * Makes sure the private workspace of a `none` or `ro` sandbox exists: created (parents 0700)
+ * under the state directory or a configured `sandbox.workspaceRoot`, owned by the container's user
+ * so the non-root user can work in it, and
  * — when `spec.seed` and it is new — filled with a copy of the agent workspace. Seeding happens in
  * a temporary sibling that is renamed into place, so it happens once, and a crash mid-seed leaves
  * nothing that looks finished. The user's own workspace is only ever read.
@@ -101,7 +102,8 @@ export async function ensurePrivateWorkspace(
     if (owner) await lchown(temporary, owner.uid, owner.gid);
     const seed = await seedInto(temporary, spec, {
       owner,
-      exclude: [await realpath(options.stateDirectory)],
+      // Where cordon keeps its own things may lie inside the workspace: never copy a copy.
+      exclude: [await realpath(options.stateDirectory), path.dirname(target)],
       warnings,
       signal: options.signal,
     });

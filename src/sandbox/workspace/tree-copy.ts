@@ -35,7 +35,10 @@ export interface TreeCopierOptions {
   targetRoot: string;
   /** Owner of everything created (needs root); undefined keeps this process's owner. */
   owner?: Owner | undefined;
-  /** Real absolute paths never copied (e.g. the state directory when it lives in the workspace). */
+  /**
+   * Real absolute paths never copied, nor anything below them (the state directory or the
+   * private workspaces' root when they live in the workspace).
+   */
   exclude?: readonly string[] | undefined;
   signal?: AbortSignal | undefined;
   /** Files copied at once. Default 16. */
@@ -256,7 +259,7 @@ export class TreeCopier {
   }
 
   private isExcluded(source: string): boolean {
-    return (this.options.exclude ?? []).some((excluded) => excluded === source);
+    return (this.options.exclude ?? []).some((excluded) => isInside(excluded, source));
   }
 
   private skip(relative: string, reason: string): void {
