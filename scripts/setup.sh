@@ -163,6 +163,21 @@ ensure_sandbox_image() {
   done_step "ready"
 }
 
+# ripgrep on the host: the grep tool uses it in mode off (in a sandbox it comes with the image).
+ensure_host_ripgrep() {
+  step "ripgrep on the host (grep tool in sandbox mode off)"
+  if command -v rg >/dev/null 2>&1; then
+    done_step "present"
+    return
+  fi
+  if [[ "$(id -u)" == 0 ]] && command -v apt-get >/dev/null 2>&1 && apt_install ripgrep; then
+    done_step "installed (Debian ripgrep)"
+    return
+  fi
+  # Not fatal: sandboxed runs do not need it; in mode off grep says to use exec instead.
+  done_step "missing: install ripgrep for the grep tool in mode off"
+}
+
 main() {
   local only="${1:-all}"
   ensure_node
@@ -170,6 +185,7 @@ main() {
   ensure_build
   [[ "$only" == "node" ]] && return
   ensure_docker_engine
+  ensure_host_ripgrep
   ensure_base_image
   ensure_sandbox_image
 }

@@ -61,7 +61,8 @@ export function defaultSandboxes(options: DefaultSandboxesOptions): SandboxProvi
       });
       return { sandbox, fresh: false, release: () => Promise.resolve() };
     }
-    const lease = await manager.acquire(spec, acquireOptions);
+    // Acquiring is also when stale sandboxes of this state directory are pruned (in the background).
+    const lease = await manager.acquire(spec, { ...acquireOptions, prune: plan.sandbox.prune });
     return {
       sandbox: lease.sandbox,
       fresh: lease.fresh,

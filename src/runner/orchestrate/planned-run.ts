@@ -21,6 +21,8 @@ export interface PlannedRun {
     workspaceAccess: WorkspaceAccess;
     /** Present exactly when `enabled`. */
     spec?: SandboxSpec | undefined;
+    /** Idle and age limits of this agent's sandboxes (ms; 0 = none), applied when acquiring. */
+    prune?: { idleMs: number; maxAgeMs: number } | undefined;
   };
   tools: {
     allowed: readonly string[];

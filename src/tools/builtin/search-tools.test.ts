@@ -27,6 +27,15 @@ beforeEach(() => {
     `#!/bin/bash\nfor a in "$@"; do printf '%s\\0' "$a"; done > "$ARGS_FILE"\ncat "$OUTPUT_FILE"\nexit "\${RG_EXIT:-0}"\n`,
   );
   chmodSync(join(bin, "rg"), 0o755);
+  // A PATH like the system's but certainly without rg (the host may have ripgrep installed).
+  const noRg = join(dir, "no-rg");
+  spawnSync("mkdir", [noRg]);
+  spawnSync("bash", [
+    "-c",
+    'for f in /usr/bin/* /bin/*; do n="${f##*/}"; [[ $n == rg || -e "$1/$n" ]] || ln -s "$f" "$1/$n"; done',
+    "link",
+    noRg,
+  ]);
 });
 
 afterEach(() => {
@@ -35,7 +44,8 @@ afterEach(() => {
 
 function bashWithFakeRg(options: { rgExit?: number; withRg?: boolean } = {}): ExecScript {
   return (command) => {
-    const path = options.withRg === false ? "/usr/bin:/bin" : `${join(dir, "bin")}:/usr/bin:/bin`;
+    const path =
+      options.withRg === false ? join(dir, "no-rg") : `${join(dir, "bin")}:/usr/bin:/bin`;
     const run = spawnSync("bash", ["-c", command], {
       cwd: dir,
       encoding: "utf8",
