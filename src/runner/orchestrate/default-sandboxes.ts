@@ -39,6 +39,7 @@ export function defaultSandboxes(options: DefaultSandboxesOptions): SandboxProvi
         containerName: container.containerName,
         workdir: container.workdir,
         user: container.user,
+        recover: container.recover,
         logger: options.logger,
       }),
   });

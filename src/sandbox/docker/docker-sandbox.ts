@@ -37,6 +37,11 @@ export interface DockerSandboxOptions {
   workdir: string;
   /** "uid:gid" every command and file operation runs as. */
   user: string;
+  /**
+   * Replaces the container when it went away mid-session (the manager's `recover`), so the next
+   * call after a killed container gets a fresh one instead of failing for the rest of the run.
+   */
+  recover?: ((options?: { signal?: AbortSignal | undefined }) => Promise<string>) | undefined;
   logger?: Logger | undefined;
 }
 
@@ -61,11 +66,15 @@ export class DockerSandbox implements Sandbox {
     this.#logger = (options.logger ?? createSilentLogger()).child({
       sandbox: options.containerName,
     });
+    const recover = options.recover;
     this.#transport = new ContainerExec(
       options.engine.client,
       options.containerId,
       options.containerName,
       options.user,
+      options.recover
+        ? () => options.recover?.() ?? Promise.resolve(options.containerId)
+        : undefined,
     );
     this.#files = new ContainerFiles(this.#transport, options.workdir, this.#logger);
     this.processes = new ScriptProcessTable({

@@ -27,6 +27,16 @@ export interface ExecRequest {
   onOutput: OutputHandler;
 }
 
+/** Replaces a container that went away and returns the new container's id. */
+export type ContainerRecovery = () => Promise<string>;
+
+/** A start failure meaning the container is gone or stopped, not that the command failed. */
+function isContainerGone(error: unknown): boolean {
+  const cause = error instanceof SandboxError ? error.cause : error;
+  const status = dockerStatusOf(cause);
+  return status === 404 || status === 409;
+}
+
 /** A started exec: wait for it, or cut it off. */
 export interface RunningExec {
   /** The exit status, from exec inspect once the output stream has ended. */
@@ -40,18 +50,41 @@ export interface RunningExec {
  * inspect. The only place the Docker exec API is spoken, so a resident executor can replace it.
  */
 export class ContainerExec {
-  readonly #container: Docker.Container;
+  readonly #client: Docker;
+  readonly #recover: ContainerRecovery | undefined;
+  #container: Docker.Container;
 
   constructor(
     client: Docker,
-    readonly containerId: string,
+    containerId: string,
     readonly containerName: string,
     readonly user: string,
+    recover?: ContainerRecovery,
   ) {
+    this.#client = client;
+    this.#recover = recover;
     this.#container = client.getContainer(containerId);
   }
 
+  /** The current container's id (it changes when a dead container was replaced). */
+  get containerId(): string {
+    return this.#container.id;
+  }
+
   async start(request: ExecRequest): Promise<RunningExec> {
+    try {
+      return await this.#start(request);
+    } catch (error) {
+      // The container died (killed, OOM, engine restart) before this command could start: get a
+      // fresh one for the same sandbox (same name, same private workspace) and start it there.
+      if (!this.#recover || !isContainerGone(error)) throw error;
+      const replacement = await this.#recover();
+      this.#container = this.#client.getContainer(replacement);
+      return this.#start(request);
+    }
+  }
+
+  async #start(request: ExecRequest): Promise<RunningExec> {
     const attachStdin = request.stdin !== undefined;
     let exec: Docker.Exec;
     let socket: Duplex;
