@@ -72,9 +72,7 @@ export class DockerSandbox implements Sandbox {
       options.containerId,
       options.containerName,
       options.user,
-      options.recover
-        ? () => options.recover?.() ?? Promise.resolve(options.containerId)
-        : undefined,
+      recover && (() => recover()),
     );
     this.#files = new ContainerFiles(this.#transport, options.workdir, this.#logger);
     this.processes = new ScriptProcessTable({
