@@ -131,8 +131,8 @@ function toolLayers(
   if (runTools) {
     layers.push({
       layer: "run",
-      allow: runTools.allow && { entries: runTools.allow, configKey: "run.allow" },
-      deny: runTools.deny && { entries: runTools.deny, configKey: "run.deny" },
+      allow: runTools.allow && { entries: runTools.allow, configKey: "--allow-tools" },
+      deny: runTools.deny && { entries: runTools.deny, configKey: "--deny-tools" },
     });
   }
   return layers;

@@ -142,7 +142,7 @@ describe("layers: each one only narrows, deny always wins", () => {
           reason: "not in the allow list [group:fs]",
         },
         { layer: "sandbox", configKey: "tools.sandbox.tools.deny", reason: 'denied by "bash"' },
-        { layer: "run", configKey: "run.deny", reason: 'denied by "exec"' },
+        { layer: "run", configKey: "--deny-tools", reason: 'denied by "exec"' },
       ],
     });
   });
@@ -181,7 +181,7 @@ describe("layers: each one only narrows, deny always wins", () => {
     ]);
     expect(decision({}, "grep", { allow: ["read"] })).toMatchObject({
       layer: "run",
-      configKey: "run.allow",
+      configKey: "--allow-tools",
     });
   });
 });

@@ -20,7 +20,7 @@ export interface ToolDecision {
 /** A list of tool entries as written in one config key. */
 export interface ToolEntries {
   entries: readonly string[];
-  /** e.g. `tools.deny`, `agents.list[1].tools.allow`, `run.deny`. */
+  /** e.g. `tools.deny`, `agents.list[1].tools.allow`, `--deny-tools` (a run flag). */
   configKey: string;
 }
 
