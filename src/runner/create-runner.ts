@@ -13,7 +13,7 @@ import {
 import { builtinToolCatalog, extendToolCatalog, planRun, type RunPlan } from "../policy/index.js";
 import { DockerEngine } from "../sandbox/index.js";
 import { builtinTools, type ToolDefinition } from "../tools/index.js";
-import type { MessageQueue, RunLimits, RunResult } from "./loop/index.js";
+import type { MessageQueue, RunLimits, RunResult, ToolResult } from "./loop/index.js";
 import { createModelClient, type ModelClient, type UserContentBlock } from "./model/index.js";
 import {
   bindToolset,
@@ -26,7 +26,6 @@ import {
   type ProvidedSandbox,
   type SandboxProvider,
 } from "./orchestrate/index.js";
-import type { ToolResult } from "./loop/index.js";
 import { SessionLanes } from "./session/index.js";
 
 export interface RunnerOptions {
@@ -45,7 +44,7 @@ export interface RunnerOptions {
    * session (`fix-tests` needs this: its changes are taken and verified as a patch).
    */
   forceSeededCopy?: boolean | undefined;
-  /** An already loaded config; skips file loading. */
+  /** An already loaded config; skips file loading (and so `configOverrides`, `workspace`, `forceSeededCopy`). */
   config?: CordonConfig | undefined;
   /** The model; default: the scripted model when `modelScript` is set, else the Anthropic API. */
   model?: ModelClient | undefined;
@@ -161,6 +160,10 @@ export function createRunner(options: RunnerOptions = {}): Runner {
           configPath: options.configPath,
           overrides: overridesOf(options),
         }).then((loaded) => loaded.config);
+    // A config that failed to load (a typo being fixed) is read again on the next call.
+    config.catch(() => {
+      config = undefined;
+    });
     return config;
   };
 

@@ -234,6 +234,17 @@ describe("cordon run, end to end", () => {
     const empty = await runCordon(["run", "--workspace", repo, "-"], env(), "   ");
     expect(empty.exitCode).toBe(2);
     expect(empty.stderr).toContain("no task");
+    const streamed = await runCordon(
+      ["run", "--workspace", repo, "--output-format", "stream-json", "-"],
+      env(),
+      "",
+    );
+    expect(streamed.exitCode).toBe(2);
+    const lines = streamed.stdout
+      .trim()
+      .split("\n")
+      .map((line) => JSON.parse(line) as { type: string });
+    expect(lines.map((line) => line.type)).toEqual(["run-start", "run-end"]);
     const noKey = await runCordon(
       ["run", "--workspace", repo, "--session", session("nokey"), "--output-format", "json", "x"],
       env(),

@@ -1,6 +1,9 @@
+import { randomUUID } from "node:crypto";
+
 import { Option, type Command } from "commander";
 
 import { ConfigError } from "../../common/index.js";
+import { failedRunResult, type RunnerEvent } from "../../runner/index.js";
 import type { CliContext } from "../context.js";
 import { withInterrupt } from "../interrupt.js";
 import { addPlanOptions, runnerFromFlags, type PlanFlags } from "../runner-flags.js";
@@ -56,7 +59,20 @@ export function registerRunCommand(program: Command, context: CliContext): void 
         stdout: context.stdout,
         stderr: context.stderr,
       });
-      const prompt = await readPrompt(context, promptArgument);
+      let prompt: string;
+      try {
+        prompt = await readPrompt(context, promptArgument);
+      } catch (error) {
+        // Machine readers get their one result (stream-json: run-start … run-end) even so.
+        const result = failedRunResult(randomUUID(), flags.session ?? "", error);
+        const events: RunnerEvent[] = [
+          { type: "run-start", runId: result.runId, sessionKey: result.sessionKey, model: "" },
+          { type: "run-end", ...result },
+        ];
+        for (const event of events) renderer.onEvent(event);
+        context.exitCode = result.exitCode;
+        return;
+      }
       const runner = runnerFromFlags(context, flags, { modelScript: flags.modelScript });
       const result = await withInterrupt(context, (signal) =>
         runner.run({
