@@ -205,6 +205,20 @@ describe("cordon run, end to end", () => {
     expect(check.stdout).not.toContain("ran");
   });
 
+  it("the host environment, API keys included, never reaches the container", async () => {
+    const key = session("env");
+    const run = await runCordon(["exec", "--workspace", repo, "--session", key, "--", "env"], {
+      ...env(),
+      ANTHROPIC_API_KEY: "sk-ant-canary-123",
+      GITHUB_TOKEN: "ghp_canary_456",
+      AWS_SECRET_ACCESS_KEY: "aws-canary-789",
+    });
+    expect(run.exitCode).toBe(0);
+    expect(run.stdout).toContain("HOME=");
+    expect(run.stdout).not.toMatch(/canary/);
+    expect(run.stdout).not.toMatch(/ANTHROPIC|GITHUB_TOKEN|AWS_/);
+  });
+
   it("Docker down: exit 3, a clear message, and stream-json still ends with run-end", async () => {
     const run = await runCordon(
       [
