@@ -166,6 +166,9 @@ describe("file tools over DockerSandbox", () => {
       const size = 400_000;
       await tools.ok("write", { path: "atomic.txt", content: "a\n".repeat(size / 2) });
       const inodeBefore = await sh("stat -c %i atomic.txt");
+      // Holding the original open pins its inode number, so a replacement cannot reuse it (ext4
+      // hands a freed number straight back): a different number then proves a rename, not a rewrite.
+      const holder = await box.sandbox.processes.start("exec 3< atomic.txt; sleep 120");
       const reader = await box.sandbox.processes.start(
         `while [ ! -e stop ]; do n=$(wc -c < atomic.txt); [ "$n" = ${size} ] || echo "PARTIAL:$n"; done; echo reader-done`,
       );
@@ -181,6 +184,7 @@ describe("file tools over DockerSandbox", () => {
       expect(output).toBe("reader-done\n");
       expect(await sh("sort -u atomic.txt")).toBe("e\n");
       expect(await sh("stat -c %i atomic.txt")).not.toBe(inodeBefore);
+      await box.sandbox.processes.kill(holder.id);
       expect(await sh("ls -A | grep -c cordon-write || true")).toBe("0\n");
     });
 

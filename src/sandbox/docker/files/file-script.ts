@@ -34,7 +34,9 @@ op_read() { # path max
   # The size first, so the caller can hold the content in one buffer of the right length; one
   # byte past the limit tells it the file grew past the limit while being read.
   printf '%s\\n' "$size"
-  exec head -c "$(($2 + 1))" -- "$1"
+  # dd with 1 MiB blocks, not head -c (8 KiB writes): every write is a frame of the exec stream,
+  # and fewer, larger frames are what makes reading a big file as fast as docker cp.
+  exec dd if="$1" bs=1M iflag=count_bytes count="$(($2 + 1))" status=none
 }
 
 op_write() { # path mode create-parents size; the content arrives on stdin
