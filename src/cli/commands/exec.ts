@@ -15,8 +15,6 @@ interface ExecFlags extends PlanFlags {
   timeout?: string;
 }
 
-const decoder = new TextDecoder();
-
 /** Like a shell: a signal death is 128 + the signal number (an unnamed one counts as SIGKILL). */
 function shellExitCode(result: ExecResult): number {
   if (result.exitCode !== null) return result.exitCode;
@@ -45,6 +43,9 @@ export function registerExecCommand(program: Command, context: CliContext): void
       // One word is taken as a shell line (`cordon exec -- 'make test | tail'`); several are quoted.
       const command = words.length === 1 ? (words[0] ?? "") : words.map(quoteShellArg).join(" ");
       const runner = runnerFromFlags(context, flags);
+      // One decoder per stream, in streaming mode: a UTF-8 character split across chunks stays whole.
+      const stdout = new TextDecoder();
+      const stderr = new TextDecoder();
       await withInterrupt(context, async (signal) => {
         const { lease } = await runner.acquireSandbox({
           agentId: flags.agent,
@@ -56,9 +57,18 @@ export function registerExecCommand(program: Command, context: CliContext): void
           const result = await lease.sandbox.exec(command, {
             signal,
             timeoutMs,
-            onStdout: flags.json ? undefined : (chunk) => context.stdout(decoder.decode(chunk)),
-            onStderr: flags.json ? undefined : (chunk) => context.stderr(decoder.decode(chunk)),
+            onStdout: flags.json
+              ? undefined
+              : (chunk) => context.stdout(stdout.decode(chunk, { stream: true })),
+            onStderr: flags.json
+              ? undefined
+              : (chunk) => context.stderr(stderr.decode(chunk, { stream: true })),
           });
+          // Whatever an incomplete last character left in the decoders.
+          const restOut = stdout.decode();
+          const restErr = stderr.decode();
+          if (restOut) context.stdout(restOut);
+          if (restErr) context.stderr(restErr);
           if (flags.json)
             context.stdout(`${JSON.stringify({ sandbox: lease.sandbox.id, ...result })}\n`);
           if (result.timedOut) context.stderr(`cordon: the command timed out and was killed\n`);
