@@ -7,6 +7,7 @@ import {
   hostPathOwner,
   hostRealpath,
   loadConfig,
+  mergeLayers,
   type ConfigOverrides,
   type CordonConfig,
 } from "../config/index.js";
@@ -122,10 +123,7 @@ function overridesOf(options: RunnerOptions): ConfigOverrides | undefined {
     defaults["sandbox"] = { mode: "all", scope: "session", workspaceAccess: "none", seed: true };
   }
   if (Object.keys(defaults).length === 0) return options.configOverrides;
-  const given = options.configOverrides ?? {};
-  const agents = (given["agents"] ?? {}) as Record<string, unknown>;
-  const givenDefaults = (agents["defaults"] ?? {}) as Record<string, unknown>;
-  return { ...given, agents: { ...agents, defaults: { ...givenDefaults, ...defaults } } };
+  return mergeLayers(options.configOverrides ?? {}, { agents: { defaults } }) as ConfigOverrides;
 }
 
 /**

@@ -8,11 +8,11 @@ import { quoteShellArg } from "../../tools/index.js";
 import type { CliContext } from "../context.js";
 import { withInterrupt } from "../interrupt.js";
 import { addPlanOptions, runnerFromFlags, type PlanFlags } from "../runner-flags.js";
-import { parseDuration } from "./parse-duration.js";
+import { durationOf } from "../flag-parsers.js";
 
 interface ExecFlags extends PlanFlags {
   json?: boolean;
-  timeout?: string;
+  timeout?: number;
 }
 
 /** Like a shell: a signal death is 128 + the signal number (an unnamed one counts as SIGKILL). */
@@ -33,13 +33,15 @@ export function registerExecCommand(program: Command, context: CliContext): void
     .description("run one command in the sandbox a run would get (same plan, container, mounts)")
     .argument("<command...>", "the command and its arguments (put them after --)");
   addPlanOptions(exec)
-    .option("--timeout <duration>", "kill the command's whole process tree after this long")
+    .option(
+      "--timeout <duration>",
+      "kill the command's whole process tree after this long",
+      durationOf("--timeout"),
+    )
     .option("--json", "print {exitCode, stdout, stderr, ...} instead of streaming")
     .action(async (words: string[], flags: ExecFlags) => {
       if (words.length === 0)
         throw new ConfigError("no command given", { fix: "cordon exec -- ls -la" });
-      const timeoutMs =
-        flags.timeout === undefined ? undefined : parseDuration(flags.timeout, "--timeout");
       // One word is taken as a shell line (`cordon exec -- 'make test | tail'`); several are quoted.
       const command = words.length === 1 ? (words[0] ?? "") : words.map(quoteShellArg).join(" ");
       const runner = runnerFromFlags(context, flags);
@@ -56,7 +58,7 @@ export function registerExecCommand(program: Command, context: CliContext): void
         try {
           const result = await lease.sandbox.exec(command, {
             signal,
-            timeoutMs,
+            timeoutMs: flags.timeout,
             onStdout: flags.json
               ? undefined
               : (chunk) => context.stdout(stdout.decode(chunk, { stream: true })),

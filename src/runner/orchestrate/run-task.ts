@@ -266,12 +266,11 @@ async function readAgentsMd(
   const base = plan.sandbox.workspaceAccess === "ro" ? agentMountPath(plan) : undefined;
   const file = base ? `${base}/AGENTS.md` : "AGENTS.md";
   try {
-    const stat = await sandbox.stat(file, { signal });
-    if (stat?.type !== "file") return undefined;
+    // One read, no stat first: this is on every run's start, and a missing file is the usual case.
     const bytes = await sandbox.readFile(file, { signal, maxBytes: agentsMdMaxBytes });
     return new TextDecoder().decode(bytes);
   } catch {
-    // Too large or unreadable: the run goes on without it rather than failing on a hint file.
+    // Missing, a directory, too large or unreadable: the run goes on without the hint file.
     return undefined;
   }
 }
