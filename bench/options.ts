@@ -2,6 +2,7 @@
 export const figureNames = [
   "warm-exec",
   "first-result",
+  "seeded-session",
   "files",
   "concurrency",
   "agent-loop",

@@ -8,6 +8,7 @@ import { concurrency } from "./figures/concurrency.js";
 import { files } from "./figures/files.js";
 import { agentLoop } from "./figures/agent-loop.js";
 import { firstResult } from "./figures/first-result.js";
+import { seededSession } from "./figures/seeded-session.js";
 import { warmExec } from "./figures/warm-exec.js";
 import type { BenchOptions, FigureName } from "./options.js";
 import type { BenchReport, FigureResult } from "./report.js";
@@ -18,6 +19,7 @@ const figures: Record<
 > = {
   "warm-exec": { title: "warm exec round trip", run: warmExec },
   "first-result": { title: "first result of a new session", run: firstResult },
+  "seeded-session": { title: "a new session on a seeded copy", run: seededSession },
   files: { title: "write + read of 1 KiB and 10 MiB files", run: files },
   concurrency: { title: "32 concurrent sessions × 10 execs", run: concurrency },
   "agent-loop": { title: "agent-loop overhead per tool call", run: agentLoop },
