@@ -58,7 +58,13 @@ export type { ExecOptions, ExecResult, FileStat, Sandbox } from "./sandbox/index
 
 // Whole jobs.
 export { fixTests, type FixTestsOptions, type FixTestsResult } from "./workflows/index.js";
-export { applyChanges, inspectPatch, takeChanges } from "./changes/index.js";
+export {
+  PatchParseError,
+  applyChanges,
+  parsePatch,
+  patchProblems,
+  takeChanges,
+} from "./changes/index.js";
 
 // Errors and exit codes.
 export { CordonError, ExitCode } from "./common/index.js";

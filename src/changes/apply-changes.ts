@@ -5,7 +5,8 @@ import path from "node:path";
 import { promisify } from "node:util";
 
 import { CordonError, ExitCode, PolicyDeniedError, messageOf } from "../common/index.js";
-import { inspectPatch, patchProblems, type PatchedFile } from "./inspect-patch.js";
+import { parsePatch, type PatchedFile } from "./parse-git-patch.js";
+import { patchProblems } from "./patch-problems.js";
 
 const run = promisify(execFile);
 
@@ -54,7 +55,7 @@ export async function applyChanges(
   patch: Uint8Array,
   options: { check?: boolean } = {},
 ): Promise<ApplyOutcome> {
-  const files = inspectPatch(Buffer.from(patch).toString("utf8"));
+  const files = parsePatch(patch);
   if (files.length === 0) return { files, applied: false };
   const problems = patchProblems(files);
   if (problems.length > 0) {

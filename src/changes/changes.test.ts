@@ -7,7 +7,8 @@ import { afterEach, beforeEach, describe, expect, it } from "vitest";
 
 import { ChangesConflictError, applyChanges } from "./apply-changes.js";
 import { baselineRef, recordBaseline } from "../sandbox/workspace/index.js";
-import { inspectPatch, patchProblems } from "./inspect-patch.js";
+import { parsePatch } from "./parse-git-patch.js";
+import { patchProblems } from "./patch-problems.js";
 
 const gitEnv = {
   ...process.env,
@@ -69,7 +70,7 @@ describe("changes: baseline, inspect, apply", () => {
     await writeFile(path.join(copy, "build", "out.o"), "ignored");
     const patch = diffAgainstBaseline(copy);
 
-    const files = inspectPatch(patch.toString("utf8"));
+    const files = parsePatch(patch.toString("utf8"));
     expect(files.map((f) => [f.path, f.change, f.binary])).toEqual([
       ["code.py", "modified", false],
       ["new.bin", "added", true],
@@ -89,7 +90,7 @@ describe("changes: baseline, inspect, apply", () => {
     await writeFile(path.join(plain, "a.txt"), "a\n");
     await recordBaseline(plain);
     await writeFile(path.join(plain, "a.txt"), "b\n");
-    const files = inspectPatch(diffAgainstBaseline(plain).toString("utf8"));
+    const files = parsePatch(diffAgainstBaseline(plain).toString("utf8"));
     expect(files.map((f) => f.path)).toEqual(["a.txt"]);
   });
 
@@ -115,7 +116,7 @@ describe("changes: baseline, inspect, apply", () => {
     await symlink("/etc/passwd", path.join(copy, "passwd"));
     await symlink("../../outside", path.join(copy, "up"));
     await symlink("code.py", path.join(copy, "inside"));
-    const files = inspectPatch(diffAgainstBaseline(copy).toString("utf8"));
+    const files = parsePatch(diffAgainstBaseline(copy).toString("utf8"));
     const problems = patchProblems(files);
     expect(problems.map((p) => p.path).sort()).toEqual(["passwd", "up"]);
     await expect(applyChanges(real, diffAgainstBaseline(copy))).rejects.toThrow(
@@ -137,7 +138,7 @@ describe("changes: baseline, inspect, apply", () => {
       "+x",
       "",
     ].join("\n");
-    expect(patchProblems(inspectPatch(hostile)).map((p) => p.problem)).toEqual([
+    expect(patchProblems(parsePatch(hostile)).map((p) => p.problem)).toEqual([
       "the path is inside .git",
       "the path leaves the workspace",
     ]);
@@ -159,6 +160,7 @@ describe("changes: baseline, inspect, apply", () => {
       "old mode 100644",
       "new mode 100755",
       'diff --git "a/\\303\\244.txt" "b/\\303\\244.txt"',
+      "index 78981922613b2afb6025042ff6bd878ac1994e85..61780798228d17af2d34fce4cfbdf35556832472 100644",
       '--- "a/\\303\\244.txt"',
       '+++ "b/\\303\\244.txt"',
       "@@ -1 +1 @@",
@@ -166,7 +168,7 @@ describe("changes: baseline, inspect, apply", () => {
       "+b",
       "",
     ].join("\n");
-    expect(inspectPatch(patch).map((f) => [f.path, f.change, f.from])).toEqual([
+    expect(parsePatch(patch).map((f) => [f.path, f.change, f.from])).toEqual([
       ["new name.txt", "renamed", "old name.txt"],
       ["gone.txt", "deleted", undefined],
       ["run.sh", "mode", undefined],

@@ -1,12 +1,9 @@
 /**
  * Changes made in a seeded private workspace: recorded against a baseline at seeding, taken out
- * of the sandbox as one patch, inspected, and applied to the real workspace all or nothing.
+ * of the sandbox as one patch, read by one strict parser, checked, and applied to the real
+ * workspace all or nothing.
  */
 export { takeChanges } from "./take-changes.js";
-export {
-  inspectPatch,
-  patchProblems,
-  type PatchedFile,
-  type PatchProblem,
-} from "./inspect-patch.js";
+export { PatchParseError, parsePatch, type PatchedFile } from "./parse-git-patch.js";
+export { patchProblems, type PatchProblem } from "./patch-problems.js";
 export { ChangesConflictError, applyChanges, type ApplyOutcome } from "./apply-changes.js";

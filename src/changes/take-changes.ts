@@ -24,7 +24,7 @@ trap 'rm -f "$index"' EXIT
 export GIT_INDEX_FILE="$index"
 git read-tree ${baselineRef}
 git add -A .
-git -c core.quotePath=false diff --cached --binary --no-color --no-ext-diff --no-textconv --full-index ${baselineRef} >"$1"
+git -c core.quotePath=false -c diff.noprefix=false -c diff.mnemonicPrefix=false diff --cached --binary --no-color --no-ext-diff --no-textconv --full-index --src-prefix=a/ --dst-prefix=b/ ${baselineRef} >"$1"
 `;
 
 /**

@@ -1,7 +1,7 @@
 import type { Command } from "commander";
 
 import { ConfigError } from "../../common/index.js";
-import { applyChanges, inspectPatch, takeChanges, type PatchedFile } from "../../changes/index.js";
+import { applyChanges, parsePatch, takeChanges, type PatchedFile } from "../../changes/index.js";
 import type { Runner } from "../../runner/index.js";
 import type { CliContext } from "../context.js";
 import { withInterrupt } from "../interrupt.js";
@@ -72,7 +72,7 @@ export function registerChangesCommands(program: Command, context: CliContext): 
         sessionChanges(context, runner, flags, signal),
       );
       const text = Buffer.from(patch).toString("utf8");
-      const files = inspectPatch(text);
+      const files = parsePatch(patch);
       if (flags.json) {
         context.stdout(`${JSON.stringify({ files, patch: text })}\n`);
       } else if (flags.stat) {

@@ -6,7 +6,7 @@ import {
   messageOf,
   type ExitCode as ExitCodeValue,
 } from "../../common/index.js";
-import { inspectPatch, takeChanges, type PatchedFile } from "../../changes/index.js";
+import { parsePatch, takeChanges, type PatchedFile } from "../../changes/index.js";
 import type {
   RunLimits,
   RunResult,
@@ -221,7 +221,7 @@ export async function fixTests(options: FixTestsOptions): Promise<FixTestsResult
       };
       // Also after a limit or an interrupt: the partial changes are an artifact worth having.
       patch = await takeChanges(work.lease.sandbox);
-      result.filesChanged = inspectPatch(Buffer.from(patch).toString("utf8"));
+      result.filesChanged = parsePatch(patch);
       if (run.status !== "completed") {
         Object.assign(result, {
           status: "agent_stopped",
