@@ -1,14 +1,10 @@
-import { execFile } from "node:child_process";
-import { mkdtemp, rm, writeFile } from "node:fs/promises";
-import os from "node:os";
+import { lstat, readlink, writeFile } from "node:fs/promises";
 import path from "node:path";
-import { promisify } from "node:util";
 
 import { CordonError, ExitCode, PolicyDeniedError, messageOf } from "../common/index.js";
 import { parsePatch, type PatchedFile } from "./parse-git-patch.js";
-import { patchProblems } from "./patch-problems.js";
-
-const run = promisify(execFile);
+import { withIsolatedGit } from "./isolated-git.js";
+import { patchProblems, symlinkProblem, type PatchProblem } from "./patch-problems.js";
 
 /** The real workspace changed underneath the copy in a way the patch does not fit. */
 export class ChangesConflictError extends CordonError {
@@ -45,10 +41,35 @@ function conflictingFiles(stderr: string): string[] {
 }
 
 /**
+ * Problems only the real workspace can show: a rename or copy that changes no content carries no
+ * mode in the patch, so whether it moves a symlink (whose relative target then points elsewhere)
+ * is read from the source git apply will take it from.
+ */
+async function movedSymlinkProblems(
+  workspace: string,
+  files: readonly PatchedFile[],
+): Promise<PatchProblem[]> {
+  const problems: PatchProblem[] = [];
+  for (const file of files) {
+    if (file.from === undefined || file.mode !== undefined) continue;
+    const source = path.join(workspace, file.from);
+    const stat = await lstat(source).catch(() => undefined);
+    if (!stat?.isSymbolicLink()) continue;
+    const problem = symlinkProblem(file.path, await readlink(source));
+    if (problem) problems.push({ path: file.path, problem });
+  }
+  return problems;
+}
+
+/**
  * Applies a patch taken from a sandbox to the real workspace, all or nothing (`git apply` is
- * atomic without --reject). Refuses unsafe patches before git sees them (paths leaving the
- * workspace or into .git, submodules, symlinks pointing out), and a patch that no longer fits
- * the workspace, naming the files.
+ * atomic without --reject, and `--check` runs first). Refuses a patch the strict parser cannot
+ * read and unsafe ones before git sees them (paths leaving the workspace or into .git, submodules,
+ * symlinks pointing out), and a patch that no longer fits the workspace, naming the files.
+ *
+ * git runs with a git dir cordon owns (withIsolatedGit), so the repository's filters, hooks,
+ * fsmonitor and attributes never run on the host; git's own refusals (paths beyond a symlink,
+ * outside the tree) still hold.
  */
 export async function applyChanges(
   workspace: string,
@@ -57,24 +78,20 @@ export async function applyChanges(
 ): Promise<ApplyOutcome> {
   const files = parsePatch(patch);
   if (files.length === 0) return { files, applied: false };
-  const problems = patchProblems(files);
+  const problems = [...patchProblems(files), ...(await movedSymlinkProblems(workspace, files))];
   if (problems.length > 0) {
     throw new PolicyDeniedError(
       `the changes are not safe to apply: ${problems.map((p) => `${p.path} ${p.problem}`).join("; ")}`,
       { fix: "review them with `cordon diff`; apply the safe parts by hand" },
     );
   }
-  const scratch = await mkdtemp(path.join(os.tmpdir(), "cordon-apply-"));
-  try {
+  return withIsolatedGit(workspace, async (git, scratch) => {
     const patchFile = path.join(scratch, "changes.patch");
     await writeFile(patchFile, patch);
-    const git = (args: string[]) =>
-      run("git", ["apply", "--binary", "--whitespace=nowarn", ...args, patchFile], {
-        cwd: workspace,
-        maxBuffer: 16 * 1024 * 1024,
-      });
+    const apply = (args: string[]) =>
+      git(["apply", "--binary", "--whitespace=nowarn", ...args, patchFile]);
     try {
-      await git(["--check"]);
+      await apply(["--check"]);
     } catch (error) {
       const output = (error as { stderr?: unknown }).stderr;
       const stderr = typeof output === "string" ? output : messageOf(error);
@@ -88,9 +105,7 @@ export async function applyChanges(
       );
     }
     if (options.check) return { files, applied: false };
-    await git([]);
+    await apply([]);
     return { files, applied: true };
-  } finally {
-    await rm(scratch, { recursive: true, force: true });
-  }
+  });
 }
