@@ -12,12 +12,20 @@ import {
   chmod,
 } from "node:fs/promises";
 import type { Stats } from "node:fs";
+import os from "node:os";
 import path from "node:path";
 
 import { SandboxStartError, throwIfAborted } from "../../common/index.js";
 import type { SandboxSpec } from "../spec.js";
 import { recordBaseline } from "./baseline.js";
 import { listGitFiles } from "./git-files.js";
+import {
+  copySanitizedGitDir,
+  defaultRepositoryFormat,
+  findRepository,
+  writeFreshRepository,
+  writeListingGitDir,
+} from "./git-state.js";
 import { parseContainerUser, permissionsFor, processUid, type Owner } from "./owner.js";
 import { isInside, isStrictlyInside, seedMarkerPath, seedTempPrefix } from "./paths.js";
 import { TreeCopier, isErrno, type CopySummary } from "./tree-copy.js";
@@ -268,38 +276,79 @@ async function seedInto(
       },
     );
   }
-  const copier = new TreeCopier({
-    sourceRoot,
-    targetRoot: temporary,
-    owner: options.owner,
-    exclude: options.exclude,
-    signal: options.signal,
-  });
-  let listed = await listGitFiles(sourceRoot, options.signal);
-  const gitEntry = await lstat(path.join(sourceRoot, ".git")).catch(() => undefined);
-  if (listed?.length === 0 && !gitEntry) {
-    // Inside a repository that ignores this whole directory: git's view is empty, but the user
-    // pointed cordon here, so its files are what they mean.
-    options.warnings.push(
-      `${spec.agentWorkspace} is ignored by the git repository around it; copied it whole`,
-    );
-    listed = undefined;
-  }
-  let summary: CopySummary;
-  if (listed) {
-    if (gitEntry?.isFile()) {
+  const repository = await findRepository(sourceRoot);
+  let summary: CopySummary = { files: 0, directories: 0, symlinks: 0, bytes: 0, skipped: [] };
+  let format = defaultRepositoryFormat;
+  let listed: string[] | undefined;
+  if (repository?.kind === "own") {
+    // The sanitized `.git` first: git lists the workspace through it, so the repository's own
+    // config (which an `rw` agent could have written) is never read by git on the host.
+    const gitCopy = await copySanitizedGitDir({
+      sourceRoot,
+      targetRoot: temporary,
+      owner: options.owner,
+      warnings: options.warnings,
+      signal: options.signal,
+    });
+    format = gitCopy.format;
+    summary = gitCopy.summary;
+    listed = await listGitFiles({
+      gitDir: path.join(temporary, ".git"),
+      workTree: sourceRoot,
+      directory: sourceRoot,
+      signal: options.signal,
+    });
+  } else if (repository) {
+    const scratch = await mkdtemp(path.join(os.tmpdir(), "cordon-listing-"));
+    try {
+      const gitDir = path.join(scratch, "git");
+      await writeListingGitDir(repository, gitDir, options.warnings);
+      listed = await listGitFiles({
+        gitDir,
+        workTree: repository.workTree,
+        directory: sourceRoot,
+        signal: options.signal,
+      });
+    } finally {
+      await rm(scratch, { recursive: true, force: true });
+    }
+    if (listed.length === 0) {
+      // Inside a repository that ignores this whole directory: git's view is empty, but the user
+      // pointed cordon here, so its files are what they mean.
+      options.warnings.push(
+        `${spec.agentWorkspace} is ignored by the git repository around it; copied it whole`,
+      );
+      listed = undefined;
+    } else if (repository.workTree === sourceRoot) {
       options.warnings.push(
         `${spec.agentWorkspace} is a linked git worktree or submodule (.git is a file); its repository was not copied (the copy gets a fresh one, without history)`,
       );
-    } else if (!gitEntry) {
+    } else {
       options.warnings.push(
         `${spec.agentWorkspace} is a subdirectory of a git repository; its files were copied without the repository (the copy gets a fresh one, without history)`,
       );
     }
-    // `.git` comes along whole so `git diff` inside the sandbox (and `cordon diff`) work.
-    summary = await copier.copyEntries(gitEntry?.isDirectory() ? [...listed, ".git"] : listed);
-  } else {
-    summary = await copier.copyAll();
+  }
+  const copier = new TreeCopier({
+    sourceRoot,
+    targetRoot: temporary,
+    owner: options.owner,
+    // Where cordon keeps its own things, and a `.git` that is no repository (it could hold
+    // hooks): never copied.
+    exclude: [...options.exclude, path.join(sourceRoot, ".git")],
+    signal: options.signal,
+  });
+  const files = listed ? await copier.copyEntries(listed) : await copier.copyAll();
+  summary = {
+    files: summary.files + files.files,
+    directories: summary.directories + files.directories,
+    symlinks: summary.symlinks + files.symlinks,
+    bytes: summary.bytes + files.bytes,
+    skipped: [...summary.skipped, ...files.skipped],
+  };
+  if (repository?.kind !== "own") {
+    // A repository of cordon's own, so the agent can use git and diffs have a baseline.
+    await writeFreshRepository(path.join(temporary, ".git"), format, options.owner);
   }
   if (summary.skipped.length > 0) {
     options.warnings.push(

@@ -41,6 +41,11 @@ export interface TreeCopierOptions {
    */
   exclude?: readonly string[] | undefined;
   signal?: AbortSignal | undefined;
+  /**
+   * "copy" (default) recreates symlinks as symlinks; "skip" leaves them out and reports them —
+   * for git state, where git never makes one and a link would make later host reads follow it.
+   */
+  symlinks?: "copy" | "skip" | undefined;
   /** Files copied at once. Default 16. */
   concurrency?: number | undefined;
 }
@@ -85,6 +90,12 @@ export class TreeCopier {
     }
     await this.drain();
     return this.summary;
+  }
+
+  /** Creates `relative` (and its parents) in the target as a plain directory, mode 0755. */
+  async makeDirectory(relative: string): Promise<boolean> {
+    const normalized = normalizeRelative(relative);
+    return normalized !== undefined && (await this.ensureTargetDirectory(normalized));
   }
 
   private async copyEntry(relative: string): Promise<void> {
@@ -196,6 +207,10 @@ export class TreeCopier {
   }
 
   private async copySymlink(relative: string): Promise<void> {
+    if (this.options.symlinks === "skip") {
+      this.skip(relative, "a symlink inside .git (git makes none)");
+      return;
+    }
     const source = path.join(this.options.sourceRoot, relative);
     const target = path.join(this.options.targetRoot, relative);
     // The link text only: whatever it points at stays where it is.

@@ -1,0 +1,115 @@
+import { execFile } from "node:child_process";
+
+/**
+ * The one way cordon runs git on the host over workspace data. Everything a repository or an agent
+ * wrote is hostile (DESIGN.md §10), so git here never reads a repository's own configuration: the
+ * caller always names the git dir (one cordon wrote: a sanitized copy, a listing scratch dir or a
+ * baseline dir) and the work tree, and these overrides close the paths by which git runs code:
+ * hooks (`core.hooksPath`), the fsmonitor hook, and — through the system config, which is skipped —
+ * filters and textconv drivers. `safe.directory=*` because the trees belong to the container's user
+ * or the user's repository, never to this process.
+ */
+const closedConfig = [
+  "-c",
+  "core.hooksPath=/dev/null",
+  "-c",
+  "core.fsmonitor=false",
+  "-c",
+  "core.untrackedCache=false",
+  "-c",
+  "safe.directory=*",
+] as const;
+
+/** Biggest output cordon takes from one host git call by default. */
+export const defaultGitOutputBytes = 64 * 1024 * 1024;
+
+export interface HostGitOptions {
+  /** The git dir to use: always one cordon wrote, never discovered. */
+  gitDir: string;
+  /** The tree git looks at; none for calls that read only `stdin`. */
+  workTree?: string | undefined;
+  /** Where git runs (inside `workTree`; paths it prints are relative to it). Default `workTree`. */
+  cwd?: string | undefined;
+  /** Bytes written to git's stdin. */
+  stdin?: Uint8Array | undefined;
+  /**
+   * Read the invoking user's global config (`~/.gitconfig`): only for listing the user's own
+   * files, where their `core.excludesFile` is meant. Everything else runs with none.
+   */
+  userConfig?: boolean | undefined;
+  /** Extra environment (a private `GIT_INDEX_FILE`, commit identity). */
+  env?: Record<string, string> | undefined;
+  /** Bytes of stdout accepted; more fails the call. Default 64 MiB. */
+  maxBuffer?: number | undefined;
+  signal?: AbortSignal | undefined;
+}
+
+/** Why a host git call failed, with what git said. */
+export class HostGitError extends Error {
+  constructor(
+    message: string,
+    readonly exitCode: number | string | undefined,
+    readonly stderr: string,
+    options?: ErrorOptions,
+  ) {
+    super(message, options);
+    this.name = "HostGitError";
+  }
+
+  /** True when git stopped because its output passed `maxBuffer`. */
+  get outputTooLarge(): boolean {
+    return this.exitCode === "ERR_CHILD_PROCESS_STDIO_MAXBUFFER";
+  }
+}
+
+/**
+ * Runs `git <args>` with the repository closed off as described above and returns stdout as
+ * bytes. Only PATH (and HOME with `userConfig`) come from this process's environment: a GIT_DIR,
+ * GIT_CONFIG_PARAMETERS or GIT_EXEC_PATH of the caller must not steer it.
+ */
+export function runHostGit(args: readonly string[], options: HostGitOptions): Promise<Buffer> {
+  const env: NodeJS.ProcessEnv = {
+    PATH: process.env["PATH"] ?? "/usr/bin:/bin",
+    LC_ALL: "C",
+    GIT_DIR: options.gitDir,
+    GIT_CONFIG_NOSYSTEM: "1",
+    GIT_ATTR_NOSYSTEM: "1",
+    GIT_TERMINAL_PROMPT: "0",
+    ...options.env,
+  };
+  if (options.workTree !== undefined) env["GIT_WORK_TREE"] = options.workTree;
+  const home = process.env["HOME"];
+  if (options.userConfig && home !== undefined) env["HOME"] = home;
+  if (!options.userConfig) env["GIT_CONFIG_GLOBAL"] = "/dev/null";
+  return new Promise((resolve, reject) => {
+    const child = execFile(
+      "git",
+      [...closedConfig, ...args],
+      {
+        cwd: options.cwd ?? options.workTree ?? "/",
+        env,
+        encoding: "buffer",
+        maxBuffer: options.maxBuffer ?? defaultGitOutputBytes,
+        ...(options.signal ? { signal: options.signal } : {}),
+      },
+      (error, stdout, stderr) => {
+        if (!error) {
+          resolve(stdout);
+          return;
+        }
+        const said = stderr.toString("utf8").trim();
+        reject(
+          new HostGitError(
+            `git ${args[0] ?? ""} failed: ${said || error.message}`,
+            (error as { code?: number | string }).code,
+            said,
+            { cause: error },
+          ),
+        );
+      },
+    );
+    // A git that exits before reading all of stdin must not crash the process with EPIPE.
+    child.stdin?.on("error", () => undefined);
+    child.stdin?.end(options.stdin);
+  });
+}
