@@ -13,6 +13,7 @@ import {
   DockerEngine,
   DockerSandbox,
   DockerSandboxManager,
+  releaseWorkspaceDisksBelow,
   SandboxImage,
   SandboxInventory,
   type SandboxSpec,
@@ -158,6 +159,12 @@ export async function openBenchContext(options: OpenBenchContextOptions): Promis
           await new Promise((resolve) => setTimeout(resolve, 1000));
           await baselines.removeLabelled({ "cordon.bench.run": runId });
         }
+        // sandbox.disk: the private workspaces are mounted images; unmounted before rm.
+        await releaseWorkspaceDisksBelow(home).catch((error: unknown) =>
+          process.stderr.write(
+            `bench: cannot unmount the workspaces in ${home}: ${String(error)}\n`,
+          ),
+        );
         for (const dir of [home, workspace, baselineWorkspace]) {
           await rm(dir, { recursive: true, force: true }).catch((error: unknown) =>
             process.stderr.write(`bench: cannot remove ${dir}: ${String(error)}\n`),

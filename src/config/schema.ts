@@ -48,6 +48,8 @@ export const configDefaults = {
     scope: "session" as const,
     workspaceAccess: "none" as const,
     seed: true,
+    /** What the sandbox may write to its private workspace; 0 or "unlimited" = no bound. */
+    disk: "10g" as string | number,
     prune: { idleHours: 24, maxAgeDays: 7 },
   },
   docker: {
@@ -81,6 +83,12 @@ const byteSize = z.union([
     error: 'a size is a number of bytes or a string like "512m" or "1g"',
   }),
 ]);
+/** A disk budget: a byte size, or 0 / "unlimited" for none. */
+const diskSize = z
+  .union([byteSize, z.literal(0), z.literal("unlimited")])
+  .describe(
+    'Bound on what the sandbox writes to its private workspace: a size like "10g", or 0 / "unlimited" for none',
+  );
 const toolNameList = z.array(
   z
     .string()
@@ -193,6 +201,7 @@ function sandboxSchema<F extends Flavour>(flavour: F) {
     workspaceAccess: field(flavour, z.enum(workspaceAccessModes), s.workspaceAccess),
     seed: field(flavour, z.boolean(), s.seed),
     workspaceRoot: text.optional(),
+    disk: field(flavour, diskSize, s.disk),
     prune: section(flavour, prune),
     docker: section(flavour, docker),
   });

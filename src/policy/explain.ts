@@ -68,6 +68,9 @@ export function explainPlan(plan: RunPlan): string {
       lines.push(
         `  private workspace ${spec.privateWorkspace}${spec.seed ? " (seeded with a copy of the agent workspace)" : ""}`,
       );
+      lines.push(
+        `  disk         ${spec.diskBytes === undefined ? "UNBOUNDED: the sandbox can fill the host's disk through the private workspace" : `${formatByteSize(spec.diskBytes)} for the private workspace (an ext4 image; past it, writes fail with ENOSPC)`}`,
+      );
     }
     const prune = sandbox.prune;
     lines.push(

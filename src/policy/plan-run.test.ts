@@ -226,6 +226,35 @@ describe("the mount plan", () => {
     ).toMatch(/agents\.defaults\.sandbox\.workspaceRoot: \/etc\/cordon is inside \/etc/);
   });
 
+  it("bounds the private workspace by sandbox.disk: 10 GiB by default, sizes like memory, 0 / unlimited for none", () => {
+    const disk = (value?: unknown, access = "none") =>
+      plan({
+        agents: {
+          defaults: {
+            sandbox: { workspaceAccess: access, ...(value === undefined ? {} : { disk: value }) },
+          },
+        },
+      }).sandbox.spec?.diskBytes;
+    expect(disk()).toBe(10 * 1024 ** 3);
+    expect(disk("64m")).toBe(64 * 1024 ** 2);
+    expect(disk("1.5GiB", "ro")).toBe(1.5 * 1024 ** 3);
+    expect(disk(32 * 1024 ** 2)).toBe(32 * 1024 ** 2);
+    expect(disk(0)).toBeUndefined();
+    expect(disk("unlimited")).toBeUndefined();
+    // rw: no private workspace, nothing to bound.
+    expect(disk("64m", "rw")).toBeUndefined();
+    expect(refusal({ agents: { list: [{ id: "a", sandbox: { disk: "1m" } }] } }).message).toMatch(
+      /agents\.list\[0\]\.sandbox\.disk: "1m" is not a disk size of at least 16 MiB/,
+    );
+  });
+
+  it("explains the disk budget, and says so loudly when there is none", () => {
+    const text = (disk: unknown) =>
+      explainPlan(plan({ agents: { defaults: { sandbox: { disk } } } }));
+    expect(text("64m")).toMatch(/disk +64 MiB for the private workspace .*ENOSPC/);
+    expect(text("unlimited")).toMatch(/disk +UNBOUNDED: the sandbox can fill the host's disk/);
+  });
+
   it("adds configured binds, read-only unless asked, with the resolved source", () => {
     const spec = plan(
       withDocker({

@@ -5,6 +5,7 @@ import type { ConfigIssue, CordonConfig } from "../config/index.js";
 import type { SandboxMode, SandboxScope, SandboxSpec, WorkspaceAccess } from "../sandbox/index.js";
 import { hashOf } from "./config-hash.js";
 import { containerNameOf, scopeKeyOf } from "./container-name.js";
+import { resolveDiskBudget } from "./disk-budget.js";
 import { resolveDockerSettings } from "./docker-settings.js";
 import { planMounts } from "./mount-plan.js";
 import {
@@ -371,6 +372,10 @@ function planSandbox(context: SandboxPlanContext): SandboxSpec {
     }
     privateWorkspace = path.posix.join(root, containerName);
   }
+  const diskBytes =
+    privateWorkspace === undefined
+      ? undefined
+      : resolveDiskBudget(agent.sandbox.disk, agent.sandboxKey("disk"), problems);
 
   const settings = resolveDockerSettings({
     docker,
@@ -430,6 +435,7 @@ function planSandbox(context: SandboxPlanContext): SandboxSpec {
     workspaceAccess,
     agentWorkspace: workspace,
     privateWorkspace,
+    diskBytes,
     seed,
     mounts,
     docker: settings,

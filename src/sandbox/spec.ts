@@ -79,6 +79,11 @@ export interface SandboxSpec {
    * state directory); undefined for rw.
    */
   privateWorkspace?: string | undefined;
+  /**
+   * Size in bytes of the filesystem image the private workspace lives in (`sandbox.disk`): the
+   * sandbox cannot write more to it. Undefined = unbounded (a plain directory).
+   */
+  diskBytes?: number | undefined;
   /** Seed the private workspace with a copy of the agent workspace when it is first created. */
   seed: boolean;
   /** All bind mounts, workspace ones included, in mount order. */

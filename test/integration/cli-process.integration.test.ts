@@ -19,6 +19,7 @@ import {
   type MessagesApiServer,
   type ScriptedResponse,
 } from "../support/messages-api-server.js";
+import { removeStateDirectory } from "../support/state-directory.js";
 
 interface Envelope {
   v: number;
@@ -141,7 +142,7 @@ describe("the built CLI against a Messages API server", () => {
           .remove({ force: true })
           .catch(() => undefined);
     }
-    await rm(home, { recursive: true, force: true });
+    await removeStateDirectory(home);
     await rm(path.dirname(repo), { recursive: true, force: true });
   });
 

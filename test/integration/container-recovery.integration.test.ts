@@ -11,6 +11,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createRunner, type Runner } from "../../src/runner/index.js";
 import { demoRepo } from "../support/demo-repo.js";
 import { dockerClient, requireSandboxImage } from "../support/docker.js";
+import { removeStateDirectory } from "../support/state-directory.js";
 
 describe("a sandbox whose container dies mid-session", () => {
   let home: string;
@@ -26,7 +27,7 @@ describe("a sandbox whose container dies mid-session", () => {
   });
   afterAll(async () => {
     await runner.discardSandbox({ sessionKey }).catch(() => undefined);
-    await rm(home, { recursive: true, force: true });
+    await removeStateDirectory(home);
     await rm(path.dirname(repo), { recursive: true, force: true });
   });
 

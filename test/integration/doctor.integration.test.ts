@@ -1,4 +1,4 @@
-import { mkdtemp, writeFile } from "node:fs/promises";
+import { mkdtemp, readFile, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
 
@@ -20,9 +20,15 @@ describe("cordon doctor", () => {
       ["docker", "ok"],
       ["image", "ok"],
       ["state", "ok"],
+      ["disk", "ok"],
     ]);
     expect(run.exitCode).toBe(0);
     expect(report.checks.find((c) => c.name === "docker")?.detail).toMatch(/API 1\.\d+/);
+    // The disk check made, mounted and removed a real image: nothing of it is left behind.
+    expect(report.checks.find((c) => c.name === "disk")?.detail).toMatch(
+      /bounded by sandbox\.disk \(ext4 image made and loop-mounted in \d+ ms\)/,
+    );
+    expect(await readFile("/proc/self/mountinfo", "utf8")).not.toContain(".doctor-disk-");
   });
 
   it("is red with a fix, exit 3, when no engine answers", async () => {

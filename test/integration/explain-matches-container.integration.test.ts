@@ -4,7 +4,7 @@
  * network, environment and config hash the explained plan lists — and the read-only mounts it
  * shows are read-only to an attacker inside.
  */
-import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
+import { mkdir, mkdtemp, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
 
@@ -14,6 +14,7 @@ import type { RunPlan } from "../../src/policy/index.js";
 import { createRunner, type HeldSandbox } from "../../src/runner/index.js";
 import { dockerClient, execIn, removeContainer, requireSandboxImage } from "../support/docker.js";
 import { runCordon } from "../support/run-cli.js";
+import { removeStateDirectory } from "../support/state-directory.js";
 
 describe("sandbox explain matches the container a run gets", () => {
   let root: string;
@@ -81,7 +82,7 @@ describe("sandbox explain matches the container a run gets", () => {
     for (const sandbox of held) await sandbox.lease.release();
     const name = plan?.sandbox.spec?.containerName;
     if (name) await removeContainer(dockerClient().getContainer(name));
-    await rm(root, { recursive: true, force: true });
+    await removeStateDirectory(root);
   });
 
   it("creates the explained container with the explained settings", async () => {

@@ -13,6 +13,7 @@ import { packageRoot } from "../../src/common/index.js";
 import { demoRepo, example, git } from "../support/demo-repo.js";
 import { dockerClient, requireSandboxImage } from "../support/docker.js";
 import { runCordon } from "../support/run-cli.js";
+import { removeStateDirectory } from "../support/state-directory.js";
 
 interface ResultJson {
   status: string;
@@ -54,7 +55,7 @@ describe("cordon fix-tests", () => {
           .catch(() => undefined);
       }
     }
-    await rm(home, { recursive: true, force: true });
+    await removeStateDirectory(home);
     await rm(path.dirname(repo), { recursive: true, force: true });
   });
 

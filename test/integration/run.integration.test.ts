@@ -14,6 +14,7 @@ import { demoRepo, example, git } from "../support/demo-repo.js";
 import { dockerClient, requireSandboxImage } from "../support/docker.js";
 import { startMessagesApiServer, type MessagesApiServer } from "../support/messages-api-server.js";
 import { runCordon } from "../support/run-cli.js";
+import { removeStateDirectory } from "../support/state-directory.js";
 
 const suffix = `${process.pid}-${Date.now().toString(36)}`;
 
@@ -56,7 +57,7 @@ describe("cordon run, end to end", () => {
             .catch(() => undefined);
       }
     }
-    await rm(home, { recursive: true, force: true });
+    await removeStateDirectory(home);
     await rm(path.dirname(repo), { recursive: true, force: true });
   });
 

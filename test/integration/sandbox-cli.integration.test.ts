@@ -1,4 +1,4 @@
-import { mkdir, mkdtemp, readFile, rm, stat, utimes, writeFile } from "node:fs/promises";
+import { mkdir, mkdtemp, readFile, stat, utimes, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
 
@@ -23,6 +23,7 @@ import {
 import { createRecordingSandbox, recorded } from "../support/recording-sandbox.js";
 import { runCordon } from "../support/run-cli.js";
 import { testSandboxSpec } from "../support/sandbox-spec.js";
+import { removeStateDirectory } from "../support/state-directory.js";
 
 /**
  * `cordon sandbox list | rm | prune` through the CLI, on sandboxes a real manager created in a
@@ -124,7 +125,7 @@ describe("cordon sandbox list, rm and prune", () => {
       for (const info of mine) await removeContainer(docker.getContainer(info.Id));
     }
     for (const name of foreign) await removeContainer(docker.getContainer(name));
-    await rm(root, { recursive: true, force: true });
+    await removeStateDirectory(root);
   });
 
   const nameOf = (key: string): string => specs[key]?.containerName ?? "";

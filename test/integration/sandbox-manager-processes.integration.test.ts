@@ -11,6 +11,7 @@ import { labelKeys } from "../../src/sandbox/docker/container-options.js";
 import { privateWorkspacePath, type SandboxSpec } from "../../src/sandbox/index.js";
 import { dockerClient, removeContainer, requireSandboxImage } from "../support/docker.js";
 import { testSandboxSpec } from "../support/sandbox-spec.js";
+import { removeStateDirectory } from "../support/state-directory.js";
 
 const repositoryRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
 const childScript = path.join(repositoryRoot, "test/support/acquire-in-child.mjs");
@@ -64,7 +65,7 @@ describe("acquires from several processes at once", () => {
       filters: { label: [`${labelKeys.home}=${stateDirectory}`] },
     });
     for (const info of mine) await removeContainer(docker.getContainer(info.Id));
-    await rm(root, { recursive: true, force: true });
+    await removeStateDirectory(root);
     await rm(build, { recursive: true, force: true });
   });
 

@@ -5,7 +5,6 @@ import {
   mkdtemp,
   readFile,
   readlink,
-  rm,
   stat,
   symlink,
   writeFile,
@@ -38,6 +37,7 @@ import {
 } from "../support/docker.js";
 import { createRecordingSandbox, recorded } from "../support/recording-sandbox.js";
 import { testSandboxSpec } from "../support/sandbox-spec.js";
+import { removeStateDirectory } from "../support/state-directory.js";
 
 /**
  * The sandbox manager against a real engine: reuse, sharing under concurrency, refusing foreign
@@ -130,7 +130,7 @@ describe("DockerSandboxManager", () => {
         .remove({ force: true })
         .catch(() => undefined);
     }
-    await rm(root, { recursive: true, force: true });
+    await removeStateDirectory(root);
   });
   const foreign: string[] = [];
   const testImages: string[] = [];

@@ -4,10 +4,17 @@ import path from "node:path";
 import type { Command } from "commander";
 
 import { CordonError, ExitCode, messageOf, stateDirectory } from "../../common/index.js";
-import { DockerEngine, SandboxImage } from "../../sandbox/index.js";
+import {
+  diskBudgetSupport,
+  DockerEngine,
+  releaseWorkspaceDisk,
+  SandboxImage,
+  workspaceDiskFor,
+} from "../../sandbox/index.js";
 import type { CliContext } from "../context.js";
 
-export type CheckStatus = "ok" | "fail" | "skipped";
+/** "warn": works, with less protection than configured (the report stays ok). */
+export type CheckStatus = "ok" | "warn" | "fail" | "skipped";
 
 export interface DoctorCheck {
   name: string;
@@ -60,6 +67,46 @@ async function checkStateDirectory(dir: string): Promise<DoctorCheck> {
   }
 }
 
+/**
+ * Whether `sandbox.disk` can be enforced: the cheap probe acquires use, then a real image made,
+ * mounted and removed in the state directory (mount(2) can be refused where the probe passes).
+ */
+async function checkDiskBudget(dir: string): Promise<DoctorCheck> {
+  const support = await diskBudgetSupport();
+  if (!support.enforced) {
+    return {
+      name: "disk",
+      status: "warn",
+      detail: `sandbox.disk is not enforced: ${support.reason}; private workspaces are plain directories a sandbox can fill the host's disk through`,
+      fix: support.fix,
+    };
+  }
+  const trial = path.join(dir, `.doctor-disk-${process.pid}`);
+  const workspace = path.join(trial, "workspace");
+  try {
+    await mkdir(trial, { recursive: true, mode: 0o700 });
+    const started = performance.now();
+    await (await workspaceDiskFor(16 * 1024 ** 2, []))?.install(workspace);
+    await writeFile(path.join(workspace, "probe"), "ok");
+    const elapsed = Math.round(performance.now() - started);
+    return {
+      name: "disk",
+      status: "ok",
+      detail: `private workspaces are bounded by sandbox.disk (ext4 image made and loop-mounted in ${elapsed} ms)`,
+    };
+  } catch (error) {
+    return {
+      name: "disk",
+      status: "fail",
+      detail: `cannot make a bounded private workspace: ${messageOf(error)}`,
+      fix: 'set sandbox.disk to "unlimited" (private workspaces become plain directories, unbounded)',
+    };
+  } finally {
+    await releaseWorkspaceDisk(workspace).catch(() => undefined);
+    await rm(trial, { recursive: true, force: true }).catch(() => undefined);
+  }
+}
+
 /** Runs every check; never throws. */
 export async function runDoctor(env: NodeJS.ProcessEnv): Promise<DoctorReport> {
   const checks: DoctorCheck[] = [checkNode(process.versions.node)];
@@ -101,11 +148,22 @@ export async function runDoctor(env: NodeJS.ProcessEnv): Promise<DoctorReport> {
   } else {
     checks.push({ name: "image", status: "skipped", detail: "needs a Docker engine" });
   }
-  checks.push(await checkStateDirectory(stateDirectory(env)));
-  return { ok: checks.every((c) => c.status === "ok"), checks };
+  const state = await checkStateDirectory(stateDirectory(env));
+  checks.push(state);
+  checks.push(
+    state.status === "ok"
+      ? await checkDiskBudget(stateDirectory(env))
+      : { name: "disk", status: "skipped", detail: "needs a writable state directory" },
+  );
+  return { ok: checks.every((c) => c.status === "ok" || c.status === "warn"), checks };
 }
 
-const marks: Record<CheckStatus, string> = { ok: "ok  ", fail: "FAIL", skipped: "skip" };
+const marks: Record<CheckStatus, string> = {
+  ok: "ok  ",
+  warn: "WARN",
+  fail: "FAIL",
+  skipped: "skip",
+};
 
 export function formatDoctorReport(report: DoctorReport): string {
   const lines = report.checks.map((check) => {
@@ -113,14 +171,19 @@ export function formatDoctorReport(report: DoctorReport): string {
     if (check.fix) line += `\n              fix: ${check.fix}`;
     return line;
   });
-  lines.push(report.ok ? "\nall checks passed" : "\nsome checks failed");
+  const warned = report.checks.some((check) => check.status === "warn");
+  lines.push(
+    report.ok ? `\nall checks passed${warned ? ", with warnings" : ""}` : "\nsome checks failed",
+  );
   return `${lines.join("\n")}\n`;
 }
 
 export function registerDoctorCommand(program: Command, context: CliContext): void {
   program
     .command("doctor")
-    .description("check Node.js, the Docker engine, the sandbox image and the state directory")
+    .description(
+      "check Node.js, the Docker engine, the sandbox image, the state directory and the disk budget",
+    )
     .option("--json", "print the report as JSON")
     .action(async (options: { json?: boolean }) => {
       const report = await runDoctor(context.env);

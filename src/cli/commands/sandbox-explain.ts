@@ -1,6 +1,7 @@
 import type { Command } from "commander";
 
-import { explainPlan, redactPlanSecrets } from "../../policy/index.js";
+import { explainPlan, redactPlanSecrets, type RunPlan } from "../../policy/index.js";
+import { diskBudgetSupport, notEnforcedWarning } from "../../sandbox/index.js";
 import type { CliContext } from "../context.js";
 import { addPlanOptions, runnerFromFlags, type PlanFlags } from "../runner-flags.js";
 import { sandboxCommand } from "./sandbox-command.js";
@@ -18,12 +19,22 @@ export function registerSandboxExplainCommand(program: Command, context: CliCont
     )
     .action(async (options: PlanFlags & { json?: boolean }) => {
       // The runner's own plan(): the very object `cordon run` with these flags would use.
-      const plan = await runnerFromFlags(context, options).plan({
-        agentId: options.agent,
-        sessionKey: options.session,
-      });
+      const plan = await withHostWarnings(
+        await runnerFromFlags(context, options).plan({
+          agentId: options.agent,
+          sessionKey: options.session,
+        }),
+      );
       context.stdout(
         options.json ? `${JSON.stringify(redactPlanSecrets(plan), null, 2)}\n` : explainPlan(plan),
       );
     });
+}
+
+/** The plan is pure; what this machine cannot enforce of it (the disk budget) is added here. */
+async function withHostWarnings(plan: RunPlan): Promise<RunPlan> {
+  if (plan.sandbox.spec?.diskBytes === undefined) return plan;
+  const support = await diskBudgetSupport();
+  if (support.enforced) return plan;
+  return { ...plan, warnings: [...plan.warnings, notEnforcedWarning(support)] };
 }

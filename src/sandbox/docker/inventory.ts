@@ -7,6 +7,7 @@ import { ConfigError, createSilentLogger, messageOf, type Logger } from "../../c
 import {
   isInside,
   privateWorkspaceRoot,
+  releaseWorkspaceDisk,
   seedMarkerPath,
   seedTempPrefix,
 } from "../workspace/index.js";
@@ -328,7 +329,7 @@ export class SandboxInventory {
   }
 
   /**
-   * Deletes a private workspace, its seed marker and leftover seeds; only ever below this state
+   * Deletes a private workspace (unmounting its disk image), its seed marker and leftover seeds; only ever below this state
    * directory's workspaces folder (a label is not trusted to name a path to delete).
    */
   private async removeWorkspace(workspace: string | undefined): Promise<string | undefined> {
@@ -341,6 +342,9 @@ export class SandboxInventory {
     }
     const real = await realpath(path.dirname(owned)).catch(() => undefined);
     if (!real || !isInside(await realpath(this.stateDirectory), real)) return undefined;
+    // A workspace with a disk budget is a mounted image: unmounted first, so rm deletes the
+    // mount point and not the files through it (and the image goes too).
+    await releaseWorkspaceDisk(owned);
     await rm(owned, { recursive: true, force: true });
     await rm(seedMarkerPath(owned), { force: true });
     const prefix = path.basename(seedTempPrefix(owned));

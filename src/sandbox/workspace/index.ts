@@ -13,6 +13,18 @@ export {
   seedTempPrefix,
   workspacesFolder,
 } from "./paths.js";
+export {
+  attachWorkspaceDisk,
+  diskBudgetSupport,
+  diskImagePath,
+  notEnforcedWarning,
+  releaseWorkspaceDisk,
+  releaseWorkspaceDisksBelow,
+  WorkspaceDisk,
+  workspaceDiskFor,
+  type DiskBudgetSupport,
+} from "./disk-budget.js";
+export { mountCountAt, parseMountPoints } from "./mount-table.js";
 export { listGitFiles } from "./git-files.js";
 export { TreeCopier, type CopySummary, type TreeCopierOptions } from "./tree-copy.js";
 export { parseContainerUser, type Owner } from "./owner.js";

@@ -18,6 +18,7 @@ import path from "node:path";
 import { SandboxStartError, throwIfAborted } from "../../common/index.js";
 import type { SandboxSpec } from "../spec.js";
 import { recordBaseline } from "./baseline.js";
+import { attachWorkspaceDisk, workspaceDiskFor } from "./disk-budget.js";
 import { listGitFiles } from "./git-files.js";
 import {
   copySanitizedGitDir,
@@ -86,12 +87,16 @@ export async function ensurePrivateWorkspace(
         fix: `remove it (\`cordon sandbox rm ${spec.containerName}\` or rm it by hand) and retry`,
       });
     }
+    await attachWorkspaceDisk(target, { diskBytes: spec.diskBytes, warnings });
     await repairOwnership(target, existing, spec, insideState ? owner : undefined, warnings);
     return { path: target, created: false, warnings };
   }
 
   throwIfAborted(options.signal, "preparing the private workspace");
+  // sandbox.disk: a bounded filesystem image mounted at the target, else a plain directory.
+  const disk = await workspaceDiskFor(spec.diskBytes, warnings);
   if (!spec.seed) {
+    if (disk) return { path: target, created: await disk.install(target, { owner }), warnings };
     try {
       await mkdir(target, { mode: 0o755 });
     } catch (error) {
@@ -118,6 +123,16 @@ export async function ensurePrivateWorkspace(
     // Before the agent ever sees the copy: what `cordon diff` compares against.
     await recordBaseline(temporary, owner);
     await writeFile(seedMarkerPath(target), `${JSON.stringify(seed, null, 2)}\n`, { mode: 0o600 });
+    if (disk) {
+      const created = await disk.install(target, {
+        from: temporary,
+        owner,
+        signal: options.signal,
+      });
+      return created
+        ? { path: target, created, seed, warnings }
+        : { path: target, created, warnings };
+    }
     try {
       await rename(temporary, target);
     } catch (error) {

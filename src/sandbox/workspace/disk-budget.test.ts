@@ -1,0 +1,86 @@
+import { chmod, mkdtemp, rm, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import path from "node:path";
+
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+
+import {
+  diskImagePath,
+  notEnforcedWarning,
+  probeDiskBudgetSupport,
+  type DiskHostFacts,
+} from "./disk-budget.js";
+
+/** CapEff of a root process with every capability, and of an unprivileged one. */
+const allCaps = "Name:\tnode\nCapEff:\t000001ffffffffff\n";
+const noCaps = "Name:\tnode\nCapEff:\t0000000000000000\n";
+
+describe("probeDiskBudgetSupport", () => {
+  let bin: string;
+  let loopControl: string;
+  beforeAll(async () => {
+    bin = await mkdtemp(path.join(tmpdir(), "cordon-disk-probe-"));
+    for (const tool of ["mkfs.ext4", "mount", "umount"]) {
+      await writeFile(path.join(bin, tool), "#!/bin/sh\n");
+      await chmod(path.join(bin, tool), 0o755);
+    }
+    loopControl = path.join(bin, "loop-control");
+    await writeFile(loopControl, "");
+  });
+  afterAll(() => rm(bin, { recursive: true, force: true }));
+
+  const host = (overrides: Partial<DiskHostFacts>): DiskHostFacts => ({
+    processStatus: () => Promise.resolve(allCaps),
+    searchPath: [bin],
+    loopControl,
+    ...overrides,
+  });
+
+  it("enforces with the right to mount, the tools and loop devices", async () => {
+    const support = await probeDiskBudgetSupport(host({}));
+    expect(support).toEqual({
+      enforced: true,
+      tools: {
+        mkfs: path.join(bin, "mkfs.ext4"),
+        mount: path.join(bin, "mount"),
+        umount: path.join(bin, "umount"),
+      },
+    });
+  });
+
+  it("does not without CAP_SYS_ADMIN, and says to run as root or opt out", async () => {
+    const support = await probeDiskBudgetSupport(
+      host({ processStatus: () => Promise.resolve(noCaps) }),
+    );
+    expect(support).toMatchObject({
+      enforced: false,
+      reason: expect.stringMatching(/CAP_SYS_ADMIN/) as unknown,
+    });
+    if (support.enforced) return;
+    expect(support.fix).toMatch(/run cordon as root.*sandbox\.disk to "unlimited"/);
+    expect(notEnforcedWarning(support)).toMatch(
+      /^sandbox\.disk is not enforced: .*plain directory the sandbox can fill until the host's disk is full/,
+    );
+  });
+
+  it("does not without mkfs.ext4, naming the package", async () => {
+    const support = await probeDiskBudgetSupport(host({ searchPath: ["/nonexistent"] }));
+    expect(support).toMatchObject({ enforced: false, reason: "mkfs.ext4 is not installed" });
+    expect(support.enforced ? "" : support.fix).toMatch(/apt-get install e2fsprogs/);
+  });
+
+  it("does not without loop devices", async () => {
+    const support = await probeDiskBudgetSupport(
+      host({ loopControl: "/nonexistent/loop-control" }),
+    );
+    expect(support.enforced ? "" : support.fix).toMatch(/modprobe loop/);
+  });
+});
+
+describe("diskImagePath", () => {
+  it("is a hidden file beside the workspace, never inside it", () => {
+    expect(diskImagePath("/state/workspaces/cordon-a")).toBe(
+      "/state/workspaces/.cordon-a.disk.img",
+    );
+  });
+});

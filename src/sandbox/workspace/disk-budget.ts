@@ -1,0 +1,425 @@
+import { execFile } from "node:child_process";
+import { randomBytes } from "node:crypto";
+import { constants } from "node:fs";
+import {
+  access,
+  link,
+  lstat,
+  mkdir,
+  readFile,
+  readdir,
+  realpath,
+  rm,
+  writeFile,
+} from "node:fs/promises";
+import path from "node:path";
+import { promisify } from "node:util";
+
+import { SandboxStartError, sleep } from "../../common/index.js";
+import { mountCountAt, parseMountPoints } from "./mount-table.js";
+import type { Owner } from "./owner.js";
+import { isErrno } from "./tree-copy.js";
+
+/**
+ * The disk budget of a private workspace (`sandbox.disk`). The workspace is the root of an ext4
+ * filesystem in a sparse image file beside it (`<parent>/.<name>.disk.img`), loop-mounted at the
+ * workspace path. The image cannot grow past its size, so a sandbox that writes more gets ENOSPC
+ * and the host keeps the rest of its disk. Deleted files are discarded (holes punched in the
+ * image), so the host gets their space back too.
+ *
+ * Why this is safe to run on the host: the image is written only by mkfs (from a seed directory no
+ * container has seen) and then by the kernel's ext4 driver; no container ever sees the image file
+ * itself, only the mounted tree. Mounting and unmounting act on cordon's own directory (the
+ * workspace path, whose parent no container can reach), never on a path inside the tree.
+ */
+
+/**
+ * Mount options, each for a reason: no set-uid binaries or device nodes from the agent's tree
+ * take effect on the host; no access-time writes; and space the agent frees goes back to the host.
+ */
+const mountOptions = "loop,nosuid,nodev,noatime,discard";
+
+/** CAP_SYS_ADMIN: mount(2) and loop devices need it. */
+const capSysAdmin = 21n;
+
+const run = promisify(execFile);
+
+/** The image file that holds a private workspace's filesystem. */
+export function diskImagePath(workspace: string): string {
+  return path.join(path.dirname(workspace), `.${path.basename(workspace)}.disk.img`);
+}
+
+interface DiskTools {
+  mkfs: string;
+  mount: string;
+  umount: string;
+}
+
+/** Whether this machine can bound private workspaces, and if not, why and what to do. */
+export type DiskBudgetSupport =
+  { enforced: true; tools: DiskTools } | { enforced: false; reason: string; fix: string };
+
+/** What the probe reads from the host; injected in tests. */
+export interface DiskHostFacts {
+  /** The text of /proc/self/status (its CapEff line says what this process may do). */
+  processStatus: () => Promise<string>;
+  /** Directories searched for mkfs.ext4, mount and umount. */
+  searchPath: string[];
+  /** The loop control device. */
+  loopControl: string;
+}
+
+const realHost: DiskHostFacts = {
+  processStatus: () => readFile("/proc/self/status", "utf8"),
+  // sbin is not on every user's PATH, but mkfs.ext4 lives there.
+  searchPath: [
+    ...(process.env["PATH"] ?? "").split(path.delimiter).filter(Boolean),
+    "/usr/sbin",
+    "/sbin",
+    "/usr/bin",
+    "/bin",
+  ],
+  loopControl: "/dev/loop-control",
+};
+
+let cachedSupport: Promise<DiskBudgetSupport> | undefined;
+
+/** Support on this machine, probed once per process (cheap checks; `cordon doctor` tries a real mount). */
+export function diskBudgetSupport(): Promise<DiskBudgetSupport> {
+  cachedSupport ??= probeDiskBudgetSupport(realHost);
+  return cachedSupport;
+}
+
+export async function probeDiskBudgetSupport(host: DiskHostFacts): Promise<DiskBudgetSupport> {
+  const status = await host.processStatus().catch(() => "");
+  const capEff = /^CapEff:\s*([0-9a-f]+)$/m.exec(status)?.[1];
+  if (capEff === undefined || ((BigInt(`0x${capEff}`) >> capSysAdmin) & 1n) === 0n) {
+    return {
+      enforced: false,
+      reason: `cordon runs without the right to mount filesystems (uid ${process.getuid?.() ?? "?"}, no CAP_SYS_ADMIN)`,
+      fix: 'run cordon as root to bound it, or set sandbox.disk to "unlimited" to accept an unbounded private workspace',
+    };
+  }
+  const tools: Partial<DiskTools> = {};
+  for (const [key, name] of [
+    ["mkfs", "mkfs.ext4"],
+    ["mount", "mount"],
+    ["umount", "umount"],
+  ] as const) {
+    const found = await findExecutable(name, host.searchPath);
+    if (!found) {
+      return {
+        enforced: false,
+        reason: `${name} is not installed`,
+        fix: `install ${key === "mkfs" ? "e2fsprogs" : "mount"} (apt-get install ${key === "mkfs" ? "e2fsprogs" : "mount"}), or set sandbox.disk to "unlimited"`,
+      };
+    }
+    tools[key] = found;
+  }
+  if (
+    !(await access(host.loopControl).then(
+      () => true,
+      () => false,
+    ))
+  ) {
+    return {
+      enforced: false,
+      reason: `there are no loop devices (${host.loopControl} is missing)`,
+      fix: 'load the loop module (modprobe loop), or set sandbox.disk to "unlimited"',
+    };
+  }
+  return { enforced: true, tools: tools as DiskTools };
+}
+
+/** The warning an acquire gives when a budget is set but cannot be enforced. */
+export function notEnforcedWarning(support: { reason: string; fix: string }): string {
+  return `sandbox.disk is not enforced: ${support.reason}, so the private workspace is a plain directory the sandbox can fill until the host's disk is full (${support.fix})`;
+}
+
+/**
+ * The disk of new private workspaces for a budget: undefined (a plain directory) when there is no
+ * budget, or when this machine cannot enforce it — then with a warning.
+ */
+export async function workspaceDiskFor(
+  diskBytes: number | undefined,
+  warnings: string[],
+): Promise<WorkspaceDisk | undefined> {
+  if (diskBytes === undefined) return undefined;
+  const support = await diskBudgetSupport();
+  if (!support.enforced) {
+    warnings.push(notEnforcedWarning(support));
+    return undefined;
+  }
+  return new WorkspaceDisk(diskBytes, support.tools);
+}
+
+export interface InstallOptions {
+  /** A finished tree (a seed) to fill the filesystem from; undefined = an empty workspace. */
+  from?: string | undefined;
+  /** Owner of the workspace root; default this process's user. */
+  owner?: Owner | undefined;
+  signal?: AbortSignal | undefined;
+}
+
+/** A filesystem image of a fixed size that private workspaces are made in. */
+export class WorkspaceDisk {
+  constructor(
+    /** The image size in bytes (`sandbox.disk`); the filesystem's bookkeeping takes a little of it. */
+    readonly bytes: number,
+    private readonly tools: DiskTools,
+  ) {}
+
+  /**
+   * Makes the private workspace at `target`: an image built from `options.from` (mkfs copies the
+   * tree with its owners and modes) is moved into place, then mounted at `target`. Returns false
+   * when another process put its image in place first (that one is mounted and used: same spec,
+   * same result).
+   */
+  async install(target: string, options: InstallOptions = {}): Promise<boolean> {
+    const image = diskImagePath(target);
+    const building = `${image}.tmp-${process.pid}-${randomBytes(4).toString("hex")}`;
+    let created = false;
+    try {
+      await this.format(building, options);
+      try {
+        // link, not rename: it never replaces an image another process finished first.
+        await link(building, image);
+        created = true;
+      } catch (error) {
+        if (!isErrno(error, "EEXIST")) throw error;
+      }
+    } finally {
+      await rm(building, { force: true });
+    }
+    await mkdir(target, { mode: 0o755 }).catch((error: unknown) => {
+      if (!isErrno(error, "EEXIST")) throw error;
+    });
+    await mountImage(this.tools, image, target);
+    // mkfs makes lost+found (root's, mode 0700): clutter the agent cannot even list.
+    if (created) await rm(path.join(target, "lost+found"), { recursive: true, force: true });
+    return created;
+  }
+
+  private async format(file: string, options: InstallOptions): Promise<void> {
+    const owner = options.owner ?? { uid: process.getuid?.() ?? 0, gid: process.getgid?.() ?? 0 };
+    // Created first so mkfs formats a file instead of announcing that it made one.
+    await writeFile(file, "", { flag: "wx", mode: 0o600 });
+    const args = [
+      "-q",
+      "-F",
+      // No blocks reserved for root: the budget is what the sandbox gets, whoever it runs as.
+      "-m",
+      "0",
+      "-E",
+      // Lazy init leaves the sparse image sparse (a 10 GiB image starts at a few MiB on disk).
+      `root_owner=${owner.uid}:${owner.gid},lazy_itable_init=1,lazy_journal_init=1`,
+      ...(options.from === undefined ? [] : ["-d", options.from]),
+      file,
+      `${Math.floor(this.bytes / 1024)}k`,
+    ];
+    try {
+      await run(this.tools.mkfs, args, { signal: options.signal });
+    } catch (error) {
+      const detail = commandError(error);
+      if (/could not allocate|no space|not enough space/i.test(detail)) {
+        throw new SandboxStartError(
+          `the seeded copy does not fit the private workspace's disk budget of ${mebibytes(this.bytes)}`,
+          {
+            fix: 'raise sandbox.disk (e.g. "20g"), or leave large files out of the workspace',
+            cause: error,
+          },
+        );
+      }
+      throw new SandboxStartError(
+        `mkfs.ext4 could not make the private workspace's disk image: ${detail}`,
+        {
+          fix: 'run `cordon doctor`, or set sandbox.disk to "unlimited" to use a plain directory',
+          cause: error,
+        },
+      );
+    }
+  }
+}
+
+/**
+ * For an existing private workspace: mounts its image again when it is not mounted (after a host
+ * reboot) and leaves a mounted one alone. A workspace without an image is a plain directory (made
+ * before the budget, or where it cannot be enforced): the warnings say it is unbounded.
+ */
+export async function attachWorkspaceDisk(
+  target: string,
+  options: { diskBytes: number | undefined; warnings: string[] },
+): Promise<void> {
+  const image = diskImagePath(target);
+  const imageStats = await lstat(image).catch(() => undefined);
+  const support = await diskBudgetSupport();
+  if (!imageStats) {
+    if (options.diskBytes === undefined) return;
+    options.warnings.push(
+      support.enforced
+        ? `the private workspace ${target} is a plain directory from before sandbox.disk was enforced: the sandbox can fill the host's disk through it (\`cordon sandbox rm ${path.basename(target)}\` makes a bounded one, losing its changes)`
+        : notEnforcedWarning(support),
+    );
+    return;
+  }
+  if ((await mountCountAt(target)) === 0) {
+    if (!support.enforced) {
+      throw new SandboxStartError(
+        `the private workspace ${target} lives in the disk image ${image}, which cannot be mounted: ${support.reason}`,
+        { fix: support.fix.replace(/, or set sandbox\.disk.*$/, "") },
+      );
+    }
+    await mountImage(support.tools, image, target);
+  }
+  if (options.diskBytes !== undefined && imageStats.size !== options.diskBytes) {
+    options.warnings.push(
+      `the private workspace ${target} has a disk budget of ${mebibytes(imageStats.size)}; sandbox.disk (${mebibytes(options.diskBytes)}) applies to new workspaces (\`cordon sandbox rm ${path.basename(target)}\` makes a new one, losing its changes)`,
+    );
+  }
+}
+
+/**
+ * Before a private workspace is deleted: unmounts it (lazily when something still has it open: it
+ * goes when its last user does) and deletes its image. A plain directory needs nothing.
+ */
+export async function releaseWorkspaceDisk(workspace: string): Promise<void> {
+  const parent = await realpath(path.dirname(workspace)).catch(() => undefined);
+  if (!parent) return;
+  const target = path.join(parent, path.basename(workspace));
+  const image = diskImagePath(target);
+  await withImageLock(image, async () => {
+    if ((await mountCountAt(target)) > 0) {
+      const support = await diskBudgetSupport();
+      if (!support.enforced) {
+        throw new SandboxStartError(
+          `cannot unmount the private workspace ${target}: ${support.reason}`,
+          {
+            fix: "remove it as root (cordon sandbox rm)",
+          },
+        );
+      }
+      // A point mounted over more than once (a race lost by hand) unmounts one layer at a time.
+      for (let layer = 0; layer < 16 && (await mountCountAt(target)) > 0; layer += 1) {
+        await run(support.tools.umount, [target]).catch(() =>
+          run(support.tools.umount, ["-l", target]),
+        );
+      }
+    }
+    const prefix = `${path.basename(image)}.tmp-`;
+    for (const name of await readdir(parent).catch(() => [])) {
+      if (name.startsWith(prefix)) await rm(path.join(parent, name), { force: true });
+    }
+    await rm(image, { force: true });
+  });
+}
+
+/**
+ * Unmounts every workspace disk mounted below `directory` and deletes their images: for a state
+ * directory about to be deleted as a whole (tests, benchmarks), where `rm -r` alone would empty
+ * the mounted workspaces and then fail on their mount points.
+ */
+export async function releaseWorkspaceDisksBelow(directory: string): Promise<void> {
+  const root = await realpath(directory).catch(() => undefined);
+  if (!root) return;
+  const text = await readFile("/proc/self/mountinfo", "utf8").catch(() => "");
+  const below = parseMountPoints(text).filter((point) => point.startsWith(`${root}${path.sep}`));
+  // Deepest first, and each once (a point mounted twice is unmounted layer by layer).
+  for (const point of [...new Set(below)].sort((a, b) => b.length - a.length)) {
+    await releaseWorkspaceDisk(point);
+  }
+}
+
+async function mountImage(tools: DiskTools, image: string, target: string): Promise<void> {
+  await withImageLock(image, async () => {
+    // Checked under the lock: a second mount would hide the first one's files.
+    if ((await mountCountAt(target)) > 0) return;
+    try {
+      // -t: the type is named, never probed from the image's bytes.
+      await run(tools.mount, ["-t", "ext4", "-o", mountOptions, image, target]);
+    } catch (error) {
+      throw new SandboxStartError(
+        `cannot mount the private workspace's disk image ${image} at ${target}: ${commandError(error)}`,
+        {
+          fix: 'run `cordon doctor`; or set sandbox.disk to "unlimited" (new workspaces are then plain directories)',
+          cause: error,
+        },
+      );
+    }
+  });
+}
+
+/**
+ * One process at a time mounts or unmounts a workspace (across processes: an exclusively created
+ * lock file naming its holder; a dead holder's lock is taken over).
+ */
+async function withImageLock<T>(image: string, work: () => Promise<T>): Promise<T> {
+  const lock = `${image}.lock`;
+  const deadline = Date.now() + 30_000;
+  for (;;) {
+    try {
+      await writeFile(lock, String(process.pid), { flag: "wx", mode: 0o600 });
+      break;
+    } catch (error) {
+      if (!isErrno(error, "EEXIST")) throw error;
+    }
+    if (await isStale(lock)) {
+      await rm(lock, { force: true });
+      continue;
+    }
+    if (Date.now() > deadline) {
+      throw new SandboxStartError(`another cordon process has held ${lock} for 30 s`, {
+        fix: "wait for it to finish, or delete the lock file if no cordon process runs",
+      });
+    }
+    await sleep(50);
+  }
+  try {
+    return await work();
+  } finally {
+    await rm(lock, { force: true });
+  }
+}
+
+async function isStale(lock: string): Promise<boolean> {
+  const [text, stats] = await Promise.all([
+    readFile(lock, "utf8").catch(() => undefined),
+    lstat(lock).catch(() => undefined),
+  ]);
+  if (text === undefined || !stats) return false;
+  const pid = Number(text);
+  // Empty: its holder is between creating and writing it, or died there.
+  if (!Number.isInteger(pid) || pid <= 0) return Date.now() - stats.mtimeMs > 5_000;
+  try {
+    process.kill(pid, 0);
+    return false;
+  } catch (error) {
+    return !isErrno(error, "EPERM");
+  }
+}
+
+async function findExecutable(name: string, directories: string[]): Promise<string | undefined> {
+  for (const directory of directories) {
+    const candidate = path.join(directory, name);
+    if (
+      await access(candidate, constants.X_OK).then(
+        () => true,
+        () => false,
+      )
+    )
+      return candidate;
+  }
+  return undefined;
+}
+
+function commandError(error: unknown): string {
+  const stderr = (error as { stderr?: unknown }).stderr;
+  const text =
+    typeof stderr === "string" && stderr.trim() ? stderr : String((error as Error).message);
+  return text.trim().split("\n").slice(-2).join("; ");
+}
+
+function mebibytes(bytes: number): string {
+  return bytes >= 1024 ** 3 && bytes % 1024 ** 3 === 0
+    ? `${bytes / 1024 ** 3} GiB`
+    : `${Math.round(bytes / 1024 ** 2)} MiB`;
+}

@@ -1,0 +1,185 @@
+/**
+ * sandbox.disk, mounted as an attack: an agent that writes more than its budget to /workspace gets
+ * ENOSPC inside the sandbox, and the host gives the workspace no more than the budget. The bounded
+ * workspace still works as a seeded copy (owners, baseline, `cordon diff`), survives its mount
+ * going away (a host reboot), and `cordon sandbox rm` leaves no mount, loop device or image.
+ */
+import { execFile } from "node:child_process";
+import {
+  lstat,
+  mkdir,
+  mkdtemp,
+  readdir,
+  readFile,
+  rm,
+  stat,
+  statfs,
+  writeFile,
+} from "node:fs/promises";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import { promisify } from "node:util";
+
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+
+import type { RunPlan } from "../../src/policy/index.js";
+import {
+  diskImagePath,
+  ensurePrivateWorkspace,
+  mountCountAt,
+  releaseWorkspaceDisk,
+} from "../../src/sandbox/index.js";
+import { demoRepo } from "../support/demo-repo.js";
+import { requireSandboxImage } from "../support/docker.js";
+import { runCordon } from "../support/run-cli.js";
+import { testSandboxSpec } from "../support/sandbox-spec.js";
+import { removeStateDirectory } from "../support/state-directory.js";
+
+const run = promisify(execFile);
+const budget = 64 * 1024 ** 2;
+
+/** Files the loop devices of this host are backed by (`losetup -a`, read from sysfs). */
+async function loopBackingFiles(): Promise<string[]> {
+  const devices = await readdir("/sys/block").catch(() => []);
+  const files: string[] = [];
+  for (const device of devices.filter((name) => name.startsWith("loop"))) {
+    const file = await readFile(`/sys/block/${device}/loop/backing_file`, "utf8").catch(() => "");
+    if (file.trim()) files.push(file.trim());
+  }
+  return files;
+}
+
+describe("sandbox.disk bounds the private workspace", () => {
+  let root: string;
+  let home: string;
+  let repo: string;
+  let config: string;
+  const session = `disk-${process.pid}-${Date.now().toString(36)}`;
+  const cordon = (...args: string[]) =>
+    runCordon(args, { CORDON_HOME: home, CORDON_CONFIG: config });
+  const inSandbox = (script: string) =>
+    cordon("exec", "--workspace", repo, "--session", session, "--", "sh", "-c", script);
+  let workspace: string;
+  let containerName: string;
+
+  beforeAll(async () => {
+    await requireSandboxImage();
+    root = await mkdtemp(path.join(tmpdir(), "cordon-disk-"));
+    home = path.join(root, "home");
+    config = path.join(root, "cordon.json5");
+    await writeFile(config, `{ agents: { defaults: { sandbox: { disk: "64m" } } } }\n`);
+    repo = await demoRepo();
+    const explained = await cordon(
+      "sandbox",
+      "explain",
+      "--json",
+      "--workspace",
+      repo,
+      "--session",
+      session,
+    );
+    const spec = (JSON.parse(explained.stdout) as RunPlan).sandbox.spec;
+    workspace = spec?.privateWorkspace ?? "";
+    containerName = spec?.containerName ?? "";
+    expect(spec?.diskBytes).toBe(budget);
+  });
+
+  afterAll(async () => {
+    await cordon("sandbox", "rm", "--all").catch(() => undefined);
+    await removeStateDirectory(home);
+    await rm(root, { recursive: true, force: true });
+    await rm(path.dirname(repo), { recursive: true, force: true });
+  });
+
+  it("holds the seeded copy, owned by the container user, with its baseline for cordon diff", async () => {
+    const seeded = await inSandbox(
+      "stat -c '%u:%g' /workspace /workspace/pricing.py; id -u; id -g; ls -A /workspace; " +
+        "printf '# changed in the sandbox\\n' >> /workspace/pricing.py",
+    );
+    expect(seeded.exitCode).toBe(0);
+    const [rootOwner, fileOwner, uid, gid, ...listing] = seeded.stdout.trim().split("\n");
+    expect(rootOwner).toBe(`${uid}:${gid}`);
+    expect(fileOwner).toBe(`${uid}:${gid}`);
+    expect(listing).toContain("pricing.py");
+    expect(listing).toContain(".git");
+    // mkfs's lost+found is removed: the agent sees only the copy.
+    expect(listing).not.toContain("lost+found");
+    expect(await mountCountAt(workspace)).toBe(1);
+
+    const diff = await cordon("diff", "--workspace", repo, "--session", session);
+    expect(diff.exitCode).toBe(0);
+    expect(diff.stdout).toContain("pricing.py");
+    expect(diff.stdout).toContain("+# changed in the sandbox");
+  });
+
+  it("fails a write past the budget with ENOSPC inside the sandbox; the host gives it no more", async () => {
+    const filled = await inSandbox(
+      "dd if=/dev/zero of=/workspace/fill bs=1M count=100; echo dd-exit=$?; stat -c %s /workspace/fill",
+    );
+    expect(filled.stdout + filled.stderr).toContain("No space left on device");
+    expect(filled.stdout).toContain("dd-exit=1");
+    const written = Number(filled.stdout.trim().split("\n").at(-1));
+    expect(written).toBeGreaterThan(32 * 1024 ** 2);
+    expect(written).toBeLessThan(budget);
+
+    // Everything the sandbox wrote is in the image, and the image holds at most the budget.
+    const image = await stat(diskImagePath(workspace));
+    expect(image.size).toBe(budget);
+    expect(image.blocks * 512).toBeLessThanOrEqual(budget);
+    const mounted = await statfs(workspace);
+    expect(mounted.blocks * mounted.bsize).toBeLessThanOrEqual(budget);
+
+    // Freed space goes back to the host (discard punches holes in the image).
+    await inSandbox("rm /workspace/fill && sync");
+    await expect
+      .poll(async () => (await stat(diskImagePath(workspace))).blocks * 512, { timeout: 15_000 })
+      .toBeLessThan(16 * 1024 ** 2);
+  });
+
+  it("mounts the image again when its mount is gone (a host reboot), with the work kept", async () => {
+    await run("docker", ["stop", "-t", "1", containerName]);
+    await run("umount", [workspace]);
+    expect(await mountCountAt(workspace)).toBe(0);
+
+    const again = await inSandbox("tail -n 1 /workspace/pricing.py");
+    expect(again.exitCode).toBe(0);
+    expect(again.stdout).toContain("# changed in the sandbox");
+    expect(await mountCountAt(workspace)).toBe(1);
+  });
+
+  it("cordon sandbox rm leaves no mount, no loop device and no image", async () => {
+    const image = diskImagePath(workspace);
+    expect(await loopBackingFiles()).toContain(image);
+    const removed = await cordon("sandbox", "rm", containerName);
+    expect(removed.exitCode).toBe(0);
+    expect(await mountCountAt(workspace)).toBe(0);
+    expect(await lstat(image).catch(() => undefined)).toBeUndefined();
+    expect(await lstat(workspace).catch(() => undefined)).toBeUndefined();
+    // The loop device is released with the last mount (autoclear), not left holding the file.
+    await expect
+      .poll(async () => (await loopBackingFiles()).filter((f) => f.startsWith(image)))
+      .toEqual([]);
+  });
+
+  it("two acquires racing to make one workspace mount it once", async () => {
+    const state = path.join(root, "race");
+    await mkdir(state, { recursive: true });
+    const target = path.join(state, "workspaces", "cordon-race");
+    const spec = testSandboxSpec("race", {
+      spec: { privateWorkspace: target, diskBytes: 32 * 1024 ** 2, agentWorkspace: repo },
+    });
+    try {
+      const results = await Promise.all([
+        ensurePrivateWorkspace(spec, { stateDirectory: state }),
+        ensurePrivateWorkspace(spec, { stateDirectory: state }),
+      ]);
+      expect(results.filter((r) => r.created)).toHaveLength(1);
+      // A second mount over the first would hide its files from whoever already has it open.
+      expect(await mountCountAt(target)).toBe(1);
+    } finally {
+      await releaseWorkspaceDisk(target);
+    }
+    expect(await mountCountAt(target)).toBe(0);
+    expect(await lstat(diskImagePath(target)).catch(() => undefined)).toBeUndefined();
+  });
+});
