@@ -7,3 +7,11 @@ export { takeChanges } from "./take-changes.js";
 export { PatchParseError, parsePatch, type PatchedFile } from "./parse-git-patch.js";
 export { patchProblems, type PatchProblem } from "./patch-problems.js";
 export { ChangesConflictError, applyChanges, type ApplyOutcome } from "./apply-changes.js";
+export {
+  ChangesNotReviewedError,
+  forgetShownChanges,
+  lastShownDigest,
+  patchDigest,
+  recordShownChanges,
+} from "./reviewed-changes.js";
+export { ForeignSeedError, assertSeededFrom } from "./seed-source.js";

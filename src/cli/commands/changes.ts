@@ -1,7 +1,18 @@
 import type { Command } from "commander";
 
 import { ConfigError } from "../../common/index.js";
-import { applyChanges, parsePatch, takeChanges, type PatchedFile } from "../../changes/index.js";
+import {
+  ChangesNotReviewedError,
+  applyChanges,
+  assertSeededFrom,
+  forgetShownChanges,
+  lastShownDigest,
+  parsePatch,
+  patchDigest,
+  recordShownChanges,
+  takeChanges,
+  type PatchedFile,
+} from "../../changes/index.js";
 import type { Runner } from "../../runner/index.js";
 import type { CliContext } from "../context.js";
 import { withInterrupt } from "../interrupt.js";
@@ -14,22 +25,32 @@ interface DiffFlags extends PlanFlags {
 
 interface ApplyFlags extends PlanFlags {
   check?: boolean;
+  yes?: boolean;
   json?: boolean;
 }
 
-/** The patch of a session's seeded copy, taken inside its sandbox. */
+interface SessionChanges {
+  patch: Uint8Array;
+  /** The real workspace the changes go to. */
+  workspace: string;
+  containerName: string;
+}
+
+/** The patch of a session's seeded copy, taken from its sandbox. */
 async function sessionChanges(
   context: CliContext,
   runner: Runner,
   flags: PlanFlags,
   signal: AbortSignal,
-): Promise<{ patch: Uint8Array; workspace: string }> {
+): Promise<SessionChanges> {
   const request = { agentId: flags.agent, sessionKey: flags.session };
   const plan = await runner.plan(request);
+  const spec = plan.sandbox.spec;
   if (
     !plan.sandbox.enabled ||
     plan.sandbox.workspaceAccess !== "none" ||
-    !plan.sandbox.spec?.seed
+    !spec?.seed ||
+    !spec.privateWorkspace
   ) {
     throw new ConfigError(
       `session ${plan.sessionKey} does not work on a seeded private copy (${plan.sandbox.enabled ? `workspaceAccess ${plan.sandbox.workspaceAccess}` : "not sandboxed"}), so there is nothing to diff`,
@@ -44,7 +65,12 @@ async function sessionChanges(
     onProgress: (progress) => context.stderr(`· ${progress.message}\n`),
   });
   try {
-    return { patch: await takeChanges(lease.sandbox, { signal }), workspace: plan.agent.workspace };
+    await assertSeededFrom(spec.privateWorkspace, plan.agent.workspace, plan.sessionKey);
+    return {
+      patch: await takeChanges(lease.sandbox, { signal }),
+      workspace: plan.agent.workspace,
+      containerName: spec.containerName,
+    };
   } finally {
     await lease.release();
   }
@@ -59,55 +85,110 @@ function describeFiles(files: readonly PatchedFile[]): string {
     .join("");
 }
 
+/**
+ * How apply decided: `reviewed` (the hash `cordon diff` showed), `confirmed` (changed since, shown
+ * again and accepted with --yes), `refused` (changed since, shown again, nothing written),
+ * `checked` (--check: nothing written either way).
+ */
+type ApplyDecision = "reviewed" | "confirmed" | "refused" | "checked";
+
 export function registerChangesCommands(program: Command, context: CliContext): void {
   const diff = program
     .command("diff")
-    .description("the changes a session made to its seeded private copy, as a git patch");
+    .description(
+      "the changes a session made to its seeded private copy, as a git patch; `cordon apply` applies exactly what this shows",
+    );
   addPlanOptions(diff)
     .option("--stat", "list the changed files instead of the patch")
-    .option("--json", "print {files, patch} as JSON")
+    .option("--json", "print {files, patch, sha256} as JSON")
     .action(async (flags: DiffFlags) => {
       const runner = runnerFromFlags(context, flags);
-      const { patch } = await withInterrupt(context, (signal) =>
+      const { patch, containerName } = await withInterrupt(context, (signal) =>
         sessionChanges(context, runner, flags, signal),
       );
-      const text = Buffer.from(patch).toString("utf8");
       const files = parsePatch(patch);
+      const sha256 = await recordShownChanges(runner.stateDir, containerName, patch);
+      const text = Buffer.from(patch).toString("utf8");
       if (flags.json) {
-        context.stdout(`${JSON.stringify({ files, patch: text })}\n`);
-      } else if (flags.stat) {
-        context.stdout(describeFiles(files));
-      } else {
-        context.stdout(text);
+        context.stdout(`${JSON.stringify({ files, patch: text, sha256 })}\n`);
+        return;
       }
-      if (files.length === 0 && !flags.json) context.stderr("no changes\n");
+      context.stdout(flags.stat ? describeFiles(files) : text);
+      context.stderr(
+        files.length === 0
+          ? "no changes\n"
+          : `sha256 ${sha256}: \`cordon apply\` applies exactly these changes\n`,
+      );
     });
 
   const apply = program
     .command("apply")
-    .description("apply a session's changes to the real workspace, all or nothing");
+    .description(
+      "apply a session's changes to the real workspace, all or nothing: only the changes `cordon diff` last showed (else they are shown again)",
+    );
   addPlanOptions(apply)
     .option("--check", "only check that they apply cleanly; write nothing")
-    .option("--json", "print {files, applied} as JSON")
+    .option("--yes", "apply the changes even if they differ from what `cordon diff` last showed")
+    .option("--json", "print {files, applied, sha256, decision} as JSON")
     .action(async (flags: ApplyFlags) => {
       const runner = runnerFromFlags(context, flags);
-      const outcome = await withInterrupt(context, async (signal) => {
-        const { patch, workspace } = await sessionChanges(context, runner, flags, signal);
-        return applyChanges(workspace, patch, { check: flags.check ?? false });
+      await withInterrupt(context, async (signal) => {
+        const taken = await sessionChanges(context, runner, flags, signal);
+        const sha256 = patchDigest(taken.patch);
+        const shown = await lastShownDigest(runner.stateDir, taken.containerName);
+        const reviewed = shown === sha256;
+        const files = parsePatch(taken.patch);
+        if (files.length === 0) {
+          if (flags.json) {
+            context.stdout(`${JSON.stringify({ files, applied: false, sha256 })}\n`);
+          } else context.stderr("no changes to apply\n");
+          return;
+        }
+        if (!reviewed && !flags.check) {
+          // Changed since the review (or never reviewed): these bytes are shown now, and so are
+          // what a second `cordon apply` applies if they stay the same.
+          await recordShownChanges(runner.stateDir, taken.containerName, taken.patch);
+          if (!flags.json) {
+            context.stdout(describeFiles(files));
+            context.stdout(Buffer.from(taken.patch).toString("utf8"));
+          }
+          context.stderr(
+            `sha256 ${sha256}: ${shown ? `not the changes \`cordon diff\` showed (sha256 ${shown})` : "`cordon diff` has not shown these changes"}\n`,
+          );
+          if (!flags.yes) {
+            if (flags.json) {
+              const patch = Buffer.from(taken.patch).toString("utf8");
+              context.stdout(
+                `${JSON.stringify({ files, applied: false, sha256, decision: "refused", patch })}\n`,
+              );
+            }
+            throw new ChangesNotReviewedError(
+              "the changes in the sandbox are not the ones last reviewed, so nothing was written; they are shown above",
+              {
+                fix: "review them, then run `cordon apply` again to apply exactly these (same sha256), or `cordon apply --yes`",
+              },
+            );
+          }
+        }
+        const outcome = await applyChanges(taken.workspace, taken.patch, {
+          check: flags.check ?? false,
+        });
+        if (outcome.applied) await forgetShownChanges(runner.stateDir, taken.containerName);
+        const decision: ApplyDecision = flags.check
+          ? "checked"
+          : reviewed
+            ? "reviewed"
+            : "confirmed";
+        if (flags.json) {
+          context.stdout(`${JSON.stringify({ ...outcome, sha256, decision })}\n`);
+          return;
+        }
+        if (reviewed || flags.check) context.stdout(describeFiles(outcome.files));
+        context.stderr(
+          outcome.applied
+            ? `applied ${outcome.files.length} file change(s) (sha256 ${sha256})\n`
+            : `the changes apply cleanly (${outcome.files.length} file(s), sha256 ${sha256}${reviewed ? "" : ", not the ones `cordon diff` last showed"}); run without --check to apply\n`,
+        );
       });
-      if (flags.json) {
-        context.stdout(`${JSON.stringify(outcome)}\n`);
-        return;
-      }
-      if (outcome.files.length === 0) {
-        context.stderr("no changes to apply\n");
-        return;
-      }
-      context.stdout(describeFiles(outcome.files));
-      context.stderr(
-        outcome.applied
-          ? `applied ${outcome.files.length} file change(s)\n`
-          : `the changes apply cleanly (${outcome.files.length} file(s)); run without --check to apply\n`,
-      );
     });
 }

@@ -1,0 +1,172 @@
+/**
+ * Patches are hostile bytes: each attack an agent can mount on `cordon diff` / `cordon apply` from
+ * inside a real seeded sandbox, and what the user sees instead. The agent's moves are made with
+ * `cordon exec` in the session's container, as an agent's shell commands would be.
+ */
+import { mkdtemp, readFile, readlink, rm, symlink, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import path from "node:path";
+
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+
+import { createRunner } from "../../src/runner/index.js";
+import { seedMarkerPath } from "../../src/sandbox/index.js";
+import { demoRepo, git } from "../support/demo-repo.js";
+import { dockerClient, requireSandboxImage } from "../support/docker.js";
+import { runCordon, type CliRun } from "../support/run-cli.js";
+import { removeStateDirectory } from "../support/state-directory.js";
+
+const suffix = `${process.pid}-${Date.now().toString(36)}`;
+
+describe("cordon diff / apply against a hostile agent", () => {
+  let home: string;
+  let repo: string;
+  const sessions: string[] = [];
+  const env = (): NodeJS.ProcessEnv => ({
+    CORDON_HOME: home,
+    CORDON_CONFIG: "",
+    ANTHROPIC_API_KEY: "",
+    ANTHROPIC_BASE_URL: "",
+  });
+  const session = (name: string): string => {
+    const key = `${name}-${suffix}`;
+    sessions.push(key);
+    return key;
+  };
+  const cordon = (key: string, ...args: string[]): Promise<CliRun> =>
+    runCordon([...args, "--workspace", repo, "--session", key], env());
+  /** What the agent runs in its sandbox. */
+  const agent = async (key: string, script: string): Promise<void> => {
+    const run = await runCordon(
+      ["exec", "--workspace", repo, "--session", key, "--", "sh", "-c", script],
+      env(),
+    );
+    expect(run.stderr).not.toMatch(/error/i);
+    expect(run.exitCode).toBe(0);
+  };
+
+  beforeAll(async () => {
+    await requireSandboxImage();
+    home = await mkdtemp(path.join(tmpdir(), "cordon-hostile-home-"));
+    repo = await demoRepo();
+    // An existing symlink inside the workspace, committed: the agent will re-point it.
+    await symlink("pricing.py", path.join(repo, "current.py"));
+    git(repo, "add", "-A");
+    git(repo, "commit", "-qm", "link");
+  });
+
+  afterAll(async () => {
+    const runner = createRunner({ env: env(), workspace: repo });
+    const docker = dockerClient();
+    for (const sessionKey of sessions) {
+      const plan = await runner.plan({ sessionKey }).catch(() => undefined);
+      const name = plan?.sandbox.spec?.containerName;
+      if (name)
+        await docker
+          .getContainer(name)
+          .remove({ force: true })
+          .catch(() => undefined);
+    }
+    await removeStateDirectory(home);
+    await rm(path.dirname(repo), { recursive: true, force: true });
+  });
+
+  it("a test change hidden behind a `++ b/pricing.py` content line is reported as the test file", async () => {
+    const key = session("spoof");
+    await agent(key, "printf '\\n++ b/pricing.py\\n' >> test_pricing.py");
+    const diff = await cordon(key, "diff", "--json");
+    expect(diff.exitCode).toBe(0);
+    const shown = JSON.parse(diff.stdout) as { files: { path: string }[]; patch: string };
+    // The spoofing line is in the patch, and is read as the content it is.
+    expect(shown.patch).toContain("\n+++ b/pricing.py\n");
+    expect(shown.files.map((f) => f.path)).toEqual(["test_pricing.py"]);
+  });
+
+  it("the copy's diff.mnemonicPrefix and diff.noprefix do not change the paths", async () => {
+    const key = session("prefix");
+    await agent(
+      key,
+      "git config diff.mnemonicPrefix true && git config diff.noprefix true && echo '# note' >> pricing.py",
+    );
+    const diff = await cordon(key, "diff", "--json");
+    expect(diff.exitCode).toBe(0);
+    const shown = JSON.parse(diff.stdout) as { files: { path: string }[]; patch: string };
+    expect(shown.patch).toContain("diff --git a/pricing.py b/pricing.py\n");
+    expect(shown.files.map((f) => f.path)).toEqual(["pricing.py"]);
+    const apply = await cordon(key, "apply");
+    expect(apply.exitCode).toBe(0);
+    expect(await readFile(path.join(repo, "pricing.py"), "utf8")).toMatch(/# note\n$/);
+    git(repo, "checkout", "--", "pricing.py");
+  });
+
+  it("a symlink re-pointed to /etc/passwd without a mode change is refused by apply", async () => {
+    const key = session("symlink");
+    await agent(key, "ln -sfn /etc/passwd current.py");
+    const diff = await cordon(key, "diff");
+    expect(diff.stdout).toMatch(/^index \w+\.\.\w+ 120000$/m);
+    expect(diff.stdout).not.toMatch(/mode/);
+    const apply = await cordon(key, "apply");
+    expect(apply.exitCode).toBe(7);
+    expect(apply.stderr).toContain("current.py is a symlink to /etc/passwd, outside the workspace");
+    expect(await readlink(path.join(repo, "current.py"))).toBe("pricing.py");
+    expect(git(repo, "status", "--porcelain")).toBe("");
+  });
+
+  it("changes that move between diff and apply are shown again and not written without --yes", async () => {
+    const key = session("swap");
+    // A background process the agent leaves behind (the exec tool's background mode) keeps
+    // rewriting a file.
+    const loop = 'i=0; while :; do i=$((i+1)); echo "total = $i" > pricing.py; sleep 0.02; done';
+    const started = await cordon(
+      key,
+      "tool",
+      "exec",
+      "--input",
+      JSON.stringify({ command: loop, background: true }),
+    );
+    expect(started.exitCode).toBe(0);
+    await agent(key, "sleep 0.2; grep -q 'total = ' pricing.py");
+    const diff = await cordon(key, "diff");
+    expect(diff.exitCode).toBe(0);
+    const reviewed = /sha256 ([0-9a-f]{64})/.exec(diff.stderr)?.[1];
+    expect(reviewed).toBeDefined();
+
+    const apply = await cordon(key, "apply");
+    expect(apply.exitCode).toBe(2);
+    expect(apply.stderr).toContain(`(sha256 ${reviewed ?? ""})`);
+    expect(apply.stderr).toMatch(/not the ones last reviewed, so nothing was written/);
+    expect(apply.stdout).toContain("diff --git a/pricing.py b/pricing.py");
+    expect(git(repo, "status", "--porcelain")).toBe("");
+
+    // --yes applies exactly the bytes that run showed, whatever the file says by then.
+    const confirmed = await cordon(key, "apply", "--yes");
+    expect(confirmed.exitCode).toBe(0);
+    // (The loop may have been caught between truncating the file and writing it: then empty.)
+    const printed = /^\+(total = \d+)$/m.exec(confirmed.stdout)?.[1];
+    const expected = printed === undefined ? "" : `${printed}\n`;
+    expect(await readFile(path.join(repo, "pricing.py"), "utf8")).toBe(expected);
+    git(repo, "checkout", "--", "pricing.py");
+  });
+
+  it("refuses a private copy seeded from another workspace, naming both", async () => {
+    const key = session("foreign");
+    await agent(key, "echo '# mine' >> pricing.py");
+    const runner = createRunner({ env: env(), workspace: repo });
+    const privateWorkspace = (await runner.plan({ sessionKey: key })).sandbox.spec
+      ?.privateWorkspace;
+    const marker = seedMarkerPath(privateWorkspace ?? "");
+    const seed = JSON.parse(await readFile(marker, "utf8")) as { source: string };
+    const other = await mkdtemp(path.join(tmpdir(), "cordon-other-project-"));
+    try {
+      await writeFile(marker, JSON.stringify({ ...seed, source: other }));
+      for (const command of ["diff", "apply"]) {
+        const refused = await cordon(key, command);
+        expect(refused.exitCode).toBe(2);
+        expect(refused.stderr).toContain(`seeded from ${other}, not from this workspace`);
+      }
+      expect(git(repo, "status", "--porcelain")).toBe("");
+    } finally {
+      await rm(other, { recursive: true, force: true });
+    }
+  });
+});
