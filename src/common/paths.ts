@@ -20,7 +20,7 @@ export function packageRoot(): string {
 }
 
 /** The state directory: `CORDON_HOME`, default `~/.cordon`. */
-export function stateDirectory(env: NodeJS.ProcessEnv): string {
+export function stateDirectory(env: Readonly<Record<string, string | undefined>>): string {
   const configured = env["CORDON_HOME"];
   return configured ? path.resolve(configured) : path.join(homedir(), ".cordon");
 }

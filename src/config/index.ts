@@ -5,6 +5,8 @@ export {
   parseConfig,
   resolveConfigPath,
   defaultConfigFileName,
+  readConfigBytes,
+  parseConfigText,
   type ConfigOverrides,
   type LoadConfigOptions,
   type LoadedConfig,
@@ -22,3 +24,18 @@ export { mergeLayers } from "./merge.js";
 export { configJsonSchema } from "./json-schema.js";
 export { hostRealpath, hostPathOwner } from "./host-paths.js";
 export { formatConfigJson5 } from "./format.js";
+export {
+  configLocation,
+  displayPath,
+  formatKeyValue,
+  lookUpTrust,
+  sha256Of,
+  trustConfigFile,
+  untrustConfigFile,
+  UntrustedConfigError,
+  type ConfigOrigin,
+  type ConfigSource,
+} from "./config-trust.js";
+export { looseningKeys, untrustedKeyRules, type LooseningKey } from "./loosening-keys.js";
+export { trustStorePath } from "./trust-store.js";
+export { parseByteSize } from "./byte-size.js";

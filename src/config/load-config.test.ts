@@ -67,11 +67,22 @@ describe("finding the config file", () => {
     await writeConfig(
       "cordon.json5",
       `// comments and trailing commas are fine
-      { agents: { defaults: { workspace: "./repo", }, list: [{ id: "ops", workspace: "~/ops" }] } }`,
+      { agents: { defaults: { workspace: "./repo", }, list: [{ id: "ops", workspace: "./ops" }] } }`,
     );
     const loaded = await loadConfig({ cwd: dir, env: {}, homeDir: home });
     expect(loaded.file).toBe(path.join(dir, "cordon.json5"));
     expect(loaded.config.agents.defaults.workspace).toBe(path.join(dir, "repo"));
+    expect(loaded.config.agents.list[0]?.workspace).toBe(path.join(dir, "ops"));
+  });
+
+  it("resolves ~ in a named file's workspace against the home directory", async () => {
+    await writeConfig("named.json5", `{ agents: { list: [{ id: "ops", workspace: "~/ops" }] } }`);
+    const loaded = await loadConfig({
+      cwd: dir,
+      env: {},
+      homeDir: home,
+      configPath: "named.json5",
+    });
     expect(loaded.config.agents.list[0]?.workspace).toBe("/home/tester/ops");
   });
 
@@ -108,6 +119,7 @@ describe("layering: defaults → file → environment → flags", () => {
     );
     const loaded = await loadConfig({
       cwd: dir,
+      configPath: "cordon.json5",
       env: { CORDON_SANDBOX_MODE: "off", CORDON_MODEL: "claude-x" },
     });
     expect(loaded.config.agents.defaults.sandbox.mode).toBe("off");

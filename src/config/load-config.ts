@@ -5,9 +5,18 @@ import path from "node:path";
 
 import JSON5 from "json5";
 
-import { ConfigError, messageOf } from "../common/index.js";
+import { ConfigError, messageOf, stateDirectory } from "../common/index.js";
+import {
+  lookUpTrust,
+  sha256Of,
+  UntrustedConfigError,
+  type ConfigOrigin,
+  type ConfigSource,
+} from "./config-trust.js";
 import { environmentLayer } from "./env-layer.js";
+import { hostRealpath } from "./host-paths.js";
 import { configErrorOf, configIssuesOf } from "./issues.js";
+import { looseningKeys } from "./loosening-keys.js";
 import { isPlainObject, mergeAll, mergeLayers, type PlainObject } from "./merge.js";
 import { cordonConfigSchema, type CordonConfig } from "./schema.js";
 
@@ -30,6 +39,8 @@ export interface LoadConfigOptions {
   overrides?: ConfigOverrides | undefined;
   /** For `~/` in paths; default the OS home directory. */
   homeDir?: string | undefined;
+  /** Where the trust store is (`cordon config trust`); default `CORDON_HOME`, else `~/.cordon`. */
+  stateDir?: string | undefined;
 }
 
 export interface LoadedConfig {
@@ -37,25 +48,50 @@ export interface LoadedConfig {
   config: CordonConfig;
   /** Absolute path of the config file used, if any. */
   file?: string;
+  /** The config file used, how it was found, and whether it is trusted. */
+  source?: ConfigSource;
   /** File, environment and flag layers merged, without the built-in defaults (`config show`). */
   explicit: PlainObject;
+  /** Things a person should know that did not stop the load (an unreadable trust store). */
+  warnings: string[];
 }
 
 /**
  * Finds, reads and validates the config: built-in defaults → file → environment → flags.
  * Every problem is reported at once, as `path: message` lines in a `ConfigError` (exit 2).
+ * A file found in the working directory that loosens isolation must be trusted first
+ * (`UntrustedConfigError`, exit 2).
  */
 export async function loadConfig(options: LoadConfigOptions): Promise<LoadedConfig> {
   const cwd = path.resolve(options.cwd);
   const homeDir = options.homeDir ?? homedir();
-  const file = findConfigFile(cwd, options.env, options.configPath);
+  const found = findConfigFile(cwd, options.env, options.configPath);
+  const warnings: string[] = [];
 
   let fileLayer: PlainObject = {};
-  if (file) {
-    fileLayer = await readConfigFile(file);
+  let source: ConfigSource | undefined;
+  if (found) {
+    const { file, origin } = found;
+    // Read once: the bytes hashed for trust are the bytes parsed.
+    const bytes = await readConfigBytes(file);
+    fileLayer = parseConfigText(file, bytes.toString("utf8"));
     const checked = cordonConfigSchema.safeParse(fileLayer);
     if (!checked.success) {
       throw configErrorOf(file, configIssuesOf(checked.error, cordonConfigSchema));
+    }
+    source = { file, origin, trusted: origin !== "working directory", sha256: sha256Of(bytes) };
+    if (!source.trusted) {
+      const stateDir = options.stateDir ?? stateDirectory(options.env);
+      const lookup = await lookUpTrust(stateDir, file, source.sha256);
+      if (lookup.warning) warnings.push(lookup.warning);
+      source.trusted = lookup.trusted;
+      if (!source.trusted) {
+        const context = { directory: path.dirname(file), homeDir, realpath: hostRealpath };
+        const loosened = looseningKeys(fileLayer, context);
+        if (loosened.length) {
+          throw new UntrustedConfigError(source, loosened, { cwd, changed: lookup.changed });
+        }
+      }
     }
     fileLayer = resolveLayerPaths(fileLayer, path.dirname(file), homeDir);
   }
@@ -69,11 +105,15 @@ export async function loadConfig(options: LoadConfigOptions): Promise<LoadedConf
   const parsed = cordonConfigSchema.safeParse(mergeLayers(builtinDefaults(cwd), explicit));
   if (!parsed.success) {
     throw configErrorOf(
-      file ? `the config (${file}, environment and flags)` : "the config (environment and flags)",
+      found
+        ? `the config (${found.file}, environment and flags)`
+        : "the config (environment and flags)",
       configIssuesOf(parsed.error, cordonConfigSchema),
     );
   }
-  return file ? { config: parsed.data, file, explicit } : { config: parsed.data, explicit };
+  return source
+    ? { config: parsed.data, file: source.file, source, explicit, warnings }
+    : { config: parsed.data, explicit, warnings };
 }
 
 /**
@@ -107,33 +147,37 @@ function findConfigFile(
   cwd: string,
   env: LoadConfigOptions["env"],
   configPath: string | undefined,
-): string | undefined {
+): { file: string; origin: ConfigOrigin } | undefined {
   // An empty value means "not set", so CORDON_CONFIG="" turns the variable off.
   const named = configPath || env["CORDON_CONFIG"];
   if (named) {
     const file = path.resolve(cwd, named);
+    const origin = configPath ? "--config" : "CORDON_CONFIG";
     if (!existsSync(file)) {
-      const via = configPath ? "--config" : "CORDON_CONFIG";
-      throw new ConfigError(`config file ${file} (from ${via}) does not exist`, {
-        fix: `check the path given to ${via}`,
+      throw new ConfigError(`config file ${file} (from ${origin}) does not exist`, {
+        fix: `check the path given to ${origin}`,
       });
     }
-    return file;
+    return { file, origin };
   }
   const local = path.join(cwd, defaultConfigFileName);
-  return existsSync(local) ? local : undefined;
+  return existsSync(local) ? { file: local, origin: "working directory" } : undefined;
 }
 
-async function readConfigFile(file: string): Promise<PlainObject> {
-  let text: string;
+/** The bytes of a config file; a read failure is a `ConfigError` naming the file. */
+export async function readConfigBytes(file: string): Promise<Buffer> {
   try {
-    text = await readFile(file, "utf8");
+    return await readFile(file);
   } catch (error) {
     throw new ConfigError(`cannot read config file ${file}: ${messageOf(error)}`, {
       fix: "check that the file exists and is readable",
       cause: error,
     });
   }
+}
+
+/** JSON5 text → the top-level object; syntax errors point at the line and column. */
+export function parseConfigText(file: string, text: string): PlainObject {
   let value: unknown;
   try {
     value = JSON5.parse(text);
