@@ -26,13 +26,16 @@ export async function loadCliConfig(
   context: CliContext,
   options: CliConfigOptions = {},
 ): Promise<LoadedConfig> {
-  return loadConfig({
+  const loaded = await loadConfig({
     cwd: options.cwd ?? process.cwd(),
     env: context.env,
     configPath: options.configPath,
     overrides: options.overrides,
     homeDir: homedir(),
+    stateDir: stateDirectory(context.env),
   });
+  for (const warning of loaded.warnings) context.logger.warn(warning);
+  return loaded;
 }
 
 export interface CliPlanOptions {

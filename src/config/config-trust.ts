@@ -134,7 +134,7 @@ export class UntrustedConfigError extends ConfigValidationError {
     );
     // A refusal rather than a schema problem: the message says why the file is not believed.
     const why = options.changed
-      ? "changed since you trusted it"
+      ? "was found in the working directory and has changed since you trusted it"
       : "was found in the working directory, not named with --config or CORDON_CONFIG, and you have not trusted it";
     this.message =
       `${source.file} ${why}. A config file that came with a repository may tighten isolation but not loosen it, and this one loosens it:\n` +

@@ -16,7 +16,7 @@ import {
 import { environmentLayer } from "./env-layer.js";
 import { hostRealpath } from "./host-paths.js";
 import { configErrorOf, configIssuesOf } from "./issues.js";
-import { looseningKeys } from "./loosening-keys.js";
+import { looseningKeys, type LooseningKey } from "./loosening-keys.js";
 import { isPlainObject, mergeAll, mergeLayers, type PlainObject } from "./merge.js";
 import { cordonConfigSchema, type CordonConfig } from "./schema.js";
 
@@ -72,22 +72,16 @@ export async function loadConfig(options: LoadConfigOptions): Promise<LoadedConf
   let source: ConfigSource | undefined;
   if (found) {
     const { file, origin } = found;
-    // Read once: the bytes hashed for trust are the bytes parsed.
-    const bytes = await readConfigBytes(file);
-    fileLayer = parseConfigText(file, bytes.toString("utf8"));
-    const checked = cordonConfigSchema.safeParse(fileLayer);
-    if (!checked.success) {
-      throw configErrorOf(file, configIssuesOf(checked.error, cordonConfigSchema));
-    }
-    source = { file, origin, trusted: origin !== "working directory", sha256: sha256Of(bytes) };
+    const contents = await readConfigFile(file);
+    fileLayer = contents.layer;
+    source = { file, origin, trusted: origin !== "working directory", sha256: contents.sha256 };
     if (!source.trusted) {
       const stateDir = options.stateDir ?? stateDirectory(options.env);
       const lookup = await lookUpTrust(stateDir, file, source.sha256);
       if (lookup.warning) warnings.push(lookup.warning);
       source.trusted = lookup.trusted;
       if (!source.trusted) {
-        const context = { directory: path.dirname(file), homeDir, realpath: hostRealpath };
-        const loosened = looseningKeys(fileLayer, context);
+        const loosened = looseningKeysOfFile(file, fileLayer, homeDir);
         if (loosened.length) {
           throw new UntrustedConfigError(source, loosened, { cwd, changed: lookup.changed });
         }
@@ -164,20 +158,47 @@ function findConfigFile(
   return existsSync(local) ? { file: local, origin: "working directory" } : undefined;
 }
 
-/** The bytes of a config file; a read failure is a `ConfigError` naming the file. */
-export async function readConfigBytes(file: string): Promise<Buffer> {
+/** A config file as read: its schema-checked top level, and the hash of exactly those bytes. */
+export interface ConfigFileContents {
+  /** As written (paths not resolved, no defaults). */
+  layer: PlainObject;
+  /** sha256 of the bytes parsed, lowercase hex. */
+  sha256: string;
+}
+
+/**
+ * Reads a config file once and checks it against the schema: the bytes hashed for trust are
+ * the bytes parsed, so an edit between the two cannot go unnoticed.
+ */
+export async function readConfigFile(file: string): Promise<ConfigFileContents> {
+  let bytes: Buffer;
   try {
-    return await readFile(file);
+    bytes = await readFile(file);
   } catch (error) {
     throw new ConfigError(`cannot read config file ${file}: ${messageOf(error)}`, {
       fix: "check that the file exists and is readable",
       cause: error,
     });
   }
+  const layer = parseConfigText(file, bytes.toString("utf8"));
+  const checked = cordonConfigSchema.safeParse(layer);
+  if (!checked.success) {
+    throw configErrorOf(file, configIssuesOf(checked.error, cordonConfigSchema));
+  }
+  return { layer, sha256: sha256Of(bytes) };
+}
+
+/** What a file's own settings loosen, judged where the file is (its relative paths mean that). */
+export function looseningKeysOfFile(
+  file: string,
+  layer: PlainObject,
+  homeDir: string,
+): LooseningKey[] {
+  return looseningKeys(layer, { directory: path.dirname(file), homeDir, realpath: hostRealpath });
 }
 
 /** JSON5 text → the top-level object; syntax errors point at the line and column. */
-export function parseConfigText(file: string, text: string): PlainObject {
+function parseConfigText(file: string, text: string): PlainObject {
   let value: unknown;
   try {
     value = JSON5.parse(text);

@@ -9,7 +9,9 @@ import {
   loadConfig,
   mergeLayers,
   type ConfigOverrides,
+  type ConfigSource,
   type CordonConfig,
+  type LoadedConfig,
 } from "../config/index.js";
 import { builtinToolCatalog, extendToolCatalog, planRun, type RunPlan } from "../policy/index.js";
 import { DockerEngine } from "../sandbox/index.js";
@@ -93,6 +95,11 @@ export interface Runner {
   readonly stateDir: string;
   /** The plan a run would get (exactly what `cordon sandbox explain` prints). */
   plan(request?: PlanRequest): Promise<RunPlan>;
+  /**
+   * The config file this runner reads, how it was found and whether it is trusted; undefined
+   * when there is none or the config was passed in code.
+   */
+  configSource(): Promise<ConfigSource | undefined>;
   /** Plans, acquires the sandbox, runs the agent loop. Never throws: failures are results. */
   run(request: RunRequest): Promise<RunResult>;
   /** The sandbox a run with this request would get (for `cordon exec`, `cordon tool`, diffs). */
@@ -148,16 +155,20 @@ export function createRunner(options: RunnerOptions = {}): Runner {
   const sandboxes =
     options.sandboxes ?? defaultSandboxes({ engine: DockerEngine.fromEnv(env), stateDir, logger });
 
-  let config: Promise<CordonConfig> | undefined;
-  const loadedConfig = (): Promise<CordonConfig> => {
+  let config: Promise<Pick<LoadedConfig, "config" | "source">> | undefined;
+  const loadedConfig = (): Promise<Pick<LoadedConfig, "config" | "source">> => {
     config ??= options.config
-      ? Promise.resolve(options.config)
+      ? Promise.resolve({ config: options.config })
       : loadConfig({
           cwd,
           env,
           configPath: options.configPath,
           overrides: overridesOf(options),
-        }).then((loaded) => loaded.config);
+          stateDir,
+        }).then((loaded) => {
+          for (const warning of loaded.warnings) logger.warn(warning);
+          return loaded;
+        });
     // A config that failed to load (a typo being fixed) is read again on the next call.
     config.catch(() => {
       config = undefined;
@@ -179,7 +190,7 @@ export function createRunner(options: RunnerOptions = {}): Runner {
 
   const plan = async (request: PlanRequest = {}): Promise<RunPlan> =>
     planRun({
-      config: await loadedConfig(),
+      config: (await loadedConfig()).config,
       agentId: request.agentId,
       sessionKey: request.sessionKey,
       stateDir,
@@ -205,6 +216,7 @@ export function createRunner(options: RunnerOptions = {}): Runner {
   return {
     stateDir,
     plan,
+    configSource: async () => (await loadedConfig()).source,
     acquireSandbox,
     async discardSandbox(request = {}) {
       await sandboxes.discard?.(await plan(request));

@@ -1,4 +1,4 @@
-import { mkdir, mkdtemp, rm, symlink, writeFile } from "node:fs/promises";
+import { mkdir, mkdtemp, realpath, rm, symlink, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
 
@@ -7,6 +7,7 @@ import JSON5 from "json5";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 
 import { ExitCode, createLogger } from "../../common/index.js";
+import type { ConfigSource } from "../../config/index.js";
 import type { RunPlan } from "../../policy/index.js";
 import { createRunner } from "../../runner/index.js";
 import type { CliContext } from "../context.js";
@@ -58,7 +59,9 @@ describe("cordon config validate", () => {
     const result = await cordon(["config", "validate", "--config", configFile]);
     expect(result.err).toBe("");
     expect(result.code).toBe(0);
-    expect(result.out).toMatch(new RegExp(`^ok: ${configFile}\n`));
+    expect(result.out).toMatch(
+      new RegExp(`^ok: ${configFile} \\(named with --config; trusted\\)\n`),
+    );
     expect(result.out).toMatch(
       /agent ops: agent:ops:main sandboxed \(cordon-agent-ops-[0-9a-f]{12}\)/,
     );
@@ -165,7 +168,9 @@ describe("cordon config schema and show", () => {
       CORDON_MODEL: "claude-test",
     });
     expect(shown.code).toBe(0);
-    expect(shown.out.split("\n")[0]).toBe(`// config from ${configFile}`);
+    expect(shown.out.split("\n")[0]).toBe(
+      `// config from ${configFile} (named with --config; trusted)`,
+    );
     const explicit = JSON5.parse<Record<string, unknown>>(shown.out);
     expect(explicit).toMatchObject({
       tools: { deny: ["process"] },
@@ -217,7 +222,10 @@ describe("cordon sandbox explain", () => {
       "--json",
     ]);
     expect(result.code).toBe(0);
-    const printed = JSON.parse(result.out) as RunPlan;
+    const { config: source, ...printed } = JSON.parse(result.out) as RunPlan & {
+      config: ConfigSource | null;
+    };
+    expect(source).toMatchObject({ file: configFile, origin: "--config", trusted: true });
 
     const runner = createRunner({ env: { CORDON_HOME: stateDir }, configPath: configFile });
     const plan = await runner.plan({ agentId: "triage", sessionKey: "t1" });
@@ -268,5 +276,45 @@ describe("cordon sandbox explain", () => {
     first.command("list");
     expect(sandboxCommand(program)).toBe(first);
     expect(program.commands.filter((c) => c.name() === "sandbox")).toHaveLength(1);
+  });
+});
+
+describe("cordon config trust and untrust", () => {
+  it("prints the real path, the sha256 and what the file loosens; --json as data", async () => {
+    await writeFile(
+      configFile,
+      `{ agents: { defaults: { sandbox: { docker: { network: "bridge" } } } } }`,
+    );
+    const trusted = await cordon(["config", "trust", configFile]);
+    expect(trusted.code, trusted.err).toBe(0);
+    expect(trusted.out).toContain(`trusted ${await realpath(configFile)}\n  sha256 `);
+    expect(trusted.out).toContain('    agents.defaults.sandbox.docker.network: "bridge" — ');
+    expect(trusted.out).toContain("any edit makes it untrusted again");
+
+    const json = await cordon(["config", "trust", configFile, "--json"]);
+    const report = JSON.parse(json.out) as { path: string; sha256: string; loosens: unknown[] };
+    expect(report.sha256).toMatch(/^[0-9a-f]{64}$/);
+    expect(report.loosens).toEqual([
+      expect.objectContaining({ path: "agents.defaults.sandbox.docker.network", value: "bridge" }),
+    ]);
+
+    expect((await cordon(["config", "untrust", configFile])).out).toMatch(/^untrusted /);
+    expect((await cordon(["config", "untrust", configFile])).out).toMatch(/was not trusted\n$/);
+  });
+
+  it("says when a trusted file loosens nothing", async () => {
+    await writeFile(configFile, `{ tools: { deny: ["exec"] } }`);
+    const trusted = await cordon(["config", "trust", configFile]);
+    expect(trusted.out).toContain("it loosens nothing");
+  });
+
+  it("refuses to trust a file that is missing or invalid, exit 2", async () => {
+    const missing = await cordon(["config", "trust", path.join(dir, "nope.json5")]);
+    expect(missing.code).toBe(ExitCode.usage);
+    expect(missing.err).toMatch(/there is no config file at .*nope\.json5/);
+    await writeFile(configFile, `{ sandbox: {} }`);
+    const invalid = await cordon(["config", "trust", configFile]);
+    expect(invalid.code).toBe(ExitCode.usage);
+    expect(invalid.err).toContain('unknown key "sandbox"');
   });
 });

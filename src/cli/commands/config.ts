@@ -1,14 +1,32 @@
 import { existsSync } from "node:fs";
+import { homedir } from "node:os";
+import path from "node:path";
 
 import type { Command } from "commander";
 
-import { CordonError, ExitCode, messageOf } from "../../common/index.js";
+import {
+  ConfigError,
+  CordonError,
+  ExitCode,
+  messageOf,
+  stateDirectory,
+} from "../../common/index.js";
 import {
   ConfigValidationError,
   configJsonSchema,
+  defaultConfigFileName,
+  displayPath,
   formatConfigJson5,
+  formatKeyValue,
+  looseningKeysOfFile,
+  readConfigFile,
+  trustConfigFile,
+  untrustConfigFile,
+  UntrustedConfigError,
   type ConfigIssue,
+  type ConfigSource,
   type CordonConfig,
+  type LooseningKey,
 } from "../../config/index.js";
 import { SandboxSettingsRefusedError, implicitAgentId } from "../../policy/index.js";
 import type { CliContext } from "../context.js";
@@ -25,6 +43,8 @@ export interface ValidationReport {
   ok: boolean;
   /** The config file used; null = built-in defaults and environment only. */
   file: string | null;
+  /** How the file was found and whether it is trusted (`cordon config trust`); null = no file. */
+  source: ConfigSource | null;
   agents: ValidatedAgent[];
   issues: ConfigIssue[];
   warnings: string[];
@@ -49,7 +69,7 @@ function issuesOf(error: unknown, agentId: string): ConfigIssue[] {
 function validatePlans(
   context: CliContext,
   config: CordonConfig,
-): Omit<ValidationReport, "file" | "ok"> {
+): Omit<ValidationReport, "file" | "source" | "ok"> {
   const ids = config.agents.list.length ? config.agents.list.map((a) => a.id) : [implicitAgentId];
   const issues: ConfigIssue[] = [];
   const warnings = new Set<string>();
@@ -84,8 +104,21 @@ function validatePlans(
   return { agents, issues, warnings: [...warnings] };
 }
 
+/** `(found in the working directory; not trusted: it may tighten isolation, not loosen it)`. */
+export function describeSource(source: ConfigSource): string {
+  const how =
+    source.origin === "working directory"
+      ? "found in the working directory"
+      : `named with ${source.origin}`;
+  if (source.trusted) return `(${how}; trusted)`;
+  return `(${how}; not trusted: it may tighten isolation, not loosen it; \`cordon config trust\` to trust it)`;
+}
+
 function formatReport(report: ValidationReport): string {
-  const lines = [`ok: ${report.file ?? "no config file; built-in defaults and environment"}`];
+  const file = report.source
+    ? `${report.source.file} ${describeSource(report.source)}`
+    : "no config file; built-in defaults and environment";
+  const lines = [`ok: ${file}`];
   for (const agent of report.agents) {
     const sessions = agent.sessions
       .map(
@@ -121,10 +154,23 @@ export function registerConfigCommand(program: Command, context: CliContext): vo
       try {
         const loaded = await loadCliConfig(context, { configPath: options.config });
         const checked = validatePlans(context, loaded.config);
-        report = { ok: checked.issues.length === 0, file: loaded.file ?? null, ...checked };
+        report = {
+          ok: checked.issues.length === 0,
+          file: loaded.file ?? null,
+          source: loaded.source ?? null,
+          ...checked,
+        };
       } catch (error) {
         if (!(error instanceof ConfigValidationError) || !options.json) throw error;
-        report = { ok: false, file: null, agents: [], issues: [...error.issues], warnings: [] };
+        const source = error instanceof UntrustedConfigError ? error.source : null;
+        report = {
+          ok: false,
+          file: source?.file ?? null,
+          source,
+          agents: [],
+          issues: [...error.issues],
+          warnings: [],
+        };
       }
       if (options.json) {
         context.stdout(`${JSON.stringify(report, null, 2)}\n`);
@@ -157,9 +203,81 @@ export function registerConfigCommand(program: Command, context: CliContext): vo
         context.stdout(`${JSON.stringify(value, null, 2)}\n`);
         return;
       }
-      const source = loaded.file ?? "no config file";
+      const source = loaded.source
+        ? `${loaded.source.file} ${describeSource(loaded.source)}`
+        : "no config file";
       context.stdout(
         `// ${options.resolved ? "resolved config (defaults included)" : "config"} from ${source}\n${formatConfigJson5(value)}`,
       );
     });
+
+  config
+    .command("trust [file]")
+    .description(
+      `trust a config file cordon finds in the working directory (default ./${defaultConfigFileName}), so it may loosen isolation: records its real path and sha256 under CORDON_HOME; any edit makes it untrusted again`,
+    )
+    .option("--json", "print what was trusted as JSON")
+    .action(async (file: string | undefined, options: { json?: boolean }) => {
+      const cwd = process.cwd();
+      const target = existingConfigFile(cwd, file);
+      const contents = await readConfigFile(target);
+      const loosens = looseningKeysOfFile(target, contents.layer, homedir());
+      const trusted = await trustConfigFile(stateDirectory(context.env), target, contents.sha256);
+      if (trusted.warning) context.logger.warn(trusted.warning);
+      const { record } = trusted;
+      if (options.json) {
+        const report = { path: record.path, sha256: record.sha256, loosens };
+        context.stdout(`${JSON.stringify(report, null, 2)}\n`);
+        return;
+      }
+      context.stdout(formatTrusted(record.path, record.sha256, loosens, displayPath(target, cwd)));
+    });
+
+  config
+    .command("untrust [file]")
+    .description(
+      `forget a trusted config file (default ./${defaultConfigFileName}); found in the working directory again, it may only tighten isolation`,
+    )
+    .action(async (file: string | undefined) => {
+      const cwd = process.cwd();
+      const target = path.resolve(cwd, file ?? defaultConfigFileName);
+      const result = await untrustConfigFile(stateDirectory(context.env), target);
+      if (result.warning) context.logger.warn(result.warning);
+      context.stdout(
+        result.removed ? `untrusted ${result.location}\n` : `${result.location} was not trusted\n`,
+      );
+    });
+}
+
+function existingConfigFile(cwd: string, file: string | undefined): string {
+  const target = path.resolve(cwd, file ?? defaultConfigFileName);
+  if (!existsSync(target)) {
+    throw new ConfigError(`there is no config file at ${target}`, {
+      fix: file
+        ? "check the path"
+        : `run it where ${defaultConfigFileName} is, or name the file: \`cordon config trust path/to/${defaultConfigFileName}\``,
+    });
+  }
+  return target;
+}
+
+function formatTrusted(
+  location: string,
+  sha256: string,
+  loosens: readonly LooseningKey[],
+  shown: string,
+): string {
+  const lines = [`trusted ${location}`, `  sha256 ${sha256}`];
+  if (loosens.length) {
+    lines.push("  it loosens isolation with:");
+    for (const key of loosens) {
+      lines.push(`    ${key.path}: ${formatKeyValue(key.value)} — ${key.reason}`);
+    }
+  } else {
+    lines.push("  it loosens nothing (it would have worked untrusted too)");
+  }
+  lines.push(
+    `  any edit makes it untrusted again; \`cordon config untrust ${shown}\` forgets it now`,
+  );
+  return `${lines.join("\n")}\n`;
 }

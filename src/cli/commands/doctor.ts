@@ -4,6 +4,7 @@ import path from "node:path";
 import type { Command } from "commander";
 
 import { CordonError, ExitCode, messageOf, stateDirectory } from "../../common/index.js";
+import { UntrustedConfigError, type ConfigSource } from "../../config/index.js";
 import {
   diskBudgetSupport,
   DockerEngine,
@@ -12,6 +13,8 @@ import {
   workspaceDiskFor,
 } from "../../sandbox/index.js";
 import type { CliContext } from "../context.js";
+import { loadCliConfig } from "../plan-context.js";
+import { describeSource } from "./config.js";
 
 /** "warn": works, with less protection than configured (the report stays ok). */
 export type CheckStatus = "ok" | "warn" | "fail" | "skipped";
@@ -26,6 +29,8 @@ export interface DoctorCheck {
 export interface DoctorReport {
   ok: boolean;
   checks: DoctorCheck[];
+  /** The config file of the working directory and whether it is trusted; null = none. */
+  config?: ConfigSource | null;
 }
 
 const minimumNode = { major: 20, minor: 19 };
@@ -158,6 +163,37 @@ export async function runDoctor(env: NodeJS.ProcessEnv): Promise<DoctorReport> {
   return { ok: checks.every((c) => c.status === "ok" || c.status === "warn"), checks };
 }
 
+/** The working directory's config: loads, and is trusted or loosens nothing (`cordon run` would start). */
+async function checkConfig(
+  context: CliContext,
+): Promise<{ source: ConfigSource | null; check?: DoctorCheck }> {
+  try {
+    const loaded = await loadCliConfig(context);
+    if (!loaded.source) return { source: null };
+    const { source } = loaded;
+    return {
+      source,
+      check: { name: "config", status: "ok", detail: `${source.file} ${describeSource(source)}` },
+    };
+  } catch (error) {
+    const source = error instanceof UntrustedConfigError ? error.source : null;
+    return { source, check: failed("config", error) };
+  }
+}
+
+function withConfigCheck(
+  report: DoctorReport,
+  config: Awaited<ReturnType<typeof checkConfig>>,
+): DoctorReport {
+  if (!config.check) return { ...report, config: config.source };
+  const checks = [...report.checks, config.check];
+  return {
+    ok: checks.every((c) => c.status === "ok" || c.status === "warn"),
+    checks,
+    config: config.source,
+  };
+}
+
 const marks: Record<CheckStatus, string> = {
   ok: "ok  ",
   warn: "WARN",
@@ -186,7 +222,7 @@ export function registerDoctorCommand(program: Command, context: CliContext): vo
     )
     .option("--json", "print the report as JSON")
     .action(async (options: { json?: boolean }) => {
-      const report = await runDoctor(context.env);
+      const report = withConfigCheck(await runDoctor(context.env), await checkConfig(context));
       context.stdout(
         options.json ? `${JSON.stringify(report, null, 2)}\n` : formatDoctorReport(report),
       );

@@ -4,6 +4,7 @@ import { explainPlan, redactPlanSecrets, type RunPlan } from "../../policy/index
 import { diskBudgetSupport, notEnforcedWarning } from "../../sandbox/index.js";
 import type { CliContext } from "../context.js";
 import { addPlanOptions, runnerFromFlags, type PlanFlags } from "../runner-flags.js";
+import { describeSource } from "./config.js";
 import { sandboxCommand } from "./sandbox-command.js";
 
 export function registerSandboxExplainCommand(program: Command, context: CliContext): void {
@@ -15,19 +16,26 @@ export function registerSandboxExplainCommand(program: Command, context: CliCont
   addPlanOptions(explain)
     .option(
       "--json",
-      "print the run plan object the runner uses, as JSON (credential-like env values redacted)",
+      "print the run plan object the runner uses, as JSON (credential-like env values redacted), with `config`: the config file and whether it is trusted",
     )
     .action(async (options: PlanFlags & { json?: boolean }) => {
       // The runner's own plan(): the very object `cordon run` with these flags would use.
+      const runner = runnerFromFlags(context, options);
       const plan = await withHostWarnings(
-        await runnerFromFlags(context, options).plan({
-          agentId: options.agent,
-          sessionKey: options.session,
-        }),
+        await runner.plan({ agentId: options.agent, sessionKey: options.session }),
       );
-      context.stdout(
-        options.json ? `${JSON.stringify(redactPlanSecrets(plan), null, 2)}\n` : explainPlan(plan),
-      );
+      const source = (await runner.configSource()) ?? null;
+      if (options.json) {
+        const shown = { ...redactPlanSecrets(plan), config: source };
+        context.stdout(`${JSON.stringify(shown, null, 2)}
+`);
+        return;
+      }
+      const config = source
+        ? `${source.file} ${describeSource(source)}`
+        : "no config file (built-in defaults, environment and flags)";
+      context.stdout(`config    ${config}
+${explainPlan(plan)}`);
     });
 }
 
