@@ -42,7 +42,7 @@ function schemaKeys(schema: z.ZodType, at: string[] = []): string[][] {
 }
 
 /** Keys other parts of issue #11 add to the schema; classified ahead so they land protected. */
-const announcedKeys = new Set(["sandbox.disk", "sandbox.protectGitDir"]);
+const announcedKeys = new Set(["sandbox.protectGitDir"]);
 
 describe("the untrusted-config table", () => {
   const keys = schemaKeys(cordonConfigSchema);
@@ -221,5 +221,16 @@ describe("looseningKeys", () => {
         reason: expect.stringMatching(/no rule/) as unknown,
       },
     ]);
+  });
+});
+
+describe("the disk budget", () => {
+  it("may shrink but not grow or go away in an untrusted file", () => {
+    const context = { directory: "/p", homeDir: "/h", realpath: (p: string) => p };
+    const disk = (value: unknown) =>
+      looseningKeys({ agents: { defaults: { sandbox: { disk: value } } } }, context).length;
+    expect(disk("1g")).toBe(0);
+    expect(disk("10g")).toBe(0);
+    for (const value of ["11g", "1t", 0, "unlimited"]) expect(disk(value), String(value)).toBe(1);
   });
 });

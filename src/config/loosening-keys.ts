@@ -83,8 +83,7 @@ function workspaceLeavesDirectory(value: unknown, context: LooseningContext): bo
 }
 
 const docker = configDefaults.docker;
-/** The built-in `sandbox.disk` (issue #11 adds the key; take it from configDefaults once it is there). */
-const diskBudgetDefault = "10g";
+const diskBudgetDefault = configDefaults.sandbox.disk;
 
 export const untrustedKeyRules: Readonly<Record<string, KeyRule>> = {
   $schema: safe("an editor hint; cordon never fetches it"),
@@ -134,7 +133,7 @@ export const untrustedKeyRules: Readonly<Record<string, KeyRule>> = {
   ),
   "sandbox.seed": safe("false only leaves the private workspace empty"),
   "sandbox.disk": loosening(
-    `a budget above the built-in ${diskBudgetDefault}, or none, lets the sandbox fill more of the host's disk`,
+    `a budget above the built-in ${String(diskBudgetDefault)}, or none, lets the sandbox fill more of the host's disk`,
     bytesAbove(diskBudgetDefault),
   ),
   "sandbox.protectGitDir": loosening(
