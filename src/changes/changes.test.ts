@@ -6,7 +6,7 @@ import path from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 
 import { ChangesConflictError, applyChanges } from "./apply-changes.js";
-import { baselineRef, recordBaseline } from "../sandbox/workspace/index.js";
+import { diffAgainstBaseline, recordBaseline } from "../sandbox/workspace/index.js";
 import { parsePatch } from "./parse-git-patch.js";
 import { patchProblems } from "./patch-problems.js";
 
@@ -23,16 +23,9 @@ function git(cwd: string, ...args: string[]): string {
   return execFileSync("git", args, { cwd, env: gitEnv, encoding: "utf8" });
 }
 
-/** What takeChanges runs inside a sandbox, run here on the host for the unit test. */
-function diffAgainstBaseline(cwd: string): Buffer {
-  const index = path.join(cwd, "..", "tmp-index");
-  const env = { ...gitEnv, GIT_INDEX_FILE: index };
-  execFileSync("git", ["read-tree", baselineRef], { cwd, env });
-  execFileSync("git", ["add", "-A", "."], { cwd, env });
-  return execFileSync("git", ["diff", "--cached", "--binary", "--full-index", baselineRef], {
-    cwd,
-    env,
-  });
+/** The agent's changes, taken as `cordon diff` takes them: host git on cordon's baseline dir. */
+async function changesOf(copy: string): Promise<Buffer> {
+  return Buffer.from(await diffAgainstBaseline(copy));
 }
 
 describe("changes: baseline, inspect, apply", () => {
@@ -68,7 +61,7 @@ describe("changes: baseline, inspect, apply", () => {
     await writeFile(path.join(copy, "new.bin"), Buffer.from([0, 1, 2, 255]));
     await mkdir(path.join(copy, "build"));
     await writeFile(path.join(copy, "build", "out.o"), "ignored");
-    const patch = diffAgainstBaseline(copy);
+    const patch = await changesOf(copy);
 
     const files = parsePatch(patch.toString("utf8"));
     expect(files.map((f) => [f.path, f.change, f.binary])).toEqual([
@@ -90,7 +83,7 @@ describe("changes: baseline, inspect, apply", () => {
     await writeFile(path.join(plain, "a.txt"), "a\n");
     await recordBaseline(plain);
     await writeFile(path.join(plain, "a.txt"), "b\n");
-    const files = parsePatch(diffAgainstBaseline(plain).toString("utf8"));
+    const files = parsePatch((await changesOf(plain)).toString("utf8"));
     expect(files.map((f) => f.path)).toEqual(["a.txt"]);
   });
 
@@ -98,7 +91,7 @@ describe("changes: baseline, inspect, apply", () => {
     await recordBaseline(copy);
     await writeFile(path.join(copy, "code.py"), "x = 2\n");
     await writeFile(path.join(copy, "other.txt"), "new\n");
-    const patch = diffAgainstBaseline(copy);
+    const patch = await changesOf(copy);
 
     expect((await applyChanges(real, patch, { check: true })).applied).toBe(false);
     expect(await readFile(path.join(real, "code.py"), "utf8")).toBe("x = 1\n");
@@ -116,12 +109,10 @@ describe("changes: baseline, inspect, apply", () => {
     await symlink("/etc/passwd", path.join(copy, "passwd"));
     await symlink("../../outside", path.join(copy, "up"));
     await symlink("code.py", path.join(copy, "inside"));
-    const files = parsePatch(diffAgainstBaseline(copy).toString("utf8"));
+    const files = parsePatch((await changesOf(copy)).toString("utf8"));
     const problems = patchProblems(files);
     expect(problems.map((p) => p.path).sort()).toEqual(["passwd", "up"]);
-    await expect(applyChanges(real, diffAgainstBaseline(copy))).rejects.toThrow(
-      /not safe to apply/,
-    );
+    await expect(applyChanges(real, await changesOf(copy))).rejects.toThrow(/not safe to apply/);
 
     const hostile = [
       "diff --git a/.git/hooks/pre-commit b/.git/hooks/pre-commit",

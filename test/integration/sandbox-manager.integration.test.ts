@@ -1,5 +1,6 @@
 import { execFileSync } from "node:child_process";
 import {
+  chown,
   lstat,
   mkdir,
   mkdtemp,
@@ -270,7 +271,9 @@ describe("DockerSandboxManager", () => {
 
   it("starts a container another process created but never started, or replaces it", async () => {
     const s = spec("never-started");
+    // As the process that died left it: the container user's (cordon refuses any other).
     await mkdir(s.privateWorkspace ?? "", { recursive: true });
+    await chown(s.privateWorkspace ?? "", 1000, 1000);
     // Left behind as if a process died between create and start.
     const orphan = await docker.createContainer(
       createContainerOptions({
@@ -288,6 +291,7 @@ describe("DockerSandboxManager", () => {
     // The same, but it cannot start (a tmpfs option runc refuses): replaced by a fresh one.
     const broken = spec("never-starts");
     await mkdir(broken.privateWorkspace ?? "", { recursive: true });
+    await chown(broken.privateWorkspace ?? "", 1000, 1000);
     const unstartable = await docker.createContainer(
       createContainerOptions({
         spec: { ...broken, docker: { ...broken.docker, tmpfs: { "/tmp": "size=bogus" } } },

@@ -148,7 +148,11 @@ export function runPlainGit(workTree: string): void {
   // The attackers' commands do not speak git's protocols, so git may fail after running them.
   const attempt = (...args: string[]): void => {
     try {
-      execFileSync("git", [...identity, ...args], { cwd: workTree, stdio: "ignore" });
+      // safe.directory: a sandbox copy belongs to the container's user, not to this process.
+      execFileSync("git", [...identity, "-c", "safe.directory=*", ...args], {
+        cwd: workTree,
+        stdio: "ignore",
+      });
     } catch {
       // The marker is what counts.
     }

@@ -5,6 +5,7 @@ import type Docker from "dockerode";
 
 import { ConfigError, createSilentLogger, messageOf, type Logger } from "../../common/index.js";
 import {
+  baselineGitDir,
   isInside,
   privateWorkspaceRoot,
   releaseWorkspaceDisk,
@@ -329,7 +330,8 @@ export class SandboxInventory {
   }
 
   /**
-   * Deletes a private workspace (unmounting its disk image), its seed marker and leftover seeds; only ever below this state
+   * Deletes a private workspace (unmounting its disk image), its seed marker, its baseline git
+   * dir and leftover seeds; only ever below this state
    * directory's workspaces folder (a label is not trusted to name a path to delete).
    */
   private async removeWorkspace(workspace: string | undefined): Promise<string | undefined> {
@@ -347,6 +349,7 @@ export class SandboxInventory {
     await releaseWorkspaceDisk(owned);
     await rm(owned, { recursive: true, force: true });
     await rm(seedMarkerPath(owned), { force: true });
+    await rm(baselineGitDir(owned), { recursive: true, force: true });
     const prefix = path.basename(seedTempPrefix(owned));
     for (const name of await readdir(path.dirname(owned)).catch(() => [])) {
       if (name.startsWith(prefix)) {

@@ -1,73 +1,196 @@
-import { execFile } from "node:child_process";
-import { lchown, mkdtemp, readdir, rm } from "node:fs/promises";
-import os from "node:os";
+import { randomUUID } from "node:crypto";
+import { constants } from "node:fs";
+import { chmod, lchown, lstat, mkdir, open, readdir, rm, writeFile } from "node:fs/promises";
 import path from "node:path";
-import { promisify } from "node:util";
 
+import { FileOperationError } from "../../common/index.js";
+import { gitConfigText, readRepositoryFormat, type RepositoryFormat } from "./git-state.js";
 import type { Owner } from "./owner.js";
-
-const run = promisify(execFile);
+import { HostGitError, defaultGitOutputBytes, runHostGit } from "./host-git.js";
+import { baselineGitDir } from "./paths.js";
+import { isErrno } from "./tree-copy.js";
 
 /** The ref that records the seeded state of a private workspace; diffs are taken against it. */
 export const baselineRef = "refs/cordon/baseline";
 
-/** Environment that keeps the user's global and system git config out of cordon's own git calls. */
-function isolatedGitEnv(extra: Record<string, string> = {}): NodeJS.ProcessEnv {
-  return {
-    PATH: process.env["PATH"] ?? "/usr/bin:/bin",
-    GIT_CONFIG_NOSYSTEM: "1",
-    GIT_CONFIG_GLOBAL: "/dev/null",
-    GIT_AUTHOR_NAME: "cordon",
-    GIT_AUTHOR_EMAIL: "cordon@localhost",
-    GIT_COMMITTER_NAME: "cordon",
-    GIT_COMMITTER_EMAIL: "cordon@localhost",
-    ...extra,
-  };
-}
+/**
+ * Beats every `.gitattributes` in the work tree (info/attributes has the highest precedence), so
+ * no file can name a filter (code on the host) or have its bytes changed on the way in.
+ */
+const baselineAttributes = "* -filter -text -eol -ident -working-tree-encoding\n";
 
-async function git(cwd: string, args: string[], env?: NodeJS.ProcessEnv): Promise<string> {
-  // The copy belongs to the container's user, not to this process: vouch for it explicitly.
-  const { stdout } = await run("git", ["-c", `safe.directory=${cwd}`, ...args], {
-    cwd,
-    env: {
-      ...(env ?? isolatedGitEnv()),
-      // Never a repository above the copy: with CORDON_HOME inside some checkout, a copy without
-      // .git would otherwise record its baseline in that checkout.
-      GIT_CEILING_DIRECTORIES: path.dirname(cwd),
-    },
-    maxBuffer: 64 * 1024 * 1024,
-  });
-  return stdout;
+/**
+ * Loose objects at the fastest zlib level: the baseline is written once per seed, read by diffs
+ * on the same machine, and never sent anywhere.
+ */
+const fastObjects = ["-c", "core.compression=1", "-c", "core.looseCompression=1"];
+
+const identity = {
+  GIT_AUTHOR_NAME: "cordon",
+  GIT_AUTHOR_EMAIL: "cordon@localhost",
+  GIT_COMMITTER_NAME: "cordon",
+  GIT_COMMITTER_EMAIL: "cordon@localhost",
+};
+
+export interface RecordBaselineOptions {
+  /** The git dir to create for it. Default `baselineGitDir(workspace)`. */
+  gitDir?: string | undefined;
+  /**
+   * The object format (same as the user's repository, so patches carry hashes it knows).
+   * Default: read from the workspace's `.git/config` — call it before any agent touched it.
+   */
+  format?: RepositoryFormat | undefined;
+  signal?: AbortSignal | undefined;
 }
 
 /**
- * Records the current content of a freshly seeded private workspace as `refs/cordon/baseline`, so
- * later changes can be taken as one patch. Tracked and untracked (not ignored) files are included;
- * the workspace's HEAD, branches and index are not touched. A tree that is not a git repository
- * gets one (`git init`) first. Runs on the host at seeding time, before any agent touched the copy
- * (so the copy's git config is still the user's own). What git wrote is then given to `owner`, so
- * the container's user can take diffs and commit in its copy.
+ * Records the current content of a freshly seeded private workspace as `refs/cordon/baseline` in
+ * a git dir of cordon's own beside it (never in the copy's `.git`, which the agent owns), so later
+ * changes can be taken as one patch. Tracked and untracked (not ignored) files are included; the
+ * copy's own `info/exclude` is carried over so what the user ignores stays out of diffs. The copy
+ * must not be reachable by any container yet (seeding builds it in a closed directory).
  */
-export async function recordBaseline(workspace: string, owner?: Owner): Promise<string> {
-  const inside = await git(workspace, ["rev-parse", "--is-inside-work-tree"]).catch(() => "");
-  if (inside.trim() !== "true") await git(workspace, ["init", "-q"]);
-  const scratch = await mkdtemp(path.join(os.tmpdir(), "cordon-baseline-"));
+export async function recordBaseline(
+  workspace: string,
+  options: RecordBaselineOptions = {},
+): Promise<string> {
+  const gitDir = options.gitDir ?? baselineGitDir(workspace);
+  const format =
+    options.format ?? (await readRepositoryFormat(path.join(workspace, ".git", "config"), []));
+  await writeBaselineGitDir(gitDir, format, await readExclude(workspace));
+  const index = path.join(gitDir, `index-${randomUUID()}`);
+  const git = async (args: string[]): Promise<string> =>
+    (
+      await runHostGit([...fastObjects, ...args], {
+        gitDir,
+        workTree: workspace,
+        env: { ...identity, GIT_INDEX_FILE: index },
+        signal: options.signal,
+      })
+    )
+      .toString("utf8")
+      .trim();
   try {
-    // A private index: the user's staged state in the copy stays as it was.
-    const env = isolatedGitEnv({ GIT_INDEX_FILE: path.join(scratch, "index") });
-    await git(workspace, ["add", "-A", "."], env);
-    const tree = (await git(workspace, ["write-tree"], env)).trim();
-    const commit = (
-      await git(workspace, ["commit-tree", tree, "-m", "cordon baseline: the seeded copy"], env)
-    ).trim();
-    await git(workspace, ["update-ref", baselineRef, commit], env);
-    if (owner) await chownTree(path.join(workspace, ".git"), owner);
+    await git(["add", "-A", "."]);
+    const tree = await git(["write-tree"]);
+    const commit = await git(["commit-tree", tree, "-m", "cordon baseline: the seeded copy"]);
+    await git(["update-ref", baselineRef, commit]);
     return commit;
   } finally {
-    await rm(scratch, { recursive: true, force: true });
+    await rm(index, { force: true });
   }
 }
 
+/**
+ * The changes made in a seeded private workspace since it was seeded, as one `git apply`-able
+ * patch, byte for byte (file contents need not be UTF-8); empty when nothing changed. Host git,
+ * against cordon's baseline git dir, with a fresh private index and the work tree as plain data:
+ * no config but cordon's, no hooks, filters, textconv or external diff, prefixes forced to
+ * `a/`/`b/` whatever anyone configured. The copy's `.git` is never read (git skips `.git` in a
+ * work tree) and a nested repository is recorded as a gitlink from its HEAD only.
+ *
+ * Contract: the caller guarantees that no container process runs while this reads the copy (the
+ * sandbox is paused or stopped), so what is diffed is one state, not a moving target.
+ */
+export async function diffAgainstBaseline(
+  privateWorkspace: string,
+  options: { signal?: AbortSignal | undefined } = {},
+): Promise<Uint8Array> {
+  const gitDir = baselineGitDir(privateWorkspace);
+  const found = await lstat(path.join(gitDir, baselineRef)).catch(() => undefined);
+  if (!found?.isFile()) {
+    throw new FileOperationError(
+      `the private workspace ${privateWorkspace} has no cordon baseline, so its changes cannot be told apart`,
+      "not_found",
+      privateWorkspace,
+      {
+        fix: "diff and apply work on seeded private copies (sandbox.workspaceAccess none or ro, with seed on); a copy seeded by an older cordon has its baseline inside the sandbox: remove it with `cordon sandbox rm <name>` and run again",
+      },
+    );
+  }
+  const index = path.join(gitDir, `index-${randomUUID()}`);
+  const git = (args: string[], maxBuffer?: number): Promise<Buffer> =>
+    runHostGit([...fastObjects, ...args], {
+      gitDir,
+      workTree: privateWorkspace,
+      env: { ...identity, GIT_INDEX_FILE: index },
+      maxBuffer,
+      signal: options.signal,
+    });
+  try {
+    await git(["read-tree", baselineRef]);
+    await git(["add", "-A", "."]);
+    return await git([
+      "-c",
+      "diff.noprefix=false",
+      "-c",
+      "diff.mnemonicPrefix=false",
+      "-c",
+      "core.quotePath=false",
+      "diff",
+      "--cached",
+      "--binary",
+      "--full-index",
+      "--no-color",
+      "--no-ext-diff",
+      "--no-textconv",
+      "--src-prefix=a/",
+      "--dst-prefix=b/",
+      baselineRef,
+    ]);
+  } catch (error) {
+    if (error instanceof HostGitError && error.outputTooLarge) {
+      throw new FileOperationError(
+        `the changes in ${privateWorkspace} are bigger than ${defaultGitOutputBytes / 1024 / 1024} MiB as a patch`,
+        "too_large",
+        privateWorkspace,
+        {
+          fix: "remove large generated files from the workspace (cordon exec -- git status shows them), or copy them out by hand",
+          cause: error,
+        },
+      );
+    }
+    throw error;
+  } finally {
+    await rm(index, { force: true });
+  }
+}
+
+/**
+ * Also records the baseline inside the copy's own `.git`, for `takeChanges`, which still diffs
+ * inside the sandbox. Transitional: remove once changes are taken with `diffAgainstBaseline`.
+ * Safe at seeding time only: the copy is closed to every container, its config is cordon's (no
+ * filter drivers, no hooks), and no user or system config is read.
+ */
+export async function recordBaselineInCopy(
+  workspace: string,
+  options: { scratch: string; owner: Owner | undefined; signal?: AbortSignal | undefined },
+): Promise<void> {
+  const { signal } = options;
+  const index = path.join(options.scratch, `copy-index-${randomUUID()}`);
+  const git = async (args: string[]): Promise<string> =>
+    (
+      await runHostGit(args, {
+        gitDir: path.join(workspace, ".git"),
+        workTree: workspace,
+        env: { ...identity, GIT_INDEX_FILE: index },
+        signal,
+      })
+    )
+      .toString("utf8")
+      .trim();
+  try {
+    await git(["add", "-A", "."]);
+    const tree = await git(["write-tree"]);
+    const commit = await git(["commit-tree", tree, "-m", "cordon baseline: the seeded copy"]);
+    await git(["update-ref", baselineRef, commit]);
+    if (options.owner) await chownTree(path.join(workspace, ".git"), options.owner);
+  } finally {
+    await rm(index, { force: true });
+  }
+}
+
+/** lchown of a tree no container can reach (the closed seed directory). */
 async function chownTree(root: string, owner: Owner): Promise<void> {
   await lchown(root, owner.uid, owner.gid);
   for (const entry of await readdir(root, { withFileTypes: true })) {
@@ -75,4 +198,43 @@ async function chownTree(root: string, owner: Owner): Promise<void> {
     if (entry.isDirectory()) await chownTree(child, owner);
     else await lchown(child, owner.uid, owner.gid);
   }
+}
+
+/** The copy's `info/exclude` (the user's, copied at seeding), never through a link. */
+async function readExclude(workspace: string): Promise<Buffer> {
+  const file = path.join(workspace, ".git", "info", "exclude");
+  let handle;
+  try {
+    handle = await open(file, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK);
+  } catch (error) {
+    if (isErrno(error, "ENOENT") || isErrno(error, "ELOOP") || isErrno(error, "ENOTDIR")) {
+      return Buffer.alloc(0);
+    }
+    throw error;
+  }
+  try {
+    const stats = await handle.stat();
+    return stats.isFile() ? await handle.readFile() : Buffer.alloc(0);
+  } finally {
+    await handle.close();
+  }
+}
+
+/** A git dir only cordon (root, or the invoking user) can enter: mode 0700, cordon's config. */
+async function writeBaselineGitDir(
+  gitDir: string,
+  format: RepositoryFormat,
+  exclude: Buffer,
+): Promise<void> {
+  // Recording again replaces the old baseline.
+  await rm(gitDir, { recursive: true, force: true });
+  await mkdir(gitDir, { mode: 0o700 });
+  await chmod(gitDir, 0o700);
+  for (const directory of ["objects", "refs", "info"]) {
+    await mkdir(path.join(gitDir, directory), { mode: 0o700 });
+  }
+  await writeFile(path.join(gitDir, "HEAD"), `ref: ${baselineRef}\n`, { flag: "wx" });
+  await writeFile(path.join(gitDir, "config"), gitConfigText(format), { flag: "wx" });
+  await writeFile(path.join(gitDir, "info", "attributes"), baselineAttributes, { flag: "wx" });
+  await writeFile(path.join(gitDir, "info", "exclude"), exclude, { flag: "wx" });
 }

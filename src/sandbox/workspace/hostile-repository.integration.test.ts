@@ -1,5 +1,5 @@
 import { execFileSync } from "node:child_process";
-import { lstat, mkdtemp, readFile, readdir, rm } from "node:fs/promises";
+import { lstat, mkdtemp, readFile, readdir, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
 
@@ -15,6 +15,7 @@ import {
   type HostileRepository,
 } from "../../../test/support/hostile-repository.js";
 import { testSandboxSpec } from "../../../test/support/sandbox-spec.js";
+import { diffAgainstBaseline } from "./baseline.js";
 import { ensurePrivateWorkspace, type PrivateWorkspace } from "./private-workspace.js";
 import { privateWorkspacePath } from "./paths.js";
 
@@ -126,5 +127,37 @@ describe("seeding from inside a hostile repository", () => {
     expect(await readFile(path.join(fromWorktree.path, ".git", "config"), "utf8")).not.toContain(
       plantedSecrets.urlToken,
     );
+  });
+});
+
+describe("diffing a copy the agent armed", () => {
+  it("runs nothing the agent planted in the copy's .git, its .gitattributes or a nested repository", async () => {
+    const { path: copy } = await seed(hostile.path, "hostile-diff");
+    const planted = path.join(root, "planted");
+    execFileSync("mkdir", ["-p", planted]);
+    // The agent re-arms its copy: its .git and a nested repository get the hostile config and
+    // hooks back (the hostile repository's own, as a user's plain git would run them).
+    const hostileConfig = await readFile(path.join(hostile.path, ".git", "config"), "utf8");
+    await writeFile(path.join(copy, ".git", "config"), hostileConfig);
+    execFileSync("cp", ["-a", path.join(hostile.path, ".git", "hooks"), path.join(copy, ".git")]);
+    const nested = path.join(copy, "vendor", "lib");
+    execFileSync("mkdir", ["-p", nested]);
+    execFileSync("cp", ["-a", path.join(hostile.path, ".git"), path.join(nested, ".git")]);
+    await writeFile(path.join(nested, "app.py"), "print('nested')\n");
+    await writeFile(path.join(copy, "app.py"), "print('changed by the agent')\n");
+    await writeFile(path.join(copy, "extra.py"), "x = 2\n");
+
+    // Armed: plain git in the copy, as a user might run it, fires the attacks.
+    runPlainGit(copy);
+    expect((await markersLeft(hostile)).length).toBeGreaterThan(3);
+    execFileSync("sh", ["-c", `rm -f '${hostile.markers}'/*`]);
+
+    const patch = Buffer.from(await diffAgainstBaseline(copy)).toString("utf8");
+    expect(await markersLeft(hostile)).toEqual([]);
+    // The diff is of the bytes as they are: no clean filter ran over the .py files.
+    expect(patch).toContain("+print('changed by the agent')");
+    expect(patch).toContain("diff --git a/extra.py b/extra.py");
+    // The nested repository is a gitlink, never entered as a repository of its own.
+    expect(patch).toMatch(/diff --git a\/vendor\/lib b\/vendor\/lib\nnew file mode 160000/);
   });
 });

@@ -6,6 +6,7 @@ export {
   type SeedInfo,
 } from "./private-workspace.js";
 export {
+  baselineGitDir,
   isInside,
   privateWorkspacePath,
   privateWorkspaceRoot,
@@ -28,4 +29,9 @@ export { mountCountAt, parseMountPoints } from "./mount-table.js";
 export { listGitFiles } from "./git-files.js";
 export { TreeCopier, type CopySummary, type TreeCopierOptions } from "./tree-copy.js";
 export { parseContainerUser, type Owner } from "./owner.js";
-export { baselineRef, recordBaseline } from "./baseline.js";
+export {
+  baselineRef,
+  diffAgainstBaseline,
+  recordBaseline,
+  type RecordBaselineOptions,
+} from "./baseline.js";

@@ -39,3 +39,11 @@ export function seedMarkerPath(workspace: string): string {
 export function seedTempPrefix(workspace: string): string {
   return path.join(path.dirname(workspace), `.${path.basename(workspace)}.seeding-`);
 }
+
+/**
+ * The baseline git dir of a private workspace: a hidden directory beside it (never inside, where
+ * the agent could rewrite what its changes are compared against), readable by cordon only.
+ */
+export function baselineGitDir(workspace: string): string {
+  return path.join(path.dirname(workspace), `.${path.basename(workspace)}.baseline.git`);
+}

@@ -199,19 +199,21 @@ describe("ensurePrivateWorkspace", () => {
     }
   });
 
-  it("gives an existing private workspace the container user cannot write back to it", async () => {
+  it("refuses an existing private workspace the container user cannot write, and changes nothing", async () => {
     const target = privateWorkspacePath(stateDirectory, "cordon-unit-abc123");
     await mkdir(path.join(target, "sub"), { recursive: true });
     await writeFile(path.join(target, "sub", "file"), "x");
     await symlink("/etc/passwd", path.join(target, "link"));
-    const result = await ensurePrivateWorkspace(spec(), { stateDirectory });
-    expect(result.created).toBe(false);
-    expect(result.warnings.join("\n")).toMatch(/gave the private workspace/);
+    const attempt = ensurePrivateWorkspace(spec(), { stateDirectory });
+    await expect(attempt).rejects.toThrow(SandboxStartError);
+    await expect(attempt).rejects.toMatchObject({
+      exitCode: 3,
+      message: expect.stringMatching(/not writable by the container user 1000:1000/) as unknown,
+      fix: expect.stringContaining("cordon sandbox rm cordon-unit-abc123") as unknown,
+    });
     for (const entry of [target, path.join(target, "sub", "file"), path.join(target, "link")]) {
-      expect((await lstat(entry)).uid).toBe(1000);
+      expect((await lstat(entry)).uid).toBe(0);
     }
-    // The link was changed, not followed.
-    expect((await stat("/etc/passwd")).uid).toBe(0);
   });
 
   it("copies a subdirectory of a repository by git's rules, and an ignored one whole", async () => {
@@ -272,12 +274,12 @@ describe("ensurePrivateWorkspace", () => {
     const existing = path.join(configuredRoot, "cordon-unit-existing");
     await mkdir(existing);
     await writeFile(path.join(existing, "mine"), "x");
-    const found = await ensurePrivateWorkspace(
-      spec({ privateWorkspace: existing, containerName: "cordon-unit-existing" }),
-      { stateDirectory },
-    );
-    expect(found.created).toBe(false);
-    expect(found.warnings.join("\n")).toMatch(/cannot write the private workspace/);
+    await expect(
+      ensurePrivateWorkspace(
+        spec({ privateWorkspace: existing, containerName: "cordon-unit-existing" }),
+        { stateDirectory },
+      ),
+    ).rejects.toThrow(/not writable by the container user/);
     expect((await stat(path.join(existing, "mine"))).uid).toBe(0);
   });
 

@@ -17,18 +17,19 @@ import path from "node:path";
 
 import { SandboxStartError, throwIfAborted } from "../../common/index.js";
 import type { SandboxSpec } from "../spec.js";
-import { recordBaseline } from "./baseline.js";
+import { recordBaseline, recordBaselineInCopy } from "./baseline.js";
 import { attachWorkspaceDisk, workspaceDiskFor } from "./disk-budget.js";
 import { listGitFiles } from "./git-files.js";
 import {
   copySanitizedGitDir,
   defaultRepositoryFormat,
   findRepository,
+  type RepositoryFormat,
   writeFreshRepository,
   writeListingGitDir,
 } from "./git-state.js";
 import { parseContainerUser, permissionsFor, processUid, type Owner } from "./owner.js";
-import { isInside, isStrictlyInside, seedMarkerPath, seedTempPrefix } from "./paths.js";
+import { baselineGitDir, isInside, seedMarkerPath, seedTempPrefix } from "./paths.js";
 import { TreeCopier, isErrno, type CopySummary } from "./tree-copy.js";
 
 export interface PrivateWorkspaceOptions {
@@ -64,16 +65,21 @@ export interface PrivateWorkspace {
 /**
  * Makes sure the private workspace of a `none` or `ro` sandbox exists: created (parents 0700)
  * under the state directory or a configured `sandbox.workspaceRoot`, owned by the container's user
- * so the non-root user can work in it, and
- * — when `spec.seed` and it is new — filled with a copy of the agent workspace. Seeding happens in
- * a temporary sibling that is renamed into place, so it happens once, and a crash mid-seed leaves
- * nothing that looks finished. The user's own workspace is only ever read.
+ * so the non-root user can work in it, and — when `spec.seed` and it is new — filled with a copy
+ * of the agent workspace, with its baseline recorded in a git dir of cordon's own beside it.
+ *
+ * Ownership is decided before any container can reach the copy, never repaired after: the seed is
+ * built in a temporary sibling made mode 0700 (no container and no other user can enter it),
+ * everything in it is created owned by the container's user, and only then is the temporary root
+ * itself given to that user, opened (0755) and renamed into place. So seeding happens once, a
+ * crash mid-seed leaves nothing that looks finished, and no host chown ever runs over a tree a
+ * container process could be changing. The user's own workspace is only ever read.
  */
 export async function ensurePrivateWorkspace(
   spec: SandboxSpec,
   options: PrivateWorkspaceOptions,
 ): Promise<PrivateWorkspace> {
-  const { path: target, insideState } = await validatedTarget(spec, options.stateDirectory);
+  const target = await validatedTarget(spec, options.stateDirectory);
   const warnings: string[] = [];
   const owner = ownerToApply(spec, warnings);
 
@@ -88,7 +94,8 @@ export async function ensurePrivateWorkspace(
       });
     }
     await attachWorkspaceDisk(target, { diskBytes: spec.diskBytes, warnings });
-    await repairOwnership(target, existing, spec, insideState ? owner : undefined, warnings);
+    // Stat again: with a disk budget the container gets the mounted image's root.
+    refuseUnwritable(target, await lstat(target), spec);
     return { path: target, created: false, warnings };
   }
 
@@ -104,16 +111,17 @@ export async function ensurePrivateWorkspace(
       if (isErrno(error, "EEXIST")) return { path: target, created: false, warnings };
       throw error;
     }
+    // Empty, and no container has it mounted yet.
     if (owner) await lchown(target, owner.uid, owner.gid);
     return { path: target, created: true, warnings };
   }
 
   await removeAbandonedSeeds(target);
+  // mkdtemp makes it 0700 and ours: closed until everything inside is made and owned.
   const temporary = await mkdtemp(`${seedTempPrefix(target)}${process.pid}-`);
+  const baselineTemporary = `${temporary}.baseline.git`;
   try {
-    await chmod(temporary, 0o755);
-    if (owner) await lchown(temporary, owner.uid, owner.gid);
-    const seed = await seedInto(temporary, spec, {
+    const { seed, format } = await seedInto(temporary, spec, {
       owner,
       // Where cordon keeps its own things may lie inside the workspace: never copy a copy.
       exclude: [await realpath(options.stateDirectory), path.dirname(target)],
@@ -121,8 +129,18 @@ export async function ensurePrivateWorkspace(
       signal: options.signal,
     });
     // Before the agent ever sees the copy: what `cordon diff` compares against.
-    await recordBaseline(temporary, owner);
+    await recordBaseline(temporary, { gitDir: baselineTemporary, format, signal: options.signal });
+    await recordBaselineInCopy(temporary, {
+      scratch: baselineTemporary,
+      owner,
+      signal: options.signal,
+    });
     await writeFile(seedMarkerPath(target), `${JSON.stringify(seed, null, 2)}\n`, { mode: 0o600 });
+    if (owner) await lchown(temporary, owner.uid, owner.gid);
+    await chmod(temporary, 0o755);
+    if (!(await installBaseline(baselineTemporary, target))) {
+      return { path: target, created: false, warnings };
+    }
     if (disk) {
       const created = await disk.install(target, {
         from: temporary,
@@ -145,7 +163,54 @@ export async function ensurePrivateWorkspace(
     return { path: target, created: true, seed, warnings };
   } finally {
     await rm(temporary, { recursive: true, force: true });
+    await rm(baselineTemporary, { recursive: true, force: true });
   }
+}
+
+/**
+ * Moves a finished baseline into place, before its workspace (so a copy in place always has its
+ * baseline). False when another process finished seeding this workspace first. A baseline whose
+ * workspace never appeared (a crash between the two renames) is replaced.
+ */
+async function installBaseline(temporary: string, workspace: string): Promise<boolean> {
+  const final = baselineGitDir(workspace);
+  for (let attempt = 0; ; attempt += 1) {
+    try {
+      await rename(temporary, final);
+      return true;
+    } catch (error) {
+      if (!(isErrno(error, "ENOTEMPTY") || isErrno(error, "EEXIST")) || attempt > 0) throw error;
+    }
+    if (
+      await lstat(workspace).then(
+        () => true,
+        () => false,
+      )
+    ) {
+      return false;
+    }
+    await rm(final, { recursive: true, force: true });
+  }
+}
+
+/**
+ * An existing private workspace the container's user cannot write is an error, never a repair:
+ * only an agent (or someone by hand) changes its mode once it is in place, and a host-side chown
+ * walk over a tree a container can change races with it (a directory swapped for a symlink makes
+ * root chown host files). Where cordon could not have given it the workspace in the first place
+ * (running as another non-root user), the warning of ownerToApply already said so.
+ */
+function refuseUnwritable(target: string, stats: Stats, spec: SandboxSpec): void {
+  const user = parseContainerUser(spec.docker.user);
+  if (!user || permissionsFor(user, stats).write) return;
+  const self = processUid();
+  if (self !== undefined && self !== 0 && self !== user.uid) return;
+  throw new SandboxStartError(
+    `the private workspace ${target} is not writable by the container user ${spec.docker.user} (owner ${stats.uid}:${stats.gid}, mode ${(stats.mode & 0o777).toString(8)}; an agent may have changed its mode)`,
+    {
+      fix: `remove it with \`cordon sandbox rm ${spec.containerName}\` and run again (cordon does not repair a workspace a container could change)`,
+    },
+  );
 }
 
 /**
@@ -177,21 +242,8 @@ export async function checkAgentWorkspaceAccess(spec: SandboxSpec): Promise<stri
   );
 }
 
-interface ValidatedTarget {
-  /** Absolute path, parents resolved. */
-  path: string;
-  /**
-   * Below the state directory: cordon's own ground, where an existing directory may be given to
-   * the container user. Elsewhere (a configured `sandbox.workspaceRoot`) only what cordon
-   * creates itself is chowned.
-   */
-  insideState: boolean;
-}
-
-async function validatedTarget(
-  spec: SandboxSpec,
-  stateDirectory: string,
-): Promise<ValidatedTarget> {
+/** The private workspace's absolute path, parents resolved, after checking where it lies. */
+async function validatedTarget(spec: SandboxSpec, stateDirectory: string): Promise<string> {
   const target = spec.privateWorkspace;
   if (target === undefined || !path.isAbsolute(target)) {
     throw new SandboxStartError(
@@ -216,43 +268,7 @@ async function validatedTarget(
       });
     }
   }
-  return { path: resolved, insideState: isStrictlyInside(stateReal, resolved) };
-}
-
-/**
- * An existing private workspace the container user cannot write (made by another cordon version,
- * or by hand) is given back to it — it is cordon's own directory — or, without the right to,
- * reported.
- */
-async function repairOwnership(
-  target: string,
-  stats: Stats,
-  spec: SandboxSpec,
-  owner: Owner | undefined,
-  warnings: string[],
-): Promise<void> {
-  const user = parseContainerUser(spec.docker.user);
-  if (!user || permissionsFor(user, stats).write) return;
-  if (!owner) {
-    warnings.push(
-      `the container user ${spec.docker.user} cannot write the private workspace ${target} (owner ${stats.uid}:${stats.gid})`,
-    );
-    return;
-  }
-  await chownTree(target, owner);
-  warnings.push(
-    `gave the private workspace ${target} back to the container user ${spec.docker.user}`,
-  );
-}
-
-/** lchown of a whole tree; symlinks are changed, never followed. */
-async function chownTree(root: string, owner: Owner): Promise<void> {
-  await lchown(root, owner.uid, owner.gid);
-  for (const entry of await readdir(root, { withFileTypes: true })) {
-    const child = path.join(root, entry.name);
-    if (entry.isDirectory()) await chownTree(child, owner);
-    else await lchown(child, owner.uid, owner.gid);
-  }
+  return resolved;
 }
 
 /** The owner to give cordon's own copy: the container's user, when this process may chown. */
@@ -277,7 +293,7 @@ async function seedInto(
     warnings: string[];
     signal: AbortSignal | undefined;
   },
-): Promise<SeedInfo> {
+): Promise<{ seed: SeedInfo; format: RepositoryFormat }> {
   let sourceRoot: string;
   try {
     sourceRoot = await realpath(spec.agentWorkspace);
@@ -373,7 +389,7 @@ async function seedInto(
         .join(", ")}`,
     );
   }
-  return {
+  const seed: SeedInfo = {
     source: spec.agentWorkspace,
     method: listed ? "git" : "copy",
     seededAt: new Date().toISOString(),
@@ -382,6 +398,7 @@ async function seedInto(
     bytes: summary.bytes,
     skipped: summary.skipped,
   };
+  return { seed, format };
 }
 
 /** Temporary seed directories left by processes that died mid-seed. */

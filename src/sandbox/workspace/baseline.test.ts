@@ -1,0 +1,161 @@
+import { execFileSync } from "node:child_process";
+import { lstat, mkdir, mkdtemp, readdir, rm, symlink, unlink, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import path from "node:path";
+
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+
+import { FileOperationError } from "../../common/index.js";
+import type { SandboxSpec } from "../spec.js";
+import { baselineRef, diffAgainstBaseline } from "./baseline.js";
+import { baselineGitDir, privateWorkspacePath, seedTempPrefix } from "./paths.js";
+import { ensurePrivateWorkspace } from "./private-workspace.js";
+
+let root: string;
+let stateDirectory: string;
+let agentWorkspace: string;
+
+beforeEach(async () => {
+  root = await mkdtemp(path.join(tmpdir(), "cordon-baseline-"));
+  stateDirectory = path.join(root, "home");
+  agentWorkspace = path.join(root, "repo");
+  await mkdir(agentWorkspace);
+});
+
+afterEach(async () => {
+  await rm(root, { recursive: true, force: true });
+});
+
+const containerName = "cordon-unit-baseline";
+
+function spec(): SandboxSpec {
+  return {
+    scope: "session",
+    scopeKey: "session:agent:a:s",
+    containerName,
+    agentId: "a",
+    sessionKey: "agent:a:s",
+    workspaceAccess: "none",
+    agentWorkspace,
+    privateWorkspace: privateWorkspacePath(stateDirectory, containerName),
+    seed: true,
+    mounts: [],
+    docker: {
+      containerPrefix: "cordon",
+      workdir: "/workspace",
+      readOnlyRoot: true,
+      tmpfs: {},
+      network: "none",
+      user: "1000:1000",
+      capDrop: ["ALL"],
+      env: {},
+      memoryBytes: 1024 ** 3,
+      memorySwapBytes: 1024 ** 3,
+      cpus: 1,
+      pidsLimit: 256,
+      ulimits: [],
+      dns: [],
+      extraHosts: [],
+    },
+    configHash: "h",
+  };
+}
+
+const git = (cwd: string, ...args: string[]): string =>
+  execFileSync(
+    "git",
+    ["-c", "user.name=t", "-c", "user.email=t@e", "-c", "safe.directory=*", ...args],
+    {
+      cwd,
+      encoding: "utf8",
+      env: { ...process.env, GIT_CONFIG_GLOBAL: "/dev/null" },
+    },
+  );
+
+async function seededRepository(): Promise<string> {
+  git(agentWorkspace, "init", "-q");
+  await writeFile(path.join(agentWorkspace, "keep.txt"), "keep\n");
+  await writeFile(path.join(agentWorkspace, "edit.txt"), "before\n");
+  await writeFile(path.join(agentWorkspace, "gone.txt"), "gone\n");
+  await writeFile(path.join(agentWorkspace, ".gitignore"), "*.log\n");
+  git(agentWorkspace, "add", "-A");
+  git(agentWorkspace, "commit", "-qm", "init");
+  await writeFile(path.join(agentWorkspace, "untracked.txt"), "seeded too\n");
+  const { path: copy } = await ensurePrivateWorkspace(spec(), { stateDirectory });
+  return copy;
+}
+
+describe("the baseline git dir", () => {
+  it("lives beside the copy, closed to everyone but cordon, and records the seeded state", async () => {
+    const copy = await seededRepository();
+    const gitDir = baselineGitDir(copy);
+    const stats = await lstat(gitDir);
+    expect(stats.mode & 0o777).toBe(0o700);
+    expect(stats.uid).toBe(process.getuid?.());
+    const files = git(copy, "--git-dir", gitDir, "ls-tree", "-r", "--name-only", baselineRef);
+    expect(files.split("\n").filter(Boolean).sort()).toEqual([
+      ".gitignore",
+      "edit.txt",
+      "gone.txt",
+      "keep.txt",
+      "untracked.txt",
+    ]);
+    expect(Buffer.from(await diffAgainstBaseline(copy)).toString("utf8")).toBe("");
+  });
+
+  it("diffs exactly the agent's changes, with a/ b/ prefixes whatever the copy's config says", async () => {
+    const copy = await seededRepository();
+    // The agent owns the copy's .git: it asks for mnemonic prefixes, no prefixes, a textconv.
+    await writeFile(
+      path.join(copy, ".git", "config"),
+      "[diff]\n\tmnemonicPrefix = true\n\tnoprefix = true\n",
+      { flag: "a" },
+    );
+    await writeFile(path.join(copy, "edit.txt"), "after\n");
+    await unlink(path.join(copy, "gone.txt"));
+    await writeFile(path.join(copy, "new.txt"), "new\n");
+    await writeFile(path.join(copy, "debug.log"), "ignored by the user's .gitignore\n");
+    await symlink("keep.txt", path.join(copy, "link"));
+    await writeFile(path.join(copy, "blob.bin"), Buffer.from([0, 1, 2, 255]));
+    const patch = Buffer.from(await diffAgainstBaseline(copy)).toString("utf8");
+    const headers = patch.split("\n").filter((line) => line.startsWith("diff --git"));
+    expect(headers).toEqual([
+      "diff --git a/blob.bin b/blob.bin",
+      "diff --git a/edit.txt b/edit.txt",
+      "diff --git a/gone.txt b/gone.txt",
+      "diff --git a/link b/link",
+      "diff --git a/new.txt b/new.txt",
+    ]);
+    expect(patch).toContain("GIT binary patch");
+    expect(patch).toContain("new file mode 120000");
+    // The copy's own index and HEAD are the agent's and stay untouched.
+    expect(git(copy, "status", "--short")).toContain("?? new.txt");
+  });
+
+  it("refuses a workspace without a baseline, saying how to get one", async () => {
+    const bare = path.join(root, "plain");
+    await mkdir(bare);
+    const attempt = diffAgainstBaseline(bare);
+    await expect(attempt).rejects.toThrow(FileOperationError);
+    await expect(attempt).rejects.toMatchObject({
+      reason: "not_found",
+      fix: expect.stringContaining("cordon sandbox rm") as unknown,
+    });
+  });
+
+  it("replaces a baseline that a crash left without its copy, and removes abandoned ones", async () => {
+    const target = privateWorkspacePath(stateDirectory, containerName);
+    await mkdir(path.join(baselineGitDir(target), "objects"), { recursive: true });
+    await writeFile(path.join(baselineGitDir(target), "HEAD"), "stale\n");
+    const abandoned = `${seedTempPrefix(target)}4194305-xyz.baseline.git`;
+    await mkdir(abandoned);
+    const copy = await seededRepository();
+    expect(Buffer.from(await diffAgainstBaseline(copy)).toString("utf8")).toBe("");
+    const names = await readdir(path.dirname(target));
+    expect(names.sort()).toEqual([
+      `.${containerName}.baseline.git`,
+      `.${containerName}.seed.json`,
+      containerName,
+    ]);
+  });
+});
