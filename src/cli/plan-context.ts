@@ -3,6 +3,7 @@ import { homedir } from "node:os";
 import { stateDirectory } from "../common/index.js";
 import {
   hostPathOwner,
+  hostEntryKind,
   hostRealpath,
   loadConfig,
   type ConfigOverrides,
@@ -64,6 +65,7 @@ export function planFromConfig(
     stateDir: stateDirectory(context.env),
     homeDir: homedir(),
     realpath: hostRealpath,
+    entryKind: hostEntryKind,
     pathOwner: hostPathOwner,
   });
 }

@@ -5,7 +5,7 @@ import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
 
 import { planRun, type RunPlan } from "../policy/index.js";
-import { hostRealpath, loadConfig } from "./index.js";
+import { hostEntryKind, hostRealpath, loadConfig } from "./index.js";
 
 const examples = path.resolve(fileURLToPath(import.meta.url), "../../../examples/config");
 const home = "/home/tester";
@@ -23,7 +23,15 @@ async function plansOf(file: string): Promise<Map<string, RunPlan[]>> {
     ids.map((agentId) => [
       agentId,
       [undefined, "task-1", "task-2"].map((sessionKey) =>
-        planRun({ config, agentId, sessionKey, stateDir, homeDir: home, realpath: hostRealpath }),
+        planRun({
+          config,
+          agentId,
+          sessionKey,
+          stateDir,
+          homeDir: home,
+          realpath: hostRealpath,
+          entryKind: hostEntryKind,
+        }),
       ),
     ]),
   );
@@ -65,7 +73,7 @@ describe("examples/config", () => {
   it("ops-multi-agent: ops shares a container with exec, triage reads only, ci gets fresh copies", async () => {
     const plans = await plansOf("ops-multi-agent.json5");
     const [opsMain, opsOne] = only(plans.get("ops"));
-    expect(opsMain?.sandbox.spec?.scopeKey).toBe("agent:ops");
+    expect(opsMain?.sandbox.spec?.scopeKey).toMatch(/^agent:ops@[0-9a-f]{16}$/);
     expect(opsOne?.sandbox.spec?.containerName).toBe(opsMain?.sandbox.spec?.containerName);
     expect(opsMain?.tools.allowed).toEqual(expect.arrayContaining(["exec", "process"]));
     expect(opsMain?.sandbox.spec?.docker).toMatchObject({

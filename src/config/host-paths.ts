@@ -1,4 +1,4 @@
-import { readlinkSync, realpathSync, statSync } from "node:fs";
+import { lstatSync, readlinkSync, realpathSync, statSync } from "node:fs";
 import path from "node:path";
 
 /** Symlink hops followed by hand before giving up (the kernel's own limit is 40). */
@@ -49,6 +49,23 @@ export function hostPathOwner(target: string): { uid: number; gid: number } | un
   try {
     const stats = statSync(target);
     return { uid: stats.uid, gid: stats.gid };
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * What lstat finds at a host path — a symlink is reported as one, never followed — or undefined
+ * when nothing is there (or it cannot be read).
+ */
+export function hostEntryKind(
+  target: string,
+): "directory" | "file" | "symlink" | "other" | undefined {
+  try {
+    const stats = lstatSync(target);
+    if (stats.isSymbolicLink()) return "symlink";
+    if (stats.isDirectory()) return "directory";
+    return stats.isFile() ? "file" : "other";
   } catch {
     return undefined;
   }

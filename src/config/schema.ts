@@ -50,6 +50,7 @@ export const configDefaults = {
     seed: true,
     /** What the sandbox may write to its private workspace; 0 or "unlimited" = no bound. */
     disk: "10g" as string | number,
+    protectGitDir: true,
     prune: { idleHours: 24, maxAgeDays: 7 },
   },
   docker: {
@@ -202,6 +203,7 @@ function sandboxSchema<F extends Flavour>(flavour: F) {
     seed: field(flavour, z.boolean(), s.seed),
     workspaceRoot: text.optional(),
     disk: field(flavour, diskSize, s.disk),
+    protectGitDir: field(flavour, z.boolean(), s.protectGitDir),
     prune: section(flavour, prune),
     docker: section(flavour, docker),
   });

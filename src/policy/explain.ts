@@ -29,6 +29,7 @@ export function explainPlan(plan: RunPlan): string {
     lines.push("");
     lines.push(`container ${spec.containerName}`);
     lines.push(`  scope key    ${spec.scopeKey}`);
+    lines.push(`  project      ${spec.agentWorkspace} (hashed into the scope key after "@")`);
     lines.push(`  config hash  ${spec.configHash}`);
     lines.push(`  image        ${d.image ?? "built-in sandbox image (cordon image build)"}`);
     lines.push(`  user         ${d.user}`);

@@ -11,8 +11,16 @@ import {
   type ProtectedPath,
 } from "./path-guard.js";
 
+/** What lstat finds at a host path (a symlink is reported as one, not followed). */
+export type HostEntryKind = "directory" | "file" | "symlink" | "other";
+
 export interface MountPlanInput {
   workspaceAccess: WorkspaceAccess;
+  /** `sandbox.protectGitDir`: the real repository's `.git` stays read-only in the sandbox. */
+  protectGitDir: boolean;
+  protectGitDirKey: string;
+  /** lstat of a host path, injected like realpath. */
+  entryKind: (p: string) => HostEntryKind | undefined;
   /** Absolute host path. */
   agentWorkspace: string;
   /** Absolute host path; for access none and ro. */
@@ -63,10 +71,55 @@ function expandHome(p: string, homeDir: string): string {
 }
 
 /**
+ * In `rw` mode the agent could write the real repository's `.git` — plant a hook or a
+ * `core.fsmonitor` that the user's own git later runs on the host. So its `.git` (the directory,
+ * or the `gitdir:` file of a linked worktree, whose git directory lies outside the workspace and
+ * is not mounted at all) is mounted read-only over the workspace's `.git`. The mount runs after
+ * the workspace bind (Docker orders mounts by target), and a mount point cannot be renamed or
+ * removed from inside, so the agent cannot swap it either. A `.git` that is a symlink is refused:
+ * Docker would follow it at mount time (a link to `~/.ssh` would expose that), and the agent
+ * could replace the link with a directory of its own.
+ */
+function planGitDirMount(input: MountPlanInput): MountSpec | undefined {
+  if (input.workspaceAccess !== "rw") return undefined;
+  const gitDir = path.posix.join(input.agentWorkspace, ".git");
+  if (!input.protectGitDir) {
+    input.warnings.push(
+      `${input.protectGitDirKey} is false: the agent can write ${gitDir} (hooks, config) that git on this machine runs later; set it to true unless the agent must commit`,
+    );
+    return undefined;
+  }
+  const kind = input.entryKind(gitDir);
+  switch (kind) {
+    case undefined:
+      input.warnings.push(
+        `${gitDir} does not exist, so there is no .git to keep read-only: the agent can create one (hooks, config) that git run in this directory would use`,
+      );
+      return undefined;
+    case "directory":
+    case "file":
+      return {
+        source: gitDir,
+        target: path.posix.join(input.workdir, ".git"),
+        readOnly: true,
+        role: "git-dir",
+      };
+    case "symlink":
+    case "other":
+      input.problems.push({
+        path: input.protectGitDirKey,
+        message: `${gitDir} is ${kind === "symlink" ? "a symlink" : "neither a directory nor a gitdir file"}, so it cannot be mounted read-only in the sandbox; make it a real directory (or worktree file), or set ${input.protectGitDirKey} to false`,
+      });
+      return undefined;
+  }
+}
+
+/**
  * The mounts of DESIGN.md §4: access `none` mounts the private workspace at the workdir, `ro`
- * adds the agent workspace read-only at /agent, `rw` mounts the agent workspace itself; then the
- * configured binds, each validated (absolute source, not protected, inside the allowed roots —
- * as written and after symlinks — and a target that does not cover the workspace).
+ * adds the agent workspace read-only at /agent, `rw` mounts the agent workspace itself with its
+ * `.git` read-only on top (`protectGitDir`); then the configured binds, each validated (absolute
+ * source, not protected, inside the allowed roots — as written and after symlinks — a target
+ * that does not cover the workspace, and never the protected `.git` read-write).
  */
 export function planMounts(input: MountPlanInput): MountSpec[] {
   const mounts: MountSpec[] = [];
@@ -88,6 +141,13 @@ export function planMounts(input: MountPlanInput): MountSpec[] {
       role: "agent-workspace",
     });
   }
+  const gitDirMount = planGitDirMount(input);
+  if (gitDirMount) mounts.push(gitDirMount);
+  // Whatever the access mode, no bind may hand the sandbox write access to the real `.git`.
+  const guardedGitDir =
+    input.protectGitDir && input.entryKind(path.posix.join(input.agentWorkspace, ".git"))
+      ? path.posix.join(input.agentWorkspace, ".git")
+      : undefined;
 
   const reserved = [input.workdir, ...(input.workspaceAccess === "ro" ? [agentMountPoint] : [])];
   const roots = input.bindRoots.map((root) => normalizeAbsolute(expandHome(root, input.homeDir)));
@@ -150,6 +210,15 @@ export function planMounts(input: MountPlanInput): MountSpec[] {
       return refuse(`target ${target} is also a tmpfs mount (sandbox.docker.tmpfs)`);
     }
     if (targets.has(target.toLowerCase())) return refuse(`target ${target} is mounted twice`);
+    if (
+      guardedGitDir !== undefined &&
+      !parsed.readOnly &&
+      (isWithin(guardedGitDir, real) || isWithin(real, guardedGitDir))
+    ) {
+      return refuse(
+        `source ${real} exposes the repository's ${guardedGitDir} read-write, which ${input.protectGitDirKey} keeps read-only; mount it read-only (:ro) or set ${input.protectGitDirKey} to false`,
+      );
+    }
     if (
       input.workspaceAccess !== "rw" &&
       (isWithin(input.agentWorkspace, real) || isWithin(real, input.agentWorkspace)) &&

@@ -2,12 +2,13 @@ import { describe, expect, it } from "vitest";
 
 import { ConfigError, ExitCode } from "../common/index.js";
 import { parseConfig } from "../config/index.js";
-import { containerNameOf, maxContainerNameLength } from "./container-name.js";
+import { containerNameOf, maxContainerNameLength, workspaceIdOf } from "./container-name.js";
 import { canonicalJson, hashOf } from "./config-hash.js";
 import { explainPlan, redactPlanSecrets } from "./explain.js";
 import { planRun } from "./plan-run.js";
 import { normalizeSessionKey } from "./session-key.js";
 import {
+  fakeEntryKind,
   fakeRealpath,
   home,
   plan,
@@ -131,15 +132,17 @@ describe("choosing the agent", () => {
 });
 
 describe("scope keys and container names", () => {
+  const projectId = workspaceIdOf(project);
+
   it.each([
-    ["session", "fix", "session:agent:main:fix"],
-    ["agent", "fix", "agent:main"],
-    ["shared", "fix", "shared"],
+    ["session", "fix", `session:agent:main:fix@${projectId}`],
+    ["agent", "fix", `agent:main@${projectId}`],
+    ["shared", "fix", `shared@${projectId}`],
   ])("scope %s → key %s", (scope, session, key) => {
     const spec = plan({ agents: { defaults: { sandbox: { scope } } } }, { sessionKey: session })
       .sandbox.spec;
     expect(spec?.scopeKey).toBe(key);
-    expect(spec?.containerName).toMatch(/^cordon-[a-z0-9-]+-[0-9a-f]{12}$/);
+    expect(spec?.containerName).toMatch(/^cordon-proj-[a-z0-9-]+-[0-9a-f]{12}$/);
   });
 
   it("gives every session of an agent-scoped agent the same container and hash", () => {
@@ -151,37 +154,169 @@ describe("scope keys and container names", () => {
     expect(one?.sessionKey).not.toBe(two?.sessionKey);
   });
 
+  it.each(["session", "agent", "shared"])(
+    "scope %s: two projects with the same session get separate containers and private copies",
+    (scope) => {
+      const config = (workspace: string) => ({
+        agents: { defaults: { workspace, sandbox: { scope } } },
+      });
+      const a = plan(config("/home/u/shop"), { sessionKey: "main" }).sandbox.spec;
+      const b = plan(config("/home/u/blog"), { sessionKey: "main" }).sandbox.spec;
+      expect(a?.scopeKey).not.toBe(b?.scopeKey);
+      expect(a?.containerName).not.toBe(b?.containerName);
+      expect(a?.privateWorkspace).not.toBe(b?.privateWorkspace);
+      expect(a?.privateWorkspace).toBe(`${stateDir}/workspaces/${a?.containerName}`);
+      expect(a?.containerName).toMatch(/^cordon-shop-/);
+      expect(b?.containerName).toMatch(/^cordon-blog-/);
+    },
+  );
+
+  it("keys a project by its real path: a symlink to it is the same project, a look-alike is not", () => {
+    const direct = plan({ agents: { defaults: { workspace: "/srv/shop" } } }).sandbox.spec;
+    const viaLink = plan(
+      { agents: { defaults: { workspace: "/home/u/shop" } } },
+      { links: { "/home/u/shop": "/srv/shop" } },
+    ).sandbox.spec;
+    const lookAlike = plan({ agents: { defaults: { workspace: "/srv/other/shop" } } }).sandbox.spec;
+    expect(viaLink?.scopeKey).toBe(direct?.scopeKey);
+    expect(viaLink?.containerName).toBe(direct?.containerName);
+    expect(lookAlike?.containerName).not.toBe(direct?.containerName);
+    expect(lookAlike?.containerName.replace(/-[0-9a-f]{12}$/, "")).toBe(
+      direct?.containerName.replace(/-[0-9a-f]{12}$/, ""),
+    );
+  });
+
   it("keeps names stable, short, Docker-safe and distinct after truncation", () => {
     const long = "x".repeat(100);
     const names = [
-      `session:agent:main:${long}-a`,
-      `session:agent:main:${long}-b`,
-      "session:agent:main:a:b",
-      "session:agent:main:a/b",
-      "session:agent:main:A_B",
-      "session:agent:main:ümlaut",
-      "session:agent:main:%%%",
-    ].map((scopeKey) => containerNameOf({ prefix: "cordon", scopeKey, stateDir }));
+      `session:agent:main:${long}-a@${projectId}`,
+      `session:agent:main:${long}-b@${projectId}`,
+      `session:agent:main:a:b@${projectId}`,
+      `session:agent:main:a/b@${projectId}`,
+      `session:agent:main:A_B@${projectId}`,
+      `session:agent:main:ümlaut@${projectId}`,
+      `session:agent:main:%%%@${projectId}`,
+      `session:agent:main:main@${workspaceIdOf("/home/u/other")}`,
+    ].map((scopeKey) =>
+      containerNameOf({ prefix: "cordon", scopeKey, stateDir, workspace: `/home/u/${long}` }),
+    );
     expect(new Set(names).size).toBe(names.length);
     for (const name of names) {
       expect(name.length).toBeLessThanOrEqual(maxContainerNameLength);
       expect(name).toMatch(/^[a-z0-9][a-z0-9-]*[a-z0-9]$/);
+      // A long project name is cut so the session part still shows.
+      expect(name).toMatch(/^cordon-x{20}-session-/);
     }
-    expect(containerNameOf({ prefix: "cordon", scopeKey: "shared", stateDir })).toBe(
-      containerNameOf({ prefix: "cordon", scopeKey: "shared", stateDir }),
+    const shared = `shared@${projectId}`;
+    expect(containerNameOf({ prefix: "cordon", scopeKey: shared, stateDir })).toBe(
+      containerNameOf({ prefix: "cordon", scopeKey: shared, stateDir }),
     );
-    expect(containerNameOf({ prefix: "cordon", scopeKey: "shared", stateDir: "/other" })).not.toBe(
-      containerNameOf({ prefix: "cordon", scopeKey: "shared", stateDir }),
+    expect(containerNameOf({ prefix: "cordon", scopeKey: shared, stateDir: "/other" })).not.toBe(
+      containerNameOf({ prefix: "cordon", scopeKey: shared, stateDir }),
     );
-    expect(containerNameOf({ prefix: "ci.x", scopeKey: "%%%", stateDir })).toMatch(
-      /^ci\.x-[0-9a-f]{12}$/,
-    );
+    expect(
+      containerNameOf({ prefix: "ci.x", scopeKey: "%%%", stateDir, workspace: "/%%%" }),
+    ).toMatch(/^ci\.x-[0-9a-f]{12}$/);
   });
 
   it("uses the configured prefix", () => {
     expect(plan(withDocker({ containerPrefix: "ci" })).sandbox.spec?.containerName).toMatch(
-      /^ci-session-agent-main-main-/,
+      /^ci-proj-session-agent-main-main-[0-9a-f]{12}$/,
     );
+  });
+});
+
+describe("rw mode keeps the repository's .git read-only (sandbox.protectGitDir)", () => {
+  const rw = (sandbox: Record<string, unknown> = {}, docker: Record<string, unknown> = {}) =>
+    withDocker(docker, { workspaceAccess: "rw", ...sandbox });
+  const gitDir = `${project}/.git`;
+
+  it.each(["directory", "file"] as const)(
+    "mounts a .git %s read-only over the workspace's, after the workspace",
+    (kind) => {
+      const result = plan(rw({}, { workdir: "/src" }), { entries: { [gitDir]: kind } });
+      expect(result.sandbox.spec?.mounts).toEqual([
+        { source: project, target: "/src", readOnly: false, role: "workspace" },
+        { source: gitDir, target: "/src/.git", readOnly: true, role: "git-dir" },
+      ]);
+      expect(result.warnings).toEqual([]);
+      expect(explainPlan(result)).toMatch(
+        /\/src\/\.git +← \/home\/u\/proj\/\.git {2}ro {2}\[git-dir\]/,
+      );
+    },
+  );
+
+  it("mounts nothing extra without a .git, and says the agent could create one", () => {
+    const result = plan(rw());
+    expect(result.sandbox.spec?.mounts.map((m) => m.role)).toEqual(["workspace"]);
+    expect(result.warnings).toEqual([
+      `${gitDir} does not exist, so there is no .git to keep read-only: the agent can create one (hooks, config) that git run in this directory would use`,
+    ]);
+  });
+
+  it("refuses a .git that is a symlink: Docker would follow it, the agent could replace it", () => {
+    const message = refusal(rw(), { entries: { [gitDir]: "symlink" } }).message;
+    expect(message).toContain(
+      `agents.defaults.sandbox.protectGitDir: ${gitDir} is a symlink, so it cannot be mounted read-only in the sandbox; make it a real directory (or worktree file), or set agents.defaults.sandbox.protectGitDir to false`,
+    );
+  });
+
+  it("with protectGitDir false mounts no .git and explain warns, naming the key", () => {
+    const result = plan(
+      {
+        agents: { list: [{ id: "dev", sandbox: { workspaceAccess: "rw", protectGitDir: false } }] },
+      },
+      { entries: { [gitDir]: "directory" } },
+    );
+    expect(result.sandbox.spec?.mounts.map((m) => m.role)).toEqual(["workspace"]);
+    expect(explainPlan(result)).toContain(
+      `! agents.list[0].sandbox.protectGitDir is false: the agent can write ${gitDir} (hooks, config) that git on this machine runs later`,
+    );
+  });
+
+  it.each(["none", "ro"])(
+    "access %s adds no .git mount: the workspace is not writable",
+    (access) => {
+      const result = plan(withDocker({}, { workspaceAccess: access }), {
+        entries: { [gitDir]: "directory" },
+      });
+      expect(result.sandbox.spec?.mounts.some((m) => m.role === "git-dir")).toBe(false);
+      expect(result.warnings).toEqual([]);
+    },
+  );
+
+  it("changes the config hash when a .git appears, so the container is recreated with the mount", () => {
+    const without = plan(rw()).sandbox.spec?.configHash;
+    const withGit = plan(rw(), { entries: { [gitDir]: "directory" } }).sandbox.spec?.configHash;
+    expect(withGit).not.toBe(without);
+  });
+
+  it.each([
+    ["rw", `${project}:/src:rw`],
+    ["rw", `${project}/.git:/g:rw`],
+    ["rw", `${project}/.git/hooks:/hooks:rw`],
+    ["none", `${project}:/src:rw`],
+    ["ro", `/home/u/link:/src:rw`],
+  ])("access %s: refuses the bind %s, which would hand out the .git read-write", (access, bind) => {
+    const message = refusal(withDocker({ binds: [bind] }, { workspaceAccess: access }), {
+      entries: { [gitDir]: "directory" },
+      links: { "/home/u/link": project },
+    }).message;
+    expect(message).toMatch(
+      /sandbox\.docker\.binds\[0\]: source \S+ exposes the repository's \/home\/u\/proj\/\.git read-write, which agents\.defaults\.sandbox\.protectGitDir keeps read-only; mount it read-only \(:ro\) or set agents\.defaults\.sandbox\.protectGitDir to false/,
+    );
+  });
+
+  it("allows such binds read-only, or read-write once protectGitDir is off", () => {
+    const entries = { [gitDir]: "directory" as const };
+    expect(
+      plan(rw({}, { binds: [`${project}:/src:ro`] }), { entries }).sandbox.spec?.mounts.at(-1),
+    ).toEqual({ source: project, target: "/src", readOnly: true, role: "bind" });
+    expect(
+      plan(rw({ protectGitDir: false }, { binds: [`${project}/.git:/g:rw`] }), {
+        entries,
+      }).sandbox.spec?.mounts.at(-1),
+    ).toEqual({ source: gitDir, target: "/g", readOnly: false, role: "bind" });
   });
 });
 
@@ -616,7 +751,14 @@ describe("the sandbox environment", () => {
   it("refuses NUL bytes and bad names even in a config built in code", () => {
     const config = parseConfig({});
     config.agents.defaults.sandbox.docker.env = { "A=B": "1", C: "x\0y" };
-    const run = () => planRun({ config, stateDir, homeDir: home, realpath: fakeRealpath() });
+    const run = () =>
+      planRun({
+        config,
+        stateDir,
+        homeDir: home,
+        realpath: fakeRealpath(),
+        entryKind: fakeEntryKind(),
+      });
     expect(run).toThrow(/env\.A=B: an environment variable name/);
     expect(run).toThrow(/env\.C: contains a NUL byte/);
   });
@@ -730,7 +872,9 @@ describe("explainPlan", () => {
     expect(text).toContain("agent     ops");
     expect(text).toContain("session   agent:ops:deploy");
     expect(text).toMatch(/sandbox {3}yes — agents\.defaults\.sandbox\.mode is "all"/);
-    expect(text).toMatch(/container cordon-agent-ops-[0-9a-f]{12}/);
+    expect(text).toMatch(/container cordon-proj-agent-ops-[0-9a-f]{12}/);
+    expect(text).toMatch(/scope key {4}agent:ops@[0-9a-f]{16}\n/);
+    expect(text).toContain("  project      /home/u/proj (hashed into the scope key");
     expect(text).toMatch(/\/agent +← \/home\/u\/proj {2}ro {2}\[agent-workspace\]/);
     expect(text).toMatch(/deny {2}process +global +tools\.deny: denied by "process"/);
     expect(text).toMatch(/limits +memory 1 GiB, memory\+swap 1 GiB, cpus 1, pids 256/);

@@ -4,10 +4,10 @@ import { ConfigError, PolicyDeniedError } from "../common/index.js";
 import type { ConfigIssue, CordonConfig } from "../config/index.js";
 import type { SandboxMode, SandboxScope, SandboxSpec, WorkspaceAccess } from "../sandbox/index.js";
 import { hashOf } from "./config-hash.js";
-import { containerNameOf, scopeKeyOf } from "./container-name.js";
+import { containerNameOf, scopeKeyOf, workspaceIdOf } from "./container-name.js";
 import { resolveDiskBudget } from "./disk-budget.js";
 import { resolveDockerSettings } from "./docker-settings.js";
-import { planMounts } from "./mount-plan.js";
+import { planMounts, type HostEntryKind } from "./mount-plan.js";
 import {
   isWithin,
   normalizeAbsolute,
@@ -37,6 +37,11 @@ export interface PlanRunInput {
   homeDir: string;
   /** Resolves symlinks on the host; injected so policy stays pure. */
   realpath: (p: string) => string;
+  /**
+   * What is at a host path, without following a final symlink (lstat); undefined when nothing is.
+   * Injected like realpath; decides how the repository's `.git` is protected in `rw` mode.
+   */
+  entryKind: (p: string) => HostEntryKind | undefined;
   /** Owner of a host path, for `sandbox.docker.user: "auto"`; injected like realpath. */
   pathOwner?: ((p: string) => { uid: number; gid: number } | undefined) | undefined;
   /** Default: the nine built-in tools. */
@@ -310,15 +315,21 @@ function planSandbox(context: SandboxPlanContext): SandboxSpec {
   const docker = agent.sandbox.docker;
   const guarded = protectedPaths(homeDir, stateDir);
 
-  const scopeKey = scopeKeyOf(scope, agent.id, sessionKey);
-  const containerName = containerNameOf({ prefix: docker.containerPrefix, scopeKey, stateDir });
+  const workspaceId = workspaceIdOf(workspace);
+  const scopeKey = scopeKeyOf(scope, agent.id, sessionKey, workspaceId);
+  const containerName = containerNameOf({
+    prefix: docker.containerPrefix,
+    scopeKey,
+    stateDir,
+    workspace,
+  });
   explanation.push(
     {
-      session: `scope "session" (${keys.scope}): this session has its own container`,
-      agent: `scope "agent" (${keys.scope}): every session of agent "${agent.id}" shares one container`,
-      shared: `scope "shared" (${keys.scope}): all agents and sessions share one container`,
+      session: `scope "session" (${keys.scope}): this session has its own container for this workspace`,
+      agent: `scope "agent" (${keys.scope}): every session of agent "${agent.id}" on this workspace shares one container`,
+      shared: `scope "shared" (${keys.scope}): all agents and sessions on this workspace share one container`,
     }[scope],
-    `scope key ${scopeKey} → container ${containerName}`,
+    `scope key ${scopeKey} (workspace ${workspace} is ${workspaceId}) → container ${containerName}`,
   );
   if (agent.ignoredDockerKeys.length > 0) {
     warnings.push(
@@ -387,6 +398,9 @@ function planSandbox(context: SandboxPlanContext): SandboxSpec {
   });
   const mounts = planMounts({
     workspaceAccess,
+    protectGitDir: agent.sandbox.protectGitDir,
+    protectGitDirKey: agent.sandboxKey("protectGitDir"),
+    entryKind: input.entryKind,
     agentWorkspace: workspace,
     privateWorkspace,
     workdir: settings.workdir,
@@ -410,11 +424,6 @@ function planSandbox(context: SandboxPlanContext): SandboxSpec {
       rw: `workspace access "rw" (${keys.workspaceAccess}): the agent workspace is mounted read-write at ${settings.workdir}; changes are live on the host`,
     }[workspaceAccess],
   );
-  if (scope === "shared" && workspaceAccess !== "none") {
-    warnings.push(
-      `scope "shared" with workspace access "${workspaceAccess}": the shared container mounts one agent's workspace; agents with another workspace make it stale and recreate it`,
-    );
-  }
 
   const hashed = {
     scope,

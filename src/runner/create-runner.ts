@@ -5,6 +5,7 @@ import path from "node:path";
 import { createSilentLogger, stateDirectory, type Logger } from "../common/index.js";
 import {
   hostPathOwner,
+  hostEntryKind,
   hostRealpath,
   loadConfig,
   mergeLayers,
@@ -196,6 +197,7 @@ export function createRunner(options: RunnerOptions = {}): Runner {
       stateDir,
       homeDir: os.homedir(),
       realpath: hostRealpath,
+      entryKind: hostEntryKind,
       pathOwner: hostPathOwner,
       catalog,
       runTools: {

@@ -15,8 +15,11 @@ export interface MountSpec {
   /** Absolute path inside the container. */
   target: string;
   readOnly: boolean;
-  /** What it is, for `explain` and `sandbox list`. */
-  role: "workspace" | "agent-workspace" | "bind";
+  /**
+   * What it is, for `explain` and `sandbox list`. `git-dir`: the real repository's `.git`,
+   * read-only over the read-write workspace (`sandbox.protectGitDir`).
+   */
+  role: "workspace" | "agent-workspace" | "git-dir" | "bind";
 }
 
 export interface UlimitSpec {
@@ -65,7 +68,10 @@ export interface DockerSettings {
 /** A sandbox the manager should provide: which container, built how, with which mounts. */
 export interface SandboxSpec {
   scope: SandboxScope;
-  /** Key that decides container sharing: "session:<sessionKey>", "agent:<agentId>" or "shared". */
+  /**
+   * Key that decides container sharing: "session:<sessionKey>", "agent:<agentId>" or "shared",
+   * then "@" and a hash of the agent workspace's real path: sandboxes are never shared across projects.
+   */
   scopeKey: string;
   /** Stable, collision-free, Docker-safe: `<prefix>-<slug>-<hash>`. */
   containerName: string;

@@ -63,7 +63,7 @@ describe("cordon config validate", () => {
       new RegExp(`^ok: ${configFile} \\(named with --config; trusted\\)\n`),
     );
     expect(result.out).toMatch(
-      /agent ops: agent:ops:main sandboxed \(cordon-agent-ops-[0-9a-f]{12}\)/,
+      /agent ops: agent:ops:main sandboxed \(cordon-[a-z0-9-]+-agent-ops-[0-9a-f]{12}\)/,
     );
     expect(result.out).toMatch(/agent triage: .*tools read, ls, find, grep/);
     expect(result.out).not.toMatch(/does not exist/);

@@ -46,6 +46,7 @@ function formatSandboxes(sandboxes: SandboxSummary[]): string {
       "KEY",
       "AGENT",
       "SESSION",
+      "WORKSPACE",
       "IMAGE",
       "CONFIG",
       "CREATED",
@@ -58,6 +59,7 @@ function formatSandboxes(sandboxes: SandboxSummary[]): string {
       s.scopeKey,
       s.agent,
       s.session,
+      s.workspace || "?",
       s.imageStatus,
       s.configStatus,
       ago(s.createdAt),
@@ -70,7 +72,7 @@ export function registerSandboxListCommand(sandbox: Command, context: CliContext
   sandbox
     .command("list")
     .description(
-      "the sandboxes of this state directory (CORDON_HOME): scope, key, agent, session, state, whether image and config are current, created, last used",
+      "the sandboxes of this state directory (CORDON_HOME): scope, key, agent, session, workspace, state, whether image and config are current, created, last used",
     )
     .option("--json", "print as JSON")
     .action(async (options: { json?: boolean }) => {

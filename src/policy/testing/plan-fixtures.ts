@@ -1,6 +1,7 @@
 /** Fixtures for tests of the policy layer (and of code that consumes plans): a fake host. */
 import { PolicyDeniedError } from "../../common/index.js";
 import { parseConfig } from "../../config/index.js";
+import type { HostEntryKind } from "../mount-plan.js";
 import { planRun, type PlanRunInput, type RunPlan } from "../plan-run.js";
 
 export const home = "/home/u";
@@ -21,18 +22,28 @@ export function fakeRealpath(links: Record<string, string> = {}): (p: string) =>
   };
 }
 
+/** A fake host's lstat: what `entries` says is at a path, else nothing. */
+export function fakeEntryKind(
+  entries: Record<string, HostEntryKind> = {},
+): (p: string) => HostEntryKind | undefined {
+  return (p) => entries[p];
+}
+
 export interface PlanOptions extends Partial<Omit<PlanRunInput, "config">> {
   links?: Record<string, string>;
+  /** What exists on the fake host (lstat); by default nothing, so the project has no `.git`. */
+  entries?: Record<string, HostEntryKind>;
 }
 
 /** planRun on a config object, on a fake host with home /home/u and the project /home/u/proj. */
 export function plan(config: unknown = {}, options: PlanOptions = {}): RunPlan {
-  const { links, ...rest } = options;
+  const { links, entries, ...rest } = options;
   return planRun({
     config: parseConfig(config, { cwd: project, homeDir: home }),
     stateDir,
     homeDir: home,
     realpath: fakeRealpath(links),
+    entryKind: fakeEntryKind(entries),
     ...rest,
   });
 }

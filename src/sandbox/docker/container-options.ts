@@ -14,6 +14,8 @@ export const labelKeys = {
   image: "cordon.image",
   createdAt: "cordon.created-at",
   workspaceAccess: "cordon.workspace-access",
+  /** The agent workspace's real host path: the project this sandbox belongs to. */
+  workspace: "cordon.workspace",
   /** Host path of the private workspace (access none/ro), so prune can find it by label. */
   privateWorkspace: "cordon.private-workspace",
   /** The state directory (CORDON_HOME) whose manager created it; list and prune stay in it. */
@@ -103,6 +105,7 @@ export function createContainerOptions(
       [labelKeys.image]: image,
       [labelKeys.createdAt]: input.createdAt,
       [labelKeys.workspaceAccess]: spec.workspaceAccess,
+      [labelKeys.workspace]: spec.agentWorkspace,
       ...(spec.privateWorkspace ? { [labelKeys.privateWorkspace]: spec.privateWorkspace } : {}),
       ...(input.stateDirectory ? { [labelKeys.home]: input.stateDirectory } : {}),
     },

@@ -41,6 +41,8 @@ export interface SandboxSummary {
    */
   configStatus: Freshness;
   workspaceAccess: string;
+  /** The project: the agent workspace's real path (empty for containers made before the label). */
+  workspace: string;
   privateWorkspace?: string | undefined;
   createdAt: string;
   /** The last acquire or release, from the record; the creation time when there is none. */
@@ -412,6 +414,7 @@ function summarize(
         : "stale"
       : "unknown",
     workspaceAccess: labels[labelKeys.workspaceAccess] ?? "",
+    workspace: labels[labelKeys.workspace] ?? "",
     createdAt,
     lastUsedAt: record?.lastUsedAt ?? createdAt,
   };
