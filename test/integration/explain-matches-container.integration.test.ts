@@ -94,7 +94,9 @@ describe("sandbox explain matches the container a run gets", () => {
     const info = await dockerClient().getContainer(spec.containerName).inspect();
     expect(info.Name).toBe(`/${spec.containerName}`);
     expect(info.Config.Labels["cordon.config-hash"]).toBe(spec.configHash);
-    expect(info.Config.Labels["cordon.scope-key"]).toBe("agent:ops");
+    expect(info.Config.Labels["cordon.scope-key"]).toMatch(/^agent:ops@[0-9a-f]{16}$/);
+    expect(info.Config.Labels["cordon.scope-key"]).toBe(spec.scopeKey);
+    expect(info.Config.Labels["cordon.workspace"]).toBe(plan.agent.workspace);
     expect(info.Config.User).toBe(spec.docker.user);
     expect(info.Config.WorkingDir).toBe("/workspace");
     expect(info.Config.Env).toContain("LANG=C.UTF-8");
