@@ -148,6 +148,39 @@ describe("cordon diff / apply against a hostile agent", () => {
     git(repo, "checkout", "--", "pricing.py");
   });
 
+  it("freeze: while cordon reads the copy no sandbox process runs, and afterwards they all do", async () => {
+    const key = session("freeze");
+    const loop = "i=0; while :; do i=$((i+1)); echo $i > counter; sleep 0.01; done";
+    const started = await cordon(
+      key,
+      "tool",
+      "exec",
+      "--input",
+      JSON.stringify({ command: loop, background: true }),
+    );
+    expect(started.exitCode).toBe(0);
+    const runner = createRunner({ env: env(), workspace: repo });
+    const { lease } = await runner.acquireSandbox({ sessionKey: key });
+    try {
+      const counter = path.join(lease.privateWorkspace ?? "", "counter");
+      const read = async (): Promise<string> => readFile(counter, "utf8").catch(() => "");
+      await agent(key, "sleep 0.2; test -s counter");
+      const frozen = await lease.freeze?.(async () => {
+        const first = await read();
+        await new Promise((resolve) => setTimeout(resolve, 500));
+        return [first, await read()];
+      });
+      expect(frozen?.[0]).toBe(frozen?.[1]);
+      const docker = dockerClient();
+      const name = (await runner.plan({ sessionKey: key })).sandbox.spec?.containerName ?? "";
+      expect((await docker.getContainer(name).inspect()).State.Paused).toBe(false);
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      expect(await read()).not.toBe(frozen?.[1]);
+    } finally {
+      await lease.release();
+    }
+  });
+
   it("refuses a private copy seeded from another workspace, naming both", async () => {
     const key = session("foreign");
     await agent(key, "echo '# mine' >> pricing.py");

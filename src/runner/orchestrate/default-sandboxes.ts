@@ -68,6 +68,8 @@ export function defaultSandboxes(options: DefaultSandboxesOptions): SandboxProvi
       sandbox: lease.sandbox,
       fresh: lease.fresh,
       warnings: lease.warnings,
+      privateWorkspace: lease.privateWorkspace,
+      freeze: (fn) => lease.freeze(fn),
       release: () => lease.release(),
     };
   };

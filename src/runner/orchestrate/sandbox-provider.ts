@@ -14,6 +14,14 @@ export interface ProvidedSandbox {
   fresh: boolean;
   /** Things the user should know (e.g. a stale container kept because it is busy). */
   warnings?: readonly string[] | undefined;
+  /** Host path of the sandbox's private workspace (a seeded copy); undefined for rw and host runs. */
+  privateWorkspace?: string | undefined;
+  /**
+   * Runs `fn` while no process in the sandbox can run (the container paused), resuming it after;
+   * what `fn` reads of the private workspace cannot change under it. Undefined where the backend
+   * cannot pause.
+   */
+  freeze?: (<T>(fn: () => Promise<T>) => Promise<T>) | undefined;
   release(): Promise<void>;
 }
 

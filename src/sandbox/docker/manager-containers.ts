@@ -46,6 +46,15 @@ export class SandboxContainers {
     }
   }
 
+  /** Freezes every process in the container (the cgroup freezer); `unpause` thaws them. */
+  async pause(containerId: string, name: string): Promise<void> {
+    try {
+      await this.engine.client.getContainer(containerId).pause();
+    } catch (error) {
+      throw toSandboxError(error, `pause ${name}`);
+    }
+  }
+
   async unpause(containerId: string, name: string): Promise<void> {
     try {
       await this.engine.client.getContainer(containerId).unpause();

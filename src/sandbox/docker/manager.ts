@@ -4,6 +4,7 @@ import path from "node:path";
 import type Docker from "dockerode";
 
 import {
+  SandboxError,
   SandboxStartError,
   createSilentLogger,
   sleep,
@@ -67,6 +68,14 @@ export interface SandboxLease {
   stale: boolean;
   /** Things the user should know (workspace ownership, seeding skips). Also logged. */
   warnings: string[];
+  /** Host path of the private workspace (access none/ro); undefined for rw. */
+  privateWorkspace: string | undefined;
+  /**
+   * Runs `fn` while no process in the sandbox can run or write (the container paused), and
+   * resumes it afterwards whatever `fn` did. Throws, with `fn`'s result dropped, when the
+   * container was resumed by someone else meanwhile. A stopped container is left as it is.
+   */
+  freeze<T>(fn: () => Promise<T>): Promise<T>;
   release(): Promise<void>;
 }
 
@@ -261,8 +270,42 @@ export class DockerSandboxManager {
       fresh: settled.fresh,
       stale: settled.stale,
       warnings,
+      privateWorkspace: spec.workspaceAccess === "rw" ? undefined : spec.privateWorkspace,
+      freeze: (fn) => this.freeze(spec, fn),
       release,
     };
+  }
+
+  /** See `SandboxLease.freeze`. */
+  private async freeze<T>(spec: SandboxSpec, fn: () => Promise<T>): Promise<T> {
+    const name = spec.containerName;
+    const info = await this.containers.inspect(name);
+    if (info) this.assertAdoptable(info, spec);
+    // Nothing runs in a missing or stopped container.
+    if (!info?.State.Running) return fn();
+    if (info.State.Paused) {
+      // Acquire resumes a pause left behind, so this is another command freezing it right now.
+      throw new SandboxError(`${name} is paused by another cordon command taking its changes`, {
+        fix: "run the command again when that one has finished",
+      });
+    }
+    await this.containers.pause(info.Id, name);
+    try {
+      const result = await fn();
+      const after = await this.containers.inspect(info.Id);
+      if (!after?.State.Paused) {
+        throw new SandboxError(
+          `${name} was resumed while cordon read its workspace (by another cordon command or docker unpause), so what was read may be torn`,
+          { fix: "run the command again" },
+        );
+      }
+      return result;
+    } finally {
+      await this.containers.unpause(info.Id, name).catch(async (error: unknown) => {
+        // Already resumed (or gone) is fine; a container left frozen is not.
+        if ((await this.containers.inspect(info.Id))?.State.Paused) throw error;
+      });
+    }
   }
 
   private hold(name: string): void {
