@@ -67,7 +67,7 @@ async function sessionChanges(
   try {
     await assertSeededFrom(spec.privateWorkspace, plan.agent.workspace, plan.sessionKey);
     return {
-      patch: await takeChanges(lease.sandbox, { signal }),
+      patch: await takeChanges(lease, { signal }),
       workspace: plan.agent.workspace,
       containerName: spec.containerName,
     };

@@ -220,7 +220,7 @@ export async function fixTests(options: FixTestsOptions): Promise<FixTestsResult
         finalText: run.finalText,
       };
       // Also after a limit or an interrupt: the partial changes are an artifact worth having.
-      patch = await takeChanges(work.lease.sandbox);
+      patch = await takeChanges(work.lease, { signal: options.signal });
       result.filesChanged = parsePatch(patch);
       if (run.status !== "completed") {
         Object.assign(result, {
