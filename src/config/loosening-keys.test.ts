@@ -209,6 +209,17 @@ describe("looseningKeys", () => {
     }
   });
 
+  it("does not take a key named like an Object.prototype member for a rule", () => {
+    const layer = JSON.parse(
+      '{"constructor": 1, "__proto__": {"x": 2}, "toString": "y"}',
+    ) as Record<string, unknown>;
+    expect(looseningKeys(layer, context()).map((key) => key.path)).toEqual([
+      "constructor",
+      "__proto__.x",
+      "toString",
+    ]);
+  });
+
   it("refuses a key no rule knows, rather than letting it through", () => {
     const found = looseningKeys(
       { agents: { defaults: { sandbox: { docker: { privileged: true } } } } },

@@ -270,7 +270,9 @@ export function looseningKeys(layer: PlainObject, context: LooseningContext): Lo
   const found: LooseningKey[] = [];
   const visit = (value: unknown, at: readonly PropertyKey[]): void => {
     if (value === undefined) return;
-    const rule = untrustedKeyRules[ruleKeyOf(at)];
+    const key = ruleKeyOf(at);
+    // Own keys only: a key named "constructor" must not find Object.prototype's.
+    const rule = Object.hasOwn(untrustedKeyRules, key) ? untrustedKeyRules[key] : undefined;
     const agentList = at.length === 2 && at[0] === "agents" && at[1] === "list";
     if (rule) {
       if (rule.loosens(value, context)) {
