@@ -27,6 +27,7 @@ import {
   diskImagePath,
   ensurePrivateWorkspace,
   mountCountAt,
+  overrideDiskBudgetSupport,
   releaseWorkspaceDisk,
 } from "../../src/sandbox/index.js";
 import { demoRepo } from "../support/demo-repo.js";
@@ -181,5 +182,81 @@ describe("sandbox.disk bounds the private workspace", () => {
     }
     expect(await mountCountAt(target)).toBe(0);
     expect(await lstat(diskImagePath(target)).catch(() => undefined)).toBeUndefined();
+  });
+});
+
+describe("sandbox.disk where the machine cannot mount (the watchdog)", () => {
+  let root: string;
+  let home: string;
+  let repo: string;
+  let config: string;
+  const session = `disk-watch-${process.pid}-${Date.now().toString(36)}`;
+  const cordon = (...args: string[]) =>
+    runCordon(args, { CORDON_HOME: home, CORDON_CONFIG: config });
+  const inSandbox = (script: string) =>
+    cordon("exec", "--workspace", repo, "--session", session, "--", "sh", "-c", script);
+
+  beforeAll(async () => {
+    await requireSandboxImage();
+    root = await mkdtemp(path.join(tmpdir(), "cordon-disk-watch-"));
+    home = path.join(root, "home");
+    config = path.join(root, "cordon.json5");
+    await writeFile(config, `{ agents: { defaults: { sandbox: { disk: "64m" } } } }\n`);
+    repo = await demoRepo();
+    // As on a machine without the right to mount (cordon not run as root).
+    overrideDiskBudgetSupport({
+      enforced: false,
+      reason: "cordon runs without the right to mount filesystems (test)",
+      fix: "run cordon as root",
+    });
+  });
+
+  afterAll(async () => {
+    overrideDiskBudgetSupport(undefined);
+    await cordon("sandbox", "rm", "--all").catch(() => undefined);
+    await removeStateDirectory(home);
+    await rm(root, { recursive: true, force: true });
+    await rm(path.dirname(repo), { recursive: true, force: true });
+  });
+
+  it("cordon doctor warns that the budget is not enforced, with the fix, and stays green", async () => {
+    const run = await cordon("doctor", "--json");
+    const report = JSON.parse(run.stdout) as {
+      ok: boolean;
+      checks: { name: string; status: string; detail: string; fix?: string }[];
+    };
+    expect(report.checks.find((c) => c.name === "disk")).toEqual({
+      name: "disk",
+      status: "warn",
+      detail: expect.stringMatching(
+        /^sandbox\.disk is not enforced: cordon runs without the right to mount .*plain directories/,
+      ) as unknown,
+      fix: "run cordon as root",
+    });
+    expect(run.exitCode).toBe(0);
+  });
+
+  it("says the budget is not enforced, stops a sandbox that writes past it, and starts none on it again", async () => {
+    const explained = await cordon("sandbox", "explain", "--workspace", repo, "--session", session);
+    expect(explained.stdout).toMatch(
+      /! sandbox\.disk is not enforced: cordon runs without the right to mount/,
+    );
+
+    // The agent fills the workspace and keeps running: the watchdog (every 10 s) stops it.
+    const started = Date.now();
+    const filled = await inSandbox(
+      "dd if=/dev/zero of=/workspace/fill bs=1M count=100 2>/dev/null; sleep 60; echo survived",
+    );
+    expect(filled.stderr).toMatch(/sandbox\.disk is not enforced/);
+    expect(filled.stdout).not.toContain("survived");
+    expect(Date.now() - started).toBeLessThan(40_000);
+
+    const again = await inSandbox("echo started");
+    expect(again.exitCode).toBe(3);
+    expect(again.stdout).not.toContain("started");
+    expect(again.stderr).toMatch(
+      /the sandbox wrote 1\d\d MiB to its private workspace .*more than sandbox\.disk allows \(64 MiB\); cordon stopped it/,
+    );
+    expect(again.stderr).toMatch(/cordon sandbox rm/);
   });
 });

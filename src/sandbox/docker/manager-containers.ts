@@ -63,6 +63,17 @@ export class SandboxContainers {
     }
   }
 
+  /** Kills every process of a container (it stops); one not running or gone counts as done. */
+  async kill(nameOrId: string): Promise<void> {
+    try {
+      await this.engine.client.getContainer(nameOrId).kill();
+    } catch (error) {
+      const status = dockerStatusOf(error);
+      if (status === 404 || status === 409 || status === 304) return;
+      throw toSandboxError(error, `stop the container ${nameOrId}`);
+    }
+  }
+
   /** Removes a container in any state; gone already counts as removed. */
   async remove(containerId: string, name: string): Promise<void> {
     const container = this.engine.client.getContainer(containerId);

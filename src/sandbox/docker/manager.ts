@@ -13,7 +13,11 @@ import {
 } from "../../common/index.js";
 import type { Sandbox } from "../sandbox.js";
 import type { SandboxSpec } from "../spec.js";
-import { checkAgentWorkspaceAccess, ensurePrivateWorkspace } from "../workspace/index.js";
+import {
+  checkAgentWorkspaceAccess,
+  DiskWatchdog,
+  ensurePrivateWorkspace,
+} from "../workspace/index.js";
 import { createContainerOptions, labelKeys } from "./container-options.js";
 import { readSeccompProfile } from "./seccomp-profile.js";
 import type { DockerEngine } from "./engine.js";
@@ -104,6 +108,11 @@ export interface DockerSandboxManagerOptions {
    * another process never takes a long-held sandbox for an idle one.
    */
   heartbeatMs?: number | undefined;
+  /**
+   * How often (ms) a held sandbox's private workspace is measured where sandbox.disk cannot be
+   * a bounded filesystem (see DiskWatchdog). Default 10 s.
+   */
+  diskWatchdogMs?: number | undefined;
 }
 
 export interface AutoPruneOptions {
@@ -155,6 +164,7 @@ export class DockerSandboxManager {
   private readonly inventory: SandboxInventory;
   private readonly autoPrune: AutoPruneOptions | undefined;
   private readonly heartbeatMs: number;
+  private readonly diskWatchdogMs: number | undefined;
   private heartbeat: NodeJS.Timeout | undefined;
   private lastPruneAt = 0;
   private readonly background = new Set<Promise<void>>();
@@ -181,6 +191,7 @@ export class DockerSandboxManager {
     });
     this.autoPrune = options.prune;
     this.heartbeatMs = options.heartbeatMs ?? 60_000;
+    this.diskWatchdogMs = options.diskWatchdogMs;
   }
 
   /** How many leases of `containerName` this process holds. */
@@ -215,18 +226,33 @@ export class DockerSandboxManager {
       onOutput: (text) => progress("image", text),
     });
 
+    let watchdog: DiskWatchdog | undefined;
     const settled = await this.locks.run(spec.containerName, async () => {
       throwIfAborted(signal, "sandbox acquire");
       await this.prepareWorkspace(spec, { signal, progress, warn });
+      // A workspace already over a budget the kernel does not enforce: no sandbox starts on it.
+      watchdog = await DiskWatchdog.for({
+        workspace: spec.workspaceAccess === "rw" ? undefined : spec.privateWorkspace,
+        diskBytes: spec.diskBytes,
+        intervalMs: this.diskWatchdogMs,
+      });
+      await watchdog?.assertWithinBudget(signal);
       const result = await this.settleContainer(spec, image, { signal, progress, log });
       // Counted inside the lock, so the next acquire of this key sees it held.
       this.hold(spec.containerName);
       return result;
     });
+    watchdog?.start((error) => {
+      log.error({ err: error }, error.message);
+      void this.containers.kill(spec.containerName).catch((killError: unknown) => {
+        log.error({ err: killError }, "cannot stop a sandbox over its disk budget");
+      });
+    });
     let released = false;
     const release = async (): Promise<void> => {
       if (released) return;
       released = true;
+      watchdog?.stop();
       this.unhold(spec.containerName);
       await this.touchRecord(spec.containerName);
     };
@@ -247,6 +273,8 @@ export class DockerSandboxManager {
         user: spec.docker.user,
         spec,
         recover: async (recoverOptions = {}) => {
+          // A sandbox stopped for its disk budget stays stopped: the error says why.
+          await watchdog?.assertWithinBudget(recoverOptions.signal);
           const again = await this.locks.run(spec.containerName, () =>
             this.settleContainer(spec, image, {
               signal: recoverOptions.signal,

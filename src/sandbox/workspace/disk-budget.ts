@@ -90,6 +90,14 @@ export function diskBudgetSupport(): Promise<DiskBudgetSupport> {
   return cachedSupport;
 }
 
+/**
+ * For tests of the fallback on a machine that can mount: pretend support is `support` (undefined:
+ * probe again).
+ */
+export function overrideDiskBudgetSupport(support: DiskBudgetSupport | undefined): void {
+  cachedSupport = support && Promise.resolve(support);
+}
+
 export async function probeDiskBudgetSupport(host: DiskHostFacts): Promise<DiskBudgetSupport> {
   const status = await host.processStatus().catch(() => "");
   const capEff = /^CapEff:\s*([0-9a-f]+)$/m.exec(status)?.[1];

@@ -19,6 +19,7 @@ export {
   diskBudgetSupport,
   diskImagePath,
   notEnforcedWarning,
+  overrideDiskBudgetSupport,
   releaseWorkspaceDisk,
   releaseWorkspaceDisksBelow,
   WorkspaceDisk,
@@ -26,6 +27,12 @@ export {
   type DiskBudgetSupport,
 } from "./disk-budget.js";
 export { mountCountAt, parseMountPoints } from "./mount-table.js";
+export {
+  DiskBudgetExceededError,
+  DiskWatchdog,
+  defaultWatchdogIntervalMs,
+  workspaceUsageBytes,
+} from "./disk-watchdog.js";
 export { listGitFiles } from "./git-files.js";
 export { TreeCopier, type CopySummary, type TreeCopierOptions } from "./tree-copy.js";
 export { parseContainerUser, type Owner } from "./owner.js";
