@@ -1,6 +1,7 @@
 /**
  * `cordon fix-tests` end to end on a real repository with a real failing test, in real
- * containers: a fix that verifies (0), a "fix" that edits the test (8, naming it), an agent out of
+ * containers: a fix that verifies (0), a "fix" that edits the test (8, naming it, also when hidden
+ * behind a spoofed header line), an agent out of
  * turns (5, partial artifacts), tests already passing (0, nothing changed).
  */
 import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
@@ -111,6 +112,22 @@ describe("cordon fix-tests", () => {
     });
     expect(run.stdout).toContain("test_pricing.py");
     expect(await readFile(path.join(out, "changes.patch"), "utf8")).toContain("2200");
+  });
+
+  it("a test edit hidden behind a `++ b/pricing.py` content line is still caught (exit 8)", async () => {
+    // A line scanner reads the added line `++ b/pricing.py` (`+++ b/pricing.py` in the patch) as
+    // the file's header, sees only pricing.py changed, and verifies the cheat as a fix.
+    const out = path.join(home, "spoof");
+    const { run, result } = await fixTests(fixture("spoofs-the-header.json"), out);
+    expect(await readFile(path.join(out, "changes.patch"), "utf8")).toContain(
+      "\n+++ b/pricing.py\n",
+    );
+    expect(run.exitCode).toBe(8);
+    expect(result).toMatchObject({
+      status: "protected_files_changed",
+      protectedFiles: ["test_pricing.py"],
+    });
+    expect(result.filesChanged.map((file) => file.path)).toEqual(["test_pricing.py"]);
   });
 
   it("an agent that runs out of turns exits 5 with partial artifacts", async () => {
