@@ -1,3 +1,4 @@
+import { execFileSync } from "node:child_process";
 import { chmod, mkdir, mkdtemp, readFile, rm, stat, symlink, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
@@ -189,5 +190,32 @@ describe("the trust store", () => {
     await untrustConfigFile(stateDir, file);
     expect((await load({ cwd: other })).source?.trusted).toBe(true);
     expect(await untrustConfigFile(stateDir, file)).toMatchObject({ removed: false });
+  });
+});
+
+describe("reading a found file", () => {
+  it("refuses a FIFO or a device planted as cordon.json5 at once, instead of hanging or filling memory", async () => {
+    execFileSync("mkfifo", [file]);
+    const fifo = await load().then(
+      () => undefined,
+      (e: unknown) => e as Error,
+    );
+    expect(fifo?.message).toMatch(/is not a regular file/);
+    await rm(file);
+    await symlink("/dev/zero", file);
+    const device = await load().then(
+      () => undefined,
+      (e: unknown) => e as Error,
+    );
+    expect(device?.message).toMatch(/is not a regular file/);
+  });
+
+  it("refuses a file over 1 MiB, even a named one", async () => {
+    await writeFile(file, `{ model: "${"x".repeat(1024 * 1024)}" }`);
+    const error = await load({ configPath: file }).then(
+      () => undefined,
+      (e: unknown) => e as Error,
+    );
+    expect(error?.message).toMatch(/larger than 1 MiB/);
   });
 });

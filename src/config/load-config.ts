@@ -1,5 +1,6 @@
 import { existsSync } from "node:fs";
-import { readFile } from "node:fs/promises";
+import { constants } from "node:fs";
+import { open, type FileHandle } from "node:fs/promises";
 import { homedir } from "node:os";
 import path from "node:path";
 
@@ -72,7 +73,9 @@ export async function loadConfig(options: LoadConfigOptions): Promise<LoadedConf
   let source: ConfigSource | undefined;
   if (found) {
     const { file, origin } = found;
-    const contents = await readConfigFile(file);
+    const contents = await readConfigFile(file, {
+      regularFileOnly: origin === "working directory",
+    });
     fileLayer = contents.layer;
     source = { file, origin, trusted: origin !== "working directory", sha256: contents.sha256 };
     if (!source.trusted) {
@@ -166,26 +169,61 @@ export interface ConfigFileContents {
   sha256: string;
 }
 
+/** A config is a few KiB; past this it is not one (and a link to /dev/zero must not fill memory). */
+const maxConfigBytes = 1024 * 1024;
+
 /**
  * Reads a config file once and checks it against the schema: the bytes hashed for trust are
- * the bytes parsed, so an edit between the two cannot go unnoticed.
+ * the bytes parsed, so an edit between the two cannot go unnoticed. `regularFileOnly` is for a
+ * file cordon found rather than was given: a FIFO or device planted there is refused, not read.
  */
-export async function readConfigFile(file: string): Promise<ConfigFileContents> {
-  let bytes: Buffer;
-  try {
-    bytes = await readFile(file);
-  } catch (error) {
-    throw new ConfigError(`cannot read config file ${file}: ${messageOf(error)}`, {
-      fix: "check that the file exists and is readable",
-      cause: error,
-    });
-  }
+export async function readConfigFile(
+  file: string,
+  options: { regularFileOnly?: boolean } = {},
+): Promise<ConfigFileContents> {
+  const bytes = await readConfigBytes(file, options.regularFileOnly ?? false);
   const layer = parseConfigText(file, bytes.toString("utf8"));
   const checked = cordonConfigSchema.safeParse(layer);
   if (!checked.success) {
     throw configErrorOf(file, configIssuesOf(checked.error, cordonConfigSchema));
   }
   return { layer, sha256: sha256Of(bytes) };
+}
+
+async function readConfigBytes(file: string, regularFileOnly: boolean): Promise<Buffer> {
+  let handle: FileHandle;
+  try {
+    // O_NONBLOCK: opening a planted FIFO returns at once (fstat then refuses it) instead of hanging.
+    const flags = regularFileOnly ? constants.O_RDONLY | constants.O_NONBLOCK : constants.O_RDONLY;
+    handle = await open(file, flags);
+  } catch (error) {
+    throw new ConfigError(`cannot read config file ${file}: ${messageOf(error)}`, {
+      fix: "check that the file exists and is readable",
+      cause: error,
+    });
+  }
+  try {
+    if (regularFileOnly && !(await handle.stat()).isFile()) {
+      throw new ConfigError(`${file} is not a regular file`, {
+        fix: "replace it with a regular file, or name the config you mean with --config",
+      });
+    }
+    const chunks: Buffer[] = [];
+    let total = 0;
+    for (;;) {
+      const { bytesRead, buffer } = await handle.read(Buffer.alloc(64 * 1024), 0, 64 * 1024, null);
+      if (bytesRead === 0) return Buffer.concat(chunks);
+      total += bytesRead;
+      if (total > maxConfigBytes) {
+        throw new ConfigError(`${file} is larger than 1 MiB, too large for a config file`, {
+          fix: "check that it is the config file you meant",
+        });
+      }
+      chunks.push(buffer.subarray(0, bytesRead));
+    }
+  } finally {
+    await handle.close();
+  }
 }
 
 /** What a file's own settings loosen, judged where the file is (its relative paths mean that). */

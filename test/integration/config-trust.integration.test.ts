@@ -88,6 +88,17 @@ describe("a hostile repository's cordon.json5, through the built CLI", () => {
     expectRefused(explain);
     expect(explain.stderr).toContain("not named with --config or CORDON_CONFIG");
     expectRefused(cordon(["config", "validate"]));
+
+    const doctor = cordon(["doctor", "--json"]);
+    const report = JSON.parse(doctor.stdout) as {
+      checks: { name: string; status: string; fix?: string }[];
+      config: { trusted: boolean; origin: string };
+    };
+    expect(report.config).toMatchObject({ trusted: false, origin: "working directory" });
+    expect(report.checks.find((check) => check.name === "config")).toMatchObject({
+      status: "fail",
+      fix: expect.stringContaining("cordon config trust ./cordon.json5") as unknown,
+    });
   });
 
   it("works once trusted, refuses again after an edit, and --config is trusted as named", async () => {
@@ -104,6 +115,10 @@ describe("a hostile repository's cordon.json5, through the built CLI", () => {
     expect(explain.stdout).toContain(
       `config    ${config} (found in the working directory; trusted)`,
     );
+    const doctor = JSON.parse(cordon(["doctor", "--json"]).stdout) as {
+      checks: { name: string; status: string }[];
+    };
+    expect(doctor.checks.find((check) => check.name === "config")?.status).toBe("ok");
     const ran = cordon(["exec", "--", "touch", marker]);
     expect(ran.code, ran.stderr).toBe(0);
     expect(existsSync(marker)).toBe(true);

@@ -220,7 +220,7 @@ export function registerConfigCommand(program: Command, context: CliContext): vo
     .action(async (file: string | undefined, options: { json?: boolean }) => {
       const cwd = process.cwd();
       const target = existingConfigFile(cwd, file);
-      const contents = await readConfigFile(target);
+      const contents = await readConfigFile(target, { regularFileOnly: true });
       const loosens = looseningKeysOfFile(target, contents.layer, homedir());
       const trusted = await trustConfigFile(stateDirectory(context.env), target, contents.sha256);
       if (trusted.warning) context.logger.warn(trusted.warning);
