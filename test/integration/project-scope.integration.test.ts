@@ -171,6 +171,9 @@ describe("rw mode keeps the real repository's .git read-only", () => {
     expect(viaGit.exitCode).not.toBe(0);
     const moved = await inSandbox(repo, "mv .git .git-old && mkdir -p .git/hooks");
     expect(moved.stderr).toMatch(/Device or resource busy/);
+    // A hard link would be a writable name for .git/config outside the mount: not across mounts.
+    const hardLink = await inSandbox(repo, "ln .git/config config-link");
+    expect(hardLink.stderr).toMatch(/Invalid cross-device link/);
 
     expect(await exists(path.join(repo, ".git", "hooks", "pre-commit"))).toBe(false);
     expect(await readFile(path.join(repo, ".git", "config"))).toEqual(config);
