@@ -169,6 +169,10 @@ describe("sandbox.disk bounds the private workspace", () => {
     const spec = testSandboxSpec("race", {
       spec: { privateWorkspace: target, diskBytes: 32 * 1024 ** 2, agentWorkspace: repo },
     });
+    // A half-built image left by a process that died (no pid is above 2^22).
+    await mkdir(path.dirname(target), { recursive: true });
+    const abandoned = `${diskImagePath(target)}.tmp-4194305-dead`;
+    await writeFile(abandoned, "half an image");
     try {
       const results = await Promise.all([
         ensurePrivateWorkspace(spec, { stateDirectory: state }),
@@ -177,11 +181,34 @@ describe("sandbox.disk bounds the private workspace", () => {
       expect(results.filter((r) => r.created)).toHaveLength(1);
       // A second mount over the first would hide its files from whoever already has it open.
       expect(await mountCountAt(target)).toBe(1);
+      expect(await lstat(abandoned).catch(() => undefined)).toBeUndefined();
     } finally {
       await releaseWorkspaceDisk(target);
     }
     expect(await mountCountAt(target)).toBe(0);
     expect(await lstat(diskImagePath(target)).catch(() => undefined)).toBeUndefined();
+  });
+});
+
+describe("a changed sandbox.disk", () => {
+  it("keeps an existing workspace's budget and files, and says how to get the new one", async () => {
+    const state = await mkdtemp(path.join(tmpdir(), "cordon-disk-change-"));
+    const target = path.join(state, "workspaces", "cordon-change");
+    const spec = (diskBytes: number) =>
+      testSandboxSpec("change", { spec: { privateWorkspace: target, diskBytes } });
+    try {
+      await ensurePrivateWorkspace(spec(32 * 1024 ** 2), { stateDirectory: state });
+      await writeFile(path.join(target, "work"), "kept\n");
+      const again = await ensurePrivateWorkspace(spec(64 * 1024 ** 2), { stateDirectory: state });
+      expect(again.warnings.join("\n")).toMatch(
+        /has a disk budget of 32 MiB; sandbox\.disk \(64 MiB\) applies to new workspaces \(`cordon sandbox rm cordon-change`/,
+      );
+      expect(await readFile(path.join(target, "work"), "utf8")).toBe("kept\n");
+      expect(await mountCountAt(target)).toBe(1);
+    } finally {
+      await removeStateDirectory(state);
+    }
+    expect(await mountCountAt(target)).toBe(0);
   });
 });
 

@@ -185,7 +185,8 @@ export class WorkspaceDisk {
    */
   async install(target: string, options: InstallOptions = {}): Promise<boolean> {
     const image = diskImagePath(target);
-    const building = `${image}.tmp-${process.pid}-${randomBytes(4).toString("hex")}`;
+    await removeAbandonedImages(image);
+    const building = `${image}${buildingInfix}${process.pid}-${randomBytes(4).toString("hex")}`;
     let created = false;
     try {
       await this.format(building, options);
@@ -280,6 +281,9 @@ export async function attachWorkspaceDisk(
     await mountImage(support.tools, image, target);
   }
   if (options.diskBytes !== undefined && imageStats.size !== options.diskBytes) {
+    // Growing in place needs CAP_SYS_RESOURCE (online resize), which root lacks on some hosts
+    // (these test machines among them); offline resize is unsafe while a container holds the
+    // filesystem. So a new budget applies to new workspaces.
     options.warnings.push(
       `the private workspace ${target} has a disk budget of ${mebibytes(imageStats.size)}; sandbox.disk (${mebibytes(options.diskBytes)}) applies to new workspaces (\`cordon sandbox rm ${path.basename(target)}\` makes a new one, losing its changes)`,
     );
@@ -313,7 +317,7 @@ export async function releaseWorkspaceDisk(workspace: string): Promise<void> {
         );
       }
     }
-    const prefix = `${path.basename(image)}.tmp-`;
+    const prefix = `${path.basename(image)}${buildingInfix}`;
     for (const name of await readdir(parent).catch(() => [])) {
       if (name.startsWith(prefix)) await rm(path.join(parent, name), { force: true });
     }
@@ -334,6 +338,21 @@ export async function releaseWorkspaceDisksBelow(directory: string): Promise<voi
   // Deepest first, and each once (a point mounted twice is unmounted layer by layer).
   for (const point of [...new Set(below)].sort((a, b) => b.length - a.length)) {
     await releaseWorkspaceDisk(point);
+  }
+}
+
+/** Images being built are named `<image>.tmp-<pid>-<random>` until they are complete. */
+const buildingInfix = ".tmp-";
+
+/** Half-built images of processes that died while making them (each up to the budget in size). */
+async function removeAbandonedImages(image: string): Promise<void> {
+  const prefix = `${path.basename(image)}${buildingInfix}`;
+  const parent = path.dirname(image);
+  for (const name of await readdir(parent).catch(() => [])) {
+    if (!name.startsWith(prefix)) continue;
+    const pid = Number(name.slice(prefix.length).split("-")[0]);
+    if (Number.isInteger(pid) && pid > 0 && isAlive(pid)) continue;
+    await rm(path.join(parent, name), { force: true });
   }
 }
 
@@ -397,11 +416,15 @@ async function isStale(lock: string): Promise<boolean> {
   const pid = Number(text);
   // Empty: its holder is between creating and writing it, or died there.
   if (!Number.isInteger(pid) || pid <= 0) return Date.now() - stats.mtimeMs > 5_000;
+  return !isAlive(pid);
+}
+
+function isAlive(pid: number): boolean {
   try {
     process.kill(pid, 0);
-    return false;
+    return true;
   } catch (error) {
-    return !isErrno(error, "EPERM");
+    return isErrno(error, "EPERM");
   }
 }
 
