@@ -270,6 +270,26 @@ describe("parsePatch: hostile patches", () => {
     expect(patchProblems(parsePatch(empty))[0]?.problem).toBe("is a symlink with an empty target");
   });
 
+  it("refuses submodules added or moved, the mode read from the index line", () => {
+    const gitlink = (header: string[]) =>
+      [
+        "diff --git a/vendor/lib b/vendor/lib",
+        ...header,
+        "--- a/vendor/lib",
+        "+++ b/vendor/lib",
+        "@@ -1 +1 @@",
+        "-Subproject commit 1111111111111111111111111111111111111111",
+        "+Subproject commit 2222222222222222222222222222222222222222",
+        "",
+      ].join("\n");
+    const moved = gitlink([
+      "index 1111111111111111111111111111111111111111..2222222222222222222222222222222222222222 160000",
+    ]);
+    expect(patchProblems(parsePatch(moved)).map((p) => p.problem)).toEqual([
+      "changes a submodule (a nested git repository): make that change in the submodule",
+    ]);
+  });
+
   it("checks names from rename and copy headers, and .git in any spelling", () => {
     const rename = (from: string, to: string) =>
       [

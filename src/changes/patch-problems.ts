@@ -62,7 +62,12 @@ export function patchProblems(files: readonly PatchedFile[]): PatchProblem[] {
       if (problem) problems.push({ path: name, problem });
     }
     if (file.mode === "160000") {
-      problems.push({ path: file.path, problem: "adds a submodule" });
+      // git apply cannot write a nested repository's checkout; its pointer alone would lie.
+      const problem =
+        file.change === "added"
+          ? "adds a submodule (a nested git repository)"
+          : "changes a submodule (a nested git repository): make that change in the submodule";
+      problems.push({ path: file.path, problem });
     }
     if (file.mode === "120000" && file.symlinkTarget !== undefined) {
       const problem = symlinkProblem(file.path, file.symlinkTarget);

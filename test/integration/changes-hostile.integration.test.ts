@@ -82,6 +82,14 @@ describe("cordon diff / apply against a hostile agent", () => {
     expect(shown.files.map((f) => f.path)).toEqual(["test_pricing.py"]);
   });
 
+  it("a file name with terminal escapes is listed with them shown, not obeyed", async () => {
+    const key = session("escape");
+    await agent(key, "printf x > \"$(printf 'evil\\033[2K\\rok.txt')\"");
+    const stat = await cordon(key, "diff", "--stat");
+    expect(stat.exitCode).toBe(0);
+    expect(stat.stdout).toBe("  added    evil\\u001b[2K\\u000dok.txt\n");
+  });
+
   it("the copy's diff.mnemonicPrefix and diff.noprefix do not change the paths", async () => {
     const key = session("prefix");
     await agent(

@@ -76,11 +76,20 @@ async function sessionChanges(
   }
 }
 
+/** A name the agent chose, with control characters (terminal escapes, CR) shown, not obeyed. */
+function printable(name: string): string {
+  return name.replace(
+    // eslint-disable-next-line no-control-regex
+    /[\u0000-\u001f\u007f-\u009f]/g,
+    (char) => `\\u${char.charCodeAt(0).toString(16).padStart(4, "0")}`,
+  );
+}
+
 function describeFiles(files: readonly PatchedFile[]): string {
   return files
     .map((file) => {
-      const from = file.from ? `${file.from} → ` : "";
-      return `  ${file.change.padEnd(8)} ${from}${file.path}${file.binary ? " (binary)" : ""}\n`;
+      const from = file.from ? `${printable(file.from)} → ` : "";
+      return `  ${file.change.padEnd(8)} ${from}${printable(file.path)}${file.binary ? " (binary)" : ""}\n`;
     })
     .join("");
 }
