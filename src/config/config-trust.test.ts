@@ -191,6 +191,13 @@ describe("the trust store", () => {
     expect((await load({ cwd: other })).source?.trusted).toBe(true);
     expect(await untrustConfigFile(stateDir, file)).toMatchObject({ removed: false });
   });
+
+  it("forgets a file whose directory is gone", async () => {
+    await writeFile(file, hostile);
+    await trust();
+    await rm(project, { recursive: true });
+    expect(await untrustConfigFile(stateDir, file)).toMatchObject({ removed: true });
+  });
 });
 
 describe("reading a found file", () => {

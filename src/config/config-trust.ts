@@ -1,7 +1,7 @@
 import { createHash } from "node:crypto";
-import { realpathSync } from "node:fs";
 import path from "node:path";
 
+import { hostRealpath } from "./host-paths.js";
 import { ConfigValidationError, formatConfigIssues } from "./issues.js";
 import type { LooseningKey } from "./loosening-keys.js";
 import { readTrustStore, writeTrustStore, type TrustRecord } from "./trust-store.js";
@@ -40,7 +40,8 @@ export function sha256Of(bytes: Uint8Array): string {
  */
 export function configLocation(file: string): string {
   const absolute = path.resolve(file);
-  return path.join(realpathSync.native(path.dirname(absolute)), path.basename(absolute));
+  // hostRealpath also resolves a directory that is gone, so `untrust` still finds its record.
+  return path.join(hostRealpath(path.dirname(absolute)), path.basename(absolute));
 }
 
 export interface TrustLookup {
