@@ -145,6 +145,10 @@ describe("cordon diff / apply against a hostile agent", () => {
     expect(apply.stderr).toMatch(/not the ones last reviewed, so nothing was written/);
     expect(apply.stdout).toContain("diff --git a/pricing.py b/pricing.py");
     expect(git(repo, "status", "--porcelain")).toBe("");
+    const json = await cordon(key, "apply", "--json");
+    expect(json.exitCode).toBe(2);
+    expect(JSON.parse(json.stdout)).toMatchObject({ applied: false, decision: "refused" });
+    expect(git(repo, "status", "--porcelain")).toBe("");
 
     // --yes applies exactly the bytes that run showed, whatever the file says by then.
     const confirmed = await cordon(key, "apply", "--yes");
