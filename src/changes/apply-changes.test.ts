@@ -136,5 +136,24 @@ describe("applyChanges checks what only the workspace shows", () => {
       /beyond a symbolic link/,
     );
     expect(await readdir(outside)).toEqual([]);
+
+    // A symlink the patch itself adds (pointing inside, so it passes the checks) and a file
+    // written through it in the same patch: refused as a whole.
+    const ownLink = [
+      "diff --git a/link b/link",
+      "new file mode 120000",
+      "index 0000000000000000000000000000000000000000..1111111111111111111111111111111111111111",
+      "--- /dev/null",
+      "+++ b/link",
+      "@@ -0,0 +1 @@",
+      "+sub",
+      "\\ No newline at end of file",
+      through.replaceAll("out/planted.txt", "link/planted.txt"),
+    ].join("\n");
+    await expect(applyChanges(repo, Buffer.from(ownLink))).rejects.toThrow(
+      /beyond a symbolic link/,
+    );
+    expect(await readdir(repo)).toEqual(["code.py", "out", "sub"]);
+    expect(await readdir(path.join(repo, "sub"))).toEqual(["link"]);
   });
 });
