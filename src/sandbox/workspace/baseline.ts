@@ -1,11 +1,10 @@
 import { randomUUID } from "node:crypto";
 import { constants } from "node:fs";
-import { chmod, lchown, lstat, mkdir, open, readdir, rm, writeFile } from "node:fs/promises";
+import { chmod, lstat, mkdir, open, rm, writeFile } from "node:fs/promises";
 import path from "node:path";
 
 import { FileOperationError } from "../../common/index.js";
 import { gitConfigText, readRepositoryFormat, type RepositoryFormat } from "./git-state.js";
-import type { Owner } from "./owner.js";
 import { HostGitError, defaultGitOutputBytes, runHostGit } from "./host-git.js";
 import { baselineGitDir } from "./paths.js";
 import { isErrno } from "./tree-copy.js";
@@ -153,50 +152,6 @@ export async function diffAgainstBaseline(
     throw error;
   } finally {
     await rm(index, { force: true });
-  }
-}
-
-/**
- * Also records the baseline inside the copy's own `.git`, for `takeChanges`, which still diffs
- * inside the sandbox. Transitional: remove once changes are taken with `diffAgainstBaseline`.
- * Safe at seeding time only: the copy is closed to every container, its config is cordon's (no
- * filter drivers, no hooks), and no user or system config is read.
- */
-export async function recordBaselineInCopy(
-  workspace: string,
-  options: { scratch: string; owner: Owner | undefined; signal?: AbortSignal | undefined },
-): Promise<void> {
-  const { signal } = options;
-  const index = path.join(options.scratch, `copy-index-${randomUUID()}`);
-  const git = async (args: string[]): Promise<string> =>
-    (
-      await runHostGit(args, {
-        gitDir: path.join(workspace, ".git"),
-        workTree: workspace,
-        env: { ...identity, GIT_INDEX_FILE: index },
-        signal,
-      })
-    )
-      .toString("utf8")
-      .trim();
-  try {
-    await git(["add", "-A", "."]);
-    const tree = await git(["write-tree"]);
-    const commit = await git(["commit-tree", tree, "-m", "cordon baseline: the seeded copy"]);
-    await git(["update-ref", baselineRef, commit]);
-    if (options.owner) await chownTree(path.join(workspace, ".git"), options.owner);
-  } finally {
-    await rm(index, { force: true });
-  }
-}
-
-/** lchown of a tree no container can reach (the closed seed directory). */
-async function chownTree(root: string, owner: Owner): Promise<void> {
-  await lchown(root, owner.uid, owner.gid);
-  for (const entry of await readdir(root, { withFileTypes: true })) {
-    const child = path.join(root, entry.name);
-    if (entry.isDirectory()) await chownTree(child, owner);
-    else await lchown(child, owner.uid, owner.gid);
   }
 }
 

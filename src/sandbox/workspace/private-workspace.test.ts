@@ -21,7 +21,7 @@ import { AbortedError, SandboxStartError } from "../../common/index.js";
 import type { SandboxSpec } from "../spec.js";
 import { baselineRef } from "./baseline.js";
 import { checkAgentWorkspaceAccess, ensurePrivateWorkspace } from "./private-workspace.js";
-import { privateWorkspacePath, seedMarkerPath, seedTempPrefix } from "./paths.js";
+import { baselineGitDir, privateWorkspacePath, seedMarkerPath, seedTempPrefix } from "./paths.js";
 import { TreeCopier } from "./tree-copy.js";
 
 let root: string;
@@ -110,8 +110,16 @@ describe("ensurePrivateWorkspace", () => {
     expect((await lstat(path.join(copy, ".git"))).isDirectory()).toBe(true);
     // The copy is a working repository: the untracked file is the only change.
     expect(git(copy, "-c", "safe.directory=*", "status", "--porcelain")).toBe("?? untracked.txt\n");
-    // The baseline holds the seeded state, untracked file included; HEAD is the user's.
-    const files = git(copy, "-c", "safe.directory=*", "ls-tree", "-r", "--name-only", baselineRef);
+    // The baseline, beside the copy, holds the seeded state, untracked file included.
+    const files = git(
+      copy,
+      "--git-dir",
+      baselineGitDir(copy),
+      "ls-tree",
+      "-r",
+      "--name-only",
+      baselineRef,
+    );
     expect(files.split("\n").filter(Boolean).sort()).toEqual([
       ".gitignore",
       "escape",
@@ -119,9 +127,9 @@ describe("ensurePrivateWorkspace", () => {
       "tracked.txt",
       "untracked.txt",
     ]);
-    // What git wrote for the baseline belongs to the container user too.
-    const ref = await lstat(path.join(copy, ".git", "refs", "cordon", "baseline"));
-    expect(ref.uid).toBe(1000);
+    // The copy's .git is the agent's, and cordon's baseline is not in it.
+    expect((await lstat(path.join(copy, ".git", "HEAD"))).uid).toBe(1000);
+    expect(git(copy, "-c", "safe.directory=*", "for-each-ref", "refs/cordon")).toBe("");
   });
 
   it("copies a symlink that points out of the workspace as a link, never its target", async () => {
@@ -140,6 +148,18 @@ describe("ensurePrivateWorkspace", () => {
       expect([stats.uid, stats.gid]).toEqual([1000, 1000]);
     }
     expect((await lstat(path.join(copy, "escape"))).uid).toBe(1000);
+    // Everything, .git included, was made the container user's before the copy was opened.
+    const owners = new Set<number>();
+    const walk = async (directory: string): Promise<void> => {
+      owners.add((await lstat(directory)).uid);
+      for (const entry of await readdir(directory, { withFileTypes: true })) {
+        const child = path.join(directory, entry.name);
+        if (entry.isDirectory()) await walk(child);
+        else owners.add((await lstat(child)).uid);
+      }
+    };
+    await walk(copy);
+    expect([...owners]).toEqual([1000]);
     expect((await stat(path.dirname(copy))).mode & 0o777).toBe(0o700);
     // The user's own files keep their owner.
     expect((await stat(path.join(agentWorkspace, "tracked.txt"))).uid).toBe(process.getuid?.());
@@ -296,7 +316,15 @@ describe("ensurePrivateWorkspace", () => {
     );
     expect(git(outer, "for-each-ref")).toBe("");
     expect(
-      git(result.path, "-c", "safe.directory=*", "ls-tree", "-r", "--name-only", baselineRef),
+      git(
+        result.path,
+        "--git-dir",
+        baselineGitDir(result.path),
+        "ls-tree",
+        "-r",
+        "--name-only",
+        baselineRef,
+      ),
     ).toBe("a.txt\n");
   });
 

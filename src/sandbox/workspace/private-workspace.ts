@@ -17,7 +17,7 @@ import path from "node:path";
 
 import { SandboxStartError, throwIfAborted } from "../../common/index.js";
 import type { SandboxSpec } from "../spec.js";
-import { recordBaseline, recordBaselineInCopy } from "./baseline.js";
+import { recordBaseline } from "./baseline.js";
 import { attachWorkspaceDisk, workspaceDiskFor } from "./disk-budget.js";
 import { listGitFiles } from "./git-files.js";
 import {
@@ -130,11 +130,6 @@ export async function ensurePrivateWorkspace(
     });
     // Before the agent ever sees the copy: what `cordon diff` compares against.
     await recordBaseline(temporary, { gitDir: baselineTemporary, format, signal: options.signal });
-    await recordBaselineInCopy(temporary, {
-      scratch: baselineTemporary,
-      owner,
-      signal: options.signal,
-    });
     await writeFile(seedMarkerPath(target), `${JSON.stringify(seed, null, 2)}\n`, { mode: 0o600 });
     if (owner) await lchown(temporary, owner.uid, owner.gid);
     await chmod(temporary, 0o755);
