@@ -22,7 +22,12 @@ export {
   type ToolPolicyResult,
 } from "./tool-policy.js";
 export { mainSessionKey, normalizeSessionKey, maxSessionKeyLength } from "./session-key.js";
-export { containerNameOf, scopeKeyOf, maxContainerNameLength } from "./container-name.js";
+export {
+  containerNameOf,
+  scopeKeyOf,
+  workspaceIdOf,
+  maxContainerNameLength,
+} from "./container-name.js";
 export { canonicalJson, hashOf } from "./config-hash.js";
 export { parseByteSize, formatByteSize } from "./byte-size.js";
 export { credentialLikeName } from "./sandbox-env.js";

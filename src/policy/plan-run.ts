@@ -58,6 +58,11 @@ export interface RunPlan {
     configKey: string;
     /** Absolute host path, symlinks resolved. */
     workspace: string;
+    /**
+     * The project: a hash of `workspace`. Containers, seeded copies and session transcripts are
+     * kept per project, so a session named `main` in one project never sees another's.
+     */
+    workspaceId: string;
     model: { primary: string; fallbacks: string[] };
   };
   sessionKey: string;
@@ -268,6 +273,7 @@ export function planRun(input: PlanRunInput): RunPlan {
       id: agent.id,
       configKey: agent.index === undefined ? "agents.defaults" : `agents.list[${agent.index}]`,
       workspace,
+      workspaceId: workspaceIdOf(workspace),
       model: agent.model,
     },
     sessionKey,

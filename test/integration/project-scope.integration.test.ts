@@ -124,6 +124,33 @@ describe("one project, one sandbox, under one CORDON_HOME", () => {
     const explainB = await inProject(shopB, ["sandbox", "explain"]);
     expect(explainB.stdout).toContain(`  project      ${shopB} (hashed into the scope key`);
   });
+
+  it("keeps each project's transcript: B's session main never loads A's conversation", async () => {
+    const script = path.join(root, "reads-the-file.json");
+    await writeFile(
+      script,
+      JSON.stringify({
+        version: 1,
+        turns: [
+          { content: [{ type: "tool_use", name: "read", input: { path: "file.txt" } }] },
+          { content: [{ type: "text", text: "read it" }] },
+        ],
+      }),
+    );
+    const runA = await inProject(shopA, ["run"], "--model-script", script, "read file.txt");
+    expect(runA.exitCode, runA.stderr).toBe(0);
+    const runB = await inProject(shopB, ["run"], "--model-script", script, "read file.txt");
+    expect(runB.exitCode, runB.stderr).toBe(0);
+
+    const show = (workspace: string): Promise<CliRun> =>
+      runCordon(["sessions", "show", "agent:main:main", "--workspace", workspace], env());
+    const showA = await show(shopA);
+    const showB = await show(shopB);
+    // A's copy holds the agent's edit from the test before.
+    expect(showA.stdout).toContain("changed in A");
+    expect(showB.stdout).toContain("from project B");
+    expect(showB.stdout).not.toMatch(/in A|project A/);
+  });
 });
 
 describe("rw mode keeps the real repository's .git read-only", () => {

@@ -10,6 +10,8 @@ export interface PlannedRun {
     id: string;
     /** Absolute host path; never shown to the model when the run is sandboxed. */
     workspace: string;
+    /** The project (see `RunPlan`); transcripts are kept per project. Hand-built plans may omit it. */
+    workspaceId?: string | undefined;
     model: { primary: string; fallbacks: readonly string[] };
   };
   sessionKey: string;

@@ -148,6 +148,7 @@ async function runInLane(
     session = await JsonlSession.open({
       stateDir: options.stateDir,
       sessionKey: plan.sessionKey,
+      project: plan.agent.workspaceId,
       logger,
       signal: options.signal,
     });

@@ -7,6 +7,7 @@ export {
   sessionFilePath,
   sessionKeyOf,
   sessionsDirectory,
+  sessionsRoot,
 } from "./session-name.js";
 export type { SessionEntry } from "./session-line.js";
 export { syntheticToolResult, type TranscriptItem } from "./transcript.js";

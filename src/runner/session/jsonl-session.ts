@@ -32,10 +32,12 @@ export class SessionCorruptError extends CordonError {
 }
 
 export interface OpenSessionOptions {
-  /** cordon's state directory; the file is `<stateDir>/sessions/<safe-name>.jsonl`. */
+  /** cordon's state directory; the file is `<stateDir>/sessions/<project>/<safe-name>.jsonl`. */
   stateDir: string;
   /** e.g. `agent:main:main`. */
   sessionKey: string;
+  /** The plan's `agent.workspaceId`: transcripts are kept per project (see `sessionsDirectory`). */
+  project?: string | undefined;
   logger?: Logger | undefined;
   signal?: AbortSignal | undefined;
 }
@@ -82,7 +84,7 @@ export class JsonlSession {
     const logger = (options.logger ?? createSilentLogger()).child({
       sessionKey: options.sessionKey,
     });
-    const file = sessionFilePath(options.stateDir, options.sessionKey);
+    const file = sessionFilePath(options.stateDir, options.sessionKey, options.project);
     await mkdir(path.dirname(file), { recursive: true, mode: 0o700 });
     const { entries, validBytes, tornBytes } = await readEntries(file, options.signal);
     const handle = await open(file, "a+", 0o600);
@@ -288,9 +290,10 @@ async function readEntries(
 export async function readSessionEntries(options: {
   stateDir: string;
   sessionKey: string;
+  project?: string | undefined;
   signal?: AbortSignal | undefined;
 }): Promise<SessionEntry[]> {
-  const file = sessionFilePath(options.stateDir, options.sessionKey);
+  const file = sessionFilePath(options.stateDir, options.sessionKey, options.project);
   const { entries } = await readEntries(file, options.signal);
   return entries;
 }

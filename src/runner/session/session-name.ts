@@ -44,12 +44,26 @@ export function sessionKeyOf(fileName: string): string | undefined {
   return Buffer.from(bytes).toString("utf8");
 }
 
-/** `<stateDir>/sessions`. */
-export function sessionsDirectory(stateDir: string): string {
+/** `<stateDir>/sessions`: one folder per project below it (see `sessionsDirectory`). */
+export function sessionsRoot(stateDir: string): string {
   return path.join(stateDir, "sessions");
 }
 
-/** `<stateDir>/sessions/<safe-name>.jsonl`. */
-export function sessionFilePath(stateDir: string, sessionKey: string): string {
-  return path.join(sessionsDirectory(stateDir), sessionFileName(sessionKey));
+/**
+ * Where the sessions of a project live: `<stateDir>/sessions/<project>`, `project` being the
+ * plan's `agent.workspaceId`, so `--session main` in two projects is two conversations (one
+ * project's transcript holds its files' contents; another project's agent must never load it).
+ * Without a project (embedders with their own keys, tests): `<stateDir>/sessions` itself.
+ */
+export function sessionsDirectory(stateDir: string, project?: string): string {
+  if (project === undefined) return sessionsRoot(stateDir);
+  if (!/^[0-9a-f]{1,64}$/.test(project)) {
+    throw new ConfigError(`"${project}" is not a project id (hex digits of a workspace hash)`);
+  }
+  return path.join(sessionsRoot(stateDir), project);
+}
+
+/** `<sessions directory>/<safe-name>.jsonl`. */
+export function sessionFilePath(stateDir: string, sessionKey: string, project?: string): string {
+  return path.join(sessionsDirectory(stateDir, project), sessionFileName(sessionKey));
 }

@@ -175,6 +175,8 @@ export async function fixTests(options: FixTestsOptions): Promise<FixTestsResult
     artifacts: [],
   };
   let patch: Uint8Array = new Uint8Array();
+  /** The project the transcript is kept under; known once the sandbox is planned. */
+  let project: string | undefined;
   const request = { agentId: options.agentId, signal: options.signal };
 
   try {
@@ -182,6 +184,7 @@ export async function fixTests(options: FixTestsOptions): Promise<FixTestsResult
     let mark = Date.now();
     const work = await options.runner.acquireSandbox({ ...request, sessionKey });
     result.sessionKey = work.plan.sessionKey;
+    project = work.plan.agent.workspaceId;
     try {
       result.before = await runTests(
         work.lease,
@@ -287,6 +290,7 @@ export async function fixTests(options: FixTestsOptions): Promise<FixTestsResult
     const transcript = await readSessionEntries({
       stateDir: options.runner.stateDir,
       sessionKey: result.sessionKey,
+      project,
     }).catch(() => []);
     result.artifacts = await writeArtifacts(options.outDir, {
       result,
