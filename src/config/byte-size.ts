@@ -9,8 +9,7 @@ const units: Record<string, number> = {
 
 /**
  * Bytes from a config size: a number is bytes; "512m", "1g", "1.5GiB" use powers of 1024 like
- * Docker does. Returns undefined for anything else. (The policy module has its own copy in
- * src/policy/byte-size.ts; it may import this one, config sits below policy.)
+ * Docker does. Returns undefined for anything else.
  */
 export function parseByteSize(value: string | number): number | undefined {
   if (typeof value === "number")
@@ -21,4 +20,20 @@ export function parseByteSize(value: string | number): number | undefined {
   if (factor === undefined) return undefined;
   const bytes = Math.floor(Number(match[1]) * factor);
   return bytes > 0 && Number.isSafeInteger(bytes) ? bytes : undefined;
+}
+
+/** 1073741824 → "1 GiB", for explanations. */
+export function formatByteSize(bytes: number): string {
+  for (const [unit, factor] of [
+    ["TiB", 1024 ** 4],
+    ["GiB", 1024 ** 3],
+    ["MiB", 1024 ** 2],
+    ["KiB", 1024],
+  ] as const) {
+    if (bytes >= factor && bytes % (factor / 1024) === 0) {
+      const value = bytes / factor;
+      return `${Number.isInteger(value) ? value : value.toFixed(2)} ${unit}`;
+    }
+  }
+  return `${bytes} B`;
 }

@@ -39,4 +39,4 @@ export {
 } from "./config-trust.js";
 export { looseningKeys, untrustedKeyRules, type LooseningKey } from "./loosening-keys.js";
 export { trustStorePath } from "./trust-store.js";
-export { parseByteSize } from "./byte-size.js";
+export { formatByteSize, parseByteSize } from "./byte-size.js";

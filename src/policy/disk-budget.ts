@@ -1,5 +1,5 @@
 import type { ConfigIssue } from "../config/index.js";
-import { formatByteSize, parseByteSize } from "./byte-size.js";
+import { formatByteSize, parseByteSize } from "../config/index.js";
 
 /** Smaller ext4 images are mostly journal and metadata: too little room to work in. */
 export const minimumDiskBytes = 16 * 1024 ** 2;

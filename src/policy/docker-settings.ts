@@ -1,6 +1,6 @@
 import type { ConfigIssue, DockerConfig } from "../config/index.js";
 import type { DockerSettings, UlimitSpec, WorkspaceAccess } from "../sandbox/index.js";
-import { parseByteSize } from "./byte-size.js";
+import { parseByteSize } from "../config/index.js";
 import { isWithin, normalizeAbsolute } from "./path-guard.js";
 import { sandboxEnvironment } from "./sandbox-env.js";
 

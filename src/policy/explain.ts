@@ -1,4 +1,4 @@
-import { formatByteSize } from "./byte-size.js";
+import { formatByteSize } from "../config/index.js";
 import type { RunPlan } from "./plan-run.js";
 import { credentialLikeName } from "./sandbox-env.js";
 

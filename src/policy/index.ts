@@ -29,7 +29,7 @@ export {
   maxContainerNameLength,
 } from "./container-name.js";
 export { canonicalJson, hashOf } from "./config-hash.js";
-export { parseByteSize, formatByteSize } from "./byte-size.js";
+export { parseByteSize, formatByteSize } from "../config/index.js";
 export { credentialLikeName } from "./sandbox-env.js";
 export { protectedPaths, type ProtectedPath } from "./path-guard.js";
 export { resolveAgent, implicitAgentId, type ResolvedAgent } from "./resolve-agent.js";
