@@ -287,3 +287,50 @@ describe("sandbox.disk where the machine cannot mount (the watchdog)", () => {
     expect(again.stderr).toMatch(/cordon sandbox rm/);
   });
 });
+
+describe("sandbox.disk on a writable root filesystem (readOnlyRoot false)", () => {
+  let root: string;
+  let home: string;
+  let repo: string;
+  let config: string;
+  const session = `disk-root-${process.pid}-${Date.now().toString(36)}`;
+  const cordon = (...args: string[]) =>
+    runCordon(args, { CORDON_HOME: home, CORDON_CONFIG: config });
+  const inSandbox = (script: string) =>
+    cordon("exec", "--workspace", repo, "--session", session, "--", "sh", "-c", script);
+
+  beforeAll(async () => {
+    await requireSandboxImage();
+    root = await mkdtemp(path.join(tmpdir(), "cordon-disk-root-"));
+    home = path.join(root, "home");
+    config = path.join(root, "cordon.json5");
+    await writeFile(
+      config,
+      `{ agents: { defaults: { sandbox: { disk: "64m", docker: { readOnlyRoot: false } } } } }\n`,
+    );
+    repo = await demoRepo();
+  });
+
+  afterAll(async () => {
+    await cordon("sandbox", "rm", "--all").catch(() => undefined);
+    await removeStateDirectory(home);
+    await rm(root, { recursive: true, force: true });
+    await rm(path.dirname(repo), { recursive: true, force: true });
+  });
+
+  it("stops a sandbox that writes past the budget outside /workspace, and starts none on that root again", async () => {
+    // The engine cannot bound overlay2 on ext4: the watchdog (every 10 s) measures the root layer.
+    const filled = await inSandbox(
+      "dd if=/dev/zero of=$HOME/fill bs=1M count=100 2>/dev/null; sleep 60; echo survived",
+    );
+    expect(filled.stdout).not.toContain("survived");
+
+    const again = await inSandbox("echo started");
+    expect(again.exitCode).toBe(3);
+    expect(again.stdout).not.toContain("started");
+    expect(again.stderr).toMatch(
+      /the sandbox wrote 1\d\d MiB to its root filesystem \(sandbox\.docker\.readOnlyRoot is false\), more than sandbox\.disk allows \(64 MiB\)/,
+    );
+    expect(again.stderr).toMatch(/gives it a fresh root/);
+  });
+});

@@ -63,6 +63,23 @@ export class SandboxContainers {
     }
   }
 
+  /**
+   * Bytes in a container's writable root layer (Docker's SizeRw, which the engine measures on
+   * the host); 0 for a container that does not exist (yet).
+   */
+  async writableLayerBytes(nameOrId: string): Promise<number> {
+    try {
+      const info = await this.engine.client
+        .getContainer(nameOrId)
+        // The API takes size=true; dockerode passes it through but its types do not list it.
+        .inspect({ size: true } as Docker.ContainerInspectOptions);
+      return (info as { SizeRw?: number }).SizeRw ?? 0;
+    } catch (error) {
+      if (dockerStatusOf(error) === 404) return 0;
+      throw toSandboxError(error, `measure the container ${nameOrId}`);
+    }
+  }
+
   /** Kills every process of a container (it stops); one not running or gone counts as done. */
   async kill(nameOrId: string): Promise<void> {
     try {

@@ -234,6 +234,10 @@ export class DockerSandboxManager {
       watchdog = await DiskWatchdog.for({
         workspace: spec.workspaceAccess === "rw" ? undefined : spec.privateWorkspace,
         diskBytes: spec.diskBytes,
+        rootLayerBytes: spec.docker.readOnlyRoot
+          ? undefined
+          : () => this.containers.writableLayerBytes(spec.containerName),
+        containerName: spec.containerName,
         intervalMs: this.diskWatchdogMs,
       });
       await watchdog?.assertWithinBudget(signal);

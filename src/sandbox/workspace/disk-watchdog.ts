@@ -41,20 +41,24 @@ export class DiskBudgetExceededError extends SandboxError {
   override readonly code = "disk_budget_exceeded";
 }
 
-function exceeded(workspace: string, used: number, budget: number): DiskBudgetExceededError {
-  return new DiskBudgetExceededError(
-    `the sandbox wrote ${mebibytes(used)} to its private workspace ${workspace}, more than sandbox.disk allows (${mebibytes(budget)}); cordon stopped it, because this machine cannot bound the workspace itself`,
-    {
-      fix: `delete what it wrote (\`cordon sandbox rm ${path.basename(workspace)}\` removes the workspace and its changes), or raise sandbox.disk; run cordon as root to have the kernel enforce the budget`,
-    },
-  );
+/** One thing the watchdog measures against the budget. */
+interface DiskMeter {
+  /** What it is, as the error names it: "its private workspace /x". */
+  what: string;
+  /** Its size now, in bytes. */
+  bytes: (signal?: AbortSignal) => Promise<number>;
+  /** Why cordon had to watch it instead of bounding it. */
+  why: string;
+  fix: string;
 }
 
 /**
- * Where the disk budget cannot be a bounded filesystem (see disk-budget.ts), the next best
- * thing: the workspace is measured before the sandbox starts and every few seconds while it is
- * held, and a sandbox past its budget is stopped with an error that says why. It can overshoot by
- * what the agent writes in one interval; the host never runs out silently.
+ * Where the disk budget cannot be enforced by the kernel, the next best thing: what the sandbox
+ * can write to disk unbounded — its private workspace where it cannot be a bounded filesystem
+ * (see disk-budget.ts), its root filesystem when `readOnlyRoot` is false (overlay2 has no size
+ * limit on ext4) — is measured before the sandbox starts and every few seconds while it is held,
+ * and a sandbox past its budget is stopped with an error that says why. It can overshoot by what
+ * the agent writes in one interval; the host never runs out silently.
  */
 export class DiskWatchdog {
   private timer: NodeJS.Timeout | undefined;
@@ -62,35 +66,58 @@ export class DiskWatchdog {
   private tripped: DiskBudgetExceededError | undefined;
 
   private constructor(
-    private readonly workspace: string,
+    private readonly meters: DiskMeter[],
     private readonly budgetBytes: number,
     private readonly intervalMs: number,
   ) {}
 
   /**
-   * A watchdog for a private workspace with a budget the kernel does not enforce (a plain
-   * directory); undefined when there is no budget or the workspace is a bounded image.
+   * A watchdog for what the kernel does not bound; undefined when there is no budget, or nothing
+   * to watch (a bounded workspace image and a read-only root).
    */
   static async for(options: {
     workspace: string | undefined;
     diskBytes: number | undefined;
+    /** Bytes in the container's writable root layer, when its root is writable. */
+    rootLayerBytes?: (() => Promise<number>) | undefined;
+    /** For messages: the sandbox's name. */
+    containerName: string;
     intervalMs?: number | undefined;
   }): Promise<DiskWatchdog | undefined> {
-    const { workspace, diskBytes } = options;
-    if (workspace === undefined || diskBytes === undefined) return undefined;
-    const parent = await realpath(path.dirname(workspace)).catch(() => path.dirname(workspace));
-    const resolved = path.join(parent, path.basename(workspace));
-    if ((await diskBudgetSupport()).enforced && (await mountCountAt(resolved)) > 0)
-      return undefined;
-    return new DiskWatchdog(workspace, diskBytes, options.intervalMs ?? defaultWatchdogIntervalMs);
+    const { workspace, diskBytes, containerName } = options;
+    if (diskBytes === undefined) return undefined;
+    const meters: DiskMeter[] = [];
+    if (workspace !== undefined && !(await isBoundedImage(workspace))) {
+      meters.push({
+        what: `its private workspace ${workspace}`,
+        bytes: (signal) => workspaceUsageBytes(workspace, signal),
+        why: "this machine cannot bound the workspace itself",
+        fix: `delete what it wrote (\`cordon sandbox rm ${containerName}\` removes the workspace and its changes), or raise sandbox.disk; run cordon as root to have the kernel enforce the budget`,
+      });
+    }
+    const rootLayerBytes = options.rootLayerBytes;
+    if (rootLayerBytes) {
+      meters.push({
+        what: "its root filesystem (sandbox.docker.readOnlyRoot is false)",
+        bytes: () => rootLayerBytes(),
+        why: "the engine cannot bound a container's root filesystem here",
+        fix: `\`cordon sandbox rm ${containerName}\` gives it a fresh root; keep sandbox.docker.readOnlyRoot true (work goes to /workspace, bounded), or raise sandbox.disk`,
+      });
+    }
+    if (meters.length === 0) return undefined;
+    return new DiskWatchdog(meters, diskBytes, options.intervalMs ?? defaultWatchdogIntervalMs);
   }
 
-  /** Throws `DiskBudgetExceededError` when the workspace is over budget (now, or at any check before). */
+  /** Throws `DiskBudgetExceededError` when something is over budget (now, or at any check before). */
   async assertWithinBudget(signal?: AbortSignal): Promise<void> {
     if (this.tripped) throw this.tripped;
-    const used = await workspaceUsageBytes(this.workspace, signal);
-    if (used > this.budgetBytes) {
-      this.tripped = exceeded(this.workspace, used, this.budgetBytes);
+    for (const meter of this.meters) {
+      const used = await meter.bytes(signal);
+      if (used <= this.budgetBytes) continue;
+      this.tripped = new DiskBudgetExceededError(
+        `the sandbox wrote ${mebibytes(used)} to ${meter.what}, more than sandbox.disk allows (${mebibytes(this.budgetBytes)}); cordon stopped it, because ${meter.why}`,
+        { fix: meter.fix },
+      );
       throw this.tripped;
     }
   }
@@ -118,6 +145,13 @@ export class DiskWatchdog {
     if (this.timer) clearInterval(this.timer);
     this.timer = undefined;
   }
+}
+
+/** Whether a private workspace is a mounted image (the kernel bounds it). */
+async function isBoundedImage(workspace: string): Promise<boolean> {
+  const parent = await realpath(path.dirname(workspace)).catch(() => path.dirname(workspace));
+  const resolved = path.join(parent, path.basename(workspace));
+  return (await diskBudgetSupport()).enforced && (await mountCountAt(resolved)) > 0;
 }
 
 function mebibytes(bytes: number): string {
