@@ -85,6 +85,12 @@ async function seededRepository(): Promise<string> {
   return copy;
 }
 
+/** Every path below `directory`, sorted. */
+async function listTree(directory: string): Promise<string[]> {
+  const entries = await readdir(directory, { recursive: true });
+  return entries.map(String).sort();
+}
+
 describe("the baseline git dir", () => {
   it("lives beside the copy, closed to everyone but cordon, and records the seeded state", async () => {
     const copy = await seededRepository();
@@ -130,6 +136,17 @@ describe("the baseline git dir", () => {
     expect(patch).toContain("new file mode 120000");
     // The copy's own index and HEAD are the agent's and stay untouched.
     expect(git(copy, "status", "--short")).toContain("?? new.txt");
+  });
+
+  it("leaves nothing of the agent's files in the baseline git dir", async () => {
+    const copy = await seededRepository();
+    const gitDir = baselineGitDir(copy);
+    const before = await listTree(gitDir);
+    await writeFile(path.join(copy, "big.bin"), Buffer.alloc(1024 * 1024, 7));
+    await writeFile(path.join(copy, "edit.txt"), "after\n");
+    const patch = Buffer.from(await diffAgainstBaseline(copy)).toString("utf8");
+    expect(patch).toContain("diff --git a/big.bin b/big.bin");
+    expect(await listTree(gitDir)).toEqual(before);
   });
 
   it("refuses a workspace without a baseline, saying how to get one", async () => {

@@ -107,15 +107,26 @@ export async function diffAgainstBaseline(
       },
     );
   }
-  const index = path.join(gitDir, `index-${randomUUID()}`);
+  const scratch = `diff-${randomUUID()}`;
+  const index = path.join(gitDir, `${scratch}.index`);
+  // What `add` writes (the agent's files) goes to a scratch object dir deleted afterwards: the
+  // baseline never grows with what the agent wrote, so repeated diffs cannot fill the host's
+  // disk beyond the workspace's own size, and then only while one runs.
+  const objects = path.join(gitDir, `${scratch}.objects`);
   const git = (args: string[], maxBuffer?: number): Promise<Buffer> =>
     runHostGit([...fastObjects, ...args], {
       gitDir,
       workTree: privateWorkspace,
-      env: { ...identity, GIT_INDEX_FILE: index },
+      env: {
+        ...identity,
+        GIT_INDEX_FILE: index,
+        GIT_OBJECT_DIRECTORY: objects,
+        GIT_ALTERNATE_OBJECT_DIRECTORIES: path.join(gitDir, "objects"),
+      },
       maxBuffer,
       signal: options.signal,
     });
+  await mkdir(objects, { mode: 0o700 });
   try {
     await git(["read-tree", baselineRef]);
     await git(["add", "-A", "."]);
@@ -152,6 +163,7 @@ export async function diffAgainstBaseline(
     throw error;
   } finally {
     await rm(index, { force: true });
+    await rm(objects, { recursive: true, force: true });
   }
 }
 
