@@ -24,6 +24,8 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 
 import type { RunPlan } from "../../src/policy/index.js";
 import {
+  DockerEngine,
+  SandboxInventory,
   diskImagePath,
   ensurePrivateWorkspace,
   mountCountAt,
@@ -159,6 +161,39 @@ describe("sandbox.disk bounds the private workspace", () => {
     // The loop device is released with the last mount (autoclear), not left holding the file.
     await expect
       .poll(async () => (await loopBackingFiles()).filter((f) => f.startsWith(image)))
+      .toEqual([]);
+  });
+
+  it("prune unmounts and deletes the image of a workspace whose container was removed by hand", async () => {
+    const orphan = `${session}-orphan`;
+    const made = await cordon("exec", "--workspace", repo, "--session", orphan, "--", "true");
+    expect(made.exitCode).toBe(0);
+    const explained = await cordon(
+      "sandbox",
+      "explain",
+      "--json",
+      "--workspace",
+      repo,
+      "--session",
+      orphan,
+    );
+    const spec = (JSON.parse(explained.stdout) as RunPlan).sandbox.spec;
+    const target = spec?.privateWorkspace ?? "";
+    expect(await mountCountAt(target)).toBe(1);
+    await run("docker", ["rm", "-f", spec?.containerName ?? ""]);
+
+    const report = await new SandboxInventory({
+      engine: new DockerEngine(),
+      stateDirectory: home,
+    }).prune({ orphanMinAgeMs: 0 });
+    expect(report.orphans.map((o) => o.path)).toContain(target);
+    expect(await mountCountAt(target)).toBe(0);
+    expect(await lstat(diskImagePath(target)).catch(() => undefined)).toBeUndefined();
+    expect(await lstat(target).catch(() => undefined)).toBeUndefined();
+    await expect
+      .poll(async () =>
+        (await loopBackingFiles()).filter((f) => f.startsWith(diskImagePath(target))),
+      )
       .toEqual([]);
   });
 
