@@ -5,7 +5,7 @@ import path from "node:path";
 
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 
-import { FileOperationError } from "../../common/index.js";
+import { FileOperationError, SandboxError } from "../../common/index.js";
 import type { SandboxSpec } from "../spec.js";
 import { baselineRef, diffAgainstBaseline } from "./baseline.js";
 import { baselineGitDir, privateWorkspacePath, seedTempPrefix } from "./paths.js";
@@ -147,6 +147,20 @@ describe("the baseline git dir", () => {
     const patch = Buffer.from(await diffAgainstBaseline(copy)).toString("utf8");
     expect(patch).toContain("diff --git a/big.bin b/big.bin");
     expect(await listTree(gitDir)).toEqual(before);
+  });
+
+  it("stops git that a FIFO the agent left would block forever, with an error that says so", async () => {
+    const copy = await seededRepository();
+    // A nested "repository" whose HEAD is a FIFO: git opens it to record a gitlink, and waits.
+    await mkdir(path.join(copy, "sub", ".git", "objects"), { recursive: true });
+    await mkdir(path.join(copy, "sub", ".git", "refs"));
+    execFileSync("mkfifo", [path.join(copy, "sub", ".git", "HEAD")]);
+    const attempt = diffAgainstBaseline(copy, { timeoutMs: 1500 });
+    await expect(attempt).rejects.toThrow(SandboxError);
+    await expect(attempt).rejects.toThrow(/did not finish in 2 s .*FIFO/);
+    expect(await readdir(baselineGitDir(copy))).not.toContain(
+      expect.stringMatching(/^diff-/) as unknown,
+    );
   });
 
   it("refuses a workspace without a baseline, saying how to get one", async () => {

@@ -3,7 +3,7 @@ import { constants } from "node:fs";
 import { chmod, lstat, mkdir, open, rm, writeFile } from "node:fs/promises";
 import path from "node:path";
 
-import { FileOperationError } from "../../common/index.js";
+import { FileOperationError, SandboxError } from "../../common/index.js";
 import { gitConfigText, readRepositoryFormat, type RepositoryFormat } from "./git-state.js";
 import { HostGitError, defaultGitOutputBytes, runHostGit } from "./host-git.js";
 import { baselineGitDir } from "./paths.js";
@@ -75,6 +75,12 @@ export async function recordBaseline(
     const commit = await git(["commit-tree", tree, "-m", "cordon baseline: the seeded copy"]);
     await git(["update-ref", baselineRef, commit]);
     return commit;
+  } catch (error) {
+    if (!(error instanceof HostGitError)) throw error;
+    throw new SandboxError(`cannot record the baseline of ${workspace}: ${error.message}`, {
+      fix: "check that git works on the host (`git --version`), or set sandbox.seed to false",
+      cause: error,
+    });
   } finally {
     await rm(index, { force: true });
   }
@@ -93,7 +99,11 @@ export async function recordBaseline(
  */
 export async function diffAgainstBaseline(
   privateWorkspace: string,
-  options: { signal?: AbortSignal | undefined } = {},
+  options: {
+    signal?: AbortSignal | undefined;
+    /** Milliseconds each git step may take. Default 10 minutes. */
+    timeoutMs?: number | undefined;
+  } = {},
 ): Promise<Uint8Array> {
   const gitDir = baselineGitDir(privateWorkspace);
   const found = await lstat(path.join(gitDir, baselineRef)).catch(() => undefined);
@@ -124,6 +134,7 @@ export async function diffAgainstBaseline(
         GIT_ALTERNATE_OBJECT_DIRECTORIES: path.join(gitDir, "objects"),
       },
       maxBuffer,
+      timeoutMs: options.timeoutMs,
       signal: options.signal,
     });
   await mkdir(objects, { mode: 0o700 });
@@ -159,6 +170,12 @@ export async function diffAgainstBaseline(
           cause: error,
         },
       );
+    }
+    if (error instanceof HostGitError) {
+      throw new SandboxError(`cannot take the changes of ${privateWorkspace}: ${error.message}`, {
+        fix: "look at the workspace with `cordon exec -- git status` and remove what blocks git (`cordon exec -- find . -type p` lists FIFOs), or discard it with `cordon sandbox rm <name>`",
+        cause: error,
+      });
     }
     throw error;
   } finally {

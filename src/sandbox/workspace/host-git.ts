@@ -20,6 +20,9 @@ const closedConfig = [
   "safe.directory=*",
 ] as const;
 
+/** How long one host git call may take by default. */
+export const defaultGitTimeoutMs = 10 * 60 * 1000;
+
 /** Biggest output cordon takes from one host git call by default. */
 export const defaultGitOutputBytes = 64 * 1024 * 1024;
 
@@ -41,6 +44,11 @@ export interface HostGitOptions {
   env?: Record<string, string> | undefined;
   /** Bytes of stdout accepted; more fails the call. Default 64 MiB. */
   maxBuffer?: number | undefined;
+  /**
+   * Milliseconds before git is killed. Default 10 minutes. Git blocks forever opening a FIFO
+   * where it expects a file (a nested `.git/HEAD` an agent made), so no call may be unbounded.
+   */
+  timeoutMs?: number | undefined;
   signal?: AbortSignal | undefined;
 }
 
@@ -60,6 +68,9 @@ export class HostGitError extends Error {
   get outputTooLarge(): boolean {
     return this.exitCode === "ERR_CHILD_PROCESS_STDIO_MAXBUFFER";
   }
+
+  /** True when git was killed for taking longer than `timeoutMs`. */
+  timedOut = false;
 }
 
 /**
@@ -81,6 +92,7 @@ export function runHostGit(args: readonly string[], options: HostGitOptions): Pr
   const home = process.env["HOME"];
   if (options.userConfig && home !== undefined) env["HOME"] = home;
   if (!options.userConfig) env["GIT_CONFIG_GLOBAL"] = "/dev/null";
+  const command = args.find((arg, i) => !arg.startsWith("-") && args[i - 1] !== "-c") ?? "";
   return new Promise((resolve, reject) => {
     const child = execFile(
       "git",
@@ -90,6 +102,8 @@ export function runHostGit(args: readonly string[], options: HostGitOptions): Pr
         env,
         encoding: "buffer",
         maxBuffer: options.maxBuffer ?? defaultGitOutputBytes,
+        timeout: options.timeoutMs ?? defaultGitTimeoutMs,
+        killSignal: "SIGKILL",
         ...(options.signal ? { signal: options.signal } : {}),
       },
       (error, stdout, stderr) => {
@@ -98,14 +112,17 @@ export function runHostGit(args: readonly string[], options: HostGitOptions): Pr
           return;
         }
         const said = stderr.toString("utf8").trim();
-        reject(
-          new HostGitError(
-            `git ${args[0] ?? ""} failed: ${said || error.message}`,
-            (error as { code?: number | string }).code,
-            said,
-            { cause: error },
-          ),
+        const killed = (error as { killed?: boolean }).killed === true && !options.signal?.aborted;
+        const failure = new HostGitError(
+          killed
+            ? `git ${command} did not finish in ${Math.round((options.timeoutMs ?? defaultGitTimeoutMs) / 1000)} s and was stopped (a FIFO or device where git reads a file, such as a nested .git/HEAD, blocks it)`
+            : `git ${command} failed: ${said || error.message}`,
+          (error as { code?: number | string }).code,
+          said,
+          { cause: error },
         );
+        failure.timedOut = killed;
+        reject(failure);
       },
     );
     // A git that exits before reading all of stdin must not crash the process with EPIPE.
