@@ -163,6 +163,21 @@ describe("the baseline git dir", () => {
     );
   });
 
+  it("keeps a sha256 repository's object format in the copy and the baseline", async () => {
+    git(agentWorkspace, "init", "-q", "--object-format=sha256");
+    await writeFile(path.join(agentWorkspace, "a.txt"), "a\n");
+    git(agentWorkspace, "add", "-A");
+    git(agentWorkspace, "commit", "-qm", "init");
+    const { path: copy } = await ensurePrivateWorkspace(spec(), { stateDirectory });
+    expect(git(copy, "rev-parse", "--show-object-format")).toBe("sha256\n");
+    expect(git(copy, "log", "--format=%s")).toBe("init\n");
+    await writeFile(path.join(copy, "a.txt"), "b\n");
+    const patch = Buffer.from(await diffAgainstBaseline(copy)).toString("utf8");
+    expect(patch).toMatch(/^index [0-9a-f]{64}\.\.[0-9a-f]{64} 100644$/m);
+    // The real repository (sha256) takes the patch.
+    execFileSync("git", ["apply", "--check", "-"], { cwd: agentWorkspace, input: patch });
+  });
+
   it("refuses a workspace without a baseline, saying how to get one", async () => {
     const bare = path.join(root, "plain");
     await mkdir(bare);

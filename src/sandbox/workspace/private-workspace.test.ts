@@ -132,6 +132,21 @@ describe("ensurePrivateWorkspace", () => {
     expect(git(copy, "-c", "safe.directory=*", "for-each-ref", "refs/cordon")).toBe("");
   });
 
+  it("leaves out objects/info/alternates, saying the copy's history may be incomplete", async () => {
+    await makeRepository();
+    const elsewhere = path.join(root, "elsewhere-objects");
+    await mkdir(elsewhere);
+    await writeFile(
+      path.join(agentWorkspace, ".git", "objects", "info", "alternates"),
+      `${elsewhere}\n`,
+    );
+    const result = await ensurePrivateWorkspace(spec(), { stateDirectory });
+    await expect(
+      lstat(path.join(result.path, ".git", "objects", "info", "alternates")),
+    ).rejects.toThrow(/ENOENT/);
+    expect(result.warnings.join("\n")).toMatch(/alternates points git at objects elsewhere/);
+  });
+
   it("copies a symlink that points out of the workspace as a link, never its target", async () => {
     await makeRepository();
     const { path: copy } = await ensurePrivateWorkspace(spec(), { stateDirectory });
