@@ -311,6 +311,11 @@ describe("sandbox.disk where the machine cannot mount (the watchdog)", () => {
     );
     expect(filled.stderr).toMatch(/sandbox\.disk is not enforced/);
     expect(filled.stdout).not.toContain("survived");
+    // The command cut off says why, not just that its container stopped.
+    expect(filled.exitCode).toBe(3);
+    expect(filled.stderr).toMatch(
+      /the sandbox wrote 1\d\d MiB to its private workspace .*more than sandbox\.disk allows \(64 MiB\); cordon stopped it/,
+    );
     expect(Date.now() - started).toBeLessThan(40_000);
 
     const again = await inSandbox("echo started");
@@ -359,6 +364,7 @@ describe("sandbox.disk on a writable root filesystem (readOnlyRoot false)", () =
       "dd if=/dev/zero of=$HOME/fill bs=1M count=100 2>/dev/null; sleep 60; echo survived",
     );
     expect(filled.stdout).not.toContain("survived");
+    expect(filled.stderr).toMatch(/to its root filesystem .*cordon stopped it/);
 
     const again = await inSandbox("echo started");
     expect(again.exitCode).toBe(3);

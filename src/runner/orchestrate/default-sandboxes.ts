@@ -40,6 +40,7 @@ export function defaultSandboxes(options: DefaultSandboxesOptions): SandboxProvi
         workdir: container.workdir,
         user: container.user,
         recover: container.recover,
+        stopReason: container.stopReason,
         logger: options.logger,
       }),
   });

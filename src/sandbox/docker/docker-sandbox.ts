@@ -1,4 +1,4 @@
-import { createSilentLogger, type Logger } from "../../common/index.js";
+import { createSilentLogger, type Logger, type SandboxError } from "../../common/index.js";
 import type {
   ExecOptions,
   ExecResult,
@@ -42,6 +42,11 @@ export interface DockerSandboxOptions {
    * call after a killed container gets a fresh one instead of failing for the rest of the run.
    */
   recover?: ((options?: { signal?: AbortSignal | undefined }) => Promise<string>) | undefined;
+  /**
+   * Why the manager stopped the container on purpose (it wrote past its disk budget), if it did:
+   * a command cut off by that stop fails with this error instead of a generic "stopped" one.
+   */
+  stopReason?: (() => SandboxError | undefined) | undefined;
   logger?: Logger | undefined;
 }
 
@@ -72,7 +77,7 @@ export class DockerSandbox implements Sandbox {
       options.containerId,
       options.containerName,
       options.user,
-      recover && (() => recover()),
+      { recover: recover && (() => recover()), stopReason: options.stopReason },
     );
     this.#files = new ContainerFiles(this.#transport, options.workdir, this.#logger);
     this.processes = new ScriptProcessTable({

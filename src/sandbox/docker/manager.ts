@@ -43,6 +43,8 @@ export interface ManagedContainer {
    * container id; returns the current id when it is still running.
    */
   recover: (options?: { signal?: AbortSignal | undefined }) => Promise<string>;
+  /** Why the manager stopped this container on purpose (its disk budget), if it did. */
+  stopReason: () => SandboxError | undefined;
 }
 
 export type AcquirePhase = "image" | "workspace" | "create" | "start" | "reuse";
@@ -276,6 +278,7 @@ export class DockerSandboxManager {
         workdir: spec.docker.workdir,
         user: spec.docker.user,
         spec,
+        stopReason: () => watchdog?.exceeded,
         recover: async (recoverOptions = {}) => {
           // A sandbox stopped for its disk budget stays stopped: the error says why.
           await watchdog?.assertWithinBudget(recoverOptions.signal);

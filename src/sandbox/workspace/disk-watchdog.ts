@@ -108,6 +108,11 @@ export class DiskWatchdog {
     return new DiskWatchdog(meters, diskBytes, options.intervalMs ?? defaultWatchdogIntervalMs);
   }
 
+  /** The error of the check that found the budget exceeded; undefined until one does. */
+  get exceeded(): DiskBudgetExceededError | undefined {
+    return this.tripped;
+  }
+
   /** Throws `DiskBudgetExceededError` when something is over budget (now, or at any check before). */
   async assertWithinBudget(signal?: AbortSignal): Promise<void> {
     if (this.tripped) throw this.tripped;

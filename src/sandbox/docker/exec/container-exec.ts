@@ -30,6 +30,12 @@ export interface ExecRequest {
 /** Replaces a container that went away and returns the new container's id. */
 export type ContainerRecovery = () => Promise<string>;
 
+export interface ContainerExecOptions {
+  recover?: ContainerRecovery | undefined;
+  /** Why cordon stopped the container on purpose (its disk budget), if it did: the error to give. */
+  stopReason?: (() => SandboxError | undefined) | undefined;
+}
+
 /** A start failure meaning the container is gone or stopped, not that the command failed. */
 function isContainerGone(error: unknown): boolean {
   const cause = error instanceof SandboxError ? error.cause : error;
@@ -52,6 +58,7 @@ export interface RunningExec {
 export class ContainerExec {
   readonly #client: Docker;
   readonly #recover: ContainerRecovery | undefined;
+  readonly #stopReason: (() => SandboxError | undefined) | undefined;
   #container: Docker.Container;
 
   constructor(
@@ -59,10 +66,11 @@ export class ContainerExec {
     containerId: string,
     readonly containerName: string,
     readonly user: string,
-    recover?: ContainerRecovery,
+    options: ContainerExecOptions = {},
   ) {
     this.#client = client;
-    this.#recover = recover;
+    this.#recover = options.recover;
+    this.#stopReason = options.stopReason;
     this.#container = client.getContainer(containerId);
   }
 
@@ -261,6 +269,8 @@ export class ContainerExec {
   }
 
   async #containerGone(action: string): Promise<SandboxError> {
+    const stoppedOnPurpose = this.#stopReason?.();
+    if (stoppedOnPurpose) return stoppedOnPurpose;
     let state: string;
     try {
       const info = await this.#container.inspect();
