@@ -53,7 +53,7 @@ describe("npm run bench", () => {
       figures: ["warm-exec", "files"],
     });
     expect(parseBenchArgs(["--only", "agent-loop"])?.figures).toEqual(["agent-loop"]);
-    expect(parseBenchArgs([])?.figures).toHaveLength(5);
+    expect(parseBenchArgs([])?.figures).toHaveLength(6);
     expect(parseBenchArgs(["--help"])).toBeUndefined();
     expect(() => parseBenchArgs(["--only", "warm"])).toThrow(BenchUsageError);
     expect(() => parseBenchArgs(["--fast"])).toThrow(BenchUsageError);

@@ -450,6 +450,7 @@ export class DockerSandboxManager {
     const name = spec.containerName;
     // Containers this call already started: found stopped again, it cannot run.
     const started = new Set<string>();
+    const failedStarts = new Set<string>();
     for (let attempt = 0; attempt < settleAttempts; attempt += 1) {
       throwIfAborted(context.signal, "sandbox acquire");
       const info = await this.containers.inspect(name);
@@ -483,8 +484,15 @@ export class DockerSandboxManager {
             await this.containers.start(info.Id, name);
             continue;
           } catch (error) {
+            failedStarts.add(info.Id);
             context.log.info({ err: error }, "a sandbox container does not start; replacing it");
           }
+        } else if (state.Status === "created" && !failedStarts.has(info.Id)) {
+          // Our start returned, yet it still reads "created": another process's start of the
+          // same container is under way (the engine answers a second start before the first
+          // has finished). Wait for it; replacing it would pull it from under that process.
+          await sleep(settleDelayMs, context.signal);
+          continue;
         }
         const why = state.OOMKilled
           ? "was killed for memory"
