@@ -1,5 +1,6 @@
 import { execFileSync } from "node:child_process";
 import {
+  chmod,
   lstat,
   mkdir,
   mkdtemp,
@@ -234,11 +235,20 @@ describe("ensurePrivateWorkspace", () => {
     }
   });
 
-  it("refuses an existing private workspace the container user cannot write, and changes nothing", async () => {
+  it("refuses an existing private workspace the agent made unwritable, and changes nothing", async () => {
     const target = privateWorkspacePath(stateDirectory, "cordon-unit-abc123");
     await mkdir(path.join(target, "sub"), { recursive: true });
     await writeFile(path.join(target, "sub", "file"), "x");
     await symlink("/etc/passwd", path.join(target, "link"));
+    // As the agent leaves it: its own, mode 0555; a root file inside shows any chown walk.
+    execFileSync("chown", [
+      "-h",
+      "1000:1000",
+      target,
+      path.join(target, "sub"),
+      path.join(target, "link"),
+    ]);
+    await chmod(target, 0o555);
     const attempt = ensurePrivateWorkspace(spec(), { stateDirectory });
     await expect(attempt).rejects.toThrow(SandboxStartError);
     await expect(attempt).rejects.toMatchObject({
@@ -246,9 +256,17 @@ describe("ensurePrivateWorkspace", () => {
       message: expect.stringMatching(/not writable by the container user 1000:1000/) as unknown,
       fix: expect.stringContaining("cordon sandbox rm cordon-unit-abc123") as unknown,
     });
-    for (const entry of [target, path.join(target, "sub", "file"), path.join(target, "link")]) {
-      expect((await lstat(entry)).uid).toBe(0);
-    }
+    expect((await lstat(path.join(target, "sub", "file"))).uid).toBe(0);
+    expect((await lstat(target)).mode & 0o777).toBe(0o555);
+  });
+
+  it("waits for a workspace another cordon process is still handing over", async () => {
+    const target = privateWorkspacePath(stateDirectory, "cordon-unit-abc123");
+    await mkdir(target, { recursive: true });
+    // Made by the other process a moment before it gives it to the container user.
+    setTimeout(() => execFileSync("chown", ["1000:1000", target]), 300);
+    const result = await ensurePrivateWorkspace(spec(), { stateDirectory });
+    expect(result.created).toBe(false);
   });
 
   it("copies a subdirectory of a repository by git's rules, and an ignored one whole", async () => {
@@ -297,26 +315,30 @@ describe("ensurePrivateWorkspace", () => {
     ).rejects.toThrow(/contains the state directory/);
   });
 
-  it("creates one under a configured root outside the state directory, but never chowns what it finds there", async () => {
-    const configuredRoot = path.join(root, "srv");
-    const created = await ensurePrivateWorkspace(
-      spec({ privateWorkspace: path.join(configuredRoot, "cordon-unit-abc123"), seed: false }),
-      { stateDirectory },
-    );
-    expect(created.created).toBe(true);
-    expect((await stat(created.path)).uid).toBe(1000);
-
-    const existing = path.join(configuredRoot, "cordon-unit-existing");
-    await mkdir(existing);
-    await writeFile(path.join(existing, "mine"), "x");
-    await expect(
-      ensurePrivateWorkspace(
-        spec({ privateWorkspace: existing, containerName: "cordon-unit-existing" }),
+  it(
+    "creates one under a configured root outside the state directory, but never chowns what it finds there",
+    { timeout: 15_000 },
+    async () => {
+      const configuredRoot = path.join(root, "srv");
+      const created = await ensurePrivateWorkspace(
+        spec({ privateWorkspace: path.join(configuredRoot, "cordon-unit-abc123"), seed: false }),
         { stateDirectory },
-      ),
-    ).rejects.toThrow(/not writable by the container user/);
-    expect((await stat(path.join(existing, "mine"))).uid).toBe(0);
-  });
+      );
+      expect(created.created).toBe(true);
+      expect((await stat(created.path)).uid).toBe(1000);
+
+      const existing = path.join(configuredRoot, "cordon-unit-existing");
+      await mkdir(existing);
+      await writeFile(path.join(existing, "mine"), "x");
+      await expect(
+        ensurePrivateWorkspace(
+          spec({ privateWorkspace: existing, containerName: "cordon-unit-existing" }),
+          { stateDirectory },
+        ),
+      ).rejects.toThrow(/not writable by the container user/);
+      expect((await stat(path.join(existing, "mine"))).uid).toBe(0);
+    },
+  );
 
   it("keeps the baseline out of a repository the state directory lives in", async () => {
     // CORDON_HOME inside some repository, seeding from a plain directory elsewhere.

@@ -95,7 +95,7 @@ export async function ensurePrivateWorkspace(
     }
     await attachWorkspaceDisk(target, { diskBytes: spec.diskBytes, warnings });
     // Stat again: with a disk budget the container gets the mounted image's root.
-    refuseUnwritable(target, await lstat(target), spec);
+    refuseUnwritable(target, await handedOverStats(target, spec, options.signal), spec);
     return { path: target, created: false, warnings };
   }
 
@@ -185,6 +185,30 @@ async function installBaseline(temporary: string, workspace: string): Promise<bo
       return false;
     }
     await rm(final, { recursive: true, force: true });
+  }
+}
+
+/** How long an existing workspace may still be cordon's own before it counts as unwritable. */
+const handOverWaitMs = 5000;
+
+/**
+ * The stats of an existing workspace once it has been handed to the container's user. Another
+ * cordon process creating the same sandbox makes the directory (or its disk image's mount point)
+ * a moment before it gives it away; an agent cannot make it anyone's but its own (no CAP_CHOWN).
+ * So a workspace still owned by someone other than the container's user is waited for, briefly.
+ */
+async function handedOverStats(
+  target: string,
+  spec: SandboxSpec,
+  signal: AbortSignal | undefined,
+): Promise<Stats> {
+  const user = parseContainerUser(spec.docker.user);
+  for (let waited = 0; ; waited += 100) {
+    const stats = await lstat(target);
+    if (!user || stats.uid === user.uid || permissionsFor(user, stats).write) return stats;
+    if (waited >= handOverWaitMs) return stats;
+    throwIfAborted(signal, "preparing the private workspace");
+    await new Promise((resolve) => setTimeout(resolve, 100));
   }
 }
 
