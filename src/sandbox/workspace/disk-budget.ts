@@ -19,6 +19,7 @@ import { SandboxStartError, sleep } from "../../common/index.js";
 import { mountCountAt, parseMountPoints } from "./mount-table.js";
 import type { Owner } from "./owner.js";
 import { isErrno } from "./tree-copy.js";
+import { isAlive } from "./process-alive.js";
 
 /**
  * The disk budget of a private workspace (`sandbox.disk`). The workspace is the root of an ext4
@@ -417,15 +418,6 @@ async function isStale(lock: string): Promise<boolean> {
   // Empty: its holder is between creating and writing it, or died there.
   if (!Number.isInteger(pid) || pid <= 0) return Date.now() - stats.mtimeMs > 5_000;
   return !isAlive(pid);
-}
-
-function isAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (error) {
-    return isErrno(error, "EPERM");
-  }
 }
 
 async function findExecutable(name: string, directories: string[]): Promise<string | undefined> {

@@ -31,6 +31,7 @@ import {
 import { parseContainerUser, permissionsFor, processUid, type Owner } from "./owner.js";
 import { baselineGitDir, isInside, seedMarkerPath, seedTempPrefix } from "./paths.js";
 import { TreeCopier, isErrno, type CopySummary } from "./tree-copy.js";
+import { isAlive } from "./process-alive.js";
 
 export interface PrivateWorkspaceOptions {
   /** The state directory (`CORDON_HOME`); the private workspace must lie below it. */
@@ -429,14 +430,5 @@ async function removeAbandonedSeeds(target: string): Promise<void> {
     const pid = Number(name.slice(prefix.length).split("-")[0]);
     if (Number.isInteger(pid) && pid > 0 && isAlive(pid)) continue;
     await rm(path.join(parent, name), { recursive: true, force: true });
-  }
-}
-
-function isAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (error) {
-    return isErrno(error, "EPERM");
   }
 }
