@@ -5,7 +5,8 @@
 #   3. runs `cordon run` on it with the default policy — sandboxed, no network, the workspace not
 #      mounted but seeded as a private copy — using the Anthropic API when ANTHROPIC_API_KEY is set,
 #      else the scripted model of examples/demo/script.json;
-#   4. shows the change the agent made (`cordon diff`, computed inside the sandbox) and proves the
+#   4. shows the change the agent made (`cordon diff`: taken on the host with the sandbox paused,
+#      against a baseline cordon keeps outside the sandbox) and proves the
 #      real repository was not touched.
 # Everything it makes lives under one temporary directory (kept, and named at the end) plus one
 # container, removed at the end unless CORDON_DEMO_KEEP=1.
@@ -42,7 +43,7 @@ cordon "${run_args[@]}" \
   "The test suite of this repository fails. Find the bug and fix the code, not the tests. Run the tests to confirm." ||
   status=$?
 
-printf '\n==> the change, as computed inside the sandbox (cordon diff)\n' >&2
+printf '\n==> the change the agent made to its private copy (cordon diff)\n' >&2
 cordon diff "${common[@]}" || true
 
 printf '\n==> the real repository is untouched (git status --short):\n' >&2
@@ -55,4 +56,6 @@ if [[ "${CORDON_DEMO_KEEP:-0}" != "1" ]]; then
   cordon sandbox rm --all --keep-workspace >/dev/null || true
 fi
 printf '\n==> demo finished with exit code %d; files kept in %s\n' "$status" "$work" >&2
+# The private copy is a mounted disk image (sandbox.disk): `sandbox rm` unmounts it before deleting.
+printf '    remove them with: CORDON_HOME=%s cordon sandbox rm --all && rm -rf %s\n' "$CORDON_HOME" "$work" >&2
 exit "$status"
