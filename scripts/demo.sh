@@ -9,7 +9,7 @@
 #      against a baseline cordon keeps outside the sandbox) and proves the
 #      real repository was not touched.
 # Everything it makes lives under one temporary directory (kept, and named at the end) plus one
-# container, removed at the end unless CORDON_DEMO_KEEP=1.
+# sandbox (container and private copy), removed at the end unless CORDON_DEMO_KEEP=1.
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -48,14 +48,17 @@ cordon diff "${common[@]}" || true
 
 printf '\n==> the real repository is untouched (git status --short):\n' >&2
 git -C "$repo" status --short >&2
-printf '    (empty above = no change; apply the patch with: CORDON_HOME=%s cordon apply --workspace %s --session %s)\n' \
-  "$CORDON_HOME" "$repo" "$session" >&2
+printf '    (empty above = no change)\n' >&2
 
-if [[ "${CORDON_DEMO_KEEP:-0}" != "1" ]]; then
-  # --all stays inside this CORDON_HOME: only the demo's own container goes.
-  cordon sandbox rm --all --keep-workspace >/dev/null || true
+if [[ "${CORDON_DEMO_KEEP:-0}" == "1" ]]; then
+  printf '    apply the change with: CORDON_HOME=%s cordon apply --workspace %s --session %s\n' \
+    "$CORDON_HOME" "$repo" "$session" >&2
+  printf '    remove the sandbox with: CORDON_HOME=%s cordon sandbox rm --all\n' "$CORDON_HOME" >&2
+else
+  # --all stays inside this CORDON_HOME: only the demo's own sandbox goes. Its private copy is a
+  # mounted disk image (sandbox.disk), which `sandbox rm` unmounts before deleting.
+  cordon sandbox rm --all >/dev/null || true
+  printf '    (the sandbox is removed; CORDON_DEMO_KEEP=1 keeps it, to try `cordon apply`)\n' >&2
 fi
 printf '\n==> demo finished with exit code %d; files kept in %s\n' "$status" "$work" >&2
-# The private copy is a mounted disk image (sandbox.disk): `sandbox rm` unmounts it before deleting.
-printf '    remove them with: CORDON_HOME=%s cordon sandbox rm --all && rm -rf %s\n' "$CORDON_HOME" "$work" >&2
 exit "$status"
