@@ -150,6 +150,19 @@ describe("sandbox.disk bounds the private workspace", () => {
     expect(await mountCountAt(workspace)).toBe(1);
   });
 
+  it("cordon sandbox rm --keep-workspace unmounts and keeps the image; the next exec mounts it again", async () => {
+    const image = diskImagePath(workspace);
+    const kept = await cordon("sandbox", "rm", containerName, "--keep-workspace");
+    expect(kept.exitCode).toBe(0);
+    expect(await mountCountAt(workspace)).toBe(0);
+    expect(await lstat(image).catch(() => undefined)).toBeDefined();
+
+    const again = await inSandbox("tail -n 1 /workspace/pricing.py");
+    expect(again.exitCode).toBe(0);
+    expect(again.stdout).toContain("# changed in the sandbox");
+    expect(await mountCountAt(workspace)).toBe(1);
+  });
+
   it("cordon sandbox rm leaves no mount, no loop device and no image", async () => {
     const image = diskImagePath(workspace);
     expect(await loopBackingFiles()).toContain(image);

@@ -9,6 +9,7 @@ import {
   isInside,
   privateWorkspaceRoot,
   releaseWorkspaceDisk,
+  unmountWorkspaceDisk,
   seedMarkerPath,
   seedTempPrefix,
 } from "../workspace/index.js";
@@ -191,7 +192,14 @@ export class SandboxInventory {
     options: { keepWorkspace?: boolean },
   ): Promise<Pick<RemovedSandbox, "workspace" | "keptWorkspace">> {
     if (!workspace) return {};
-    const removed = options.keepWorkspace ? undefined : await this.removeWorkspace(workspace);
+    if (options.keepWorkspace) {
+      // Kept, but not left mounted with no sandbox on it (acquire mounts it again); only a
+      // workspace of this state directory, as for removal.
+      const owned = this.ownedWorkspace(workspace);
+      if (owned) await unmountWorkspaceDisk(owned);
+      return { keptWorkspace: workspace };
+    }
+    const removed = await this.removeWorkspace(workspace);
     return removed ? { workspace: removed } : { keptWorkspace: workspace };
   }
 

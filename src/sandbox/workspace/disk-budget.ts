@@ -292,38 +292,58 @@ export async function attachWorkspaceDisk(
 }
 
 /**
- * Before a private workspace is deleted: unmounts it (lazily when something still has it open: it
- * goes when its last user does) and deletes its image. A plain directory needs nothing.
+ * Before a private workspace is deleted: unmounts it (see `unmountWorkspaceDisk`) and deletes its
+ * image. A plain directory needs nothing.
  */
 export async function releaseWorkspaceDisk(workspace: string): Promise<void> {
-  const parent = await realpath(path.dirname(workspace)).catch(() => undefined);
-  if (!parent) return;
-  const target = path.join(parent, path.basename(workspace));
-  const image = diskImagePath(target);
-  await withImageLock(image, async () => {
-    if ((await mountCountAt(target)) > 0) {
-      const support = await diskBudgetSupport();
-      if (!support.enforced) {
-        throw new SandboxStartError(
-          `cannot unmount the private workspace ${target}: ${support.reason}`,
-          {
-            fix: "remove it as root (cordon sandbox rm)",
-          },
-        );
-      }
-      // A point mounted over more than once (a race lost by hand) unmounts one layer at a time.
-      for (let layer = 0; layer < 16 && (await mountCountAt(target)) > 0; layer += 1) {
-        await run(support.tools.umount, [target]).catch(() =>
-          run(support.tools.umount, ["-l", target]),
-        );
-      }
-    }
+  await withWorkspaceDisk(workspace, async (target, image) => {
+    await unmountLocked(target);
+    const parent = path.dirname(target);
     const prefix = `${path.basename(image)}${buildingInfix}`;
     for (const name of await readdir(parent).catch(() => [])) {
       if (name.startsWith(prefix)) await rm(path.join(parent, name), { force: true });
     }
     await rm(image, { force: true });
   });
+}
+
+/**
+ * Unmounts a private workspace and keeps its image, for a sandbox removed with its workspace
+ * kept: no mount outlives its container, and the next acquire mounts the image again.
+ */
+export async function unmountWorkspaceDisk(workspace: string): Promise<void> {
+  await withWorkspaceDisk(workspace, (target) => unmountLocked(target));
+}
+
+async function withWorkspaceDisk(
+  workspace: string,
+  fn: (target: string, image: string) => Promise<void>,
+): Promise<void> {
+  const parent = await realpath(path.dirname(workspace)).catch(() => undefined);
+  if (!parent) return;
+  const target = path.join(parent, path.basename(workspace));
+  const image = diskImagePath(target);
+  await withImageLock(image, () => fn(target, image));
+}
+
+/** Unmounts `target` (lazily when something still has it open: it goes when its last user does). */
+async function unmountLocked(target: string): Promise<void> {
+  if ((await mountCountAt(target)) === 0) return;
+  const support = await diskBudgetSupport();
+  if (!support.enforced) {
+    throw new SandboxStartError(
+      `cannot unmount the private workspace ${target}: ${support.reason}`,
+      {
+        fix: "remove it as root (cordon sandbox rm)",
+      },
+    );
+  }
+  // A point mounted over more than once (a race lost by hand) unmounts one layer at a time.
+  for (let layer = 0; layer < 16 && (await mountCountAt(target)) > 0; layer += 1) {
+    await run(support.tools.umount, [target]).catch(() =>
+      run(support.tools.umount, ["-l", target]),
+    );
+  }
 }
 
 /**

@@ -22,6 +22,7 @@ export {
   overrideDiskBudgetSupport,
   releaseWorkspaceDisk,
   releaseWorkspaceDisksBelow,
+  unmountWorkspaceDisk,
   WorkspaceDisk,
   workspaceDiskFor,
   type DiskBudgetSupport,
