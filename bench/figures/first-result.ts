@@ -1,7 +1,8 @@
 import type { BenchContext } from "../context.js";
 import { compare, timeInTurns } from "../measure.js";
 import { withTarget, type FigureResult } from "../report.js";
-import { FailureCount, execOk } from "./failures.js";
+import { FailureCount } from "./failures.js";
+import { newSessionAndExec } from "./new-session.js";
 
 /**
  * Figure 2: the first result of a new session — `DockerSandboxManager.acquire` (image check,
@@ -21,20 +22,10 @@ export async function firstResult(ctx: BenchContext): Promise<FigureResult> {
   }
   const template = await ctx.spec("first-template");
 
-  const cordon = async (run: number): Promise<() => Promise<void>> => {
+  const cordon = (run: number): Promise<() => Promise<void>> => {
     const spec = specs.get(sessionOf(run));
     if (!spec) throw new Error(`no spec for run ${run}`);
-    const cleanup = async (): Promise<void> => {
-      await ctx.inventory.remove(spec.containerName).catch(() => undefined);
-    };
-    try {
-      const lease = await ctx.manager.acquire(spec, { signal: ctx.signal });
-      await execOk(lease.sandbox, "true", ctx.signal).finally(() => lease.release());
-    } catch (error) {
-      await cleanup();
-      throw error;
-    }
-    return cleanup;
+    return newSessionAndExec(ctx, spec);
   };
   const plain = async (run: number): Promise<() => Promise<void>> => {
     const name = ctx.baselineName(sessionOf(run));

@@ -7,7 +7,8 @@ import { promisify } from "node:util";
 import type { BenchContext } from "../context.js";
 import { compare, timeInTurns } from "../measure.js";
 import type { FigureResult } from "../report.js";
-import { FailureCount, execOk } from "./failures.js";
+import { FailureCount } from "./failures.js";
+import { newSessionAndExec } from "./new-session.js";
 
 const run = promisify(execFile);
 
@@ -78,20 +79,10 @@ export async function seededSession(ctx: BenchContext): Promise<FigureResult> {
     }
     const template = await ctx.spec("seeded-template");
 
-    const cordon = async (index: number): Promise<() => Promise<void>> => {
+    const cordon = (index: number): Promise<() => Promise<void>> => {
       const spec = specs.get(sessionOf(index));
       if (!spec) throw new Error(`no spec for run ${index}`);
-      const cleanup = async (): Promise<void> => {
-        await ctx.inventory.remove(spec.containerName).catch(() => undefined);
-      };
-      try {
-        const lease = await ctx.manager.acquire(spec, { signal: ctx.signal });
-        await execOk(lease.sandbox, "true", ctx.signal).finally(() => lease.release());
-      } catch (error) {
-        await cleanup();
-        throw error;
-      }
-      return cleanup;
+      return newSessionAndExec(ctx, spec);
     };
     const plain = async (index: number): Promise<() => Promise<void>> => {
       const name = ctx.baselineName(sessionOf(index));
