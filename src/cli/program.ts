@@ -3,19 +3,70 @@ import path from "node:path";
 
 import { Command } from "commander";
 
-import { packageRoot } from "../common/index.js";
-import { registerChangesCommands } from "./commands/changes.js";
-import { registerConfigCommand } from "./commands/config.js";
-import { registerDoctorCommand } from "./commands/doctor.js";
-import { registerExecCommand } from "./commands/exec.js";
-import { registerFixTestsCommand } from "./commands/fix-tests.js";
-import { registerImageCommand } from "./commands/image.js";
-import { registerSandboxCommands } from "./commands/sandbox-command.js";
-import { registerSandboxExplainCommand } from "./commands/sandbox-explain.js";
-import { registerRunCommand } from "./commands/run.js";
-import { registerSessionsCommand } from "./commands/sessions.js";
-import { registerToolCommand } from "./commands/tool.js";
+import { packageRoot } from "../common/paths.js";
 import type { CliContext } from "./context.js";
+
+/** Adds a module's commands (with their options and actions) to the program. */
+type RegisterCommands = (program: Command, context: CliContext) => void;
+
+/**
+ * A module of top-level commands: their one-line summaries, for `cordon --help`, and the module
+ * itself, imported only when one of its commands runs. Command modules pull in Docker, the model
+ * SDK and the config schema; loading them all made `cordon --version` take a second.
+ */
+interface CommandModule {
+  commands: Readonly<Record<string, string>>;
+  load: () => Promise<RegisterCommands[]>;
+}
+
+const commandModules: readonly CommandModule[] = [
+  {
+    commands: { run: "run an agent on a task in its sandbox" },
+    load: async () => [(await import("./commands/run.js")).registerRunCommand],
+  },
+  {
+    commands: { exec: "run one command in the sandbox a run would get" },
+    load: async () => [(await import("./commands/exec.js")).registerExecCommand],
+  },
+  {
+    commands: { tool: "call one tool through the policy, as an agent would" },
+    load: async () => [(await import("./commands/tool.js")).registerToolCommand],
+  },
+  {
+    commands: {
+      diff: "the changes a session made to its private copy, as a git patch",
+      apply: "apply a session's changes to the workspace",
+    },
+    load: async () => [(await import("./commands/changes.js")).registerChangesCommands],
+  },
+  {
+    commands: { "fix-tests": "let an agent fix failing tests, verified on a clean copy" },
+    load: async () => [(await import("./commands/fix-tests.js")).registerFixTestsCommand],
+  },
+  {
+    commands: { doctor: "check the engine, the image, the state and the config" },
+    load: async () => [(await import("./commands/doctor.js")).registerDoctorCommand],
+  },
+  {
+    commands: { image: "the sandbox image" },
+    load: async () => [(await import("./commands/image.js")).registerImageCommand],
+  },
+  {
+    commands: { sessions: "agent sessions (JSONL transcripts)" },
+    load: async () => [(await import("./commands/sessions.js")).registerSessionsCommand],
+  },
+  {
+    commands: { sandbox: "the sandboxes cordon manages: list, explain, rm, prune" },
+    load: async () => [
+      (await import("./commands/sandbox-command.js")).registerSandboxCommands,
+      (await import("./commands/sandbox-explain.js")).registerSandboxExplainCommand,
+    ],
+  },
+  {
+    commands: { config: "the configuration file (cordon.json5)" },
+    load: async () => [(await import("./commands/config.js")).registerConfigCommand],
+  },
+];
 
 function packageVersion(): string {
   const manifest = JSON.parse(readFileSync(path.join(packageRoot(), "package.json"), "utf8")) as {
@@ -24,7 +75,24 @@ function packageVersion(): string {
   return typeof manifest.version === "string" ? manifest.version : "0.0.0";
 }
 
-export function createProgram(context: CliContext): Command {
+/**
+ * The command the arguments name: the first word (`cordon help run` names `run`). There are no
+ * top-level options that take a value, so the first word is never an option's argument.
+ */
+export function invokedCommand(argv: readonly string[]): string | undefined {
+  const words = argv.slice(2).filter((arg) => !arg.startsWith("-"));
+  return words[0] === "help" ? words[1] : words[0];
+}
+
+/**
+ * The whole CLI for these arguments: the invoked command's module is loaded and registered in
+ * full; every other command is only its name and summary, which is all `--help`, `--version`
+ * and commander's "did you mean" need.
+ */
+export async function createProgram(
+  context: CliContext,
+  argv: readonly string[],
+): Promise<Command> {
   const program = new Command("cordon")
     .description("Sandboxed execution orchestrator for AI coding agents")
     .version(packageVersion())
@@ -34,16 +102,16 @@ export function createProgram(context: CliContext): Command {
       writeErr: (text) => context.stderr(text),
     })
     .showHelpAfterError("(run `cordon --help` for usage)");
-  registerRunCommand(program, context);
-  registerExecCommand(program, context);
-  registerToolCommand(program, context);
-  registerChangesCommands(program, context);
-  registerFixTestsCommand(program, context);
-  registerDoctorCommand(program, context);
-  registerImageCommand(program, context);
-  registerSessionsCommand(program, context);
-  registerSandboxCommands(program, context);
-  registerSandboxExplainCommand(program, context);
-  registerConfigCommand(program, context);
+  const invoked = invokedCommand(argv);
+  for (const module of commandModules) {
+    const names = Object.keys(module.commands);
+    if (invoked !== undefined && names.includes(invoked)) {
+      for (const register of await module.load()) register(program, context);
+      continue;
+    }
+    for (const [name, summary] of Object.entries(module.commands)) {
+      program.command(name).description(summary);
+    }
+  }
   return program;
 }

@@ -45,8 +45,8 @@ export async function runCli(
     readStdin: output.readStdin ?? readProcessStdin,
     exitCode: ExitCode.success,
   };
-  const program = createProgram(context);
   try {
+    const program = await createProgram(context, argv);
     await program.parseAsync([...argv]);
     return context.exitCode;
   } catch (error) {
