@@ -1,7 +1,7 @@
 /**
  * `cordon fix-tests` end to end on a real repository with a real failing test, in real
  * containers: a fix that verifies (0), a "fix" that edits the test (8, naming it, also when hidden
- * behind a spoofed header line), an agent out of
+ * behind a spoofed header line), a "fix" that deletes the failing test (8, the count dropped), an agent out of
  * turns (5, partial artifacts), tests already passing (0, nothing changed).
  */
 import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
@@ -24,6 +24,7 @@ interface ResultJson {
   protectedFiles: string[];
   agent?: { status: string; turns: number };
   verification?: { exitCode: number };
+  testCount?: { status: string; before?: number; after?: number; message: string };
 }
 
 const fixture = (name: string): string =>
@@ -86,6 +87,13 @@ describe("cordon fix-tests", () => {
     expect(run.exitCode).toBe(0);
     expect(result).toMatchObject({ status: "fixed", exitCode: 0, verification: { exitCode: 0 } });
     expect(result.filesChanged.map((file) => file.path)).toEqual(["pricing.py"]);
+    // unittest ran the three tests before the agent (one failing) and the same three after.
+    expect(result.testCount).toEqual({
+      status: "kept",
+      before: 3,
+      after: 3,
+      message: "3 tests before, 3 after",
+    });
     const patch = await readFile(path.join(out, "changes.patch"), "utf8");
     expect(patch).toContain("+    return subtotal - discount");
     const transcript = (await readFile(path.join(out, "transcript.jsonl"), "utf8"))
@@ -128,6 +136,26 @@ describe("cordon fix-tests", () => {
       protectedFiles: ["test_pricing.py"],
     });
     expect(result.filesChanged.map((file) => file.path)).toEqual(["test_pricing.py"]);
+  });
+
+  it("a patch that deletes the failing test is caught by the count: exit 8 naming the drop", async () => {
+    // Test changes are allowed here, so only the count stands between this and "Fixed".
+    const out = path.join(home, "deletes");
+    const { run, result } = await fixTests(
+      fixture("deletes-a-test.json"),
+      out,
+      "--allow-test-changes",
+    );
+    expect(run.exitCode).toBe(8);
+    expect(result).toMatchObject({
+      status: "verification_failed",
+      verification: { exitCode: 0 },
+      testCount: { status: "dropped", before: 3, after: 2 },
+    });
+    expect(run.stdout).toContain("3 tests before, 2 after");
+    expect(await readFile(path.join(out, "summary.md"), "utf8")).toContain(
+      "3 tests before, 2 after",
+    );
   });
 
   it("an agent that runs out of turns exits 5 with partial artifacts", async () => {

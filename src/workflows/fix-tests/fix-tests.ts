@@ -20,6 +20,12 @@ import { quoteShellArg } from "../../tools/index.js";
 import { writeArtifacts } from "./artifacts.js";
 import { protectedKind } from "./protected-files.js";
 import { renderSummary } from "./summary.js";
+import {
+  checkTestCount,
+  countTests,
+  type RunnerCount,
+  type TestCountCheck,
+} from "./test-count/index.js";
 
 export type FixTestsStatus =
   | "already_passing"
@@ -55,6 +61,11 @@ export interface TestRun {
   timedOut: boolean;
   /** The last part of stdout and stderr, interleaved. */
   outputTail: string;
+  /**
+   * Tests each runner said it ran, read from the whole output (not only the tail); empty when it
+   * printed no summary cordon reads.
+   */
+  counts: RunnerCount[];
   durationMs: number;
 }
 
@@ -77,6 +88,8 @@ export interface FixTestsResult {
   verification?: TestRun | undefined;
   filesChanged: PatchedFile[];
   protectedFiles: string[];
+  /** The verification run's test count held against the run before the agent. */
+  testCount?: TestCountCheck | undefined;
   durationsMs: { setup: number; agent: number; verify: number; total: number };
   artifacts: string[];
 }
@@ -103,6 +116,8 @@ async function runTests(
     exitCode: result.exitCode,
     timedOut: result.timedOut,
     outputTail: tail(result.stdout, outputTailBytes),
+    // The runners' summaries are at the end, and exec keeps the head and the tail of a long output.
+    counts: countTests(result.stdout),
     durationMs: result.durationMs,
   };
 }
@@ -143,11 +158,43 @@ async function verifyPatch(
         exitCode: applied.exitCode,
         timedOut: false,
         outputTail: `the patch did not apply to a clean copy:\n${applied.stdout}`,
+        counts: [],
         durationMs: applied.durationMs,
       };
     }
   }
   return runTests(lease, command, timeoutMs, signal);
+}
+
+/** The verdict on a verification run: it passes, and it ran no fewer tests than before the agent. */
+function verdict(
+  verification: TestRun,
+  testCount: TestCountCheck,
+  patch: Uint8Array,
+  filesChanged: readonly PatchedFile[],
+): Pick<FixTestsResult, "status" | "exitCode" | "message"> {
+  const failed = { status: "verification_failed", exitCode: ExitCode.verificationFailed } as const;
+  if (verification.exitCode !== 0) {
+    return {
+      ...failed,
+      message:
+        patch.byteLength === 0
+          ? "The agent made no changes, and the tests still fail."
+          : "The tests still fail on a clean copy with the patch.",
+    };
+  }
+  if (testCount.status === "dropped") {
+    return {
+      ...failed,
+      message: `The tests pass on a clean copy with the patch, but fewer ran: ${testCount.message}. Tests must not be removed or skipped to make the command pass.`,
+    };
+  }
+  const counted = testCount.status === "not_checked" ? "test count not checked" : testCount.message;
+  return {
+    status: "fixed",
+    exitCode: ExitCode.success,
+    message: `Fixed: the tests pass on a clean copy with the patch (${filesChanged.length} file(s) changed; ${counted}).`,
+  };
 }
 
 /**
@@ -267,16 +314,11 @@ export async function fixTests(options: FixTestsOptions): Promise<FixTestsResult
       await verify.lease.release();
     }
     durations.verify = Date.now() - mark;
-    const passed = result.verification.exitCode === 0;
-    Object.assign(result, {
-      status: passed ? "fixed" : "verification_failed",
-      exitCode: passed ? ExitCode.success : ExitCode.verificationFailed,
-      message: passed
-        ? `Fixed: the tests pass on a clean copy with the patch (${result.filesChanged.length} file(s) changed).`
-        : patch.byteLength === 0
-          ? "The agent made no changes, and the tests still fail."
-          : "The tests still fail on a clean copy with the patch.",
-    });
+    result.testCount = checkTestCount(result.before?.counts ?? [], result.verification.counts);
+    Object.assign(
+      result,
+      verdict(result.verification, result.testCount, patch, result.filesChanged),
+    );
     return result;
   } catch (error) {
     Object.assign(result, {

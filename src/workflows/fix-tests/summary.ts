@@ -34,6 +34,7 @@ export function renderSummary(result: FixTestsResult): string {
       `- agent: ${result.agent.status}, ${result.agent.turns} turn(s), ${usage.inputTokens} input / ${usage.outputTokens} output tokens`,
     );
   }
+  if (result.testCount) lines.push(`- tests run: ${result.testCount.message}`);
   const d = result.durationsMs;
   lines.push(
     `- time: ${seconds(d.total)} (setup ${seconds(d.setup)}, agent ${seconds(d.agent)}, verify ${seconds(d.verify)})`,
