@@ -2,3 +2,4 @@ export * from "./errors.js";
 export * from "./abort.js";
 export * from "./logger.js";
 export * from "./paths.js";
+export * from "./process-identity.js";

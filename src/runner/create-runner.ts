@@ -81,6 +81,11 @@ export interface RunRequest {
   steering?: MessageQueue | undefined;
   /** Messages queued until the run ends, then run as further turns. */
   followUps?: MessageQueue | undefined;
+  /**
+   * When another process's run holds the session: wait for it (default, with a `session-wait`
+   * event), or end at once with a `sandbox_error` result, exit code 3.
+   */
+  waitForSession?: boolean | undefined;
 }
 
 export type PlanRequest = Pick<RunRequest, "agentId" | "sessionKey" | "allowTools" | "denyTools">;
@@ -276,6 +281,7 @@ export function createRunner(options: RunnerOptions = {}): Runner {
         lanes,
         steering: request.steering,
         followUps: request.followUps,
+        waitForSession: request.waitForSession,
         runId,
       });
     },

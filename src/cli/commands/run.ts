@@ -18,6 +18,8 @@ interface RunFlags extends PlanFlags {
   outputFormat: OutputFormat;
   allowTools?: string[];
   denyTools?: string[];
+  /** `--no-wait` sets it false. */
+  wait: boolean;
 }
 
 /** The task text: the argument, or all of stdin for `-` (or no argument with piped input). */
@@ -53,6 +55,10 @@ export function registerRunCommand(program: Command, context: CliContext): void 
       nameList,
     )
     .option("--deny-tools <names>", "never these tools (comma-separated)", nameList)
+    .option(
+      "--no-wait",
+      "if another run holds the session, exit 3 at once instead of waiting for it",
+    )
     .action(async (promptArgument: string | undefined, flags: RunFlags) => {
       const renderer = createRunRenderer({
         format: flags.outputFormat,
@@ -83,6 +89,7 @@ export function registerRunCommand(program: Command, context: CliContext): void 
           limits: { maxTurns: flags.maxTurns, timeoutMs: flags.timeout },
           allowTools: flags.allowTools,
           denyTools: flags.denyTools,
+          waitForSession: flags.wait,
           signal,
           onEvent: (event) => renderer.onEvent(event),
         }),

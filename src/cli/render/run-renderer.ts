@@ -84,6 +84,13 @@ export function createRunRenderer(options: RunRendererOptions): RunRenderer {
         for (const warning of warnings) options.stderr(`  warning: ${String(warning)}\n`);
         break;
       }
+      case "session-wait": {
+        const holder = (event["holder"] ?? {}) as Record<string, unknown>;
+        options.stderr(
+          `· session ${String(event["sessionKey"])} is in use by pid ${String(holder["pid"])} on ${String(holder["host"])} since ${String(holder["since"])}; waiting for it to finish (--no-wait: fail instead)\n`,
+        );
+        break;
+      }
       case "sandbox-progress":
         options.stderr(`· ${String(event["message"])}\n`);
         break;

@@ -23,7 +23,12 @@ import {
   type SandboxFacts,
 } from "../loop/index.js";
 import type { ModelClient, UserContentBlock } from "../model/index.js";
-import { JsonlSession, SessionLanes } from "../session/index.js";
+import {
+  JsonlSession,
+  SessionLanes,
+  acquireSessionLock,
+  type SessionLockHolder,
+} from "../session/index.js";
 import { refusalFor, type PlannedRun } from "./planned-run.js";
 import type { ProvidedSandbox, SandboxProvider } from "./sandbox-provider.js";
 
@@ -40,6 +45,12 @@ export type RunnerEvent =
       warnings: string[];
     }
   | { type: "sandbox-progress"; phase: string; message: string }
+  /** Another run (maybe in another process) holds the session; this one waits for it. */
+  | {
+      type: "session-wait";
+      sessionKey: string;
+      holder: Pick<SessionLockHolder, "pid" | "host" | "since" | "runId">;
+    }
   | {
       type: "sandbox-ready";
       container: string;
@@ -64,6 +75,11 @@ export interface RunTaskOptions {
   signal?: AbortSignal | undefined;
   onEvent?: ((event: RunnerEvent) => void) | undefined;
   logger?: Logger | undefined;
+  /**
+   * When another process's run holds the session: wait for it (default), or end at once with
+   * exit code 3 (`cordon run --no-wait`).
+   */
+  waitForSession?: boolean | undefined;
   /** Serialises runs per session and bounds concurrent runs; default: a private one. */
   lanes?: SessionLanes | undefined;
   steering?: MessageQueue | undefined;
@@ -122,6 +138,42 @@ export async function runTask(options: RunTaskOptions): Promise<RunResult> {
 }
 
 async function runInLane(
+  options: RunTaskOptions,
+  runId: string,
+  modelId: string,
+  emit: (event: RunnerEvent) => void,
+  logger: Logger,
+): Promise<RunResult> {
+  const plan = options.plan;
+  // Lanes order the runs of this process; the lock orders them across processes. It is taken
+  // before the session is opened: opening repairs tool calls left without a result, which would
+  // otherwise answer a live run's in-flight call as interrupted.
+  const lock = await acquireSessionLock({
+    stateDir: options.stateDir,
+    sessionKey: plan.sessionKey,
+    project: plan.agent.workspaceId,
+    runId,
+    agentId: plan.agent.id,
+    workspace: plan.agent.workspace,
+    wait: options.waitForSession,
+    signal: options.signal,
+    onWait: (holder) =>
+      emit({
+        type: "session-wait",
+        sessionKey: plan.sessionKey,
+        holder: { pid: holder.pid, host: holder.host, since: holder.since, runId: holder.runId },
+      }),
+  });
+  try {
+    return await runLocked(options, runId, modelId, emit, logger);
+  } finally {
+    await lock.release().catch((error: unknown) => {
+      logger.warn({ err: error }, "releasing the session lock failed");
+    });
+  }
+}
+
+async function runLocked(
   options: RunTaskOptions,
   runId: string,
   modelId: string,

@@ -5,9 +5,21 @@ export { AsyncLimiter, SessionLanes, type Release, type SessionLanesOptions } fr
 export {
   sessionFileName,
   sessionFilePath,
+  sessionFiles,
   sessionKeyOf,
   sessionsDirectory,
   sessionsRoot,
 } from "./session-name.js";
 export type { SessionEntry } from "./session-line.js";
+export {
+  SessionBusyError,
+  SessionLockError,
+  acquireSessionLock,
+  describeHolder,
+  readSessionLock,
+  sessionLockHolderSchema,
+  type AcquireSessionLockOptions,
+  type SessionLock,
+  type SessionLockHolder,
+} from "./session-lock.js";
 export { syntheticToolResult, type TranscriptItem } from "./transcript.js";

@@ -67,3 +67,19 @@ export function sessionsDirectory(stateDir: string, project?: string): string {
 export function sessionFilePath(stateDir: string, sessionKey: string, project?: string): string {
   return path.join(sessionsDirectory(stateDir, project), sessionFileName(sessionKey));
 }
+
+/**
+ * The files of one session, side by side in its project's sessions directory: the transcript
+ * (`<name>.jsonl`), the events of its runs (`<name>.events.jsonl`, for `cordon logs` and `ps`) and
+ * the lock a run holds while it writes them (`<name>.lock`). Only the transcript matches
+ * `sessionKeyOf`, so listings see one entry per session.
+ */
+export function sessionFiles(
+  stateDir: string,
+  sessionKey: string,
+  project?: string,
+): { transcript: string; events: string; lock: string } {
+  const transcript = sessionFilePath(stateDir, sessionKey, project);
+  const stem = transcript.slice(0, -".jsonl".length);
+  return { transcript, events: `${stem}.events.jsonl`, lock: `${stem}.lock` };
+}

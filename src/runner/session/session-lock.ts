@@ -1,0 +1,254 @@
+import { randomUUID } from "node:crypto";
+import { link, mkdir, readFile, rename, unlink, writeFile } from "node:fs/promises";
+import path from "node:path";
+
+import { z } from "zod";
+
+import {
+  CordonError,
+  ExitCode,
+  currentProcessIdentity,
+  processState,
+  sleep,
+  throwIfAborted,
+} from "../../common/index.js";
+import { sessionFiles } from "./session-name.js";
+
+/**
+ * The lock of a session: one file, `<sessions dir>/<name>.lock`, that exists while a run (of any
+ * process on this machine) writes the session. It says who holds it, so a second run can name the
+ * holder while it waits, `cordon ps` can list what runs, and a lock left by a process that died
+ * (SIGKILL, a crash, a reboot) is recognised and taken over.
+ *
+ * Why a file of our own and not a library such as proper-lockfile: those judge a lock stale by
+ * its age (the holder touches it every few seconds), so a dead holder blocks the session for the
+ * stale period and a stopped but living one (SIGSTOP, a debugger) loses it. Here a lock is stale
+ * exactly when its process is gone: the pid is checked together with the process's start time and
+ * boot id, so a pid reused by an unrelated process does not keep a dead run's lock alive.
+ */
+export const sessionLockHolderSchema = z.object({
+  v: z.literal(1),
+  pid: z.number().int().positive(),
+  host: z.string(),
+  startTicks: z.number().int().optional(),
+  bootId: z.string().optional(),
+  /** The run holding the session. */
+  runId: z.string(),
+  sessionKey: z.string(),
+  project: z.string().optional(),
+  agentId: z.string().optional(),
+  /** The agent workspace on the host, for `ps` and `sessions list`. */
+  workspace: z.string().optional(),
+  /** ISO 8601 time the lock was taken. */
+  since: z.string(),
+});
+export type SessionLockHolder = z.infer<typeof sessionLockHolderSchema>;
+
+/** Another run holds the session and the caller asked not to wait (`cordon run --no-wait`). */
+export class SessionBusyError extends CordonError {
+  readonly code = "session_busy";
+  readonly exitCode = ExitCode.sandbox;
+}
+
+/** The lock file exists but cannot be read as one: cordon cannot tell whether it is held. */
+export class SessionLockError extends CordonError {
+  readonly code = "session_lock_unreadable";
+  readonly exitCode = ExitCode.sandbox;
+}
+
+export interface AcquireSessionLockOptions {
+  stateDir: string;
+  sessionKey: string;
+  project?: string | undefined;
+  runId: string;
+  agentId?: string | undefined;
+  workspace?: string | undefined;
+  /** Wait for the holder to finish (default), or throw `SessionBusyError` at once. */
+  wait?: boolean | undefined;
+  /** Called when the run starts waiting, and again whenever the holder changes. */
+  onWait?: ((holder: SessionLockHolder) => void) | undefined;
+  /** How often a waiting run looks at the lock again. Default 200 ms. */
+  pollMs?: number | undefined;
+  signal?: AbortSignal | undefined;
+}
+
+/** A held session lock. */
+export interface SessionLock {
+  readonly holder: SessionLockHolder;
+  readonly path: string;
+  /** Removes the lock if it is still this run's; calling it twice is harmless. */
+  release(): Promise<void>;
+}
+
+/** How a holder is named in messages: `pid 4242 on box, since 2026-…Z, run 5f3c…`. */
+export function describeHolder(holder: SessionLockHolder): string {
+  return `pid ${holder.pid} on ${holder.host}, since ${holder.since}, run ${holder.runId}`;
+}
+
+/**
+ * Takes the session's lock, waiting (polling) while a live run holds it and taking over a lock
+ * whose process is gone.
+ */
+export async function acquireSessionLock(options: AcquireSessionLockOptions): Promise<SessionLock> {
+  const file = sessionFiles(options.stateDir, options.sessionKey, options.project).lock;
+  await mkdir(path.dirname(file), { recursive: true, mode: 0o700 });
+  const holder: SessionLockHolder = {
+    v: 1,
+    ...currentProcessIdentity(),
+    runId: options.runId,
+    sessionKey: options.sessionKey,
+    since: new Date().toISOString(),
+  };
+  if (options.project !== undefined) holder.project = options.project;
+  if (options.agentId !== undefined) holder.agentId = options.agentId;
+  if (options.workspace !== undefined) holder.workspace = options.workspace;
+  const pollMs = options.pollMs ?? 200;
+  let announced: string | undefined;
+  for (;;) {
+    throwIfAborted(options.signal, `waiting for session ${options.sessionKey}`);
+    holder.since = new Date().toISOString();
+    if (await createExclusive(file, holder)) return heldLock(file, holder);
+    const current = await readHolder(file);
+    if (current === "missing") continue;
+    if (current === "unreadable") {
+      throw new SessionLockError(
+        `The lock file of session ${options.sessionKey} (${file}) cannot be read, so cordon cannot tell whether a run holds it.`,
+        { fix: `If no cordon run uses this session, delete ${file}.` },
+      );
+    }
+    if (processState(current) === "dead") {
+      await breakStaleLock(file, current, holder);
+      continue;
+    }
+    if (options.wait === false) {
+      throw new SessionBusyError(
+        `Session ${options.sessionKey} is in use by another run (${describeHolder(current)}).`,
+        {
+          fix: `Run without --no-wait to wait for it, follow it with \`cordon logs -f --session ${options.sessionKey}\`, or use another --session.`,
+        },
+      );
+    }
+    if (announced !== current.runId) {
+      announced = current.runId;
+      options.onWait?.(current);
+    }
+    await sleep(pollMs, options.signal);
+  }
+}
+
+/** The holder of a session's lock, or undefined when no run (alive or dead) holds it. */
+export async function readSessionLock(file: string): Promise<SessionLockHolder | undefined> {
+  const holder = await readHolder(file);
+  return typeof holder === "string" ? undefined : holder;
+}
+
+function heldLock(file: string, holder: SessionLockHolder): SessionLock {
+  let released = false;
+  return {
+    holder: { ...holder },
+    path: file,
+    async release() {
+      if (released) return;
+      released = true;
+      const current = await readHolder(file);
+      // Never remove a lock that is no longer ours (it cannot be taken from a live process, but
+      // a lock file deleted and re-made by hand must not be dropped by the run that ends here).
+      if (typeof current !== "string" && current.runId === holder.runId) {
+        await unlinkIfPresent(file);
+      }
+    },
+  };
+}
+
+/**
+ * Creates `file` holding `record`, failing with false when it exists. The record is written to a
+ * private temporary file first and linked into place: link(2) fails on an existing name, and the
+ * lock is never seen empty or half-written.
+ */
+async function createExclusive(file: string, record: SessionLockHolder): Promise<boolean> {
+  const temporary = `${file}.${process.pid}.${randomUUID()}.tmp`;
+  await writeFile(temporary, `${JSON.stringify(record)}\n`, { mode: 0o600, flag: "wx" });
+  try {
+    await link(temporary, file);
+    return true;
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === "EEXIST") return false;
+    throw error;
+  } finally {
+    await unlinkIfPresent(temporary);
+  }
+}
+
+async function readHolder(file: string): Promise<SessionLockHolder | "missing" | "unreadable"> {
+  let text: string;
+  try {
+    text = await readFile(file, "utf8");
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === "ENOENT") return "missing";
+    throw error;
+  }
+  try {
+    const parsed = sessionLockHolderSchema.safeParse(JSON.parse(text));
+    return parsed.success ? parsed.data : "unreadable";
+  } catch {
+    return "unreadable";
+  }
+}
+
+function sameHolder(a: SessionLockHolder, b: SessionLockHolder): boolean {
+  return a.runId === b.runId && a.pid === b.pid && a.since === b.since;
+}
+
+/**
+ * Removes the lock of a dead holder. Two runs may find the same dead lock; if both simply deleted
+ * it, the slower one could delete the fresh lock the faster one made after it. So removal happens
+ * only under a second lock, `<lock>.break` (held for a read and an unlink), after reading the
+ * lock again: a lock made since then has a live holder and is left alone. Exported for tests.
+ */
+export async function breakStaleLock(
+  file: string,
+  dead: SessionLockHolder,
+  breaker: SessionLockHolder,
+): Promise<void> {
+  const breakFile = `${file}.break`;
+  if (!(await createExclusive(breakFile, breaker))) {
+    const other = await readHolder(breakFile);
+    // A breaker that died between its two steps leaves its file; it is removed the same careful
+    // way (moved aside and checked), and the next pass of the caller tries again.
+    if (typeof other !== "string" && processState(other) === "dead") {
+      await removeIfStill(breakFile, other);
+    }
+    await sleep(10);
+    return;
+  }
+  try {
+    const current = await readHolder(file);
+    if (typeof current !== "string" && sameHolder(current, dead)) await unlinkIfPresent(file);
+  } finally {
+    await unlinkIfPresent(breakFile);
+  }
+}
+
+/** Moves `file` aside, and deletes it only if it still holds `expected`; otherwise puts it back. */
+async function removeIfStill(file: string, expected: SessionLockHolder): Promise<void> {
+  const aside = `${file}.${process.pid}.${randomUUID()}.stale`;
+  try {
+    await rename(file, aside);
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === "ENOENT") return;
+    throw error;
+  }
+  const moved = await readHolder(aside);
+  if (typeof moved === "string" || !sameHolder(moved, expected)) {
+    await link(aside, file).catch(() => undefined);
+  }
+  await unlinkIfPresent(aside);
+}
+
+async function unlinkIfPresent(file: string): Promise<void> {
+  try {
+    await unlink(file);
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code !== "ENOENT") throw error;
+  }
+}
