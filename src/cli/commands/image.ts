@@ -1,25 +1,20 @@
 import type { Command } from "commander";
 
-import { DockerEngine, SandboxImage, type ImageBuildEvent } from "../../sandbox/index.js";
+import path from "node:path";
+
+import { stateDirectory } from "../../common/index.js";
+import {
+  DockerEngine,
+  SandboxImage,
+  describeImageBuildEvent,
+  type ImageBuildEvent,
+} from "../../sandbox/index.js";
 import type { CliContext } from "../context.js";
 
 function progressPrinter(context: CliContext, json: boolean): (event: ImageBuildEvent) => void {
   return (event) => {
-    if (json) return;
-    switch (event.type) {
-      case "base":
-        context.stderr(`base image: ${event.image} (${event.source})\n`);
-        break;
-      case "skipped":
-        context.stderr(`${event.tag} is current; nothing to build (--force rebuilds)\n`);
-        break;
-      case "output":
-        context.stderr(event.text.endsWith("\n") ? event.text : `${event.text}\n`);
-        break;
-      case "built":
-        context.stderr(`built ${event.tag} in ${(event.durationMs / 1000).toFixed(1)}s\n`);
-        break;
-    }
+    const line = json ? undefined : describeImageBuildEvent(event);
+    if (line !== undefined) context.stderr(`${line}\n`);
   };
 }
 
@@ -36,6 +31,7 @@ export function registerImageCommand(program: Command, context: CliContext): voi
       await engine.ping();
       const tag = await new SandboxImage(engine, {
         baseImage: context.env["CORDON_BASE_IMAGE"],
+        logDirectory: path.join(stateDirectory(context.env), "logs"),
       }).build({
         force: options.force,
         onEvent: progressPrinter(context, options.json ?? false),

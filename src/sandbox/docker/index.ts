@@ -9,6 +9,7 @@ export {
   type SandboxImageOptions,
   type SandboxImageStatus,
 } from "./sandbox-image.js";
+export { describeImageBuildEvent } from "./image-build-progress.js";
 export { dockerFix } from "./docker-errors.js";
 export { DockerSandbox, type DockerSandboxOptions } from "./docker-sandbox.js";
 export type { CopyTreeOutOptions, CopyTreeOutResult } from "./files/tree-transfer.js";

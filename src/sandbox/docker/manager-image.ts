@@ -1,6 +1,7 @@
 import { AbortedError, ImageError, throwIfAborted } from "../../common/index.js";
 import { dockerStatusOf, toSandboxError } from "./docker-errors.js";
 import type { DockerEngine } from "./engine.js";
+import { describeImageBuildEvent } from "./image-build-progress.js";
 import { SandboxImage, type SandboxImageOptions } from "./sandbox-image.js";
 
 export interface ImageResolverOptions {
@@ -84,10 +85,8 @@ export class ImageResolver {
       );
       await image.build({
         onEvent: (event) => {
-          if (event.type === "output" && event.text.trim() !== "") {
-            options.onOutput?.(event.text.trimEnd());
-          }
-          if (event.type === "built") options.onOutput?.(`built ${event.tag}`);
+          const line = event.type === "base" ? undefined : describeImageBuildEvent(event);
+          if (line !== undefined) options.onOutput?.(line);
         },
       });
     }

@@ -180,7 +180,10 @@ export class DockerSandboxManager {
     this.images = new ImageResolver({
       engine: options.engine,
       builtinImage: options.image,
-      imageOptions: options.imageOptions,
+      imageOptions: {
+        logDirectory: path.join(this.stateDirectory, "logs"),
+        ...options.imageOptions,
+      },
     });
     this.records = new SandboxRecords(this.stateDirectory);
     this.containers = new SandboxContainers(options.engine);

