@@ -3,6 +3,7 @@ import path from "node:path";
 
 import { Command } from "commander";
 
+import { ConfigError } from "../common/errors.js";
 import { packageRoot } from "../common/paths.js";
 import type { CliContext } from "./context.js";
 
@@ -48,6 +49,10 @@ const commandModules: readonly CommandModule[] = [
     load: async () => [(await import("./commands/doctor.js")).registerDoctorCommand],
   },
   {
+    commands: { setup: "get this machine ready: Docker engine, sandbox image, checks" },
+    load: async () => [(await import("./commands/setup.js")).registerSetupCommand],
+  },
+  {
     commands: { image: "the sandbox image" },
     load: async () => [(await import("./commands/image.js")).registerImageCommand],
   },
@@ -67,6 +72,57 @@ const commandModules: readonly CommandModule[] = [
     load: async () => [(await import("./commands/config.js")).registerConfigCommand],
   },
 ];
+
+/** `cordon help <topic>`: the guides the package ships (docs/), for what no command's help covers. */
+const helpTopics: Readonly<Record<string, { file: string; summary: string }>> = {
+  configuration: {
+    file: "configuration.md",
+    summary: "the config file: every key, its default, layering, trust",
+  },
+  "scripted-model": {
+    file: "scripted-model.md",
+    summary: "the file format of --model-script (a model replayed from a script)",
+  },
+  library: { file: "library.md", summary: "cordon as a library: createRunner and its pieces" },
+};
+
+function topicList(): string {
+  const width = Math.max(...Object.keys(helpTopics).map((name) => name.length)) + 2;
+  return Object.entries(helpTopics)
+    .map(([name, topic]) => `  ${name.padEnd(width)}${topic.summary}\n`)
+    .join("");
+}
+
+/**
+ * `cordon help [command...|topic]`: a command's help (`help sandbox list` for a subcommand) or
+ * a guide. Replaces commander's own help command, which knows commands only.
+ */
+function addHelpCommand(program: Command, context: CliContext): void {
+  program
+    .helpCommand(false)
+    .addHelpText("after", `\nHelp topics (cordon help <topic>):\n${topicList()}`)
+    .command("help")
+    .description("help for a command (help sandbox list) or a topic (below)")
+    .argument("[names...]", "a command and its subcommands, or a topic")
+    .action((names: string[]) => {
+      const topic = names.length === 1 ? helpTopics[names[0] ?? ""] : undefined;
+      if (topic) {
+        context.stdout(readFileSync(path.join(packageRoot(), "docs", topic.file), "utf8"));
+        return;
+      }
+      let command = program;
+      for (const name of names) {
+        const sub = command.commands.find((c) => c.name() === name);
+        if (!sub) {
+          throw new ConfigError(`no command or help topic "${names.join(" ")}"`, {
+            fix: `run \`cordon --help\` for the commands; the topics are ${Object.keys(helpTopics).join(", ")}`,
+          });
+        }
+        command = sub;
+      }
+      command.outputHelp();
+    });
+}
 
 function packageVersion(): string {
   const manifest = JSON.parse(readFileSync(path.join(packageRoot(), "package.json"), "utf8")) as {
@@ -113,5 +169,6 @@ export async function createProgram(
       program.command(name).description(summary);
     }
   }
+  addHelpCommand(program, context);
   return program;
 }

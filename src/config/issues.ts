@@ -102,7 +102,7 @@ export class ConfigValidationError extends ConfigError {
     /** What was checked: a file path, or "the config". */
     readonly where: string,
     readonly issues: readonly ConfigIssue[],
-    fix = "fix the keys above; `cordon config schema` prints every key and docs/configuration.md explains them",
+    fix = "fix the keys above; `cordon config schema` prints every key and `cordon help configuration` explains them",
   ) {
     const count = issues.length === 1 ? "1 problem" : `${issues.length} problems`;
     super(`${where} has ${count}:\n${formatConfigIssues(issues)}`, { fix });

@@ -40,7 +40,7 @@ describe("cordon doctor", () => {
     expect(run.exitCode).toBe(3);
     expect(report.ok).toBe(false);
     expect(docker?.status).toBe("fail");
-    expect(docker?.fix).toMatch(/scripts\/setup\.sh/);
+    expect(docker?.fix).toMatch(/cordon setup/);
     expect(report.checks.find((c) => c.name === "image")?.status).toBe("skipped");
   });
 
@@ -62,5 +62,24 @@ describe("cordon doctor", () => {
       fix: expect.stringMatching(/CORDON_HOME/) as unknown,
     });
     expect(run.exitCode).toBe(3);
+  });
+});
+
+describe("cordon setup", () => {
+  it("on a set-up machine finds the image current, builds nothing and passes the checks", async () => {
+    const run = await runCordon(["setup"]);
+    expect(run.stderr).toMatch(/^Docker engine \S+ \(API 1\.\d+\)$/m);
+    expect(run.stderr).toMatch(/cordon-sandbox:\w+ is current; nothing to build/);
+    expect(run.stdout).toMatch(/^ok\s+image\s+cordon-sandbox:\w+ is current/m);
+    expect(run.stdout).toMatch(/all checks passed/);
+    expect(run.exitCode).toBe(0);
+  });
+
+  it("without an engine stops at the engine, exit 3, saying how to start one", async () => {
+    const run = await runCordon(["setup"], { DOCKER_HOST: "unix:///nonexistent/docker.sock" });
+    expect(run.exitCode).toBe(3);
+    expect(run.stdout).toBe("");
+    expect(run.stderr).toMatch(/cannot reach the Docker engine/);
+    expect(run.stderr).toMatch(/fix: start the Docker engine/);
   });
 });

@@ -11,7 +11,11 @@ import {
 } from "../../sandbox/index.js";
 import type { CliContext } from "../context.js";
 
-function progressPrinter(context: CliContext, json: boolean): (event: ImageBuildEvent) => void {
+/** Image build progress on stderr (nothing with `--json`). */
+export function progressPrinter(
+  context: CliContext,
+  json: boolean,
+): (event: ImageBuildEvent) => void {
   return (event) => {
     const line = json ? undefined : describeImageBuildEvent(event);
     if (line !== undefined) context.stderr(`${line}\n`);

@@ -21,7 +21,7 @@ export async function createModelClient(options: CreateModelClientOptions): Prom
   const anthropic = anthropicOptionsFromEnv(options.env);
   if (!anthropic.apiKey && !anthropic.authToken) {
     throw new ConfigError("no model to talk to: ANTHROPIC_API_KEY is not set", {
-      fix: "export ANTHROPIC_API_KEY=…, or pass --model-script FILE to replay a scripted model (docs/scripted-model.md)",
+      fix: "export ANTHROPIC_API_KEY=…, or pass --model-script FILE to replay a scripted model (`cordon help scripted-model`)",
     });
   }
   return new AnthropicModelClient({ ...anthropic, logger: options.logger });

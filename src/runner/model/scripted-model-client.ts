@@ -96,7 +96,7 @@ export function parseModelScript(value: unknown, source = "model script"): Model
     .map((issue) => `${issue.path.join(".") || "(root)"}: ${issue.message}`)
     .join("; ");
   throw new ConfigError(`The ${source} is invalid: ${issues}`, {
-    fix: "See docs/scripted-model.md for the script format.",
+    fix: "`cordon help scripted-model` describes the script format",
   });
 }
 
@@ -127,7 +127,7 @@ export class ScriptedModelClient implements ModelClient {
       json = JSON.parse(text);
     } catch (error) {
       throw new ConfigError(`The model script ${path} is not valid JSON.`, {
-        fix: "See docs/scripted-model.md for the script format.",
+        fix: "`cordon help scripted-model` describes the script format",
         cause: error,
       });
     }
@@ -147,7 +147,7 @@ export class ScriptedModelClient implements ModelClient {
     if (!turn) {
       throw new ModelApiError(
         `The model script has no turn left for call ${this.#next + 1} (it has ${this.#script.turns.length}).`,
-        { kind: "other", fix: "Add more turns to the model script (docs/scripted-model.md)." },
+        { kind: "other", fix: "add more turns to the model script (`cordon help scripted-model`)" },
       );
     }
     this.#next += 1;

@@ -4,7 +4,7 @@ const unreachableCodes = new Set(["ENOENT", "ECONNREFUSED", "EACCES", "ECONNRESE
 
 /** How to get a Docker engine, for every message that says there is none. */
 export const dockerFix =
-  "start the Docker engine (as root on Debian/Ubuntu, `bash scripts/setup.sh` installs and starts one), or point DOCKER_HOST at a running engine; `cordon doctor` checks";
+  "start the Docker engine (e.g. `sudo systemctl start docker`) or point DOCKER_HOST at a running one, then run `cordon setup`";
 
 function errnoOf(error: unknown): string | undefined {
   if (typeof error === "object" && error !== null && "code" in error) {

@@ -17,7 +17,7 @@ import { fetchRuntimePackages } from "./image-runtime-packages.js";
 export const sandboxImageRepository = "cordon-sandbox";
 /** Where a registry is reachable, the base of the sandbox image. */
 export const officialBaseImage = "debian:bookworm-slim";
-/** Where none is, the debootstrapped base scripts/setup.sh imports. */
+/** Where none is, the debootstrapped base a clone's scripts/setup.sh imports. */
 export const localBaseImage = "cordon-base:bookworm";
 
 /** Bump when the way images are built changes, so every old tag becomes stale. */
@@ -82,7 +82,7 @@ interface BuildStreamEvent {
 }
 
 const setupFix =
-  "run `bash scripts/setup.sh` (it builds a local Debian base with debootstrap where no registry is reachable), or set CORDON_BASE_IMAGE to an image you have";
+  "make a registry with debian:bookworm-slim reachable and run `cordon setup`, or set CORDON_BASE_IMAGE to a Debian-based image you have";
 
 /**
  * The default sandbox image: built from images/sandbox.Dockerfile, tagged by a hash of the

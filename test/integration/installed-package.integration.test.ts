@@ -1,0 +1,151 @@
+/**
+ * cordon as a user installs it: the project packed with `npm pack` (whose `prepare` builds it),
+ * the tarball installed into a temporary global prefix with npm, and the installed `cordon` run
+ * from there, with no clone beside it.
+ */
+import { execFile } from "node:child_process";
+import { mkdir, mkdtemp, readFile, rm, symlink, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import { pathToFileURL } from "node:url";
+import { promisify } from "node:util";
+
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+
+import { packageRoot } from "../../src/common/index.js";
+import { demoRepo } from "../support/demo-repo.js";
+import { removeStateDirectory } from "../support/state-directory.js";
+
+const run = promisify(execFile);
+const minutes = 60_000;
+
+interface Installed {
+  exitCode: number;
+  stdout: string;
+  stderr: string;
+}
+
+describe("the packed and installed package", () => {
+  let root: string;
+  let tarball: string;
+  let prefix: string;
+  let home: string;
+  let repo: string;
+
+  /** The installed `cordon`, as a shell would find it on PATH. */
+  async function cordon(args: string[], nodeOptions: string[] = []): Promise<Installed> {
+    const bin = path.join(prefix, "lib", "node_modules", "cordon", "dist", "cli", "main.js");
+    const command = nodeOptions.length ? process.execPath : path.join(prefix, "bin", "cordon");
+    const argv = nodeOptions.length ? [...nodeOptions, bin, ...args] : args;
+    try {
+      const { stdout, stderr } = await run(command, argv, {
+        cwd: repo,
+        env: { PATH: process.env["PATH"], HOME: process.env["HOME"], CORDON_HOME: home },
+      });
+      return { exitCode: 0, stdout, stderr };
+    } catch (error) {
+      const failed = error as { code: number; stdout: string; stderr: string };
+      return { exitCode: failed.code, stdout: failed.stdout, stderr: failed.stderr };
+    }
+  }
+
+  beforeAll(async () => {
+    root = await mkdtemp(path.join(tmpdir(), "cordon-package-"));
+    home = path.join(root, "home");
+    prefix = path.join(root, "prefix");
+    // A copy of the project's files as a clone has them (no dist/), so packing builds it there
+    // and never rewrites the dist/ other tests run.
+    const project = path.join(root, "project");
+    await mkdir(project);
+    await run("bash", [
+      "-c",
+      'git -C "$0" ls-files -z -co --exclude-standard | tar -C "$0" --null -cf - -T - | tar -C "$1" -xf -',
+      packageRoot(),
+      project,
+    ]);
+    await symlink(path.join(packageRoot(), "node_modules"), path.join(project, "node_modules"));
+    const packed = await run("npm", ["pack", "--json", "--pack-destination", root], {
+      cwd: project,
+      maxBuffer: 64 * 1024 * 1024,
+    });
+    const [manifest] = JSON.parse(packed.stdout) as [{ filename: string }];
+    tarball = path.join(root, manifest.filename);
+    // The registry is reachable; the cache (warm from the project's own install) makes it fast.
+    await run(
+      "npm",
+      ["install", "-g", "--prefix", prefix, "--prefer-offline", "--no-audit", "--no-fund", tarball],
+      { cwd: root },
+    );
+    repo = await demoRepo();
+  }, 10 * minutes);
+
+  afterAll(async () => {
+    await removeStateDirectory(home);
+    await rm(root, { recursive: true, force: true });
+    await rm(repo, { recursive: true, force: true });
+  });
+
+  it("ships the built CLI, the image's Dockerfile and the guides, and no maps, build info or test code", async () => {
+    const { stdout } = await run("tar", ["-tzf", tarball]);
+    const files = stdout.split("\n").filter(Boolean);
+    expect(files).toEqual(
+      expect.arrayContaining([
+        "package/dist/cli/main.js",
+        "package/dist/index.d.ts",
+        "package/images/sandbox.Dockerfile",
+        "package/docs/configuration.md",
+      ]),
+    );
+    const unwanted = files.filter((file) =>
+      /\.map$|tsbuildinfo|\/testing\/|\.test\.|^package\/(src|test|scripts|bench)\//.test(file),
+    );
+    expect(unwanted).toEqual([]);
+  });
+
+  it("runs from the prefix: its version, a run's explanation and a help topic", async () => {
+    const { version } = JSON.parse(
+      await readFile(path.join(packageRoot(), "package.json"), "utf8"),
+    ) as { version: string };
+    expect(await cordon(["--version"])).toMatchObject({ exitCode: 0, stdout: `${version}\n` });
+
+    const explain = await cordon(["sandbox", "explain"]);
+    expect(explain.stderr).toBe("");
+    expect(explain.exitCode).toBe(0);
+    expect(explain.stdout).toMatch(/^sandbox\s+yes/m);
+    expect(explain.stdout).toContain(`workspace ${repo}`);
+
+    const topic = await cordon(["help", "scripted-model"]);
+    expect(topic.exitCode).toBe(0);
+    expect(topic.stdout).toMatch(/^# The scripted model/);
+  });
+
+  it("answers --version and --help without loading Docker, the model SDK or the config schema", async () => {
+    // A module resolve hook logs every module the process loads.
+    const log = path.join(root, "loaded.log");
+    const hooks = path.join(root, "log-hooks.mjs");
+    await writeFile(
+      hooks,
+      `import { appendFileSync } from "node:fs";
+export async function resolve(specifier, context, next) {
+  const resolved = await next(specifier, context);
+  appendFileSync(${JSON.stringify(log)}, resolved.url + "\\n");
+  return resolved;
+}
+`,
+    );
+    const register = `data:text/javascript,import { register } from "node:module"; register(${JSON.stringify(pathToFileURL(hooks).href)});`;
+    const loadedBy = async (args: string[]): Promise<string> => {
+      await rm(log, { force: true });
+      expect((await cordon(args, ["--import", register])).exitCode).toBe(0);
+      return readFile(log, "utf8");
+    };
+    const heavy = /node_modules\/(dockerode|@anthropic-ai\/sdk|zod)\//;
+    for (const args of [["--version"], ["--help"]]) {
+      const loaded = await loadedBy(args);
+      expect(loaded).toMatch(/node_modules\/commander\//);
+      expect(loaded).not.toMatch(heavy);
+    }
+    // The hook sees them where a command needs them.
+    expect(await loadedBy(["sandbox", "explain"])).toMatch(heavy);
+  });
+});
