@@ -283,7 +283,13 @@ describe("the JSON Schema export", () => {
       properties: Record<string, unknown>;
     };
     expect(schema.additionalProperties).toBe(false);
-    expect(Object.keys(schema.properties).sort()).toEqual(["$schema", "agents", "model", "tools"]);
+    expect(Object.keys(schema.properties).sort()).toEqual([
+      "$schema",
+      "agents",
+      "fixTests",
+      "model",
+      "tools",
+    ]);
     const text = JSON.stringify(schema);
     for (const key of [
       "workspaceAccess",

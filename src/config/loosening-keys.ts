@@ -90,6 +90,9 @@ export const untrustedKeyRules: Readonly<Record<string, KeyRule>> = {
   model: safe(
     "a model name; the API endpoint and key come only from your environment, never from a file",
   ),
+  "fixTests.protect": safe(
+    "adds files fix-tests keeps the agent from changing; it can only make verification stricter",
+  ),
   id: safe("names an agent"),
   default: safe("picks which agent runs; its settings are checked like every other"),
   name: safe("a display name"),

@@ -303,6 +303,12 @@ export const cordonConfigSchema = z.strictObject({
     ])
     .default({ primary: configDefaults.model.primary, fallbacks: [] }),
   tools: toolsSchema("defaults").prefault({}),
+  fixTests: z
+    .strictObject({
+      /** Globs of more files `cordon fix-tests` protects as test harness (`*.sql`, `db/**`). */
+      protect: z.array(text).default([]),
+    })
+    .prefault({}),
   agents: z
     .strictObject({
       defaults: agentDefaults.prefault({}),

@@ -106,6 +106,8 @@ export interface Runner {
    * when there is none or the config was passed in code.
    */
   configSource(): Promise<ConfigSource | undefined>;
+  /** The config this runner plans with (file, environment and overrides, defaults applied). */
+  config(): Promise<CordonConfig>;
   /** Plans, acquires the sandbox, runs the agent loop. Never throws: failures are results. */
   run(request: RunRequest): Promise<RunResult>;
   /** The sandbox a run with this request would get (for `cordon exec`, `cordon tool`, diffs). */
@@ -224,6 +226,7 @@ export function createRunner(options: RunnerOptions = {}): Runner {
     stateDir,
     plan,
     configSource: async () => (await loadedConfig()).source,
+    config: async () => (await loadedConfig()).config,
     acquireSandbox,
     async discardSandbox(request = {}) {
       await sandboxes.discard?.(await plan(request));

@@ -20,9 +20,17 @@ export function git(cwd: string, ...args: string[]): string {
 
 /** A fresh git repository holding examples/demo-repo (pricing.py with a failing test). */
 export async function demoRepo(): Promise<string> {
+  return repositoryOf(path.join(packageRoot(), "examples", "demo-repo"));
+}
+
+/**
+ * A fresh git repository (one commit) holding a copy of `source`, at `<temp>/repo`; remove its
+ * parent directory when done.
+ */
+export async function repositoryOf(source: string): Promise<string> {
   const root = await mkdtemp(path.join(tmpdir(), "cordon-demo-repo-"));
   const repo = path.join(root, "repo");
-  await cp(path.join(packageRoot(), "examples", "demo-repo"), repo, { recursive: true });
+  await cp(source, repo, { recursive: true });
   git(repo, "init", "-q");
   git(repo, "add", "-A");
   git(repo, "commit", "-qm", "demo");

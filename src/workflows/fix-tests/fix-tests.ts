@@ -18,7 +18,8 @@ import { readSessionEntries } from "../../runner/index.js";
 import type { ExecResult } from "../../sandbox/index.js";
 import { quoteShellArg } from "../../tools/index.js";
 import { writeArtifacts } from "./artifacts.js";
-import { protectedKind } from "./protected-files.js";
+import { protectedPaths, type ProtectionRules } from "./protected-files.js";
+import { applyWithBaseHarness } from "./restore.js";
 import { renderSummary } from "./summary.js";
 import {
   checkTestCount,
@@ -46,7 +47,10 @@ export interface FixTestsOptions {
   limits?: RunLimits | undefined;
   /** Limit of each test run. Default 10 minutes. */
   testTimeoutMs?: number | undefined;
-  /** Accept changes to tests, CI configuration and lockfiles. Default false. */
+  /**
+   * Accept changes to tests, CI configuration and lockfiles. Default false. Never the test
+   * harness: its changes are still put back to the base for verification (see restore.ts).
+   */
   allowTestChanges?: boolean | undefined;
   signal?: AbortSignal | undefined;
   onEvent?: ((event: RunnerEvent) => void) | undefined;
@@ -87,9 +91,15 @@ export interface FixTestsResult {
   agent?: AgentOutcome | undefined;
   verification?: TestRun | undefined;
   filesChanged: PatchedFile[];
+  /** Protected files the patch touches: tests, CI, lockfiles, the test harness. */
   protectedFiles: string[];
   /** The verification run's test count held against the run before the agent. */
   testCount?: TestCountCheck | undefined;
+  /**
+   * Files put back to the base in the verify sandbox before the tests ran (the harness; with
+   * --allow-test-changes the patch's harness changes are kept in the patch but never verified).
+   */
+  restoredFiles: string[];
   durationsMs: { setup: number; agent: number; verify: number; total: number };
   artifacts: string[];
 }
@@ -123,9 +133,11 @@ async function runTests(
 }
 
 function taskPrompt(command: string, before: TestRun, allowTestChanges: boolean): string {
+  const harness =
+    "the test harness (Makefile, package.json scripts, test runner configuration, conftest.py)";
   const rules = allowTestChanges
-    ? "Prefer fixing the code under test; change a test only when the test itself is wrong."
-    : "Fix the code under test. Do not change tests, CI configuration or lockfiles: a change to any of them is rejected.";
+    ? `Prefer fixing the code under test; change a test only when the test itself is wrong. Leave ${harness} alone: it is put back to the original before your patch is verified.`
+    : `Fix the code under test. Do not change tests, ${harness}, CI configuration or lockfiles: a change to any of them is rejected.`;
   return [
     `The test command \`${command}\` fails in this workspace. Make it pass.`,
     rules,
@@ -138,32 +150,77 @@ function taskPrompt(command: string, before: TestRun, allowTestChanges: boolean)
   ].join("\n");
 }
 
-/** Applies the patch in a fresh sandbox (a new seeded copy) and runs the tests there. */
+/** What verification found: the test run (none when the harness check refused the patch first). */
+interface Verification {
+  run?: TestRun | undefined;
+  /** Files whose harness part (package.json scripts, pytest sections) the patch changed. */
+  harnessChanges: Map<string, string[]>;
+  restoredFiles: string[];
+}
+
+/**
+ * Applies the patch in a fresh sandbox (a new seeded copy), puts the base harness back
+ * (restore.ts), and runs the tests there. A patch that changes the harness part of package.json,
+ * setup.cfg or pyproject.toml is refused before the tests run unless test changes are allowed.
+ */
 async function verifyPatch(
   lease: ProvidedSandbox,
   patch: Uint8Array,
   command: string,
   timeoutMs: number,
   signal: AbortSignal | undefined,
-): Promise<TestRun> {
+  harness: { files: readonly PatchedFile[]; rules: ProtectionRules; allowTestChanges: boolean },
+): Promise<Verification> {
+  const verification: Verification = { harnessChanges: new Map(), restoredFiles: [] };
   if (patch.byteLength > 0) {
     const patchFile = `/tmp/.cordon-verify-${randomUUID()}.patch`;
     await lease.sandbox.writeFile(patchFile, patch, { signal });
-    const applied = await lease.sandbox.exec(
-      `git apply --binary --whitespace=nowarn ${quoteShellArg(patchFile)} 2>&1`,
-      { signal },
+    const base = await applyWithBaseHarness(
+      lease.sandbox,
+      patchFile,
+      () =>
+        lease.sandbox.exec(
+          `git apply --binary --whitespace=nowarn ${quoteShellArg(patchFile)} 2>&1`,
+          { signal },
+        ),
+      { ...harness, signal },
     );
+    const applied = base.applied;
     if (applied.exitCode !== 0) {
-      return {
+      verification.run = {
         exitCode: applied.exitCode,
         timedOut: false,
         outputTail: `the patch did not apply to a clean copy:\n${applied.stdout}`,
         counts: [],
         durationMs: applied.durationMs,
       };
+      return verification;
     }
+    Object.assign(verification, {
+      harnessChanges: base.harnessChanges,
+      restoredFiles: base.restored,
+    });
+    if (base.harnessChanges.size > 0 && !harness.allowTestChanges) return verification;
   }
-  return runTests(lease, command, timeoutMs, signal);
+  verification.run = await runTests(lease, command, timeoutMs, signal);
+  return verification;
+}
+
+/** With --allow-test-changes the patch may still carry harness changes that were put back. */
+function unverifiedNote(restored: readonly string[]): string {
+  return restored.length === 0
+    ? ""
+    : ` Its changes to ${restored.join(", ")} were not verified: the tests ran with the base version (review them).`;
+}
+
+function protectedFilesChanged(
+  files: readonly string[],
+): Pick<FixTestsResult, "status" | "exitCode" | "message"> {
+  return {
+    status: "protected_files_changed",
+    exitCode: ExitCode.verificationFailed,
+    message: `The agent changed tests, the test harness, CI configuration or lockfiles: ${files.join(", ")}. The code must be fixed, not the checks.`,
+  };
 }
 
 /** The verdict on a verification run: it passes, and it ran no fewer tests than before the agent. */
@@ -218,6 +275,7 @@ export async function fixTests(options: FixTestsOptions): Promise<FixTestsResult
     sessionKey,
     filesChanged: [],
     protectedFiles: [],
+    restoredFiles: [],
     durationsMs: durations,
     artifacts: [],
   };
@@ -284,15 +342,14 @@ export async function fixTests(options: FixTestsOptions): Promise<FixTestsResult
       await work.lease.release();
     }
 
-    result.protectedFiles = result.filesChanged
-      .flatMap((file) => [file.path, file.from])
-      .filter((file): file is string => file !== undefined && protectedKind(file) !== undefined);
-    if (result.protectedFiles.length > 0 && !options.allowTestChanges) {
-      Object.assign(result, {
-        status: "protected_files_changed",
-        exitCode: ExitCode.verificationFailed,
-        message: `The agent changed tests, CI configuration or lockfiles: ${result.protectedFiles.join(", ")}. The code must be fixed, not the checks.`,
-      });
+    const rules: ProtectionRules = {
+      testCommand: options.testCommand,
+      protect: (await options.runner.config()).fixTests.protect,
+    };
+    const allowTestChanges = options.allowTestChanges ?? false;
+    result.protectedFiles = [...protectedPaths(result.filesChanged, rules).keys()];
+    if (result.protectedFiles.length > 0 && !allowTestChanges) {
+      Object.assign(result, protectedFilesChanged(result.protectedFiles));
       return result;
     }
 
@@ -302,23 +359,38 @@ export async function fixTests(options: FixTestsOptions): Promise<FixTestsResult
       ...request,
       sessionKey: `${sessionKey}-verify`,
     });
+    let verification: Verification;
     try {
-      result.verification = await verifyPatch(
+      verification = await verifyPatch(
         verify.lease,
         patch,
         options.testCommand,
         testTimeoutMs,
         options.signal,
+        { files: result.filesChanged, rules, allowTestChanges },
       );
     } finally {
       await verify.lease.release();
     }
     durations.verify = Date.now() - mark;
+    result.restoredFiles = verification.restoredFiles;
+    for (const file of verification.harnessChanges.keys()) {
+      if (!result.protectedFiles.includes(file)) result.protectedFiles.push(file);
+    }
+    if (verification.run === undefined) {
+      const named = [...verification.harnessChanges].map(
+        ([file, parts]) => `${file} (${parts.join(", ")})`,
+      );
+      Object.assign(result, protectedFilesChanged(named));
+      return result;
+    }
+    result.verification = verification.run;
     result.testCount = checkTestCount(result.before?.counts ?? [], result.verification.counts);
     Object.assign(
       result,
       verdict(result.verification, result.testCount, patch, result.filesChanged),
     );
+    if (result.status === "fixed") result.message += unverifiedNote(result.restoredFiles);
     return result;
   } catch (error) {
     Object.assign(result, {

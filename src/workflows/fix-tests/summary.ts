@@ -4,7 +4,8 @@ const headline: Record<FixTestsResult["status"], string> = {
   already_passing: "✅ Tests already pass",
   fixed: "✅ Fixed and verified",
   verification_failed: "❌ Verification failed",
-  protected_files_changed: "❌ Rejected: the agent changed tests, CI or lockfiles",
+  protected_files_changed:
+    "❌ Rejected: the agent changed tests, the test harness, CI or lockfiles",
   agent_stopped: "⚠️ The agent stopped before finishing",
   error: "❌ Error",
 };
@@ -45,6 +46,10 @@ export function renderSummary(result: FixTestsResult): string {
       const mark = result.protectedFiles.includes(file.path) ? " ⛔ protected" : "";
       lines.push(`- \`${file.path}\` (${file.change})${mark}`);
     }
+  }
+  if (result.restoredFiles.length > 0) {
+    lines.push("", "### Restored from the base before the tests ran", "");
+    for (const file of result.restoredFiles) lines.push(`- \`${file}\``);
   }
   if (result.agent?.finalText)
     lines.push("", "### The agent's summary", "", result.agent.finalText);
