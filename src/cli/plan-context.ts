@@ -3,6 +3,7 @@ import { homedir } from "node:os";
 import { stateDirectory } from "../common/index.js";
 import {
   hostPathOwner,
+  hostProcessOwner,
   hostEntryKind,
   hostRealpath,
   loadConfig,
@@ -67,5 +68,6 @@ export function planFromConfig(
     realpath: hostRealpath,
     entryKind: hostEntryKind,
     pathOwner: hostPathOwner,
+    invokingUser: hostProcessOwner(),
   });
 }

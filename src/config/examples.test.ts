@@ -122,9 +122,16 @@ describe("examples/config", () => {
       memoryBytes: 2 * 1024 ** 3,
       memorySwapBytes: 2 * 1024 ** 3,
       pidsLimit: 512,
-      env: { CI: "true", LANG: "C.UTF-8" },
+      env: {
+        HOME: "/home/sandbox",
+        USER: "sandbox",
+        LOGNAME: "sandbox",
+        CI: "true",
+        LANG: "C.UTF-8",
+      },
     });
     expect(Object.keys(main?.sandbox.spec?.docker.tmpfs ?? {}).sort()).toEqual([
+      "/home/sandbox",
       "/run",
       "/tmp",
       "/var/tmp",

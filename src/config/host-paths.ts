@@ -54,6 +54,13 @@ export function hostPathOwner(target: string): { uid: number; gid: number } | un
   }
 }
 
+/** The uid and gid this process runs as; undefined where the platform has none. */
+export function hostProcessOwner(): { uid: number; gid: number } | undefined {
+  if (typeof process.getuid !== "function" || typeof process.getgid !== "function")
+    return undefined;
+  return { uid: process.getuid(), gid: process.getgid() };
+}
+
 /**
  * What lstat finds at a host path — a symlink is reported as one, never followed — or undefined
  * when nothing is there (or it cannot be read).

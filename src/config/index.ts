@@ -23,7 +23,7 @@ export {
 } from "./issues.js";
 export { mergeLayers } from "./merge.js";
 export { configJsonSchema } from "./json-schema.js";
-export { hostEntryKind, hostRealpath, hostPathOwner } from "./host-paths.js";
+export { hostEntryKind, hostRealpath, hostPathOwner, hostProcessOwner } from "./host-paths.js";
 export { formatConfigJson5 } from "./format.js";
 export {
   configLocation,

@@ -55,7 +55,12 @@ describe("finding the config file", () => {
       containerPrefix: "cordon",
       workdir: "/workspace",
     });
-    expect(Object.keys(defaults.sandbox.docker.tmpfs).sort()).toEqual(["/run", "/tmp", "/var/tmp"]);
+    expect(Object.keys(defaults.sandbox.docker.tmpfs).sort()).toEqual([
+      "/home/sandbox",
+      "/run",
+      "/tmp",
+      "/var/tmp",
+    ]);
     for (const options of Object.values(defaults.sandbox.docker.tmpfs)) {
       expect(options).toMatch(/size=\d+m/);
     }
@@ -153,6 +158,7 @@ describe("layering: defaults → file → environment → flags", () => {
       "/tmp": "rw,nosuid,nodev,size=256m",
       "/var/tmp": "rw,nosuid,nodev,size=64m",
       "/run": null,
+      "/home/sandbox": "rw,nosuid,nodev,exec,size=512m",
       "/cache": "size=8m",
     });
     expect(loaded.explicit).toMatchObject({ tools: { deny: ["write"] } });

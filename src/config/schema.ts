@@ -39,6 +39,13 @@ export const ulimitNames = [
   "stack",
 ] as const;
 
+/**
+ * HOME in the sandbox: a tmpfs by default (below), given to whichever uid the sandbox runs as
+ * (policy/docker-settings.ts), so HOME and the npm, pip and XDG caches under it are writable on a
+ * read-only root without a passwd entry.
+ */
+export const sandboxHomeDirectory = "/home/sandbox";
+
 /** The built-in defaults, in one place; docs/configuration.md lists the same values. */
 export const configDefaults = {
   model: { primary: "claude-sonnet-4-6", fallbacks: [] as string[] },
@@ -61,6 +68,8 @@ export const configDefaults = {
       "/tmp": "rw,nosuid,nodev,size=256m",
       "/var/tmp": "rw,nosuid,nodev,size=64m",
       "/run": "rw,nosuid,nodev,size=16m",
+      // exec: npx and pip run what they cache there (the workspace is executable anyway).
+      [sandboxHomeDirectory]: "rw,nosuid,nodev,exec,size=512m",
     } as Record<string, string | null>,
     network: "none",
     user: "auto",

@@ -1,6 +1,8 @@
 import type { ConfigIssue, DockerConfig } from "../config/index.js";
 import type { DockerSettings, UlimitSpec, WorkspaceAccess } from "../sandbox/index.js";
-import { parseByteSize } from "../config/index.js";
+import { parseByteSize, sandboxHomeDirectory } from "../config/index.js";
+// The module, not the sandbox index: policy stays free of Docker's client.
+import { parseContainerUser } from "../sandbox/workspace/owner.js";
 import { isWithin, normalizeAbsolute } from "./path-guard.js";
 import { sandboxEnvironment } from "./sandbox-env.js";
 
@@ -9,6 +11,8 @@ export const agentMountPoint = "/agent";
 /** Docker refuses less memory than this. */
 const minimumMemoryBytes = 6 * 1024 * 1024;
 const fallbackUser = "1000:1000";
+/** The name tools read from the environment when the uid has no passwd entry in the image. */
+const sandboxUserName = "sandbox";
 
 export interface DockerSettingsInput {
   docker: DockerConfig;
@@ -17,6 +21,8 @@ export interface DockerSettingsInput {
   workspaceAccess: WorkspaceAccess;
   /** Owner of the agent workspace, when known (for `user: "auto"`). */
   workspaceOwner?: { uid: number; gid: number } | undefined;
+  /** The uid:gid cordon itself runs as (for `user: "auto"` with a private copy); undefined off POSIX. */
+  invokingUser?: { uid: number; gid: number } | undefined;
   /** Refusals (the plan fails) and warnings (the plan goes on, explain shows them). */
   problems: ConfigIssue[];
   warnings: string[];
@@ -186,13 +192,26 @@ export function resolveDockerSettings(input: DockerSettingsInput): DockerSetting
     }
   }
 
-  const env = sandboxEnvironment({
-    env: docker.env,
-    allowedNames: docker.dangerouslyAllowEnvNames,
-    configKey: key("env"),
-    problems,
-    warnings,
-  });
+  const env = {
+    // A home and a name for any uid, passwd entry or not (python's getpass, npm, git read these);
+    // the config's own env comes after and may change them.
+    HOME: sandboxHomeDirectory,
+    USER: sandboxUserName,
+    LOGNAME: sandboxUserName,
+    ...sandboxEnvironment({
+      env: docker.env,
+      allowedNames: docker.dangerouslyAllowEnvNames,
+      configKey: key("env"),
+      problems,
+      warnings,
+    }),
+  };
+  const homeTmpfs = tmpfs[sandboxHomeDirectory];
+  const owner = parseContainerUser(user);
+  if (homeTmpfs !== undefined && owner && !/(^|,)(uid|gid)=/.test(homeTmpfs)) {
+    // A tmpfs is root's unless told otherwise, and the sandbox has no capability to chown it.
+    tmpfs[sandboxHomeDirectory] = `${homeTmpfs},uid=${owner.uid},gid=${owner.gid}`;
+  }
 
   return {
     image: docker.image,
@@ -218,8 +237,11 @@ export function resolveDockerSettings(input: DockerSettingsInput): DockerSetting
 }
 
 /**
- * `"auto"`: the owner of a mounted workspace (so files the agent writes belong to the user), never
- * root; otherwise 1000:1000. An explicit user is taken as written, with a warning for root.
+ * `"auto"`: with a private copy (`none`, `ro`) and cordon not root, cordon's own uid:gid — the copy
+ * is cordon's, and a non-root process cannot give it to anyone else. Otherwise the owner of a
+ * mounted (`ro`, `rw`) workspace, so files the agent writes belong to the user, never root; else
+ * 1000:1000 (root hands its copy over to that user). An explicit user is taken as written, with a warning for
+ * root. The one place the container user is decided; `explain` prints what this returns.
  */
 function resolveUser(input: DockerSettingsInput): string {
   const { docker, key, problems, warnings } = input;
@@ -234,6 +256,8 @@ function resolveUser(input: DockerSettingsInput): string {
     }
     return docker.user;
   }
+  const self = input.invokingUser;
+  if (input.workspaceAccess !== "rw" && self && self.uid !== 0) return `${self.uid}:${self.gid}`;
   const owner = input.workspaceOwner;
   if (input.workspaceAccess === "none" || owner === undefined) return fallbackUser;
   if (owner.uid === 0) {

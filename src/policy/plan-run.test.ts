@@ -544,6 +544,9 @@ describe("hostile bind sources are refused, as written and after symlinks", () =
   });
 });
 
+/** What every sandbox gets before the config's env: a home and a name for any uid. */
+const sandboxIdentity = { HOME: "/home/sandbox", USER: "sandbox", LOGNAME: "sandbox" };
+
 describe("docker settings", () => {
   it("resolves the safe defaults into bytes and a user", () => {
     expect(plan({}).sandbox.spec?.docker).toEqual({
@@ -554,11 +557,13 @@ describe("docker settings", () => {
         "/tmp": "rw,nosuid,nodev,size=256m",
         "/var/tmp": "rw,nosuid,nodev,size=64m",
         "/run": "rw,nosuid,nodev,size=16m",
+        // HOME, given to the sandbox user.
+        "/home/sandbox": "rw,nosuid,nodev,exec,size=512m,uid=1000,gid=1000",
       },
       network: "none",
       user: "1000:1000",
       capDrop: ["ALL"],
-      env: {},
+      env: sandboxIdentity,
       memoryBytes: 1024 ** 3,
       memorySwapBytes: 1024 ** 3,
       cpus: 1,
@@ -683,6 +688,40 @@ describe("docker settings", () => {
       }).sandbox.spec?.docker.user,
     ).toBe("2000:2000");
   });
+
+  it('user "auto" with a private copy: cordon\'s own uid when it is not root, with HOME theirs', () => {
+    const asRunner = { invokingUser: { uid: 1001, gid: 118 } };
+    const seeded = plan({}, asRunner).sandbox.spec?.docker;
+    expect(seeded?.user).toBe("1001:118");
+    expect(seeded?.tmpfs["/home/sandbox"]).toBe("rw,nosuid,nodev,exec,size=512m,uid=1001,gid=118");
+    const ro = { agents: { defaults: { sandbox: { workspaceAccess: "ro" } } } };
+    expect(
+      plan(ro, { ...asRunner, pathOwner: () => ({ uid: 501, gid: 20 }) }).sandbox.spec?.docker.user,
+    ).toBe("1001:118");
+    // rw mounts the user's own files: their owner still decides.
+    const rw = { agents: { defaults: { sandbox: { workspaceAccess: "rw" } } } };
+    expect(
+      plan(rw, { ...asRunner, pathOwner: () => ({ uid: 501, gid: 20 }) }).sandbox.spec?.docker.user,
+    ).toBe("501:20");
+    // Root hands its copy over to 1000:1000, as before.
+    expect(plan({}, { invokingUser: { uid: 0, gid: 0 } }).sandbox.spec?.docker.user).toBe(
+      "1000:1000",
+    );
+    // An explicit user is taken as written; HOME is still made theirs.
+    const explicit = plan(withDocker({ user: "2000" }), asRunner).sandbox.spec?.docker;
+    expect(explicit?.user).toBe("2000");
+    expect(explicit?.tmpfs["/home/sandbox"]).toMatch(/,uid=2000,gid=2000$/);
+  });
+
+  it("leaves a HOME tmpfs the config gives an owner, and a removed one removed", () => {
+    const asRunner = { invokingUser: { uid: 1001, gid: 1001 } };
+    const owned = withDocker({ tmpfs: { "/home/sandbox": "rw,size=8m,uid=7" } });
+    expect(plan(owned, asRunner).sandbox.spec?.docker.tmpfs["/home/sandbox"]).toBe(
+      "rw,size=8m,uid=7",
+    );
+    const removed = withDocker({ tmpfs: { "/home/sandbox": null } });
+    expect(plan(removed, asRunner).sandbox.spec?.docker.tmpfs).not.toHaveProperty("/home/sandbox");
+  });
 });
 
 describe("the sandbox environment", () => {
@@ -700,6 +739,7 @@ describe("the sandbox environment", () => {
         }),
       ).sandbox.spec?.docker.env,
     ).toEqual({
+      ...sandboxIdentity,
       LANG: "C.UTF-8",
       CI: "1",
       GIT_AUTHOR_NAME: "bot",
@@ -739,10 +779,18 @@ describe("the sandbox environment", () => {
         dangerouslyAllowEnvNames: ["NPM_TOKEN"],
       }),
     );
-    expect(result.sandbox.spec?.docker.env).toEqual({ NPM_TOKEN: "s3cret", LANG: "C" });
+    expect(result.sandbox.spec?.docker.env).toEqual({
+      ...sandboxIdentity,
+      NPM_TOKEN: "s3cret",
+      LANG: "C",
+    });
     expect(result.warnings.join("\n")).toMatch(/NPM_TOKEN is passed into the sandbox/);
     const printed = redactPlanSecrets(result);
-    expect(printed.sandbox.spec?.docker.env).toEqual({ NPM_TOKEN: "<redacted>", LANG: "C" });
+    expect(printed.sandbox.spec?.docker.env).toEqual({
+      ...sandboxIdentity,
+      NPM_TOKEN: "<redacted>",
+      LANG: "C",
+    });
     expect(result.sandbox.spec?.docker.env["NPM_TOKEN"]).toBe("s3cret");
     expect(JSON.stringify(printed)).not.toContain("s3cret");
     expect(explainPlan(result)).not.toContain("s3cret");
@@ -770,7 +818,7 @@ describe("the sandbox environment", () => {
         list: [{ id: "a", sandbox: { docker: { env: { B: null } } } }],
       },
     });
-    expect(result.sandbox.spec?.docker.env).toEqual({ A: "1" });
+    expect(result.sandbox.spec?.docker.env).toEqual({ ...sandboxIdentity, A: "1" });
   });
 });
 

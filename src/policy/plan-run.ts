@@ -44,6 +44,8 @@ export interface PlanRunInput {
   entryKind: (p: string) => HostEntryKind | undefined;
   /** Owner of a host path, for `sandbox.docker.user: "auto"`; injected like realpath. */
   pathOwner?: ((p: string) => { uid: number; gid: number } | undefined) | undefined;
+  /** The uid:gid cordon runs as, for `sandbox.docker.user: "auto"`; undefined off POSIX. */
+  invokingUser?: { uid: number; gid: number } | undefined;
   /** Default: the nine built-in tools. */
   catalog?: ToolCatalog | undefined;
   /** The run's own flags: the last, narrowest tool layer. */
@@ -399,6 +401,7 @@ function planSandbox(context: SandboxPlanContext): SandboxSpec {
     key: agent.dockerKey,
     workspaceAccess,
     workspaceOwner: input.pathOwner?.(workspace),
+    invokingUser: input.invokingUser,
     problems,
     warnings,
   });

@@ -5,6 +5,7 @@ import path from "node:path";
 import { createSilentLogger, stateDirectory, type Logger } from "../common/index.js";
 import {
   hostPathOwner,
+  hostProcessOwner,
   hostEntryKind,
   hostRealpath,
   loadConfig,
@@ -206,6 +207,7 @@ export function createRunner(options: RunnerOptions = {}): Runner {
       realpath: hostRealpath,
       entryKind: hostEntryKind,
       pathOwner: hostPathOwner,
+      invokingUser: hostProcessOwner(),
       catalog,
       runTools: {
         allow: request.allowTools ? [...request.allowTools] : undefined,

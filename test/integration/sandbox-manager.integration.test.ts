@@ -414,7 +414,7 @@ describe("DockerSandboxManager", () => {
     expect((await stat(path.join(repo, "README.md"))).uid).toBe(0);
   });
 
-  it("warns when the container user cannot write an rw workspace, and never chowns it", async () => {
+  it("refuses an rw workspace the container user cannot write, naming the fix, and never chowns it", async () => {
     const workspace = path.join(root, "rw-workspace");
     await mkdir(workspace, { mode: 0o755 });
     const s = spec("rw", {
@@ -423,10 +423,16 @@ describe("DockerSandboxManager", () => {
       privateWorkspace: undefined,
       mounts: [{ source: workspace, target: "/workspace", readOnly: false, role: "workspace" }],
     });
-    const lease = await acquire(s);
-    expect(lease.warnings.join("\n")).toMatch(/cannot write the agent workspace/);
-    const write = await recorded(lease.sandbox).run("touch /workspace/x");
-    expect(write.exitCode).not.toBe(0);
+    // Every edit would fail with "Permission denied": no lease, so no agent turn runs on it.
+    const refused = acquire(s);
+    await expect(refused).rejects.toBeInstanceOf(SandboxStartError);
+    await expect(refused).rejects.toMatchObject({
+      exitCode: ExitCode.sandbox,
+      message: expect.stringMatching(
+        /the sandbox user 1000:1000 cannot write \/workspace .*owner 0:0, mode 755/,
+      ) as unknown,
+      fix: expect.stringMatching(/^give uid 1000 write access to it/) as unknown,
+    });
     expect((await stat(workspace)).uid).toBe(0);
   });
 

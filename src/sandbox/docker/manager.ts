@@ -26,6 +26,7 @@ import { SandboxContainers } from "./manager-containers.js";
 import { ImageResolver, type ResolvedImage } from "./manager-image.js";
 import { KeyedLock } from "./manager-lock.js";
 import { SandboxRecords } from "./records.js";
+import { assertWorkspaceWritable } from "./workspace-probe.js";
 import type { SandboxImageOptions } from "./sandbox-image.js";
 
 /** A running container the manager hands to `createSandbox`. */
@@ -247,6 +248,8 @@ export class DockerSandboxManager {
       });
       await watchdog?.assertWithinBudget(signal);
       const result = await this.settleContainer(spec, image, { signal, progress, log });
+      // Before the lease exists, so no agent turn runs on a workspace it cannot write.
+      await assertWorkspaceWritable(this.engine.client, result.info.Id, spec, signal);
       // Counted inside the lock, so the next acquire of this key sees it held.
       this.hold(spec.containerName);
       return result;

@@ -36,7 +36,7 @@ export {
 } from "./disk-watchdog.js";
 export { listGitFiles } from "./git-files.js";
 export { TreeCopier, type CopySummary, type TreeCopierOptions } from "./tree-copy.js";
-export { parseContainerUser, type Owner } from "./owner.js";
+export { parseContainerUser, processUid, type Owner } from "./owner.js";
 export {
   baselineRef,
   diffAgainstBaseline,

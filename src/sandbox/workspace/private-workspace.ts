@@ -82,7 +82,7 @@ export async function ensurePrivateWorkspace(
 ): Promise<PrivateWorkspace> {
   const target = await validatedTarget(spec, options.stateDirectory);
   const warnings: string[] = [];
-  const owner = ownerToApply(spec, warnings);
+  const owner = ownerToApply(spec);
 
   const existing = await lstat(target).catch((error: unknown) => {
     if (isErrno(error, "ENOENT")) return undefined;
@@ -218,7 +218,7 @@ async function handedOverStats(
  * only an agent (or someone by hand) changes its mode once it is in place, and a host-side chown
  * walk over a tree a container can change races with it (a directory swapped for a symlink makes
  * root chown host files). Where cordon could not have given it the workspace in the first place
- * (running as another non-root user), the warning of ownerToApply already said so.
+ * (running as another non-root user), the sandbox's own write probe refuses it with that remedy.
  */
 function refuseUnwritable(target: string, stats: Stats, spec: SandboxSpec): void {
   const user = parseContainerUser(spec.docker.user);
@@ -291,17 +291,15 @@ async function validatedTarget(spec: SandboxSpec, stateDirectory: string): Promi
   return resolved;
 }
 
-/** The owner to give cordon's own copy: the container's user, when this process may chown. */
-function ownerToApply(spec: SandboxSpec, warnings: string[]): Owner | undefined {
+/**
+ * The owner to give cordon's own copy: the container's user, when this process is root. Not root,
+ * cordon keeps it: `user: "auto"` then runs the sandbox as cordon's own uid, and any other user
+ * is refused by the sandbox's write probe (docker/workspace-probe.ts) before the agent starts.
+ */
+function ownerToApply(spec: SandboxSpec): Owner | undefined {
   const owner = parseContainerUser(spec.docker.user);
   const self = processUid();
-  if (!owner || self === undefined || self === owner.uid) return undefined;
-  if (self === 0) return owner;
-  warnings.push(
-    `cordon runs as uid ${self} and cannot give the private workspace to the container user ${spec.docker.user}; ` +
-      `the sandbox may not be able to write /workspace (set sandbox.docker.user to "${self}:${process.getgid?.() ?? self}")`,
-  );
-  return undefined;
+  return owner && self === 0 && owner.uid !== 0 ? owner : undefined;
 }
 
 async function seedInto(

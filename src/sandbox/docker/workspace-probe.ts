@@ -1,0 +1,57 @@
+import { stat } from "node:fs/promises";
+
+import type Docker from "dockerode";
+
+import { SandboxStartError } from "../../common/index.js";
+import type { SandboxSpec } from "../spec.js";
+import { parseContainerUser, processUid } from "../workspace/index.js";
+import { ContainerExec } from "./exec/container-exec.js";
+
+/**
+ * Refuses a sandbox whose user cannot write its `/workspace`, before any agent turn: every edit
+ * would fail with "Permission denied" and the run would still end as if it had worked. Asked of
+ * the container's own kernel (`test -w` as the sandbox user), not worked out from the host's
+ * permission bits, so ACLs, a read-only mount, user namespaces and a uid the host cannot map
+ * all count as they will for the agent.
+ */
+export async function assertWorkspaceWritable(
+  client: Docker,
+  containerId: string,
+  spec: SandboxSpec,
+  signal?: AbortSignal,
+): Promise<void> {
+  const mount = spec.mounts.find((m) => m.role === "workspace");
+  if (!mount) return;
+  const exec = new ContainerExec(client, containerId, spec.containerName, spec.docker.user);
+  const probe = await exec.run(
+    { cmd: ["sh", "-c", 'test -w "$1" && test -x "$1"', "sh", mount.target] },
+    signal,
+  );
+  if (probe.exitCode === 0) return;
+  const found = await stat(mount.source).catch(() => undefined);
+  const detail = found
+    ? `owner ${found.uid}:${found.gid}, mode ${(found.mode & 0o777).toString(8)}`
+    : "it is missing on the host";
+  throw new SandboxStartError(
+    `the sandbox user ${spec.docker.user} cannot write ${mount.target} (${mount.source}, ${detail}): every edit the agent tried would fail`,
+    { fix: remedy(spec, found) },
+  );
+}
+
+function remedy(spec: SandboxSpec, found: { uid: number; gid: number } | undefined): string {
+  if (spec.workspaceAccess === "rw") {
+    // Never suggest running the sandbox as root, even for a workspace root owns.
+    const owner =
+      found && found.uid !== 0
+        ? `set sandbox.docker.user to "${found.uid}:${found.gid}" (the workspace's owner), or `
+        : "";
+    return `${owner}give uid ${parseContainerUser(spec.docker.user)?.uid ?? spec.docker.user} write access to it, or use workspace access "none" (a private copy); cordon does not change your files' owner or mode`;
+  }
+  const user = parseContainerUser(spec.docker.user);
+  const self = processUid();
+  if (self !== undefined && self !== 0 && user?.uid !== self) {
+    // A process that is not root cannot give its copy to another uid.
+    return `set sandbox.docker.user to "auto" (cordon runs as uid ${self} and its private copy is uid ${self}'s), or run cordon as root`;
+  }
+  return `remove it with \`cordon sandbox rm ${spec.containerName}\` and run again (an agent may have changed its mode; cordon does not repair a workspace a container could change)`;
+}

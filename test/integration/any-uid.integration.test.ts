@@ -1,0 +1,346 @@
+/**
+ * The built CLI run as the users people run it as: uid 1001 (the GitHub Actions runner), uid 1000
+ * (the first user of a Linux desktop) and root. Each seeds a copy, lets a scripted agent edit it
+ * and report what the sandbox looks like from inside, shows the change with `cordon diff`, and
+ * fixes a failing test with `cordon fix-tests`. As 1001, a sandbox user that cannot write the
+ * copy is refused before the model is called, and the disk budget falls back to the watchdog.
+ *
+ * The test switches users with setpriv (the process runs as root), giving the Docker socket's
+ * group as a supplementary group: nothing on the host is changed for it, except a passwd entry
+ * for a uid that has none, removed again at the end.
+ */
+import { execFile } from "node:child_process";
+import { chmod, chown, mkdir, mkdtemp, readFile, readdir, stat, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import { promisify } from "node:util";
+
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+
+import { packageRoot } from "../../src/common/index.js";
+import { labelKeys } from "../../src/sandbox/docker/container-options.js";
+import { demoRepo, example } from "../support/demo-repo.js";
+import { dockerClient, removeContainer, requireSandboxImage } from "../support/docker.js";
+import { removeStateDirectory } from "../support/state-directory.js";
+
+const run = promisify(execFile);
+const cli = path.join(packageRoot(), "dist", "cli", "main.js");
+const dockerSocket = "/var/run/docker.sock";
+
+interface Outcome {
+  exitCode: number;
+  stdout: string;
+  stderr: string;
+}
+
+/** A user the CLI runs as, with its own project, HOME and CORDON_HOME, all its own. */
+interface Invoker {
+  uid: number;
+  gid: number;
+  root: string;
+  repo: string;
+  cordonHome: string;
+}
+
+/** The agent fixes the bug, then writes down who it is and what it can write, into the copy. */
+const probingAgent = {
+  version: 1,
+  model: "scripted-prober",
+  turns: [
+    {
+      content: [
+        {
+          type: "tool_use",
+          name: "edit",
+          input: {
+            path: "pricing.py",
+            old_text: "    return subtotal + discount",
+            new_text: "    return subtotal - discount",
+          },
+        },
+      ],
+    },
+    {
+      content: [
+        {
+          type: "tool_use",
+          name: "exec",
+          input: {
+            command: [
+              "{",
+              '  echo "uid $(id -u)"',
+              '  echo "home $HOME"',
+              "  python3 -c 'import getpass; print(\"name\", getpass.getuser())'",
+              '  mkdir -p "$HOME/.cache/pip" && touch "$HOME/.cache/pip/probe" && echo "cache writable"',
+              '  echo "npm cache $(npm config get cache)"',
+              "} > sandbox-facts.txt 2>&1",
+            ].join("\n"),
+          },
+        },
+      ],
+    },
+    { content: [{ type: "text", text: "Fixed the discount, and wrote down what I found." }] },
+  ],
+};
+
+describe("cordon as any uid", () => {
+  let scripts: string;
+  let dockerGid: number;
+  const invokers: Invoker[] = [];
+  const addedUsers: string[] = [];
+
+  beforeAll(async () => {
+    if (process.getuid?.() !== 0) {
+      throw new Error(
+        "this test switches to uids 1000 and 1001: run the integration tests as root",
+      );
+    }
+    await requireSandboxImage();
+    await stat(cli).catch(() => {
+      throw new Error(`${cli} is missing: run \`npm run build\` first`);
+    });
+    dockerGid = (await stat(dockerSocket)).gid;
+    scripts = await mkdtemp(path.join(tmpdir(), "cordon-any-uid-scripts-"));
+    await writeFile(path.join(scripts, "prober.json"), JSON.stringify(probingAgent));
+    // Every user reads the scripts (mkdtemp makes the directory 0700).
+    await chmod(scripts, 0o755);
+  });
+
+  afterAll(async () => {
+    const docker = dockerClient();
+    for (const invoker of invokers) {
+      const mine = await docker.listContainers({
+        all: true,
+        filters: { label: [`${labelKeys.home}=${invoker.cordonHome}`] },
+      });
+      for (const info of mine) await removeContainer(docker.getContainer(info.Id));
+      await removeStateDirectory(invoker.root);
+    }
+    for (const name of addedUsers) await run("userdel", [name]);
+    if (scripts) await removeStateDirectory(scripts);
+  });
+
+  /** A user with that uid (made when the host has none), its project and homes. */
+  async function invoker(uid: number): Promise<Invoker> {
+    let gid = uid;
+    const entry = await run("getent", ["passwd", String(uid)]).catch(() => undefined);
+    if (entry) {
+      gid = Number(entry.stdout.split(":")[3]);
+    } else if (uid !== 0) {
+      const name = `cordon-test-${uid}`;
+      await run("useradd", ["--uid", String(uid), "--user-group", "--no-create-home", name]);
+      addedUsers.push(name);
+      gid = Number((await run("id", ["-g", name])).stdout.trim());
+    }
+    const root = await mkdtemp(path.join(tmpdir(), `cordon-uid-${uid}-`));
+    const repo = path.join(root, "repo");
+    const cordonHome = path.join(root, "cordon-home");
+    const project = await demoRepo();
+    await run("mv", [project, repo]);
+    await run("rm", ["-rf", path.dirname(project)]);
+    await mkdir(path.join(root, "home"));
+    await run("chown", ["-R", `${uid}:${gid}`, root]);
+    await chown(root, uid, gid);
+    const made = { uid, gid, root, repo, cordonHome };
+    invokers.push(made);
+    return made;
+  }
+
+  /** `cordon <args>` in the project, as that user, with the Docker socket's group. */
+  async function cordon(who: Invoker, args: string[], env: NodeJS.ProcessEnv = {}) {
+    const asUser =
+      who.uid === 0
+        ? []
+        : [
+            "setpriv",
+            `--reuid=${who.uid}`,
+            `--regid=${who.gid}`,
+            `--groups=${dockerGid}`,
+            "--inh-caps=-all",
+          ];
+    const command = [...asUser, process.execPath, cli, ...args];
+    try {
+      const { stdout, stderr } = await run(command[0] ?? "", command.slice(1), {
+        cwd: who.repo,
+        env: {
+          PATH: process.env["PATH"],
+          HOME: path.join(who.root, "home"),
+          CORDON_HOME: who.cordonHome,
+          CORDON_CONFIG: "",
+          CORDON_LOG_LEVEL: "silent",
+          ...env,
+        },
+        maxBuffer: 16 << 20,
+      });
+      return { exitCode: 0, stdout, stderr } satisfies Outcome;
+    } catch (error) {
+      const failed = error as { code?: unknown; stdout?: string; stderr?: string };
+      if (typeof failed.code !== "number") throw error;
+      return {
+        exitCode: failed.code,
+        stdout: failed.stdout ?? "",
+        stderr: failed.stderr ?? "",
+      } satisfies Outcome;
+    }
+  }
+
+  async function containerUserOf(who: Invoker): Promise<string[]> {
+    const mine = await dockerClient().listContainers({
+      all: true,
+      filters: { label: [`${labelKeys.home}=${who.cordonHome}`] },
+    });
+    return Promise.all(
+      mine.map(async (info) => (await dockerClient().getContainer(info.Id).inspect()).Config.User),
+    );
+  }
+
+  it.each([
+    // The GitHub Actions runner: the sandbox runs as the runner's own uid.
+    { who: "uid 1001", uid: 1001, sandboxUid: "1001" },
+    { who: "uid 1000", uid: 1000, sandboxUid: "1000" },
+    // Root hands its copy over to 1000 in a closed directory, as before.
+    { who: "root", uid: 0, sandboxUid: "1000" },
+  ])(
+    "as $who: run edits the seeded copy, diff shows it, fix-tests verifies a fix",
+    async ({ uid, sandboxUid }) => {
+      const who = await invoker(uid);
+      const prober = path.join(scripts, "prober.json");
+
+      const edited = await cordon(who, [
+        "run",
+        "--session",
+        "probe",
+        "--model-script",
+        prober,
+        "fix the discount",
+      ]);
+      expect(edited.stderr).not.toMatch(/Permission denied/);
+      expect(edited.exitCode, edited.stderr).toBe(0);
+      expect(await containerUserOf(who)).toEqual([
+        sandboxUid === "1000" ? "1000:1000" : `${who.uid}:${who.gid}`,
+      ]);
+
+      const diff = await cordon(who, ["diff", "--session", "probe"]);
+      expect(diff.exitCode, diff.stderr).toBe(0);
+      expect(diff.stdout).toContain(
+        "-    return subtotal + discount\n+    return subtotal - discount",
+      );
+      // What the agent found inside: its uid, a HOME and caches it can write, a name for tools.
+      expect(diff.stdout).toContain("+uid " + sandboxUid);
+      expect(diff.stdout).toContain("+home /home/sandbox");
+      expect(diff.stdout).toContain("+name sandbox");
+      expect(diff.stdout).toContain("+cache writable");
+      expect(diff.stdout).toContain("+npm cache /home/sandbox/.npm");
+      // The user's project is untouched.
+      expect(await readFile(path.join(who.repo, "pricing.py"), "utf8")).toContain(
+        "return subtotal + discount",
+      );
+
+      const out = path.join(who.root, "fix-tests-out");
+      const fixed = await cordon(who, [
+        "fix-tests",
+        "--test-cmd",
+        "python3 -m unittest -v",
+        "--out",
+        out,
+        "--model-script",
+        example("demo", "script.json"),
+      ]);
+      expect(fixed.exitCode, fixed.stderr).toBe(0);
+      const result = JSON.parse(await readFile(path.join(out, "result.json"), "utf8")) as {
+        status: string;
+        filesChanged: { path: string }[];
+      };
+      expect(result.status).toBe("fixed");
+      expect(result.filesChanged.map((f) => f.path)).toEqual(["pricing.py"]);
+      // The artifacts are the invoking user's to read and upload.
+      expect((await stat(path.join(out, "changes.patch"))).uid).toBe(who.uid);
+    },
+  );
+
+  it("as uid 1001, a sandbox user that cannot write the copy is refused before any model call", async () => {
+    const who = await invoker(1001);
+    const config = path.join(who.root, "config.json5");
+    // A config written for a desktop (uid 1000) used on the runner.
+    await writeFile(
+      config,
+      '{ agents: { defaults: { sandbox: { docker: { user: "1000:1000" } } } } }',
+    );
+    await chown(config, who.uid, who.gid);
+    const refused = await cordon(
+      who,
+      [
+        "run",
+        "--session",
+        "wrong-user",
+        "--model-script",
+        example("demo", "script.json"),
+        "fix it",
+      ],
+      { CORDON_CONFIG: config },
+    );
+    expect(refused.exitCode).toBe(3);
+    expect(refused.stderr).toMatch(
+      /the sandbox user 1000:1000 cannot write \/workspace .*owner 1001:/,
+    );
+    expect(refused.stderr).toMatch(/set sandbox\.docker\.user to "auto" \(cordon runs as uid 1001/);
+    // No turn was taken: the scripted model's first line was never printed, no transcript holds a turn.
+    expect(refused.stdout + refused.stderr).not.toContain("I'll start by running the test suite");
+    const sessions = path.join(who.cordonHome, "sessions");
+    const transcripts = await readdir(sessions, { recursive: true }).catch(() => []);
+    for (const file of transcripts.filter((f) => String(f).endsWith(".jsonl"))) {
+      expect(await readFile(path.join(sessions, String(file)), "utf8")).not.toContain(
+        '"assistant"',
+      );
+    }
+  });
+
+  it("as uid 1001, the disk budget is watched (no mount without root) and a copy past it starts no sandbox", async () => {
+    const who = await invoker(1001);
+    const config = path.join(who.root, "config.json5");
+    await writeFile(config, '{ agents: { defaults: { sandbox: { disk: "16m" } } } }');
+    await chown(config, who.uid, who.gid);
+    const filler = path.join(who.root, "filler.json");
+    await writeFile(
+      filler,
+      JSON.stringify({
+        version: 1,
+        model: "scripted-filler",
+        turns: [
+          {
+            content: [
+              {
+                type: "tool_use",
+                name: "exec",
+                input: { command: "head -c 30000000 /dev/urandom > blob.bin" },
+              },
+            ],
+          },
+          { content: [{ type: "text", text: "Wrote 30 MB." }] },
+        ],
+      }),
+    );
+    const env = { CORDON_CONFIG: config };
+    const first = await cordon(
+      who,
+      ["run", "--session", "fill", "--model-script", filler, "fill"],
+      env,
+    );
+    expect(first.stderr).toMatch(
+      /sandbox\.disk is not enforced: cordon runs without the right to mount/,
+    );
+    // Not a mount: a plain directory cordon measures.
+    const mounts = await readFile("/proc/self/mounts", "utf8");
+    expect(mounts).not.toContain(who.cordonHome);
+
+    const again = await cordon(
+      who,
+      ["run", "--session", "fill", "--model-script", example("demo", "script.json"), "more"],
+      env,
+    );
+    expect(again.exitCode).toBe(3);
+    expect(again.stderr).toMatch(
+      /wrote \d+ MiB to its private workspace .*more than sandbox\.disk allows \(16 MiB\)/,
+    );
+  });
+});
