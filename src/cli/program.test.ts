@@ -68,6 +68,6 @@ describe("cordon help", () => {
     const unknown = await help("sandbox", "lsit");
     expect(unknown.code).toBe(2);
     expect(unknown.err).toMatch(/no command or help topic "sandbox lsit"/);
-    expect(unknown.err).toMatch(/topics are configuration, scripted-model, library/);
+    expect(unknown.err).toMatch(/topics are configuration, scripted-model, library, network/);
   });
 });

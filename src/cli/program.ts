@@ -84,6 +84,10 @@ const helpTopics: Readonly<Record<string, { file: string; summary: string }>> = 
     summary: "the file format of --model-script (a model replayed from a script)",
   },
   library: { file: "library.md", summary: "cordon as a library: createRunner and its pieces" },
+  network: {
+    file: "network.md",
+    summary: "network by allowlist: sandbox.egress, --allow-host, the egress proxy, CA trust",
+  },
 };
 
 function topicList(): string {

@@ -2,6 +2,8 @@ import path from "node:path";
 
 import type { Command } from "commander";
 
+import { nameList } from "./flag-parsers.js";
+
 import { createRunner, type Runner, type RunnerOptions } from "../runner/index.js";
 import type { CliContext } from "./context.js";
 
@@ -11,6 +13,8 @@ export interface PlanFlags {
   session?: string | undefined;
   config?: string | undefined;
   workspace?: string | undefined;
+  /** `--allow-host`, repeatable. */
+  allowHost?: string[] | undefined;
 }
 
 export function addPlanOptions(command: Command): Command {
@@ -21,8 +25,16 @@ export function addPlanOptions(command: Command): Command {
     .option(
       "--workspace <dir>",
       "agent workspace (default: the config's, else the current directory)",
-    );
+    )
+    .option(...allowHostOption);
 }
+
+/** `--allow-host HOST` (repeatable): hosts the sandbox may reach through its egress proxy. */
+export const allowHostOption = [
+  "--allow-host <host>",
+  'a host the sandbox may reach through its egress proxy ("registry.npmjs.org", "*.pythonhosted.org"); repeatable',
+  nameList,
+] as const;
 
 /** A runner configured from the shared flags, exactly as `cordon run` makes it. */
 export function runnerFromFlags(
@@ -36,6 +48,7 @@ export function runnerFromFlags(
     workspace: flags.workspace ? path.resolve(flags.workspace) : undefined,
     modelScript: options.modelScript,
     forceSeededCopy: options.forceSeededCopy,
+    allowHosts: flags.allowHost,
     logger: context.logger,
   });
 }

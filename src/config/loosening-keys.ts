@@ -147,6 +147,14 @@ export const untrustedKeyRules: Readonly<Record<string, KeyRule>> = {
   "sandbox.prune.idleHours": safe("when idle containers are removed; not what they can reach"),
   "sandbox.prune.maxAgeDays": safe("when old containers are removed; not what they can reach"),
 
+  "sandbox.egress.allow": loosening(
+    "lets the sandbox reach these hosts through the egress proxy, and send your code there",
+    nonEmpty,
+  ),
+  "sandbox.egress.trustHostCertificates": safe(
+    "mounts the host's public CA certificates read-only; it opens no route out of the sandbox",
+  ),
+
   "sandbox.docker.image": loosening(
     "runs the sandbox from another local image, which may hold credentials or run as root",
   ),

@@ -59,6 +59,7 @@ export const configDefaults = {
     disk: "10g" as string | number,
     protectGitDir: true,
     prune: { idleHours: 24, maxAgeDays: 7 },
+    egress: { allow: [] as string[], trustHostCertificates: false },
   },
   docker: {
     containerPrefix: "cordon",
@@ -205,6 +206,20 @@ function sandboxSchema<F extends Flavour>(flavour: F) {
     idleHours: field(flavour, z.number().nonnegative(), s.prune.idleHours),
     maxAgeDays: field(flavour, z.number().nonnegative(), s.prune.maxAgeDays),
   });
+  const egress = z
+    .strictObject({
+      allow: field(
+        flavour,
+        z
+          .array(text)
+          .describe(
+            'Hosts the sandbox may reach through the egress proxy: "registry.npmjs.org", "*.pythonhosted.org"',
+          ),
+        [...s.egress.allow],
+      ),
+      trustHostCertificates: field(flavour, z.boolean(), s.egress.trustHostCertificates),
+    })
+    .describe("Network by allowlist: an egress proxy admits only these hosts (docs/network.md)");
   return z.strictObject({
     mode: field(flavour, z.enum(sandboxModes), s.mode),
     scope: field(flavour, z.enum(sandboxScopes), s.scope),
@@ -214,6 +229,7 @@ function sandboxSchema<F extends Flavour>(flavour: F) {
     disk: field(flavour, diskSize, s.disk),
     protectGitDir: field(flavour, z.boolean(), s.protectGitDir),
     prune: section(flavour, prune),
+    egress: section(flavour, egress),
     docker: section(flavour, docker),
   });
 }

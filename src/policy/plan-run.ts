@@ -7,6 +7,7 @@ import { hashOf } from "./config-hash.js";
 import { containerNameOf, scopeKeyOf, workspaceIdOf } from "./container-name.js";
 import { resolveDiskBudget } from "./disk-budget.js";
 import { resolveDockerSettings } from "./docker-settings.js";
+import { planEgress } from "./egress.js";
 import { planMounts, type HostEntryKind } from "./mount-plan.js";
 import {
   isWithin,
@@ -50,6 +51,12 @@ export interface PlanRunInput {
   catalog?: ToolCatalog | undefined;
   /** The run's own flags: the last, narrowest tool layer. */
   runTools?: { allow?: string[] | undefined; deny?: string[] | undefined } | undefined;
+  /**
+   * The run's own egress: `allow` adds hosts to the config's list (`--allow-host`); `only`
+   * replaces the whole list for this plan (a setup phase's `--setup-allow-host`).
+   */
+  runEgress?:
+    { allow?: readonly string[] | undefined; only?: readonly string[] | undefined } | undefined;
 }
 
 export interface RunPlan {
@@ -405,6 +412,20 @@ function planSandbox(context: SandboxPlanContext): SandboxSpec {
     problems,
     warnings,
   });
+  const network = planEgress({
+    config: agent.sandbox.egress,
+    key: (field) => `${agent.sandboxKey("egress")}.${field}`,
+    runAllow: input.runEgress?.allow,
+    phaseAllow: input.runEgress?.only,
+    network: settings.network,
+    networkKey: agent.dockerKey("network"),
+    containerName,
+    entryKind: input.entryKind,
+    problems,
+    explanation,
+  });
+  if (network.egress) settings.network = network.egress.network;
+  Object.assign(settings.env, network.env);
   const mounts = planMounts({
     workspaceAccess,
     protectGitDir: agent.sandbox.protectGitDir,
@@ -425,6 +446,7 @@ function planSandbox(context: SandboxPlanContext): SandboxSpec {
     problems,
     warnings,
   });
+  if (network.caMount) mounts.push(network.caMount);
 
   explanation.push(
     {
@@ -443,6 +465,7 @@ function planSandbox(context: SandboxPlanContext): SandboxSpec {
     seed,
     mounts,
     docker: settings,
+    egress: network.egress,
   };
   return {
     scope,
@@ -457,6 +480,7 @@ function planSandbox(context: SandboxPlanContext): SandboxSpec {
     seed,
     mounts,
     docker: settings,
+    egress: network.egress,
     // Session and agent are labels, not shape: a new session reusing an agent-scoped container
     // must not find it stale.
     configHash: hashOf(hashed),

@@ -121,10 +121,15 @@ export function resolveAgent(config: CordonConfig, agentId: string | undefined):
     ...defaults.sandbox,
     ...Object.fromEntries(
       Object.entries(own ?? {}).filter(
-        ([key, value]) => value !== undefined && key !== "docker" && key !== "prune",
+        ([key, value]) =>
+          value !== undefined && key !== "docker" && key !== "prune" && key !== "egress",
       ),
     ),
     prune: mergeLayers(defaults.sandbox.prune, own?.prune) as SandboxConfig["prune"],
+    // Like docker: one shared container has one network policy, the defaults'.
+    egress: (sharedScope
+      ? defaults.sandbox.egress
+      : mergeLayers(defaults.sandbox.egress, own?.egress)) as SandboxConfig["egress"],
     docker,
   };
 

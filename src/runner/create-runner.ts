@@ -16,7 +16,7 @@ import {
   type LoadedConfig,
 } from "../config/index.js";
 import { builtinToolCatalog, extendToolCatalog, planRun, type RunPlan } from "../policy/index.js";
-import { DockerEngine } from "../sandbox/index.js";
+import { DockerEngine, upstreamProxyFromEnv } from "../sandbox/index.js";
 import { builtinTools, type ToolDefinition } from "../tools/index.js";
 import type { MessageQueue, RunLimits, RunResult, ToolResult } from "./loop/index.js";
 import { createModelClient, type ModelClient, type UserContentBlock } from "./model/index.js";
@@ -59,6 +59,8 @@ export interface RunnerOptions {
   tools?: readonly ToolDefinition[] | undefined;
   /** Where tools run; default Docker containers by scope key, or the host in mode off. */
   sandboxes?: SandboxProvider | undefined;
+  /** Hosts every plan of this runner may reach through the egress proxy (`--allow-host`). */
+  allowHosts?: readonly string[] | undefined;
   /** Runs that may be in flight at once in this runner. Default 4. */
   maxConcurrentRuns?: number | undefined;
   logger?: Logger | undefined;
@@ -89,7 +91,16 @@ export interface RunRequest {
   waitForSession?: boolean | undefined;
 }
 
-export type PlanRequest = Pick<RunRequest, "agentId" | "sessionKey" | "allowTools" | "denyTools">;
+export type PlanRequest = Pick<
+  RunRequest,
+  "agentId" | "sessionKey" | "allowTools" | "denyTools"
+> & {
+  /**
+   * This plan's egress allowlist, replacing the config's and `allowHosts` (a setup phase, e.g.
+   * `npm ci` with the registry allowed, before an agent phase that gets the run's own policy).
+   */
+  phaseAllowHosts?: readonly string[] | undefined;
+};
 
 /** A sandbox held for a one-off command; release it when done (the container stays for reuse). */
 export interface HeldSandbox {
@@ -116,6 +127,7 @@ export interface Runner {
     request?: PlanRequest & {
       signal?: AbortSignal | undefined;
       onProgress?: ProvideSandboxOptions["onProgress"];
+      onEgress?: ProvideSandboxOptions["onEgress"];
     },
   ): Promise<HeldSandbox>;
   /** Removes the sandbox (container and private workspace) a request maps to, if any. */
@@ -162,7 +174,13 @@ export function createRunner(options: RunnerOptions = {}): Runner {
     : builtinToolCatalog;
   const lanes = new SessionLanes({ maxConcurrentRuns: options.maxConcurrentRuns });
   const sandboxes =
-    options.sandboxes ?? defaultSandboxes({ engine: DockerEngine.fromEnv(env), stateDir, logger });
+    options.sandboxes ??
+    defaultSandboxes({
+      engine: DockerEngine.fromEnv(env),
+      stateDir,
+      logger,
+      upstreamProxy: upstreamProxyFromEnv(env),
+    });
 
   let config: Promise<Pick<LoadedConfig, "config" | "source">> | undefined;
   const loadedConfig = (): Promise<Pick<LoadedConfig, "config" | "source">> => {
@@ -213,6 +231,7 @@ export function createRunner(options: RunnerOptions = {}): Runner {
         allow: request.allowTools ? [...request.allowTools] : undefined,
         deny: request.denyTools ? [...request.denyTools] : undefined,
       },
+      runEgress: { allow: options.allowHosts, only: request.phaseAllowHosts },
     });
 
   const acquireSandbox: Runner["acquireSandbox"] = async (request = {}) => {
@@ -220,6 +239,7 @@ export function createRunner(options: RunnerOptions = {}): Runner {
     const lease = await sandboxes.acquire(runPlan, {
       signal: request.signal,
       onProgress: request.onProgress,
+      onEgress: request.onEgress,
     });
     return { plan: runPlan, lease };
   };

@@ -19,7 +19,7 @@ export interface MountSpec {
    * What it is, for `explain` and `sandbox list`. `git-dir`: the real repository's `.git`,
    * read-only over the read-write workspace (`sandbox.protectGitDir`).
    */
-  role: "workspace" | "agent-workspace" | "git-dir" | "bind";
+  role: "workspace" | "agent-workspace" | "git-dir" | "bind" | "ca-certificates";
 }
 
 export interface UlimitSpec {
@@ -65,6 +65,24 @@ export interface DockerSettings {
   runtime?: string | undefined;
 }
 
+/**
+ * Network by allowlist (`sandbox.egress`, docs/network.md): the sandbox sits on an internal Docker
+ * network with no route out; its one way out is its own egress proxy, which admits HTTP and HTTPS
+ * CONNECT to the allowed hosts only. Names are derived from the container name, so the policy
+ * layer decides them and the manager only makes them exist.
+ */
+export interface EgressSpec {
+  /** Host patterns the proxy admits, lowercase: "registry.npmjs.org", "*.pythonhosted.org". */
+  allow: string[];
+  /** The internal network the sandbox is attached to (`docker network create --internal`). */
+  network: string;
+  /** The proxy container: on that network and on the default bridge. */
+  proxyContainer: string;
+  /** The proxy's name on the internal network (what HTTP(S)_PROXY point at). */
+  proxyHost: string;
+  proxyPort: number;
+}
+
 /** A sandbox the manager should provide: which container, built how, with which mounts. */
 export interface SandboxSpec {
   scope: SandboxScope;
@@ -95,6 +113,16 @@ export interface SandboxSpec {
   /** All bind mounts, workspace ones included, in mount order. */
   mounts: MountSpec[];
   docker: DockerSettings;
+  /** Network by allowlist; undefined = only what `docker.network` gives (none by default). */
+  egress?: EgressSpec | undefined;
   /** Hash of everything above that shapes the container (key order ignored). */
   configHash: string;
+}
+
+/**
+ * Whether the sandbox can reach any host (the one predicate for "offline" defaults): through its
+ * egress proxy, or because `sandbox.docker.network` is something other than "none".
+ */
+export function sandboxHasEgress(spec: Pick<SandboxSpec, "egress" | "docker">): boolean {
+  return spec.egress !== undefined || spec.docker.network !== "none";
 }

@@ -6,7 +6,7 @@ import { fixTests } from "../../workflows/index.js";
 import type { CliContext } from "../context.js";
 import { withInterrupt } from "../interrupt.js";
 import { createRunRenderer } from "../render/run-renderer.js";
-import { runnerFromFlags } from "../runner-flags.js";
+import { allowHostOption, runnerFromFlags } from "../runner-flags.js";
 import { durationOf, positiveInteger } from "../flag-parsers.js";
 
 interface FixTestsFlags {
@@ -23,6 +23,7 @@ interface FixTestsFlags {
   allowTestChanges?: boolean;
   keepSandboxes?: boolean;
   json?: boolean;
+  allowHost?: string[];
 }
 
 export function registerFixTestsCommand(program: Command, context: CliContext): void {
@@ -46,12 +47,18 @@ export function registerFixTestsCommand(program: Command, context: CliContext): 
       durationOf("--test-timeout"),
     )
     .option("--allow-test-changes", "accept changes to tests, CI configuration and lockfiles")
+    .option(...allowHostOption)
     .option("--keep-sandboxes", "keep the work and verify sandboxes for inspection")
     .option("--json", "print result.json on stdout")
     .action(async (flags: FixTestsFlags) => {
       const runner = runnerFromFlags(
         context,
-        { agent: flags.agent, config: flags.config, workspace: flags.workspace ?? "." },
+        {
+          agent: flags.agent,
+          config: flags.config,
+          workspace: flags.workspace ?? ".",
+          allowHost: flags.allowHost,
+        },
         { modelScript: flags.modelScript, forceSeededCopy: true },
       );
       const progress = createRunRenderer({

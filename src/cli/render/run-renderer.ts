@@ -100,6 +100,11 @@ export function createRunRenderer(options: RunRendererOptions): RunRenderer {
           options.stderr(`  warning: ${String(warning)}\n`);
         }
         break;
+      case "egress":
+        options.stderr(
+          `· egress ${event["allowed"] ? "allowed" : "REFUSED"}: ${String(event["host"])}:${String(event["port"])}\n`,
+        );
+        break;
       case "tool-call":
         options.stderr(`→ ${describeToolCall(String(event["name"]), event["input"])}\n`);
         break;

@@ -7,6 +7,7 @@ import {
   HostSandbox,
   SandboxInventory,
   type DockerEngine,
+  type UpstreamProxy,
 } from "../../sandbox/index.js";
 import type { PlannedRun } from "./planned-run.js";
 import type {
@@ -20,6 +21,8 @@ export interface DefaultSandboxesOptions {
   /** cordon's state directory: private workspaces and sandbox records live under it. */
   stateDir: string;
   logger?: Logger | undefined;
+  /** The host's own proxy, which egress proxies go through. */
+  upstreamProxy?: UpstreamProxy | undefined;
 }
 
 /**
@@ -32,6 +35,7 @@ export function defaultSandboxes(options: DefaultSandboxesOptions): SandboxProvi
     engine: options.engine,
     stateDirectory: options.stateDir,
     logger: options.logger,
+    upstreamProxy: options.upstreamProxy,
     createSandbox: (container) =>
       new DockerSandbox({
         engine: options.engine,

@@ -51,6 +51,8 @@ export type RunnerEvent =
       sessionKey: string;
       holder: Pick<SessionLockHolder, "pid" | "host" | "since" | "runId">;
     }
+  /** A request the sandbox's egress proxy admitted or refused (docs/network.md). */
+  | { type: "egress"; host: string; port: number; allowed: boolean }
   | {
       type: "sandbox-ready";
       container: string;
@@ -184,6 +186,7 @@ async function runLocked(
   const lease = await options.sandboxes.acquire(plan, {
     signal: options.signal,
     onProgress: (progress) => emit({ type: "sandbox-progress", ...progress }),
+    onEgress: ({ host, port, allowed }) => emit({ type: "egress", host, port, allowed }),
   });
   let session: JsonlSession | undefined;
   try {

@@ -1,4 +1,4 @@
-import type { Sandbox } from "../../sandbox/index.js";
+import type { EgressDecision, Sandbox } from "../../sandbox/index.js";
 import type { PlannedRun } from "./planned-run.js";
 
 /** What acquiring a sandbox reports while it works (image build, seeding, container start). */
@@ -28,6 +28,8 @@ export interface ProvidedSandbox {
 export interface ProvideSandboxOptions {
   signal?: AbortSignal | undefined;
   onProgress?: ((progress: SandboxProgress) => void) | undefined;
+  /** Each request the sandbox's egress proxy admits or refuses while it is held. */
+  onEgress?: ((decision: EgressDecision) => void) | undefined;
 }
 
 /**

@@ -33,3 +33,12 @@ export {
   type SandboxInventoryOptions,
   type SandboxSummary,
 } from "./inventory.js";
+export {
+  EgressProxies,
+  parseEgressLine,
+  squidConfig,
+  upstreamProxyFromEnv,
+  type EgressDecision,
+  type EgressProxySummary,
+  type UpstreamProxy,
+} from "./egress/index.js";

@@ -19,6 +19,7 @@ import type { DockerEngine } from "./engine.js";
 import { SandboxContainers } from "./manager-containers.js";
 import { SandboxRecords, type SandboxRecord } from "./records.js";
 import { SandboxImage, sandboxImageRepository, type SandboxImageOptions } from "./sandbox-image.js";
+import { EgressProxies } from "./egress/index.js";
 
 export type Freshness = "current" | "stale" | "unknown";
 
@@ -48,6 +49,8 @@ export interface SandboxSummary {
   createdAt: string;
   /** The last acquire or release, from the record; the creation time when there is none. */
   lastUsedAt: string;
+  /** Its egress proxy, when it has an allowlist (docs/network.md). */
+  egress?: { proxy: string; state: string; allow: string[] } | undefined;
 }
 
 export interface SandboxInventoryOptions {
@@ -130,6 +133,7 @@ export class SandboxInventory {
   private readonly records: SandboxRecords;
   private readonly containers: SandboxContainers;
   private readonly logger: Logger;
+  private readonly egress: EgressProxies;
 
   constructor(private readonly options: SandboxInventoryOptions) {
     this.engine = options.engine;
@@ -137,15 +141,23 @@ export class SandboxInventory {
     this.records = new SandboxRecords(this.stateDirectory);
     this.containers = new SandboxContainers(options.engine);
     this.logger = options.logger ?? createSilentLogger();
+    this.egress = new EgressProxies({
+      engine: options.engine,
+      stateDirectory: this.stateDirectory,
+      logger: this.logger,
+    });
   }
 
   async list(options: InventoryListOptions = {}): Promise<SandboxSummary[]> {
     const containers = await this.listContainers();
     const records = new Map((await this.records.readAll()).map((r) => [r.containerName, r]));
     const images = new ImageFreshness(this.engine, this.options);
+    const proxies = new Map((await this.egress.list()).map((p) => [p.sandbox, p]));
     const summaries: SandboxSummary[] = [];
     for (const container of containers) {
       const summary = summarize(container, records.get(nameOf(container)));
+      const proxy = proxies.get(summary.name);
+      if (proxy) summary.egress = { proxy: proxy.name, state: proxy.state, allow: proxy.allow };
       summary.imageStatus = await images.of(summary.image, container.ImageID);
       const expected = options.expectedConfigHash?.(summary);
       if (expected !== undefined) {
@@ -171,6 +183,7 @@ export class SandboxInventory {
         });
       }
       const workspaces = await this.disposeWorkspace(record.privateWorkspace, options);
+      await this.egress.remove(name);
       await this.records.remove(name);
       return { name, reason: "requested", ...workspaces };
     }
@@ -181,6 +194,7 @@ export class SandboxInventory {
       });
     }
     await this.containers.remove(info.Id, name);
+    await this.egress.remove(name);
     const workspacePath = labels[labelKeys.privateWorkspace] ?? record?.privateWorkspace;
     const workspaces = await this.disposeWorkspace(workspacePath, options);
     await this.records.remove(name);
@@ -249,6 +263,7 @@ export class SandboxInventory {
       summaries.flatMap((s) => (s.privateWorkspace ? [path.resolve(s.privateWorkspace)] : [])),
     );
     const orphanMinAgeMs = options.orphanMinAgeMs ?? orphanGraceMs;
+    await this.pruneOrphanProxies(live, now - orphanMinAgeMs, report);
     await this.pruneOrphanRecords(live, referenced, now - orphanMinAgeMs, report);
     await this.pruneOrphanDirectories(referenced, now - orphanMinAgeMs, report);
     return report;
@@ -279,6 +294,27 @@ export class SandboxInventory {
       return "idle";
     }
     return undefined;
+  }
+
+  /**
+   * Egress proxies and networks whose sandbox container is gone (removed by hand). A sandbox
+   * being created makes its proxy first: young ones are left alone (like orphaned workspaces),
+   * and the container is looked for again right before.
+   */
+  private async pruneOrphanProxies(
+    live: Set<string>,
+    madeBefore: number,
+    report: PruneReport,
+  ): Promise<void> {
+    for (const { sandbox, createdAtMs } of await this.egress.owners()) {
+      if (live.has(sandbox) || !(createdAtMs < madeBefore)) continue;
+      if (await this.containers.inspect(sandbox)) continue;
+      report.orphans.push({
+        path: `${sandbox}-egress`,
+        reason: `egress proxy and network of ${sandbox}, whose container is gone`,
+      });
+      if (!report.dryRun) await this.egress.remove(sandbox);
+    }
   }
 
   private async pruneOrphanRecords(

@@ -28,6 +28,7 @@ import { KeyedLock } from "./manager-lock.js";
 import { SandboxRecords } from "./records.js";
 import { assertWorkspaceWritable } from "./workspace-probe.js";
 import type { SandboxImageOptions } from "./sandbox-image.js";
+import { EgressProxies, type EgressDecision, type UpstreamProxy } from "./egress/index.js";
 
 /** A running container the manager hands to `createSandbox`. */
 export interface ManagedContainer {
@@ -60,6 +61,8 @@ export interface AcquireOptions {
   onProgress?: ((event: AcquireProgress) => void) | undefined;
   /** Prune limits for this acquire (the plan's `sandbox.prune`); default: the manager's `prune`. */
   prune?: AutoPruneOptions | undefined;
+  /** Each request the sandbox's egress proxy admits or refuses while this lease is held. */
+  onEgress?: ((decision: EgressDecision) => void) | undefined;
 }
 
 /** A sandbox held by one user of the manager; `release()` when done (idempotent). */
@@ -95,6 +98,8 @@ export interface DockerSandboxManagerOptions {
   image?: string | undefined;
   /** How to build the built-in image when it is missing. */
   imageOptions?: SandboxImageOptions | undefined;
+  /** The host's own proxy, which egress proxies go through (`upstreamProxyFromEnv`). */
+  upstreamProxy?: UpstreamProxy | undefined;
   /** Extra labels on every container created (tests mark theirs). */
   extraLabels?: Record<string, string> | undefined;
   /** Wraps a running container in the `Sandbox` tools talk to. */
@@ -165,6 +170,7 @@ export class DockerSandboxManager {
   private readonly locks = new KeyedLock();
   private readonly holders = new Map<string, number>();
   private readonly inventory: SandboxInventory;
+  private readonly egress: EgressProxies;
   private readonly autoPrune: AutoPruneOptions | undefined;
   private readonly heartbeatMs: number;
   private readonly diskWatchdogMs: number | undefined;
@@ -194,6 +200,13 @@ export class DockerSandboxManager {
       logger: this.logger,
       image: options.image,
       imageOptions: options.imageOptions,
+    });
+    this.egress = new EgressProxies({
+      engine: options.engine,
+      stateDirectory: this.stateDirectory,
+      upstream: options.upstreamProxy,
+      imageOptions: { baseImage: options.imageOptions?.baseImage },
+      logger: this.logger,
     });
     this.autoPrune = options.prune;
     this.heartbeatMs = options.heartbeatMs ?? 60_000;
@@ -232,6 +245,7 @@ export class DockerSandboxManager {
       onOutput: (text) => progress("image", text),
     });
 
+    const acquiredAt = Date.now();
     let watchdog: DiskWatchdog | undefined;
     const settled = await this.locks.run(spec.containerName, async () => {
       throwIfAborted(signal, "sandbox acquire");
@@ -260,10 +274,16 @@ export class DockerSandboxManager {
         log.error({ err: killError }, "cannot stop a sandbox over its disk budget");
       });
     });
+    const egress = spec.egress;
+    const stopFollowing =
+      egress && options.onEgress && !settled.stale
+        ? this.egress.follow(egress, acquiredAt, options.onEgress)
+        : undefined;
     let released = false;
     const release = async (): Promise<void> => {
       if (released) return;
       released = true;
+      stopFollowing?.();
       watchdog?.stop();
       this.unhold(spec.containerName);
       await this.touchRecord(spec.containerName);
@@ -524,6 +544,13 @@ export class DockerSandboxManager {
         await this.containers.remove(info.Id, name);
         continue;
       }
+      // Its proxy may have been stopped or removed meanwhile (an engine restart, docker rm).
+      if (spec.egress) {
+        await this.egress.ensure(spec, {
+          signal: context.signal,
+          onProgress: (message) => context.progress("start", message),
+        });
+      }
       context.progress("reuse", `reusing ${name}`);
       return { info, fresh: false, stale: false };
     }
@@ -589,6 +616,8 @@ export class DockerSandboxManager {
     progress: (phase: AcquirePhase, message: string) => void,
   ): Promise<Docker.ContainerInspectInfo | undefined> {
     const name = spec.containerName;
+    // The network and proxy first: the container is created on that network.
+    await this.egress.ensure(spec, { onProgress: (message) => progress("start", message) });
     const options = createContainerOptions({
       spec,
       image: image.reference,

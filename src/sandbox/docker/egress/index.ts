@@ -1,0 +1,10 @@
+export {
+  EgressProxies,
+  egressLabels,
+  type EgressProxiesOptions,
+  type EgressProxySummary,
+} from "./egress-proxies.js";
+export { parseEgressLine, type EgressDecision } from "./access-log.js";
+export { squidConfig } from "./squid-config.js";
+export { upstreamProxyFromEnv, type UpstreamProxy } from "./upstream-proxy.js";
+export { EgressProxyImage, egressProxyImageRepository } from "./proxy-image.js";
