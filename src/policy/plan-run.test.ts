@@ -5,6 +5,7 @@ import { parseConfig } from "../config/index.js";
 import { containerNameOf, maxContainerNameLength, workspaceIdOf } from "./container-name.js";
 import { canonicalJson, hashOf } from "./config-hash.js";
 import { explainPlan, redactPlanSecrets } from "./explain.js";
+import { offlineEnvironment } from "./offline-defaults.js";
 import { planRun } from "./plan-run.js";
 import { normalizeSessionKey } from "./session-key.js";
 import {
@@ -563,7 +564,7 @@ describe("docker settings", () => {
       network: "none",
       user: "1000:1000",
       capDrop: ["ALL"],
-      env: sandboxIdentity,
+      env: { ...offlineEnvironment, ...sandboxIdentity },
       memoryBytes: 1024 ** 3,
       memorySwapBytes: 1024 ** 3,
       cpus: 1,
@@ -739,6 +740,7 @@ describe("the sandbox environment", () => {
         }),
       ).sandbox.spec?.docker.env,
     ).toEqual({
+      ...offlineEnvironment,
       ...sandboxIdentity,
       LANG: "C.UTF-8",
       CI: "1",
@@ -746,6 +748,25 @@ describe("the sandbox environment", () => {
       SSL_CERT_FILE: "/c.pem",
       PATH: "/bin",
     });
+  });
+
+  it("tells a sandbox with no network it is offline (installs fail in seconds); one with a network is not told", () => {
+    const offline = plan(withDocker({ env: { NPM_CONFIG_OFFLINE: "false" } })).sandbox.spec;
+    expect(offline?.docker.env).toEqual({
+      ...offlineEnvironment,
+      ...sandboxIdentity,
+      NPM_CONFIG_OFFLINE: "false",
+    });
+    expect(offline?.docker.env["PIP_NO_INDEX"]).toBe("1");
+    const online = plan(withDocker({ network: "bridge", env: { CI: "1" } })).sandbox.spec;
+    expect(online?.docker.env).toEqual({ ...sandboxIdentity, CI: "1" });
+    // An allowlist is a network too: npm must be free to reach the allowed registry.
+    const allowlisted = plan(withDocker({}, { egress: { allow: ["registry.npmjs.org"] } })).sandbox
+      .spec;
+    expect(allowlisted?.egress?.allow).toEqual(["registry.npmjs.org"]);
+    for (const name of Object.keys(offlineEnvironment)) {
+      expect(allowlisted?.docker.env).not.toHaveProperty(name);
+    }
   });
 
   it.each([
@@ -780,6 +801,7 @@ describe("the sandbox environment", () => {
       }),
     );
     expect(result.sandbox.spec?.docker.env).toEqual({
+      ...offlineEnvironment,
       ...sandboxIdentity,
       NPM_TOKEN: "s3cret",
       LANG: "C",
@@ -787,6 +809,7 @@ describe("the sandbox environment", () => {
     expect(result.warnings.join("\n")).toMatch(/NPM_TOKEN is passed into the sandbox/);
     const printed = redactPlanSecrets(result);
     expect(printed.sandbox.spec?.docker.env).toEqual({
+      ...offlineEnvironment,
       ...sandboxIdentity,
       NPM_TOKEN: "<redacted>",
       LANG: "C",
@@ -818,7 +841,11 @@ describe("the sandbox environment", () => {
         list: [{ id: "a", sandbox: { docker: { env: { B: null } } } }],
       },
     });
-    expect(result.sandbox.spec?.docker.env).toEqual({ ...sandboxIdentity, A: "1" });
+    expect(result.sandbox.spec?.docker.env).toEqual({
+      ...offlineEnvironment,
+      ...sandboxIdentity,
+      A: "1",
+    });
   });
 });
 

@@ -8,6 +8,7 @@ import { containerNameOf, scopeKeyOf, workspaceIdOf } from "./container-name.js"
 import { resolveDiskBudget } from "./disk-budget.js";
 import { resolveDockerSettings } from "./docker-settings.js";
 import { planEgress } from "./egress.js";
+import { withOfflineDefaults } from "./offline-defaults.js";
 import { planMounts, type HostEntryKind } from "./mount-plan.js";
 import {
   isWithin,
@@ -426,6 +427,8 @@ function planSandbox(context: SandboxPlanContext): SandboxSpec {
   });
   if (network.egress) settings.network = network.egress.network;
   Object.assign(settings.env, network.env);
+  // After egress: only a sandbox left with no network at all is told it is offline.
+  settings.env = withOfflineDefaults(settings.network, settings.env);
   const mounts = planMounts({
     workspaceAccess,
     protectGitDir: agent.sandbox.protectGitDir,

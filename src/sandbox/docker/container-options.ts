@@ -78,6 +78,9 @@ export function createContainerOptions(
       Target: mount.target,
       ReadOnly: mount.readOnly,
     })),
+    // NetworkMode "none" alone isolates: a namespace with only loopback. NetworkDisabled is not
+    // set because on Docker 20.10 it also skips writing /etc/hosts (and drops ExtraHosts), so
+    // `localhost` did not resolve and a test suite's local server could not be reached.
     Dns: [...docker.dns],
     ExtraHosts: [...docker.extraHosts],
     // Logs of `sleep infinity` are empty; a bounded driver keeps a chatty process from filling disk.
@@ -109,7 +112,6 @@ export function createContainerOptions(
       ...(spec.privateWorkspace ? { [labelKeys.privateWorkspace]: spec.privateWorkspace } : {}),
       ...(input.stateDirectory ? { [labelKeys.home]: input.stateDirectory } : {}),
     },
-    NetworkDisabled: docker.network === "none",
     HostConfig: hostConfig,
   };
 }
