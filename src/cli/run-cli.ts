@@ -1,7 +1,15 @@
 import { CommanderError } from "commander";
 
-import { CordonError, ExitCode, createLogger, exitCodeOf, messageOf } from "../common/index.js";
-import type { LogLevel } from "../common/index.js";
+import {
+  ConfigError,
+  CordonError,
+  ExitCode,
+  createLogger,
+  exitCodeOf,
+  logLevels,
+  messageOf,
+  type LogLevel,
+} from "../common/index.js";
 import { createProgram } from "./program.js";
 import type { CliContext } from "./context.js";
 
@@ -28,6 +36,17 @@ const processOutput: CliOutput = {
   },
 };
 
+/** `CORDON_LOG_LEVEL`, checked: pino fails deep inside on a level it does not know. */
+function logLevelOf(env: NodeJS.ProcessEnv): LogLevel {
+  const value = env["CORDON_LOG_LEVEL"];
+  if (value === undefined || value === "") return "info";
+  const level = logLevels.find((known) => known === value);
+  if (level) return level;
+  throw new ConfigError(`CORDON_LOG_LEVEL=${value} is not a log level`, {
+    fix: `set it to one of ${logLevels.join(", ")}, or unset it (default info)`,
+  });
+}
+
 /**
  * The CLI boundary: builds the program, runs it, and turns every failure into one clear line on
  * stderr (with the fix, when there is one) and the exit code of DESIGN.md §7.
@@ -37,15 +56,19 @@ export async function runCli(
   env: NodeJS.ProcessEnv,
   output: CliOutput = processOutput,
 ): Promise<number> {
-  const context: CliContext = {
-    env,
-    logger: createLogger({ level: (env["CORDON_LOG_LEVEL"] as LogLevel | undefined) ?? "info" }),
-    stdout: output.stdout,
-    stderr: output.stderr,
-    readStdin: output.readStdin ?? readProcessStdin,
-    exitCode: ExitCode.success,
-  };
   try {
+    const context: CliContext = {
+      env,
+      logger: createLogger({
+        level: logLevelOf(env),
+        // https://no-color.org: present and not empty.
+        color: !env["NO_COLOR"],
+      }),
+      stdout: output.stdout,
+      stderr: output.stderr,
+      readStdin: output.readStdin ?? readProcessStdin,
+      exitCode: ExitCode.success,
+    };
     const program = await createProgram(context, argv);
     await program.parseAsync([...argv]);
     return context.exitCode;
@@ -54,7 +77,7 @@ export async function runCli(
       // Help and version are "errors" to commander; their output is already printed.
       return error.exitCode === 0 ? ExitCode.success : ExitCode.usage;
     }
-    context.stderr(formatError(error, env["CORDON_DEBUG"] === "1"));
+    output.stderr(formatError(error, env["CORDON_DEBUG"] === "1"));
     return exitCodeOf(error);
   }
 }

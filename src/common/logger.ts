@@ -3,13 +3,16 @@ import { pino, type Logger as PinoLogger, type DestinationStream } from "pino";
 /** The logger every module takes; a pino logger, so `child()` binds context fields. */
 export type Logger = PinoLogger;
 
-export type LogLevel = "fatal" | "error" | "warn" | "info" | "debug" | "trace" | "silent";
+export const logLevels = ["fatal", "error", "warn", "info", "debug", "trace", "silent"] as const;
+export type LogLevel = (typeof logLevels)[number];
 
 export interface LoggerOptions {
   /** Default "info"; `CORDON_LOG_LEVEL` is read by the CLI, never here. */
   level?: LogLevel | undefined;
   /** Pretty, human output (default: when stderr is a TTY). Otherwise one JSON object a line. */
   pretty?: boolean | undefined;
+  /** Colours in pretty output (default true; the CLI turns them off for NO_COLOR). */
+  color?: boolean | undefined;
   /** Where lines go; default stderr, since stdout carries only results (DESIGN.md §7). */
   destination?: DestinationStream | undefined;
 }
@@ -53,7 +56,7 @@ export function createLogger(options: LoggerOptions = {}): Logger {
         target: "pino-pretty",
         options: {
           destination: 2,
-          colorize: true,
+          colorize: options.color ?? true,
           ignore: "pid,hostname",
           translateTime: "HH:MM:ss",
         },

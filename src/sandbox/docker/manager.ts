@@ -231,10 +231,11 @@ export class DockerSandboxManager {
       log.debug({ phase }, message);
       options.onProgress?.({ phase, message });
     };
+    // A warning reaches the user once: in the lease (the CLI prints the `sandbox-ready` event's
+    // warnings), not also as a log line and a progress line.
     const warn = (message: string, phase: AcquirePhase = "workspace"): void => {
       warnings.push(message);
-      log.warn(message);
-      options.onProgress?.({ phase, message: `warning: ${message}` });
+      log.debug({ phase }, message);
     };
     throwIfAborted(signal, "sandbox acquire");
 

@@ -1,0 +1,108 @@
+/**
+ * The built CLI as a process in the places a shell puts it: a pipe whose reader leaves early, a
+ * terminal (under script(1)) with and without NO_COLOR, a bad environment value.
+ */
+import { execFile, spawn } from "node:child_process";
+import { appendFile, mkdtemp, rm, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import { promisify } from "node:util";
+
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+
+import { packageRoot } from "../../src/common/index.js";
+import { demoRepo } from "../support/demo-repo.js";
+import { removeStateDirectory } from "../support/state-directory.js";
+
+const cli = path.join(packageRoot(), "dist", "cli", "main.js");
+const escape = "\u001b[";
+
+describe("the CLI process and its surroundings", () => {
+  let home: string;
+  let repo: string;
+
+  const env = (extra: NodeJS.ProcessEnv = {}): NodeJS.ProcessEnv => ({
+    PATH: process.env["PATH"],
+    HOME: process.env["HOME"],
+    CORDON_HOME: home,
+    ...extra,
+  });
+
+  beforeAll(async () => {
+    home = await mkdtemp(path.join(tmpdir(), "cordon-plumbing-home-"));
+    repo = await demoRepo();
+  });
+
+  afterAll(async () => {
+    await promisify(execFile)(process.execPath, [cli, "sandbox", "rm", "--all"], { env: env() });
+    await removeStateDirectory(home);
+    await rm(path.dirname(repo), { recursive: true, force: true });
+  });
+
+  it("ends quietly, as a SIGPIPE would, when the reader of its output goes away", async () => {
+    const child = spawn(process.execPath, [cli, "help", "configuration"], {
+      env: env(),
+      stdio: ["ignore", "pipe", "pipe"],
+    });
+    // The reader leaves before the first line: every write of the guide meets a closed pipe.
+    child.stdout.destroy();
+    let stderr = "";
+    child.stderr.setEncoding("utf8").on("data", (chunk: string) => (stderr += chunk));
+    const code = await new Promise<number | null>((resolve) => child.on("close", resolve));
+    expect(stderr).toBe("");
+    expect(code).toBe(141);
+  });
+
+  it("refuses an unknown CORDON_LOG_LEVEL in one line with the levels it knows", async () => {
+    const failed = await promisify(execFile)(process.execPath, [cli, "sandbox", "explain"], {
+      cwd: repo,
+      env: env({ CORDON_LOG_LEVEL: "verbose" }),
+    }).then(
+      () => ({ code: 0, stdout: "", stderr: "" }),
+      (error: unknown) => error as { code: number; stdout: string; stderr: string },
+    );
+    expect(failed.code).toBe(2);
+    expect(failed.stdout).toBe("");
+    expect(failed.stderr).toBe(
+      "cordon: CORDON_LOG_LEVEL=verbose is not a log level\n" +
+        "  fix: set it to one of fatal, error, warn, info, debug, trace, silent, or unset it (default info)\n",
+    );
+  });
+
+  it("on a terminal prints a warning once, in colour unless NO_COLOR is set", async () => {
+    // A repository's config with a corrupted trust store: loading it warns.
+    await writeFile(path.join(repo, "cordon.json5"), `{ tools: { deny: ["exec"] } }`);
+    await writeFile(path.join(home, "trusted-configs.json"), "{ not json");
+    const onTerminal = async (extra: NodeJS.ProcessEnv): Promise<string> => {
+      const command = `${JSON.stringify(process.execPath)} ${JSON.stringify(cli)} sandbox explain >/dev/null`;
+      const { stdout } = await promisify(execFile)("script", ["-qec", command, "/dev/null"], {
+        cwd: repo,
+        env: env({ TERM: "xterm", ...extra }),
+      });
+      return stdout;
+    };
+    const plain = await onTerminal({ NO_COLOR: "1" });
+    expect(plain.match(/trust store .* is not valid JSON/g)).toHaveLength(1);
+    expect(plain).not.toContain(escape);
+    const coloured = await onTerminal({});
+    expect(coloured.match(/trust store .* is not valid JSON/g)).toHaveLength(1);
+    expect(coloured).toContain(escape);
+  });
+
+  it("prints a sandbox warning once, not also as a log line and a progress line", async () => {
+    // A repository whose git config git cannot parse: seeding the private copy warns.
+    await appendFile(path.join(repo, ".git", "config"), "[core\n broken");
+    const script = path.join(home, "script.json");
+    await writeFile(
+      script,
+      JSON.stringify({ version: 1, turns: [{ content: [{ type: "text", text: "All done." }] }] }),
+    );
+    const { stdout, stderr } = await promisify(execFile)(
+      process.execPath,
+      [cli, "run", "--model-script", script, "--session", "warn-once", "say done"],
+      { cwd: repo, env: env() },
+    );
+    expect(stdout).toBe("All done.\n");
+    expect(stderr.match(/ignored the git config .* which git cannot parse/g)).toHaveLength(1);
+  });
+});
