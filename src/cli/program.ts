@@ -61,6 +61,14 @@ const commandModules: readonly CommandModule[] = [
     load: async () => [(await import("./commands/sessions.js")).registerSessionsCommand],
   },
   {
+    commands: { ps: "runs in progress, their sandboxes and what they are doing" },
+    load: async () => [(await import("./commands/ps.js")).registerPsCommand],
+  },
+  {
+    commands: { logs: "a session's run events; -f follows a run in progress" },
+    load: async () => [(await import("./commands/logs.js")).registerLogsCommand],
+  },
+  {
     commands: { sandbox: "the sandboxes cordon manages: list, explain, rm, prune" },
     load: async () => [
       (await import("./commands/sandbox-command.js")).registerSandboxCommands,

@@ -269,4 +269,49 @@ describe("one session, several cordon processes", () => {
     ]);
     expect(await readSessionLock(files.lock)).toBeUndefined();
   });
+
+  it("ps shows a live run with its sandbox, and logs -f follows it until it ends", async () => {
+    const session = sessionName("watched");
+    const running = await run(session, [exec("sleep 3; echo watched-slept"), say("watched done")]);
+    const ready = await running.waitFor("sandbox-ready");
+    await running.waitFor("tool-call");
+
+    const ps = cordon(["ps", "--json"]);
+    const follow = cordon(["logs", "-f", "--workspace", repo, "--session", session]);
+    expect(await ps.exited).toBe(0);
+    expect(JSON.parse(ps.stdout())).toContainEqual(
+      expect.objectContaining({
+        sessionKey: `agent:main:${session}`,
+        pid: running.child.pid,
+        state: "running",
+        sandbox: ready["container"],
+        workspace: repo,
+        doing: "running exec sleep 3; echo watched-slept",
+      }),
+    );
+
+    expect(await follow.exited).toBe(0);
+    expect(await running.exited).toBe(0);
+    // Started while the tool ran, it printed what came after: the result and the final answer.
+    expect(follow.stdout()).toContain("→ exec sleep 3; echo watched-slept");
+    expect(follow.stdout()).toContain("ok: watched-slept");
+    expect(follow.stdout()).toContain("watched done");
+    expect(follow.stdout()).toContain("ended: completed · 2 turns");
+
+    const after = cordon(["ps", "--json"]);
+    expect(await after.exited).toBe(0);
+    expect(JSON.parse(after.stdout())).not.toContainEqual(
+      expect.objectContaining({ sessionKey: `agent:main:${session}` }),
+    );
+    const json = cordon(["logs", "--json", "--workspace", repo, "--session", session]);
+    expect(await json.exited).toBe(0);
+    const records = json
+      .stdout()
+      .trim()
+      .split("\n")
+      .map((line) => JSON.parse(line) as Envelope);
+    // The same records, with the same seq, as the run's own stream-json (less the deltas).
+    const streamed = running.events.filter((event) => !event.type.endsWith("-delta"));
+    expect(records.map((r) => [r["seq"], r.type])).toEqual(streamed.map((e) => [e["seq"], e.type]));
+  });
 });

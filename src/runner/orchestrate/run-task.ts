@@ -25,8 +25,10 @@ import {
 import type { ModelClient, UserContentBlock } from "../model/index.js";
 import {
   JsonlSession,
+  RunEventsLog,
   SessionLanes,
   acquireSessionLock,
+  sessionFiles,
   type SessionLockHolder,
 } from "../session/index.js";
 import { refusalFor, type PlannedRun } from "./planned-run.js";
@@ -38,6 +40,8 @@ export type RunnerEvent =
   | {
       type: "plan";
       agentId: string;
+      /** The agent workspace on the host. */
+      workspace: string;
       sandboxed: boolean;
       reason: string;
       workspaceAccess: string;
@@ -105,7 +109,10 @@ export async function runTask(options: RunTaskOptions): Promise<RunResult> {
   const plan = options.plan;
   const logger = (options.logger ?? createSilentLogger()).child({ runId });
   const modelId = options.modelId ?? plan.agent.model.primary;
+  // The session's events file, for `cordon logs` and `cordon ps`; written once the lock is held.
+  const eventsLog = new RunEventsLog(runId, logger);
   const emit = (event: RunnerEvent): void => {
+    eventsLog.record(event);
     try {
       options.onEvent?.(event);
     } catch (error) {
@@ -117,6 +124,7 @@ export async function runTask(options: RunTaskOptions): Promise<RunResult> {
   emit({
     type: "plan",
     agentId: plan.agent.id,
+    workspace: plan.agent.workspace,
     sandboxed: plan.sandbox.enabled,
     reason: plan.sandbox.reason,
     workspaceAccess: plan.sandbox.workspaceAccess,
@@ -128,24 +136,38 @@ export async function runTask(options: RunTaskOptions): Promise<RunResult> {
   try {
     return await lanes.run(
       plan.sessionKey,
-      () => runInLane(options, runId, modelId, emit, logger),
+      () => runInLane(options, { runId, modelId, emit, logger, eventsLog }),
       options.signal,
     );
   } catch (error) {
-    const result = failedRunResult(runId, plan.sessionKey, error);
-    logger.debug({ err: error }, "run failed before the agent loop");
-    emit({ type: "run-end", ...result });
-    return result;
+    return endBeforeLoop(runId, plan.sessionKey, error, emit, logger);
   }
 }
 
-async function runInLane(
-  options: RunTaskOptions,
+/** A run that failed before its loop: its result, announced with the one `run-end`. */
+function endBeforeLoop(
   runId: string,
-  modelId: string,
+  sessionKey: string,
+  error: unknown,
   emit: (event: RunnerEvent) => void,
   logger: Logger,
-): Promise<RunResult> {
+): RunResult {
+  const result = failedRunResult(runId, sessionKey, error);
+  logger.debug({ err: error }, "run failed before the agent loop");
+  emit({ type: "run-end", ...result });
+  return result;
+}
+
+interface RunContext {
+  runId: string;
+  modelId: string;
+  emit: (event: RunnerEvent) => void;
+  logger: Logger;
+  eventsLog: RunEventsLog;
+}
+
+async function runInLane(options: RunTaskOptions, run: RunContext): Promise<RunResult> {
+  const { runId, modelId, emit, logger } = run;
   const plan = options.plan;
   // Lanes order the runs of this process; the lock orders them across processes. It is taken
   // before the session is opened: opening repairs tool calls left without a result, which would
@@ -167,8 +189,17 @@ async function runInLane(
       }),
   });
   try {
-    return await runLocked(options, runId, modelId, emit, logger);
+    run.eventsLog.attach(
+      sessionFiles(options.stateDir, plan.sessionKey, plan.agent.workspaceId).events,
+    );
+    try {
+      return await runLocked(options, runId, modelId, emit, logger);
+    } catch (error) {
+      // Ended here, under the lock, so the run-end is in the events file too.
+      return endBeforeLoop(runId, plan.sessionKey, error, emit, logger);
+    }
   } finally {
+    await run.eventsLog.flushed();
     await lock.release().catch((error: unknown) => {
       logger.warn({ err: error }, "releasing the session lock failed");
     });

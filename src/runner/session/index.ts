@@ -23,3 +23,18 @@ export {
   type SessionLockHolder,
 } from "./session-lock.js";
 export { syntheticToolResult, type TranscriptItem } from "./transcript.js";
+export {
+  RunEventsLog,
+  readRunEvents,
+  runEventRecordSchema,
+  runEventsFileInfo,
+  type RunEventRecord,
+} from "./run-events-log.js";
+export {
+  listLockedSessions,
+  readRunActivity,
+  summarizeRun,
+  type LockedSession,
+  type RunActivity,
+} from "./active-runs.js";
+export { findSession, type FindSessionOptions } from "./find-session.js";

@@ -1,0 +1,78 @@
+import { appendFile, mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import path from "node:path";
+
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+
+import { summarizeRun } from "./active-runs.js";
+import { RunEventsLog, readRunEvents } from "./run-events-log.js";
+
+describe("a session's events file", () => {
+  let dir: string;
+  let file: string;
+
+  beforeEach(async () => {
+    dir = await mkdtemp(path.join(tmpdir(), "cordon-run-events-"));
+    file = path.join(dir, "s.events.jsonl");
+  });
+  afterEach(async () => {
+    await rm(dir, { recursive: true, force: true });
+  });
+
+  it("keeps the events from before the lock, then appends in order with stream-json's seq, without deltas", async () => {
+    const log = new RunEventsLog("run-1");
+    log.record({ type: "run-start" });
+    log.record({ type: "plan" });
+    expect((await readRunEvents(file)).records).toEqual([]);
+    log.attach(file);
+    log.record({ type: "text-delta", text: "hel" } as { type: string });
+    log.record({ type: "assistant-message" });
+    await log.flushed();
+    const { records } = await readRunEvents(file);
+    expect(records.map((r) => [r.seq, r.type, r.runId])).toEqual([
+      [1, "run-start", "run-1"],
+      [2, "plan", "run-1"],
+      [4, "assistant-message", "run-1"],
+    ]);
+  });
+
+  it("a line still being written is read only once it is complete", async () => {
+    await appendFile(file, '{"v":1,"seq":1,"ts":"t","runId":"r","type":"run-start"}\n{"v":1,"se');
+    const first = await readRunEvents(file);
+    expect(first.records.map((r) => r.type)).toEqual(["run-start"]);
+    await appendFile(file, 'q":2,"ts":"t","runId":"r","type":"model-start","turn":1}\n');
+    const second = await readRunEvents(file, first.next);
+    expect(second.records.map((r) => r.type)).toEqual(["model-start"]);
+  });
+
+  it("reading the tail starts at a whole line", async () => {
+    const line = (seq: number) =>
+      `${JSON.stringify({ v: 1, seq, ts: "t", runId: "r", type: "tool-call", name: "exec" })}\n`;
+    await appendFile(file, line(1) + line(2) + line(3));
+    const { records } = await readRunEvents(file, -(line(3).length + 5));
+    expect(records.map((r) => r.seq)).toEqual([3]);
+  });
+
+  it("says what a run is doing from its events", () => {
+    const record = (type: string, extra: Record<string, unknown> = {}) => ({
+      v: 1 as const,
+      seq: 0,
+      ts: "2026-01-01T00:00:00Z",
+      runId: "r",
+      type,
+      ...extra,
+    });
+    expect(
+      summarizeRun([
+        record("run-start"),
+        record("sandbox-ready", { container: "cordon-x" }),
+        record("model-start", { turn: 1 }),
+        record("tool-call", { name: "exec", input: { command: "npm test" } }),
+      ]),
+    ).toMatchObject({ sandbox: "cordon-x", turns: 1, doing: "running exec npm test" });
+    expect(summarizeRun([record("run-end", { status: "completed" })])).toMatchObject({
+      status: "completed",
+      doing: "ended: completed",
+    });
+  });
+});

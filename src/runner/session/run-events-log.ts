@@ -1,0 +1,140 @@
+import { appendFile, open, stat } from "node:fs/promises";
+
+import { z } from "zod";
+
+import { createSilentLogger, type Logger } from "../../common/index.js";
+
+/**
+ * The events of a session's runs, one JSONL record per event, beside its transcript
+ * (`<name>.events.jsonl`): what `cordon logs` prints and follows and what `cordon ps` reads to tell
+ * a run's sandbox and what it is doing. A record is the stream-json envelope of the event
+ * (`{v, seq, ts, runId, type, …}`, with the seq `--output-format stream-json` gives it), so
+ * `cordon logs --json` prints the same records a stream-json reader got. Only the run holding the
+ * session's lock writes it.
+ *
+ * Deltas (`text-delta`, `thinking-delta`) are left out: the `assistant-message` that ends each
+ * model call carries the whole text, and the file stays one line per step. The transcript, not this
+ * file, is the source of truth of the conversation: appends are not fsynced.
+ */
+export const runEventRecordSchema = z
+  .object({
+    v: z.literal(1),
+    seq: z.number().int(),
+    ts: z.string(),
+    runId: z.string(),
+    type: z.string(),
+  })
+  .catchall(z.unknown());
+export type RunEventRecord = z.infer<typeof runEventRecordSchema>;
+
+const unlogged = new Set(["text-delta", "thinking-delta"]);
+
+/** Writes one run's events to its session's events file. */
+export class RunEventsLog {
+  readonly #runId: string;
+  readonly #logger: Logger;
+  #seq = 0;
+  #file: string | undefined;
+  #pending: string[] = [];
+  #writes: Promise<void> = Promise.resolve();
+  #failed = false;
+
+  constructor(runId: string, logger: Logger = createSilentLogger()) {
+    this.#runId = runId;
+    this.#logger = logger;
+  }
+
+  /**
+   * Takes one event. Until `attach` (the run does not hold the session yet) events are kept in
+   * memory; after it they are appended in order.
+   */
+  record(event: { readonly type: string }): void {
+    this.#seq += 1;
+    if (unlogged.has(event.type)) return;
+    const record = { v: 1, seq: this.#seq, ts: new Date().toISOString(), runId: this.#runId };
+    this.#pending.push(`${JSON.stringify({ ...record, ...event })}\n`);
+    if (this.#file !== undefined) this.#flush();
+  }
+
+  /** Starts writing to `file` (once the session's lock is held), the events so far first. */
+  attach(file: string): void {
+    this.#file = file;
+    this.#flush();
+  }
+
+  /** Resolves once everything recorded so far is written (or has failed, logged once). */
+  async flushed(): Promise<void> {
+    await this.#writes;
+  }
+
+  #flush(): void {
+    const file = this.#file;
+    if (file === undefined || this.#pending.length === 0) return;
+    const text = this.#pending.join("");
+    this.#pending = [];
+    this.#writes = this.#writes.then(async () => {
+      if (this.#failed) return;
+      try {
+        await appendFile(file, text, { encoding: "utf8", mode: 0o600 });
+      } catch (error) {
+        // The run goes on without its log: `logs` and `ps` see less, the transcript is intact.
+        this.#failed = true;
+        this.#logger.warn({ err: error, file }, "writing the run's events failed");
+      }
+    });
+  }
+}
+
+/**
+ * Complete records of an events file from byte `offset` on, and where the next read starts. A
+ * negative `offset` reads about that many bytes from the end, from the first whole line in them.
+ */
+export async function readRunEvents(
+  file: string,
+  offset = 0,
+): Promise<{ records: RunEventRecord[]; next: number }> {
+  let handle;
+  try {
+    handle = await open(file, "r");
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === "ENOENT") return { records: [], next: offset };
+    throw error;
+  }
+  try {
+    const { size } = await handle.stat();
+    const from = offset < 0 ? Math.max(0, size + offset) : offset;
+    // A file shorter than where the last read ended was replaced: read it again from the start.
+    if (size <= from) return { records: [], next: size < from ? 0 : from };
+    const buffer = Buffer.alloc(size - from);
+    await handle.read(buffer, 0, buffer.length, from);
+    const start = from > 0 && offset < 0 ? buffer.indexOf(0x0a) + 1 : 0;
+    // A line without its newline is still being written: it is read on the next call.
+    const end = buffer.lastIndexOf(0x0a) + 1;
+    const records: RunEventRecord[] = [];
+    for (const line of buffer.subarray(start, Math.max(start, end)).toString("utf8").split("\n")) {
+      if (line.trim() === "") continue;
+      const parsed = parseRecord(line);
+      if (parsed) records.push(parsed);
+    }
+    return { records, next: from + end };
+  } finally {
+    await handle.close();
+  }
+}
+
+function parseRecord(line: string): RunEventRecord | undefined {
+  try {
+    const parsed = runEventRecordSchema.safeParse(JSON.parse(line));
+    return parsed.success ? parsed.data : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/** Size and last write of an events file, or undefined when there is none. */
+export async function runEventsFileInfo(
+  file: string,
+): Promise<{ sizeBytes: number; updatedAt: Date } | undefined> {
+  const info = await stat(file).catch(() => undefined);
+  return info?.isFile() ? { sizeBytes: info.size, updatedAt: info.mtime } : undefined;
+}
