@@ -26,7 +26,7 @@ import { SandboxContainers } from "./manager-containers.js";
 import { ImageResolver, type ResolvedImage } from "./manager-image.js";
 import { KeyedLock } from "./manager-lock.js";
 import { SandboxRecords } from "./records.js";
-import { assertWorkspaceWritable } from "./workspace-probe.js";
+import { assertWorkspaceWritable, hostPermissionsHold } from "./workspace-probe.js";
 import type { SandboxImageOptions } from "./sandbox-image.js";
 import { EgressProxies, type EgressDecision, type UpstreamProxy } from "./egress/index.js";
 
@@ -177,6 +177,8 @@ export class DockerSandboxManager {
   private heartbeat: NodeJS.Timeout | undefined;
   private lastPruneAt = 0;
   private readonly background = new Set<Promise<void>>();
+  /** Whether host permission bits hold inside this engine's containers (asked once). */
+  private hostPermissions: Promise<boolean> | undefined;
 
   constructor(options: DockerSandboxManagerOptions) {
     this.engine = options.engine;
@@ -239,6 +241,8 @@ export class DockerSandboxManager {
     };
     throwIfAborted(signal, "sandbox acquire");
 
+    // Asked while the image is resolved; never fails (an engine that does not answer says no).
+    const hostPermissions = (this.hostPermissions ??= hostPermissionsHold(this.engine.client));
     // The image first: it is the first thing that talks to Docker, so a missing engine fails
     // here, before anything is written to disk.
     const image = await this.images.resolve(spec.docker.image, {
@@ -264,7 +268,10 @@ export class DockerSandboxManager {
       await watchdog?.assertWithinBudget(signal);
       const result = await this.settleContainer(spec, image, { signal, progress, log });
       // Before the lease exists, so no agent turn runs on a workspace it cannot write.
-      await assertWorkspaceWritable(this.engine.client, result.info.Id, spec, signal);
+      await assertWorkspaceWritable(this.engine.client, result.info.Id, spec, {
+        hostPermissionsHold: await hostPermissions,
+        signal,
+      });
       // Counted inside the lock, so the next acquire of this key sees it held.
       this.hold(spec.containerName);
       return result;

@@ -1,4 +1,5 @@
 import { stat } from "node:fs/promises";
+import type { Stats } from "node:fs";
 
 import type Docker from "dockerode";
 
@@ -8,27 +9,56 @@ import { parseContainerUser, processUid } from "../workspace/index.js";
 import { ContainerExec } from "./exec/container-exec.js";
 
 /**
+ * Whether the host's permission bits say what a sandbox may write to a bind mount: not when the
+ * engine maps container uids to other host uids (userns-remap, rootless) or confines bind mounts
+ * by label (SELinux). Asked once per manager; an engine that does not answer counts as "no".
+ */
+export async function hostPermissionsHold(client: Docker): Promise<boolean> {
+  try {
+    const info = (await client.info()) as { SecurityOptions?: string[] };
+    return !(info.SecurityOptions ?? []).some((option) =>
+      /^name=(userns|rootless|selinux)\b/.test(option),
+    );
+  } catch {
+    return false;
+  }
+}
+
+/**
  * Refuses a sandbox whose user cannot write its `/workspace`, before any agent turn: every edit
- * would fail with "Permission denied" and the run would still end as if it had worked. Asked of
- * the container's own kernel (`test -w` as the sandbox user), not worked out from the host's
- * permission bits, so ACLs, a read-only mount, user namespaces and a uid the host cannot map
- * all count as they will for the agent.
+ * would fail with "Permission denied" and the run would still end as if it had worked.
+ *
+ * Where host permissions hold and the sandbox user owns the directory with write and search
+ * bits, the kernel will say yes inside too, and nothing more is asked (a new session pays no
+ * extra exec). Otherwise the container's own kernel is asked (`test -w` as the sandbox user), so
+ * ACLs, a read-only mount, user namespaces and labels count as they will for the agent.
  */
 export async function assertWorkspaceWritable(
   client: Docker,
   containerId: string,
   spec: SandboxSpec,
-  signal?: AbortSignal,
+  options: { hostPermissionsHold: boolean; signal?: AbortSignal | undefined },
 ): Promise<void> {
   const mount = spec.mounts.find((m) => m.role === "workspace");
   if (!mount) return;
+  const found = await stat(mount.source).catch(() => undefined);
+  const user = parseContainerUser(spec.docker.user);
+  if (
+    options.hostPermissionsHold &&
+    !mount.readOnly &&
+    found?.isDirectory() &&
+    user !== undefined &&
+    found.uid === user.uid &&
+    (found.mode & 0o300) === 0o300
+  ) {
+    return;
+  }
   const exec = new ContainerExec(client, containerId, spec.containerName, spec.docker.user);
   const probe = await exec.run(
     { cmd: ["sh", "-c", 'test -w "$1" && test -x "$1"', "sh", mount.target] },
-    signal,
+    options.signal,
   );
   if (probe.exitCode === 0) return;
-  const found = await stat(mount.source).catch(() => undefined);
   const detail = found
     ? `owner ${found.uid}:${found.gid}, mode ${(found.mode & 0o777).toString(8)}`
     : "it is missing on the host";
@@ -38,16 +68,16 @@ export async function assertWorkspaceWritable(
   );
 }
 
-function remedy(spec: SandboxSpec, found: { uid: number; gid: number } | undefined): string {
+function remedy(spec: SandboxSpec, found: Stats | undefined): string {
+  const user = parseContainerUser(spec.docker.user);
   if (spec.workspaceAccess === "rw") {
     // Never suggest running the sandbox as root, even for a workspace root owns.
     const owner =
       found && found.uid !== 0
         ? `set sandbox.docker.user to "${found.uid}:${found.gid}" (the workspace's owner), or `
         : "";
-    return `${owner}give uid ${parseContainerUser(spec.docker.user)?.uid ?? spec.docker.user} write access to it, or use workspace access "none" (a private copy); cordon does not change your files' owner or mode`;
+    return `${owner}give uid ${user?.uid ?? spec.docker.user} write access to it, or use workspace access "none" (a private copy); cordon does not change your files' owner or mode`;
   }
-  const user = parseContainerUser(spec.docker.user);
   const self = processUid();
   if (self !== undefined && self !== 0 && user?.uid !== self) {
     // A process that is not root cannot give its copy to another uid.
