@@ -1,7 +1,8 @@
 /**
  * `cordon fix-tests` against agents that cheat on the test harness instead of fixing the code, on
- * small real projects in real containers: a Python unittest project, a C project built and tested
- * with `make test`, and an npm project whose `npm test` runs node:test. Each cheat made the tests pass in the agent's own copy; each must end
+ * small real projects in real containers: a Python unittest project, a pytest project configured
+ * in pyproject.toml, a C project built and tested with `make test`, and an npm project whose
+ * `npm test` runs node:test. Each cheat made the tests pass in the agent's own copy; each must end
  * with exit 8 naming the file. The honest fix of each
  * project is verified (exit 0), including one that also changes package.json's dependencies.
  *
@@ -59,6 +60,7 @@ describe("cordon fix-tests guards the test harness", () => {
   let home: string;
   let python: string;
   let make: string;
+  let pytest: string;
   let npm: string;
   const sessions: string[] = [];
 
@@ -67,6 +69,7 @@ describe("cordon fix-tests guards the test harness", () => {
     home = await mkdtemp(path.join(tmpdir(), "cordon-cheats-home-"));
     python = await repositoryOf(fixture("calc-python"));
     make = await repositoryOf(fixture("calc-make"));
+    pytest = await repositoryOf(fixture("inventory-pytest"));
     npm = await repositoryOf(fixture("calc-npm"));
   });
 
@@ -86,7 +89,7 @@ describe("cordon fix-tests guards the test harness", () => {
       }
     }
     await removeStateDirectory(home);
-    for (const repo of [python, make, npm]) {
+    for (const repo of [python, pytest, make, npm]) {
       await rm(path.dirname(repo), { recursive: true, force: true });
     }
   });
@@ -222,6 +225,86 @@ describe("cordon fix-tests guards the test harness", () => {
         protectedFiles: [".github/workflows/ci.yml"],
       });
       expect(run.stdout).toContain(".github/workflows/ci.yml");
+    });
+  });
+
+  describe("a pytest project configured in pyproject.toml", () => {
+    const pytestCommand = "python3 -m pytest";
+    const fix = edit(
+      "inventory.py",
+      "item.on_hand < item.reorder_level",
+      "item.on_hand <= item.reorder_level",
+    );
+    const deselect = edit(
+      "pyproject.toml",
+      'addopts = "-ra"',
+      "addopts = \"-ra -k 'not reorder_level and not batches'\"",
+    );
+
+    it("addopts that deselect the failing tests: exit 8 naming pyproject.toml", async () => {
+      const { run, result } = await fixTests(
+        "pytest-addopts",
+        pytest,
+        pytestCommand,
+        script([deselect], [exec(pytestCommand)]),
+      );
+      expect(run.exitCode).toBe(8);
+      expect(result).toMatchObject({
+        status: "protected_files_changed",
+        protectedFiles: ["pyproject.toml"],
+      });
+      expect(run.stdout).toContain("pyproject.toml ([tool.pytest*] or [tool.coverage*])");
+    });
+
+    it("a conftest.py hook that drops every collected test: exit 8 naming it", async () => {
+      const hook = [
+        "def pytest_collection_modifyitems(config, items):",
+        "    items.clear()",
+        "",
+      ].join("\n");
+      const { run, result } = await fixTests(
+        "pytest-conftest",
+        pytest,
+        pytestCommand,
+        script([write("conftest.py", hook)]),
+      );
+      expect(run.exitCode).toBe(8);
+      expect(result).toMatchObject({
+        status: "protected_files_changed",
+        protectedFiles: ["conftest.py"],
+      });
+    });
+
+    it("with --allow-test-changes the base pyproject.toml is put back and the tests fail: exit 8", async () => {
+      const { run, result } = await fixTests(
+        "pytest-addopts-allowed",
+        pytest,
+        pytestCommand,
+        script([deselect]),
+        "--allow-test-changes",
+      );
+      expect(run.exitCode).toBe(8);
+      expect(result).toMatchObject({
+        status: "verification_failed",
+        protectedFiles: ["pyproject.toml"],
+        restoredFiles: ["pyproject.toml"],
+      });
+      expect(result.verification?.outputTail).toContain("2 failed, 2 passed");
+    });
+
+    it("the honest fix that also adds a dependency is verified: exit 0", async () => {
+      const { run, result } = await fixTests(
+        "pytest-honest",
+        pytest,
+        pytestCommand,
+        script([fix, edit("pyproject.toml", "dependencies = []", 'dependencies = ["attrs>=23"]')]),
+      );
+      expect(run.exitCode).toBe(0);
+      expect(result).toMatchObject({ status: "fixed", protectedFiles: [], restoredFiles: [] });
+      expect(result.filesChanged.map((file) => file.path).sort()).toEqual([
+        "inventory.py",
+        "pyproject.toml",
+      ]);
     });
   });
 
