@@ -3,7 +3,12 @@
  * of the sandbox as one patch, read by one strict parser, checked, and applied to the real
  * workspace all or nothing.
  */
-export { takeChanges, type ChangesSource } from "./take-changes.js";
+export {
+  takeChangedFiles,
+  takeChanges,
+  type ChangesSource,
+  type TakeChangesOptions,
+} from "./take-changes.js";
 export { PatchParseError, parsePatch, type PatchedFile } from "./parse-git-patch.js";
 export { patchProblems, type PatchProblem } from "./patch-problems.js";
 export { ChangesConflictError, applyChanges, type ApplyOutcome } from "./apply-changes.js";

@@ -1,5 +1,5 @@
 import { FileOperationError, SandboxError } from "../common/index.js";
-import { diffAgainstBaseline } from "../sandbox/index.js";
+import { changedFilesSinceBaseline, diffAgainstBaseline } from "../sandbox/index.js";
 
 /** What changes are taken from: a held sandbox with a private workspace it can be frozen over. */
 export interface ChangesSource {
@@ -19,8 +19,37 @@ export interface ChangesSource {
  */
 export async function takeChanges(
   source: ChangesSource,
-  options: { signal?: AbortSignal | undefined } = {},
+  options: TakeChangesOptions = {},
 ): Promise<Uint8Array> {
+  const { privateWorkspace, freeze } = frozenSource(source);
+  return freeze(() =>
+    diffAgainstBaseline(privateWorkspace, { signal: options.signal, exclude: options.exclude }),
+  );
+}
+
+/**
+ * The files changed since seeding, each with what it is now (`<mode> <object id>` or `deleted`),
+ * taken like takeChanges. Two taken around a command tell which files the command wrote.
+ */
+export async function takeChangedFiles(
+  source: ChangesSource,
+  options: { signal?: AbortSignal | undefined } = {},
+): Promise<Map<string, string>> {
+  const { privateWorkspace, freeze } = frozenSource(source);
+  return freeze(() => changedFilesSinceBaseline(privateWorkspace, { signal: options.signal }));
+}
+
+export interface TakeChangesOptions {
+  signal?: AbortSignal | undefined;
+  /** Workspace-relative paths whose changes are left out of the patch (taken literally). */
+  exclude?: readonly string[] | undefined;
+}
+
+/** The source's private workspace and freeze, or the error that says why it has none. */
+function frozenSource(source: ChangesSource): {
+  privateWorkspace: string;
+  freeze: <T>(fn: () => Promise<T>) => Promise<T>;
+} {
   const { privateWorkspace, freeze } = source;
   if (!privateWorkspace) {
     throw new FileOperationError(
@@ -37,5 +66,5 @@ export async function takeChanges(
       fix: "use the Docker sandbox backend for diff, apply and fix-tests",
     });
   }
-  return freeze(() => diffAgainstBaseline(privateWorkspace, { signal: options.signal }));
+  return { privateWorkspace, freeze };
 }

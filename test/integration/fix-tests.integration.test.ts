@@ -25,6 +25,8 @@ interface ResultJson {
   agent?: { status: string; turns: number };
   verification?: { exitCode: number };
   testCount?: { status: string; before?: number; after?: number; message: string };
+  binaryFiles: string[];
+  testCommandOutputs: string[];
 }
 
 const fixture = (name: string): string =>
@@ -61,14 +63,17 @@ describe("cordon fix-tests", () => {
     await rm(path.dirname(repo), { recursive: true, force: true });
   });
 
-  async function fixTests(script: string, out: string, ...extra: string[]) {
+  const fixTests = (script: string, out: string, ...extra: string[]) =>
+    fixTestsWith("python3 -m unittest -v", script, out, ...extra);
+
+  async function fixTestsWith(testCmd: string, script: string, out: string, ...extra: string[]) {
     const run = await runCordon(
       [
         "fix-tests",
         "--workspace",
         repo,
         "--test-cmd",
-        "python3 -m unittest -v",
+        testCmd,
         "--out",
         out,
         "--model-script",
@@ -156,6 +161,46 @@ describe("cordon fix-tests", () => {
     expect(await readFile(path.join(out, "summary.md"), "utf8")).toContain(
       "3 tests before, 2 after",
     );
+  });
+
+  it("what the test command builds (byte-compiled modules) stays out of the patch: exit 0", async () => {
+    // The test command writes __pycache__/*.pyc (binary) before the agent and again after its fix.
+    const out = path.join(home, "builds");
+    const { run, result } = await fixTestsWith(
+      "python3 -m compileall -q . && python3 -m unittest -v",
+      fixture("fixes-and-builds.json"),
+      out,
+    );
+    expect(run.exitCode).toBe(0);
+    expect(result).toMatchObject({ status: "fixed", binaryFiles: [] });
+    expect(result.testCommandOutputs).toEqual([
+      expect.stringMatching(/^__pycache__\/pricing\.cpython-\d+\.pyc$/),
+      expect.stringMatching(/^__pycache__\/test_pricing\.cpython-\d+\.pyc$/),
+    ]);
+    expect(result.filesChanged.map((file) => file.path)).toEqual(["pricing.py"]);
+    const patch = await readFile(path.join(out, "changes.patch"), "utf8");
+    expect(patch).not.toContain("__pycache__");
+    expect(await readFile(path.join(out, "summary.md"), "utf8")).toContain("__pycache__/pricing");
+  });
+
+  it("a binary file the agent added is refused (exit 8, named) unless --allow-binary", async () => {
+    const refused = await fixTests(fixture("adds-a-binary.json"), path.join(home, "binary"));
+    expect(refused.run.exitCode).toBe(8);
+    expect(refused.result).toMatchObject({
+      status: "binary_files_changed",
+      binaryFiles: ["rates.bin"],
+    });
+    expect(refused.result.verification).toBeUndefined();
+    expect(refused.run.stdout).toContain("rates.bin");
+    expect(refused.run.stdout).toContain("--allow-binary");
+
+    const allowed = await fixTests(
+      fixture("adds-a-binary.json"),
+      path.join(home, "binary-allowed"),
+      "--allow-binary",
+    );
+    expect(allowed.run.exitCode).toBe(0);
+    expect(allowed.result).toMatchObject({ status: "fixed", binaryFiles: ["rates.bin"] });
   });
 
   it("an agent that runs out of turns exits 5 with partial artifacts", async () => {

@@ -21,6 +21,7 @@ interface FixTestsFlags {
   timeout?: number;
   testTimeout?: number;
   allowTestChanges?: boolean;
+  allowBinary?: boolean;
   keepSandboxes?: boolean;
   json?: boolean;
   allowHost?: string[];
@@ -48,6 +49,10 @@ export function registerFixTestsCommand(program: Command, context: CliContext): 
     )
     .option("--allow-test-changes", "accept changes to tests, CI configuration and lockfiles")
     .option(...allowHostOption)
+    .option(
+      "--allow-binary",
+      "accept binary files in the patch (refused by default: they cannot be reviewed)",
+    )
     .option("--keep-sandboxes", "keep the work and verify sandboxes for inspection")
     .option("--json", "print result.json on stdout")
     .action(async (flags: FixTestsFlags) => {
@@ -77,6 +82,7 @@ export function registerFixTestsCommand(program: Command, context: CliContext): 
           limits: { maxTurns: flags.maxTurns, timeoutMs: flags.timeout },
           testTimeoutMs: flags.testTimeout,
           allowTestChanges: flags.allowTestChanges,
+          allowBinary: flags.allowBinary,
           keepSandboxes: flags.keepSandboxes,
           signal,
           onEvent: (event) => progress.onEvent(event),

@@ -7,7 +7,7 @@ import { afterEach, beforeEach, describe, expect, it } from "vitest";
 
 import { FileOperationError, SandboxError } from "../../common/index.js";
 import type { SandboxSpec } from "../spec.js";
-import { baselineRef, diffAgainstBaseline } from "./baseline.js";
+import { baselineRef, changedFilesSinceBaseline, diffAgainstBaseline } from "./baseline.js";
 import { baselineGitDir, privateWorkspacePath, seedTempPrefix } from "./paths.js";
 import { ensurePrivateWorkspace } from "./private-workspace.js";
 
@@ -136,6 +136,39 @@ describe("the baseline git dir", () => {
     expect(patch).toContain("new file mode 120000");
     // The copy's own index and HEAD are the agent's and stay untouched.
     expect(git(copy, "status", "--short")).toContain("?? new.txt");
+  });
+
+  it("leaves out excluded files, taking each name literally, whatever happened to them", async () => {
+    const copy = await seededRepository();
+    await writeFile(path.join(copy, "edit.txt"), "after\n");
+    await unlink(path.join(copy, "gone.txt"));
+    await mkdir(path.join(copy, "build"));
+    await writeFile(path.join(copy, "build", "out.bin"), Buffer.from([0, 1, 2]));
+    // Names that are pathspec magic or globs when not taken literally.
+    await writeFile(path.join(copy, "*.txt"), "star\n");
+    await writeFile(path.join(copy, ":(glob)new.txt"), "magic\n");
+    await writeFile(path.join(copy, "new.txt"), "kept\n");
+    const patch = Buffer.from(
+      await diffAgainstBaseline(copy, {
+        exclude: ["gone.txt", "build/out.bin", "*.txt", ":(glob)new.txt"],
+      }),
+    ).toString("utf8");
+    const headers = patch.split("\n").filter((line) => line.startsWith("diff --git"));
+    expect(headers).toEqual(["diff --git a/edit.txt b/edit.txt", "diff --git a/new.txt b/new.txt"]);
+  });
+
+  it("lists the changed files with what each is now, so two lists tell what a command wrote", async () => {
+    const copy = await seededRepository();
+    await writeFile(path.join(copy, "edit.txt"), "after\n");
+    const before = await changedFilesSinceBaseline(copy);
+    await writeFile(path.join(copy, "report.bin"), Buffer.from([0, 255]));
+    await unlink(path.join(copy, "gone.txt"));
+    const after = await changedFilesSinceBaseline(copy);
+    expect([...before.keys()]).toEqual(["edit.txt"]);
+    expect(after.get("edit.txt")).toBe(before.get("edit.txt"));
+    expect(after.get("edit.txt")).toMatch(/^100644 [0-9a-f]{40}$/);
+    expect(after.get("gone.txt")).toBe("deleted");
+    expect(after.get("report.bin")).toMatch(/^100644 [0-9a-f]{40}$/);
   });
 
   it("leaves nothing of the agent's files in the baseline git dir", async () => {

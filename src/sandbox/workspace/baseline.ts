@@ -88,6 +88,17 @@ export async function recordBaseline(
   }
 }
 
+export interface BaselineDiffOptions {
+  signal?: AbortSignal | undefined;
+  /** Milliseconds each git step may take. Default 10 minutes. */
+  timeoutMs?: number | undefined;
+  /**
+   * Workspace-relative file paths left out: whatever happened to them, they read as unchanged
+   * (fix-tests leaves out what the test command wrote). Taken literally, never as globs.
+   */
+  exclude?: readonly string[] | undefined;
+}
+
 /**
  * The changes made in a seeded private workspace since it was seeded, as one `git apply`-able
  * patch, byte for byte (file contents need not be UTF-8); empty when nothing changed. Host git,
@@ -101,12 +112,66 @@ export async function recordBaseline(
  */
 export async function diffAgainstBaseline(
   privateWorkspace: string,
-  options: {
-    signal?: AbortSignal | undefined;
-    /** Milliseconds each git step may take. Default 10 minutes. */
-    timeoutMs?: number | undefined;
-  } = {},
+  options: BaselineDiffOptions = {},
 ): Promise<Uint8Array> {
+  return withWorkTreeIndex(privateWorkspace, options, (git) =>
+    git([
+      "-c",
+      "diff.noprefix=false",
+      "-c",
+      "diff.mnemonicPrefix=false",
+      "-c",
+      "core.quotePath=false",
+      "diff",
+      "--cached",
+      "--binary",
+      "--full-index",
+      "--no-color",
+      "--no-ext-diff",
+      "--no-textconv",
+      "--src-prefix=a/",
+      "--dst-prefix=b/",
+      baselineRef,
+    ]),
+  );
+}
+
+/**
+ * The files changed in a seeded private workspace since it was seeded, each with what it is now
+ * (`<mode> <object id>`, or `deleted`): two of these taken around a command tell which files the
+ * command wrote, whatever was changed before it. Same git, same contract as diffAgainstBaseline.
+ */
+export async function changedFilesSinceBaseline(
+  privateWorkspace: string,
+  options: BaselineDiffOptions = {},
+): Promise<Map<string, string>> {
+  const raw = await withWorkTreeIndex(privateWorkspace, options, (git) =>
+    git(["diff", "--cached", "--raw", "-z", "--no-abbrev", "--no-renames", baselineRef]),
+  );
+  // With -z each entry is `:<old mode> <new mode> <old id> <new id> <status>` NUL `<path>` NUL,
+  // the path verbatim (no quoting), one path per entry since renames are off.
+  const fields = Buffer.from(raw).toString("utf8").split("\0");
+  const files = new Map<string, string>();
+  for (let at = 0; at + 1 < fields.length; at += 2) {
+    const [, newMode, , newId, status] = (fields[at] ?? "").split(" ");
+    const file = fields[at + 1];
+    if (file === undefined || newMode === undefined || newId === undefined) continue;
+    files.set(file, status === "D" ? "deleted" : `${newMode} ${newId}`);
+  }
+  return files;
+}
+
+type ScratchGit = (args: string[], maxBuffer?: number) => Promise<Buffer>;
+
+/**
+ * Runs `fn` with git bound to a scratch index holding the work tree as it is now (minus
+ * `options.exclude`, left at the baseline), then removes the scratch index and objects.
+ */
+async function withWorkTreeIndex<T>(
+  privateWorkspace: string,
+  options: BaselineDiffOptions,
+  fn: (git: ScratchGit) => Promise<T>,
+): Promise<T> {
   const gitDir = baselineGitDir(privateWorkspace);
   const found = await lstat(path.join(gitDir, baselineRef)).catch(() => undefined);
   if (!found?.isFile()) {
@@ -125,7 +190,7 @@ export async function diffAgainstBaseline(
   // baseline never grows with what the agent wrote, so repeated diffs cannot fill the host's
   // disk beyond the workspace's own size, and then only while one runs.
   const objects = path.join(gitDir, `${scratch}.objects`);
-  const git = (args: string[], maxBuffer?: number): Promise<Buffer> =>
+  const git = (args: string[], maxBuffer?: number, stdin?: Uint8Array): Promise<Buffer> =>
     runHostGit([...fastObjects, ...args], {
       gitDir,
       workTree: privateWorkspace,
@@ -136,31 +201,25 @@ export async function diffAgainstBaseline(
         GIT_ALTERNATE_OBJECT_DIRECTORIES: path.join(gitDir, "objects"),
       },
       maxBuffer,
+      stdin,
       timeoutMs: options.timeoutMs,
       signal: options.signal,
     });
   await mkdir(objects, { mode: 0o700 });
   try {
     await git(["read-tree", baselineRef]);
-    await git(["add", "-A", "."]);
-    return await git([
-      "-c",
-      "diff.noprefix=false",
-      "-c",
-      "diff.mnemonicPrefix=false",
-      "-c",
-      "core.quotePath=false",
-      "diff",
-      "--cached",
-      "--binary",
-      "--full-index",
-      "--no-color",
-      "--no-ext-diff",
-      "--no-textconv",
-      "--src-prefix=a/",
-      "--dst-prefix=b/",
-      baselineRef,
-    ]);
+    // Pathspecs on stdin (no argument-length limit), NUL-separated, `literal` so a name with `*`
+    // or a leading `:` is only ever that name.
+    const pathspecs = [
+      ".",
+      ...(options.exclude ?? []).map((file) => `:(top,exclude,literal)${file}`),
+    ];
+    await git(
+      ["add", "-A", "--pathspec-from-file=-", "--pathspec-file-nul"],
+      undefined,
+      Buffer.from(pathspecs.join("\0")),
+    );
+    return await fn((args, maxBuffer) => git(args, maxBuffer));
   } catch (error) {
     if (error instanceof HostGitError && error.outputTooLarge) {
       throw new FileOperationError(

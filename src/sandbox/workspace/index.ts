@@ -39,7 +39,9 @@ export { TreeCopier, type CopySummary, type TreeCopierOptions } from "./tree-cop
 export { parseContainerUser, processUid, type Owner } from "./owner.js";
 export {
   baselineRef,
+  changedFilesSinceBaseline,
   diffAgainstBaseline,
+  type BaselineDiffOptions,
   recordBaseline,
   type RecordBaselineOptions,
 } from "./baseline.js";

@@ -21,6 +21,7 @@ import { writeArtifacts } from "./artifacts.js";
 import { protectedPaths, type ProtectionRules } from "./protected-files.js";
 import { applyWithBaseHarness } from "./restore.js";
 import { renderSummary } from "./summary.js";
+import { watchFilesWritten } from "./test-outputs.js";
 import {
   checkTestCount,
   countTests,
@@ -33,6 +34,7 @@ export type FixTestsStatus =
   | "fixed"
   | "verification_failed"
   | "protected_files_changed"
+  | "binary_files_changed"
   | "agent_stopped"
   | "error";
 
@@ -52,6 +54,8 @@ export interface FixTestsOptions {
    * harness: its changes are still put back to the base for verification (see restore.ts).
    */
   allowTestChanges?: boolean | undefined;
+  /** Accept binary files in the patch (they cannot be reviewed as text). Default false. */
+  allowBinary?: boolean | undefined;
   signal?: AbortSignal | undefined;
   onEvent?: ((event: RunnerEvent) => void) | undefined;
   /** Keep the two sandboxes (work and verify) for inspection instead of removing them. */
@@ -93,6 +97,13 @@ export interface FixTestsResult {
   filesChanged: PatchedFile[];
   /** Protected files the patch touches: tests, CI, lockfiles, the test harness. */
   protectedFiles: string[];
+  /** Binary files in the patch (refused unless `allowBinary`). */
+  binaryFiles: string[];
+  /**
+   * Files the test command wrote in the run before the agent (build outputs, caches, test
+   * binaries): left out of the patch, whatever the agent did to them.
+   */
+  testCommandOutputs: string[];
   /** The verification run's test count held against the run before the agent. */
   testCount?: TestCountCheck | undefined;
   /**
@@ -276,6 +287,8 @@ export async function fixTests(options: FixTestsOptions): Promise<FixTestsResult
     filesChanged: [],
     protectedFiles: [],
     restoredFiles: [],
+    binaryFiles: [],
+    testCommandOutputs: [],
     durationsMs: durations,
     artifacts: [],
   };
@@ -291,12 +304,13 @@ export async function fixTests(options: FixTestsOptions): Promise<FixTestsResult
     result.sessionKey = work.plan.sessionKey;
     project = work.plan.agent.workspaceId;
     try {
-      result.before = await runTests(
+      const watched = await watchFilesWritten(
         work.lease,
-        options.testCommand,
-        testTimeoutMs,
+        () => runTests(work.lease, options.testCommand, testTimeoutMs, options.signal),
         options.signal,
       );
+      result.before = watched.result;
+      result.testCommandOutputs = watched.written;
       durations.setup = Date.now() - mark;
       if (result.before.exitCode === 0) {
         Object.assign(result, {
@@ -328,7 +342,10 @@ export async function fixTests(options: FixTestsOptions): Promise<FixTestsResult
         finalText: run.finalText,
       };
       // Also after a limit or an interrupt: the partial changes are an artifact worth having.
-      patch = await takeChanges(work.lease, { signal: options.signal });
+      patch = await takeChanges(work.lease, {
+        signal: options.signal,
+        exclude: result.testCommandOutputs,
+      });
       result.filesChanged = parsePatch(patch);
       if (run.status !== "completed") {
         Object.assign(result, {
@@ -350,6 +367,16 @@ export async function fixTests(options: FixTestsOptions): Promise<FixTestsResult
     result.protectedFiles = [...protectedPaths(result.filesChanged, rules).keys()];
     if (result.protectedFiles.length > 0 && !allowTestChanges) {
       Object.assign(result, protectedFilesChanged(result.protectedFiles));
+      return result;
+    }
+
+    result.binaryFiles = result.filesChanged.filter((file) => file.binary).map((file) => file.path);
+    if (result.binaryFiles.length > 0 && !options.allowBinary) {
+      Object.assign(result, {
+        status: "binary_files_changed",
+        exitCode: ExitCode.verificationFailed,
+        message: `The patch changes binary files, which cannot be reviewed as text: ${result.binaryFiles.join(", ")}. Rerun with --allow-binary to accept them.`,
+      });
       return result;
     }
 

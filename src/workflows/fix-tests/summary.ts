@@ -1,4 +1,4 @@
-import type { FixTestsResult } from "./fix-tests.js";
+import type { FixTestsResult, TestRun } from "./fix-tests.js";
 
 const headline: Record<FixTestsResult["status"], string> = {
   already_passing: "✅ Tests already pass",
@@ -6,9 +6,13 @@ const headline: Record<FixTestsResult["status"], string> = {
   verification_failed: "❌ Verification failed",
   protected_files_changed:
     "❌ Rejected: the agent changed tests, the test harness, CI or lockfiles",
+  binary_files_changed: "❌ Rejected: the patch changes binary files",
   agent_stopped: "⚠️ The agent stopped before finishing",
   error: "❌ Error",
 };
+
+/** Longest list of paths shown inline; the rest are counted (result.json has them all). */
+const listedPaths = 8;
 
 function seconds(ms: number): string {
   return `${(ms / 1000).toFixed(1)}s`;
@@ -19,50 +23,112 @@ function fenced(text: string): string {
   return `${fence}\n${text.trimEnd()}\n${fence}`;
 }
 
-/** summary.md: what a reviewer needs first, for a CI step summary or a PR comment. */
-export function renderSummary(result: FixTestsResult): string {
-  const lines = [
-    `## cordon fix-tests: ${headline[result.status]}`,
-    "",
-    result.message,
-    "",
-    `- test command: \`${result.testCommand}\``,
-    `- exit code: ${result.exitCode}`,
-  ];
-  if (result.agent) {
-    const usage = result.agent.usage;
+function paths(files: readonly string[]): string {
+  const shown = files.slice(0, listedPaths).map((file) => `\`${file}\``);
+  const more = files.length - shown.length;
+  return more > 0 ? `${shown.join(", ")} and ${more} more` : shown.join(", ");
+}
+
+function testsRan(run: TestRun): string {
+  if (run.counts.length === 0) return "no test summary read";
+  const total = run.counts.reduce((sum, count) => sum + count.ran, 0);
+  return `${total} test(s) ran (${run.counts.map((count) => count.runner).join(", ")})`;
+}
+
+function exited(run: TestRun): string {
+  if (run.timedOut) return "timed out";
+  return run.exitCode === null ? "was killed" : `exited ${run.exitCode}`;
+}
+
+/** The steps that led to the verdict, in order, each with what it found. */
+function why(result: FixTestsResult): string[] {
+  const lines: string[] = [];
+  if (result.before) {
     lines.push(
-      `- agent: ${result.agent.status}, ${result.agent.turns} turn(s), ${usage.inputTokens} input / ${usage.outputTokens} output tokens`,
+      `- before the agent: the tests ${exited(result.before)}; ${testsRan(result.before)}`,
     );
   }
-  if (result.testCount) lines.push(`- tests run: ${result.testCount.message}`);
-  const d = result.durationsMs;
-  lines.push(
-    `- time: ${seconds(d.total)} (setup ${seconds(d.setup)}, agent ${seconds(d.agent)}, verify ${seconds(d.verify)})`,
-  );
-  if (result.filesChanged.length > 0) {
-    lines.push("", "### Files changed", "");
-    for (const file of result.filesChanged) {
-      const mark = result.protectedFiles.includes(file.path) ? " ⛔ protected" : "";
-      lines.push(`- \`${file.path}\` (${file.change})${mark}`);
-    }
+  if (result.agent) {
+    const { status, turns, usage } = result.agent;
+    lines.push(
+      `- the agent: ${status}, ${turns} turn(s), ${usage.inputTokens} input / ${usage.outputTokens} output tokens`,
+    );
+  }
+  if (result.agent && result.status !== "agent_stopped" && result.status !== "error") {
+    const protectedNote =
+      result.protectedFiles.length === 0
+        ? "no test, harness, CI or lockfile changed"
+        : `⛔ changed protected files ${paths(result.protectedFiles)}`;
+    const binaryNote =
+      result.binaryFiles.length === 0
+        ? "no binary file"
+        : `binary files ${paths(result.binaryFiles)}`;
+    lines.push(
+      `- the patch: ${result.filesChanged.length} file(s); ${protectedNote}; ${binaryNote}`,
+    );
   }
   if (result.restoredFiles.length > 0) {
-    lines.push("", "### Restored from the base before the tests ran", "");
-    for (const file of result.restoredFiles) lines.push(`- \`${file}\``);
+    lines.push(
+      `- Restored from the base before verification (the test harness): ${paths(result.restoredFiles)}`,
+    );
   }
-  if (result.agent?.finalText)
+  if (result.verification) {
+    lines.push(
+      `- verification on a clean copy with the patch: the tests ${exited(result.verification)}; ${testsRan(result.verification)}`,
+    );
+  }
+  if (result.testCount) {
+    const mark = { kept: "", dropped: "❌ ", not_checked: "⚠️ " }[result.testCount.status];
+    lines.push(`- test count: ${mark}${result.testCount.message}`);
+  }
+  return lines;
+}
+
+/**
+ * summary.md: one screen for a CI step summary or a PR comment — the verdict and why, what changed
+ * and what was left out, then the agent's own words; the test output folded away at the end.
+ */
+export function renderSummary(result: FixTestsResult): string {
+  const lines = [`## cordon fix-tests: ${headline[result.status]}`, "", result.message, ""];
+  lines.push(`### Why`, "", `- test command: \`${result.testCommand}\``, ...why(result));
+
+  if (result.filesChanged.length > 0 || result.testCommandOutputs.length > 0) {
+    lines.push("", "### What changed", "");
+    for (const file of result.filesChanged) {
+      const marks = [
+        result.protectedFiles.includes(file.path) ? " ⛔ protected" : "",
+        file.binary ? " (binary)" : "",
+      ].join("");
+      lines.push(`- \`${file.path}\` (${file.change})${marks}`);
+    }
+    if (result.testCommandOutputs.length > 0) {
+      lines.push(
+        "",
+        `Left out of the patch, written by the test command itself: ${paths(result.testCommandOutputs)}.`,
+      );
+    }
+  }
+  if (result.agent?.finalText) {
     lines.push("", "### The agent's summary", "", result.agent.finalText);
+  }
   const tests = result.verification ?? result.before;
   if (tests) {
     const which = result.verification ? "Verification run" : "Test run";
     lines.push(
       "",
-      `### ${which} (exit ${tests.exitCode ?? "killed"})`,
+      "<details>",
+      `<summary>${which} output (${exited(tests)})</summary>`,
       "",
       fenced(tests.outputTail),
+      "",
+      "</details>",
     );
   }
-  lines.push("", "Artifacts: `result.json`, `changes.patch`, `transcript.jsonl`.", "");
+  const d = result.durationsMs;
+  lines.push(
+    "",
+    `Exit code ${result.exitCode}; ${seconds(d.total)} (setup ${seconds(d.setup)}, agent ${seconds(d.agent)}, verify ${seconds(d.verify)}). Artifacts: \`result.json\`, \`changes.patch\`, \`transcript.jsonl\`.`,
+    "",
+  );
   return lines.join("\n");
 }
