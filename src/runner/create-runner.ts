@@ -16,7 +16,7 @@ import {
   type LoadedConfig,
 } from "../config/index.js";
 import { builtinToolCatalog, extendToolCatalog, planRun, type RunPlan } from "../policy/index.js";
-import { DockerEngine, upstreamProxyFromEnv } from "../sandbox/index.js";
+import { DockerEngine, baseImageFromEnv, upstreamProxyFromEnv } from "../sandbox/index.js";
 import { builtinTools, type ToolDefinition } from "../tools/index.js";
 import type { MessageQueue, RunLimits, RunResult, ToolResult } from "./loop/index.js";
 import { createModelClient, type ModelClient, type UserContentBlock } from "./model/index.js";
@@ -180,6 +180,7 @@ export function createRunner(options: RunnerOptions = {}): Runner {
       stateDir,
       logger,
       upstreamProxy: upstreamProxyFromEnv(env),
+      baseImage: baseImageFromEnv(env),
     });
 
   let config: Promise<Pick<LoadedConfig, "config" | "source">> | undefined;

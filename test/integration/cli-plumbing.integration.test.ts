@@ -20,6 +20,7 @@ const escape = "\u001b[";
 describe("the CLI process and its surroundings", () => {
   let home: string;
   let repo: string;
+  let script: string;
 
   const env = (extra: NodeJS.ProcessEnv = {}): NodeJS.ProcessEnv => ({
     PATH: process.env["PATH"],
@@ -31,6 +32,12 @@ describe("the CLI process and its surroundings", () => {
   beforeAll(async () => {
     home = await mkdtemp(path.join(tmpdir(), "cordon-plumbing-home-"));
     repo = await demoRepo();
+    // A scripted model that answers at once.
+    script = path.join(home, "script.json");
+    await writeFile(
+      script,
+      JSON.stringify({ version: 1, turns: [{ content: [{ type: "text", text: "All done." }] }] }),
+    );
   });
 
   afterAll(async () => {
@@ -92,11 +99,6 @@ describe("the CLI process and its surroundings", () => {
   it("prints a sandbox warning once, not also as a log line and a progress line", async () => {
     // A repository whose git config git cannot parse: seeding the private copy warns.
     await appendFile(path.join(repo, ".git", "config"), "[core\n broken");
-    const script = path.join(home, "script.json");
-    await writeFile(
-      script,
-      JSON.stringify({ version: 1, turns: [{ content: [{ type: "text", text: "All done." }] }] }),
-    );
     const { stdout, stderr } = await promisify(execFile)(
       process.execPath,
       [cli, "run", "--model-script", script, "--session", "warn-once", "say done"],
@@ -104,5 +106,22 @@ describe("the CLI process and its surroundings", () => {
     );
     expect(stdout).toBe("All done.\n");
     expect(stderr.match(/ignored the git config .* which git cannot parse/g)).toHaveLength(1);
+  });
+
+  it("builds the sandbox of a run from CORDON_BASE_IMAGE, as image and doctor do", async () => {
+    // A base that is nowhere (a registry that does not listen): the run cannot quietly use the
+    // default base instead.
+    const base = "localhost:1/cordon-no-such-base:1";
+    const failed = await promisify(execFile)(
+      process.execPath,
+      [cli, "run", "--model-script", script, "--session", "base", "hi"],
+      { cwd: repo, env: env({ CORDON_BASE_IMAGE: base }) },
+    ).then(
+      () => ({ code: 0, stderr: "" }),
+      (error: unknown) => error as { code: number; stderr: string },
+    );
+    expect(failed.code).toBe(3);
+    expect(failed.stderr).toContain(`no base image for the sandbox image: ${base} is not present`);
+    expect(failed.stderr).toContain("unset CORDON_BASE_IMAGE");
   });
 });

@@ -11,6 +11,7 @@ import {
   releaseWorkspaceDisk,
   SandboxImage,
   workspaceDiskFor,
+  baseImageFromEnv,
 } from "../../sandbox/index.js";
 import type { CliContext } from "../context.js";
 import { loadCliConfig } from "../plan-context.js";
@@ -131,7 +132,7 @@ export async function runDoctor(env: NodeJS.ProcessEnv): Promise<DoctorReport> {
   if (dockerOk) {
     try {
       const image = await new SandboxImage(engine, {
-        baseImage: env["CORDON_BASE_IMAGE"],
+        baseImage: baseImageFromEnv(env),
       }).status();
       checks.push(
         image.present

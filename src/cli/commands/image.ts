@@ -8,6 +8,7 @@ import {
   SandboxImage,
   describeImageBuildEvent,
   type ImageBuildEvent,
+  baseImageFromEnv,
 } from "../../sandbox/index.js";
 import type { CliContext } from "../context.js";
 
@@ -34,7 +35,7 @@ export function registerImageCommand(program: Command, context: CliContext): voi
       const engine = DockerEngine.fromEnv(context.env);
       await engine.ping();
       const tag = await new SandboxImage(engine, {
-        baseImage: context.env["CORDON_BASE_IMAGE"],
+        baseImage: baseImageFromEnv(context.env),
         logDirectory: path.join(stateDirectory(context.env), "logs"),
       }).build({
         force: options.force,
@@ -51,7 +52,7 @@ export function registerImageCommand(program: Command, context: CliContext): voi
       const engine = DockerEngine.fromEnv(context.env);
       await engine.ping();
       const status = await new SandboxImage(engine, {
-        baseImage: context.env["CORDON_BASE_IMAGE"],
+        baseImage: baseImageFromEnv(context.env),
       }).status();
       context.stdout(
         options.json

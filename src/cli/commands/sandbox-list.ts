@@ -1,7 +1,12 @@
 import type { Command } from "commander";
 
 import { stateDirectory } from "../../common/index.js";
-import { DockerEngine, SandboxInventory, type SandboxSummary } from "../../sandbox/index.js";
+import {
+  DockerEngine,
+  SandboxInventory,
+  type SandboxSummary,
+  baseImageFromEnv,
+} from "../../sandbox/index.js";
 import type { CliContext } from "../context.js";
 import { ago, formatTable } from "../render/table.js";
 
@@ -11,7 +16,7 @@ export function inventoryFor(context: CliContext): SandboxInventory {
     engine: DockerEngine.fromEnv(context.env),
     stateDirectory: stateDirectory(context.env),
     logger: context.logger,
-    imageOptions: { baseImage: context.env["CORDON_BASE_IMAGE"] },
+    imageOptions: { baseImage: baseImageFromEnv(context.env) },
   });
 }
 

@@ -1,7 +1,7 @@
 import type { Command } from "commander";
 
 import { ExitCode } from "../../common/index.js";
-import { DockerEngine, SandboxImage } from "../../sandbox/index.js";
+import { DockerEngine, SandboxImage, baseImageFromEnv } from "../../sandbox/index.js";
 import type { CliContext } from "../context.js";
 import { formatDoctorReport, runDoctor } from "./doctor.js";
 import { progressPrinter } from "./image.js";
@@ -22,7 +22,7 @@ export function registerSetupCommand(program: Command, context: CliContext): voi
       const engine = DockerEngine.fromEnv(context.env);
       const info = await engine.ping();
       context.stderr(`Docker engine ${info.serverVersion} (API ${info.apiVersion})\n`);
-      await new SandboxImage(engine, { baseImage: context.env["CORDON_BASE_IMAGE"] }).build({
+      await new SandboxImage(engine, { baseImage: baseImageFromEnv(context.env) }).build({
         force: options.force,
         onEvent: progressPrinter(context, false),
       });

@@ -23,6 +23,8 @@ export interface DefaultSandboxesOptions {
   logger?: Logger | undefined;
   /** The host's own proxy, which egress proxies go through. */
   upstreamProxy?: UpstreamProxy | undefined;
+  /** The base of the built-in sandbox image (`CORDON_BASE_IMAGE`); default the official one. */
+  baseImage?: string | undefined;
 }
 
 /**
@@ -36,6 +38,7 @@ export function defaultSandboxes(options: DefaultSandboxesOptions): SandboxProvi
     stateDirectory: options.stateDir,
     logger: options.logger,
     upstreamProxy: options.upstreamProxy,
+    imageOptions: { baseImage: options.baseImage },
     createSandbox: (container) =>
       new DockerSandbox({
         engine: options.engine,
@@ -52,6 +55,7 @@ export function defaultSandboxes(options: DefaultSandboxesOptions): SandboxProvi
     engine: options.engine,
     stateDirectory: options.stateDir,
     logger: options.logger,
+    imageOptions: { baseImage: options.baseImage },
   });
   const acquire = async (
     plan: PlannedRun,

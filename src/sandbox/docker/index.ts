@@ -1,6 +1,7 @@
 export { DockerEngine, type DockerEngineInfo, type DockerEngineOptions } from "./engine.js";
 export {
   SandboxImage,
+  baseImageFromEnv,
   localBaseImage,
   officialBaseImage,
   sandboxImageRepository,

@@ -20,6 +20,14 @@ export const officialBaseImage = "debian:bookworm-slim";
 /** Where none is, the debootstrapped base a clone's scripts/setup.sh imports. */
 export const localBaseImage = "cordon-base:bookworm";
 
+/**
+ * The base image the environment asks for (`CORDON_BASE_IMAGE`), read here only, so every
+ * command — `run` as much as `image`, `doctor` and `sandbox list` — builds from the same base.
+ */
+export function baseImageFromEnv(env: NodeJS.ProcessEnv): string | undefined {
+  return env["CORDON_BASE_IMAGE"] || undefined;
+}
+
 /** Bump when the way images are built changes, so every old tag becomes stale. */
 const buildRecipeVersion = "2";
 
@@ -317,7 +325,11 @@ export class SandboxImage {
     }
     throw new ImageError(
       `no base image for the sandbox image: ${candidates.join(" and ")} ${candidates.length > 1 ? "are" : "is"} not present${options.pull ? ` and ${wanted} cannot be pulled` : ""}`,
-      { fix: setupFix },
+      {
+        fix: this.options.baseImage
+          ? `pull or build ${this.options.baseImage}, or unset CORDON_BASE_IMAGE to use the default base`
+          : setupFix,
+      },
     );
   }
 
