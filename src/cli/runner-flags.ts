@@ -15,6 +15,8 @@ export interface PlanFlags {
   workspace?: string | undefined;
   /** `--allow-host`, repeatable. */
   allowHost?: string[] | undefined;
+  /** `--carry` (on the commands that seed a copy: run, exec, fix-tests). */
+  carry?: string[] | undefined;
 }
 
 export function addPlanOptions(command: Command): Command {
@@ -36,6 +38,16 @@ export const allowHostOption = [
   nameList,
 ] as const;
 
+/**
+ * `--carry a,b` (repeatable; run, exec, fix-tests): ignored workspace paths copied into the seeded
+ * copy for this run, replacing `sandbox.carry`.
+ */
+export const carryOption = [
+  "--carry <paths>",
+  "git-ignored workspace paths to copy into the seeded copy, e.g. node_modules,.venv (replaces sandbox.carry; repeatable)",
+  nameList,
+] as const;
+
 /** A runner configured from the shared flags, exactly as `cordon run` makes it. */
 export function runnerFromFlags(
   context: CliContext,
@@ -49,6 +61,7 @@ export function runnerFromFlags(
     modelScript: options.modelScript,
     forceSeededCopy: options.forceSeededCopy,
     allowHosts: flags.allowHost,
+    carry: flags.carry,
     logger: context.logger,
   });
 }

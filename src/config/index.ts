@@ -40,3 +40,4 @@ export {
 export { looseningKeys, untrustedKeyRules, type LooseningKey } from "./loosening-keys.js";
 export { trustStorePath } from "./trust-store.js";
 export { formatByteSize, parseByteSize } from "./byte-size.js";
+export { carryPathProblem, normalizeCarryPath } from "./carry-path.js";

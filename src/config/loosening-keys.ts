@@ -139,6 +139,13 @@ export const untrustedKeyRules: Readonly<Record<string, KeyRule>> = {
     `a budget above the built-in ${String(diskBudgetDefault)}, or none, lets the sandbox fill more of the host's disk`,
     bytesAbove(diskBudgetDefault),
   ),
+  // Seeding leaves ignored files out because that is where secrets live (.env, .npmrc with a
+  // token, a virtualenv's pip.conf). A file that names them brings host files into the sandbox,
+  // where the agent (and so the model) can read them: what the user carries is the user's call.
+  "sandbox.carry": loosening(
+    "copies git-ignored files of your workspace (where secrets like .env live) into the sandbox, where the agent can read them",
+    nonEmpty,
+  ),
   "sandbox.protectGitDir": loosening(
     "false lets an agent with rw access write your repository's .git (hooks and config you run later)",
     unless(true),

@@ -1,5 +1,7 @@
 import { z } from "zod";
 
+import { carryPathProblem } from "./carry-path.js";
+
 /**
  * The zod schema of the whole config file (DESIGN.md §4, docs/configuration.md). Strict: unknown
  * keys are errors. Free of transforms on purpose, so `cordon config schema` can export it as JSON
@@ -57,6 +59,8 @@ export const configDefaults = {
     seed: true,
     /** What the sandbox may write to its private workspace; 0 or "unlimited" = no bound. */
     disk: "10g" as string | number,
+    /** Ignored paths of the workspace copied into the seeded copy (e.g. node_modules). */
+    carry: [] as string[],
     protectGitDir: true,
     prune: { idleHours: 24, maxAgeDays: 7 },
     egress: { allow: [] as string[], trustHostCertificates: false },
@@ -99,6 +103,17 @@ const diskSize = z
   .union([byteSize, z.literal(0), z.literal("unlimited")])
   .describe(
     'Bound on what the sandbox writes to its private workspace: a size like "10g", or 0 / "unlimited" for none',
+  );
+/** Workspace-relative paths copied into the seeded copy (`node_modules`, `.venv`). */
+const carryList = z
+  .array(
+    text.superRefine((value, ctx) => {
+      const problem = carryPathProblem(value);
+      if (problem) ctx.addIssue({ code: "custom", message: problem });
+    }),
+  )
+  .describe(
+    "Git-ignored paths of the workspace (e.g. node_modules, .venv) copied into the seeded private copy: writable there, never part of a diff",
   );
 const toolNameList = z.array(
   z
@@ -227,6 +242,7 @@ function sandboxSchema<F extends Flavour>(flavour: F) {
     seed: field(flavour, z.boolean(), s.seed),
     workspaceRoot: text.optional(),
     disk: field(flavour, diskSize, s.disk),
+    carry: field(flavour, carryList, s.carry),
     protectGitDir: field(flavour, z.boolean(), s.protectGitDir),
     prune: section(flavour, prune),
     egress: section(flavour, egress),

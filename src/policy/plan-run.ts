@@ -5,6 +5,7 @@ import type { ConfigIssue, CordonConfig } from "../config/index.js";
 import type { SandboxMode, SandboxScope, SandboxSpec, WorkspaceAccess } from "../sandbox/index.js";
 import { hashOf } from "./config-hash.js";
 import { containerNameOf, scopeKeyOf, workspaceIdOf } from "./container-name.js";
+import { planCarry } from "./carry.js";
 import { resolveDiskBudget } from "./disk-budget.js";
 import { resolveDockerSettings } from "./docker-settings.js";
 import { planEgress } from "./egress.js";
@@ -58,6 +59,8 @@ export interface PlanRunInput {
    */
   runEgress?:
     { allow?: readonly string[] | undefined; only?: readonly string[] | undefined } | undefined;
+  /** The run's `--carry` paths; when given, they replace `sandbox.carry`. */
+  carry?: readonly string[] | undefined;
 }
 
 export interface RunPlan {
@@ -458,6 +461,17 @@ function planSandbox(context: SandboxPlanContext): SandboxSpec {
       rw: `workspace access "rw" (${keys.workspaceAccess}): the agent workspace is mounted read-write at ${settings.workdir}; changes are live on the host`,
     }[workspaceAccess],
   );
+  const carry = planCarry({
+    configured: agent.sandbox.carry,
+    configKey: agent.sandboxKey("carry"),
+    flag: input.carry,
+    workspace,
+    seeded: seed,
+    workspaceAccessKey: keys.workspaceAccess,
+    entryKind: input.entryKind,
+    warnings,
+    explanation,
+  });
 
   const hashed = {
     scope,
@@ -465,6 +479,8 @@ function planSandbox(context: SandboxPlanContext): SandboxSpec {
     containerName,
     workspaceAccess,
     privateWorkspace,
+    // Not carry: it fills a copy once, when it is seeded, and shapes no container; `cordon diff`
+    // of a session started with --carry must not find its container stale.
     seed,
     mounts,
     docker: settings,
@@ -481,6 +497,7 @@ function planSandbox(context: SandboxPlanContext): SandboxSpec {
     privateWorkspace,
     diskBytes,
     seed,
+    carry,
     mounts,
     docker: settings,
     egress: network.egress,

@@ -49,6 +49,11 @@ export interface RunnerOptions {
    * session (`fix-tests` needs this: its changes are taken and verified as a patch).
    */
   forceSeededCopy?: boolean | undefined;
+  /**
+   * Workspace paths copied into the seeded copy (`--carry`); replaces `sandbox.carry`. A path
+   * that does not exist is a usage error.
+   */
+  carry?: readonly string[] | undefined;
   /** An already loaded config; skips file loading (and so `configOverrides`, `workspace`, `forceSeededCopy`). */
   config?: CordonConfig | undefined;
   /** The model; default: the scripted model when `modelScript` is set, else the Anthropic API. */
@@ -228,6 +233,7 @@ export function createRunner(options: RunnerOptions = {}): Runner {
       pathOwner: hostPathOwner,
       invokingUser: hostProcessOwner(),
       catalog,
+      carry: options.carry,
       runTools: {
         allow: request.allowTools ? [...request.allowTools] : undefined,
         deny: request.denyTools ? [...request.denyTools] : undefined,

@@ -110,6 +110,12 @@ export interface SandboxSpec {
   diskBytes?: number | undefined;
   /** Seed the private workspace with a copy of the agent workspace when it is first created. */
   seed: boolean;
+  /**
+   * Paths of the agent workspace (relative, `/`-separated, none inside another) copied into a new
+   * seeded copy besides what git lists (`sandbox.carry`, `--carry`): writable there, left out of
+   * every diff. Undefined or empty: nothing is carried.
+   */
+  carry?: readonly string[] | undefined;
   /** All bind mounts, workspace ones included, in mount order. */
   mounts: MountSpec[];
   docker: DockerSettings;

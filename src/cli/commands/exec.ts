@@ -7,7 +7,7 @@ import type { ExecResult } from "../../sandbox/index.js";
 import { quoteShellArg } from "../../tools/index.js";
 import type { CliContext } from "../context.js";
 import { withInterrupt } from "../interrupt.js";
-import { addPlanOptions, runnerFromFlags, type PlanFlags } from "../runner-flags.js";
+import { addPlanOptions, carryOption, runnerFromFlags, type PlanFlags } from "../runner-flags.js";
 import { durationOf } from "../flag-parsers.js";
 
 interface ExecFlags extends PlanFlags {
@@ -33,6 +33,7 @@ export function registerExecCommand(program: Command, context: CliContext): void
     .description("run one command in the sandbox a run would get (same plan, container, mounts)")
     .argument("<command...>", "the command and its arguments (put them after --)");
   addPlanOptions(exec)
+    .option(...carryOption)
     .option(
       "--timeout <duration>",
       "kill the command's whole process tree after this long",

@@ -6,7 +6,7 @@ import { fixTests } from "../../workflows/index.js";
 import type { CliContext } from "../context.js";
 import { withInterrupt } from "../interrupt.js";
 import { createRunRenderer } from "../render/run-renderer.js";
-import { allowHostOption, runnerFromFlags } from "../runner-flags.js";
+import { allowHostOption, carryOption, runnerFromFlags } from "../runner-flags.js";
 import { durationOf, positiveInteger } from "../flag-parsers.js";
 
 interface FixTestsFlags {
@@ -17,6 +17,7 @@ interface FixTestsFlags {
   config?: string;
   model?: string;
   modelScript?: string;
+  carry?: string[];
   maxTurns?: number;
   timeout?: number;
   testTimeout?: number;
@@ -55,6 +56,7 @@ export function registerFixTestsCommand(program: Command, context: CliContext): 
     )
     .option("--keep-sandboxes", "keep the work and verify sandboxes for inspection")
     .option("--json", "print result.json on stdout")
+    .option(...carryOption)
     .action(async (flags: FixTestsFlags) => {
       const runner = runnerFromFlags(
         context,
@@ -63,6 +65,7 @@ export function registerFixTestsCommand(program: Command, context: CliContext): 
           config: flags.config,
           workspace: flags.workspace ?? ".",
           allowHost: flags.allowHost,
+          carry: flags.carry,
         },
         { modelScript: flags.modelScript, forceSeededCopy: true },
       );

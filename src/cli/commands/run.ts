@@ -6,7 +6,7 @@ import { ConfigError } from "../../common/index.js";
 import { failedRunResult, type RunnerEvent } from "../../runner/index.js";
 import type { CliContext } from "../context.js";
 import { withInterrupt } from "../interrupt.js";
-import { addPlanOptions, runnerFromFlags, type PlanFlags } from "../runner-flags.js";
+import { addPlanOptions, carryOption, runnerFromFlags, type PlanFlags } from "../runner-flags.js";
 import { createRunRenderer, outputFormats, type OutputFormat } from "../render/run-renderer.js";
 import { durationOf, nameList, positiveInteger } from "../flag-parsers.js";
 
@@ -40,6 +40,7 @@ export function registerRunCommand(program: Command, context: CliContext): void 
     .description("run an agent on a task: plan (policy), sandbox, tools, model loop")
     .argument("[prompt]", "the task; `-` reads it from stdin");
   addPlanOptions(run)
+    .option(...carryOption)
     .option("--model <id>", "model for this run")
     .option("--model-script <file>", "replay a scripted model instead of calling an API")
     .option("--max-turns <n>", "most model calls in this run", positiveInteger)

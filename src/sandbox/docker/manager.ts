@@ -16,6 +16,7 @@ import type { SandboxSpec } from "../spec.js";
 import {
   checkAgentWorkspaceAccess,
   DiskWatchdog,
+  describeCarry,
   ensurePrivateWorkspace,
 } from "../workspace/index.js";
 import { createContainerOptions, labelKeys } from "./container-options.js";
@@ -453,6 +454,9 @@ export class DockerSandboxManager {
           "workspace",
           `seeded ${workspace.path} from ${workspace.seed.source} (${workspace.seed.method}: ${workspace.seed.files} files, ${workspace.seed.bytes} bytes)`,
         );
+        if (workspace.seed.carried) {
+          context.progress("workspace", describeCarry(workspace.seed.carried));
+        }
       } else if (workspace.created) {
         context.progress("workspace", `created the private workspace ${workspace.path}`);
       }

@@ -4,6 +4,7 @@ import { chmod, lstat, mkdir, open, rm, writeFile } from "node:fs/promises";
 import path from "node:path";
 
 import { FileOperationError, SandboxError } from "../../common/index.js";
+import { carryExcludePatterns } from "./carry.js";
 import { gitConfigText, readRepositoryFormat, type RepositoryFormat } from "./git-state.js";
 import { HostGitError, defaultGitOutputBytes, runHostGit } from "./host-git.js";
 import { baselineGitDir } from "./paths.js";
@@ -39,6 +40,11 @@ export interface RecordBaselineOptions {
    * Default: read from the workspace's `.git/config` — call it before any agent touched it.
    */
   format?: RepositoryFormat | undefined;
+  /**
+   * Workspace-relative paths left out of the baseline and of every later diff, whatever the
+   * copy's own ignore rules say (carried dependencies: `spec.carry`).
+   */
+  leaveOut?: readonly string[] | undefined;
   signal?: AbortSignal | undefined;
 }
 
@@ -56,7 +62,14 @@ export async function recordBaseline(
   const gitDir = options.gitDir ?? baselineGitDir(workspace);
   const format =
     options.format ?? (await readRepositoryFormat(path.join(workspace, ".git", "config"), []));
-  await writeBaselineGitDir(gitDir, format, await readExclude(workspace));
+  // In cordon's own git dir, which no container can reach: an agent cannot un-ignore them.
+  const leaveOut = carryExcludePatterns(options.leaveOut ?? []).join("\n");
+  const exclude = await readExclude(workspace);
+  await writeBaselineGitDir(
+    gitDir,
+    format,
+    leaveOut === "" ? exclude : Buffer.concat([exclude, Buffer.from(`\n${leaveOut}\n`)]),
+  );
   const index = path.join(gitDir, `index-${randomUUID()}`);
   const git = async (args: string[]): Promise<string> =>
     (

@@ -35,7 +35,12 @@ export {
   workspaceUsageBytes,
 } from "./disk-watchdog.js";
 export { listGitFiles } from "./git-files.js";
-export { TreeCopier, type CopySummary, type TreeCopierOptions } from "./tree-copy.js";
+export {
+  CopyLimitError,
+  TreeCopier,
+  type CopySummary,
+  type TreeCopierOptions,
+} from "./tree-copy.js";
 export { parseContainerUser, processUid, type Owner } from "./owner.js";
 export {
   baselineRef,
@@ -45,3 +50,10 @@ export {
   recordBaseline,
   type RecordBaselineOptions,
 } from "./baseline.js";
+export {
+  carryExcludePatterns,
+  carryInto,
+  describeCarry,
+  type CarryOptions,
+  type CarrySummary,
+} from "./carry.js";

@@ -18,6 +18,7 @@ import path from "node:path";
 import { SandboxStartError, throwIfAborted } from "../../common/index.js";
 import type { SandboxSpec } from "../spec.js";
 import { recordBaseline } from "./baseline.js";
+import { carryInto, type CarrySummary } from "./carry.js";
 import { attachWorkspaceDisk, workspaceDiskFor } from "./disk-budget.js";
 import { listGitFiles } from "./git-files.js";
 import {
@@ -50,6 +51,8 @@ export interface SeedInfo {
   symlinks: number;
   bytes: number;
   skipped: CopySummary["skipped"];
+  /** What `spec.carry` brought in besides the seed (never part of a diff). */
+  carried?: CarrySummary | undefined;
 }
 
 export interface PrivateWorkspace {
@@ -129,8 +132,25 @@ export async function ensurePrivateWorkspace(
       warnings,
       signal: options.signal,
     });
+    if (spec.carry?.length) {
+      seed.carried = await carryInto({
+        sourceRoot: await realpath(spec.agentWorkspace),
+        targetRoot: temporary,
+        paths: spec.carry,
+        owner,
+        exclude: [await realpath(options.stateDirectory), path.dirname(target)],
+        byteLimit: disk ? Math.max(0, disk.bytes - seed.bytes) : undefined,
+        warnings,
+        signal: options.signal,
+      });
+    }
     // Before the agent ever sees the copy: what `cordon diff` compares against.
-    await recordBaseline(temporary, { gitDir: baselineTemporary, format, signal: options.signal });
+    await recordBaseline(temporary, {
+      gitDir: baselineTemporary,
+      format,
+      leaveOut: spec.carry,
+      signal: options.signal,
+    });
     await writeFile(seedMarkerPath(target), `${JSON.stringify(seed, null, 2)}\n`, { mode: 0o600 });
     if (owner) await lchown(temporary, owner.uid, owner.gid);
     await chmod(temporary, 0o755);
@@ -383,8 +403,12 @@ async function seedInto(
     targetRoot: temporary,
     owner: options.owner,
     // Where cordon keeps its own things, and a `.git` that is no repository (it could hold
-    // hooks): never copied.
-    exclude: [...options.exclude, path.join(sourceRoot, ".git")],
+    // hooks): never copied. Carried paths come after, by themselves (carry.ts).
+    exclude: [
+      ...options.exclude,
+      path.join(sourceRoot, ".git"),
+      ...(spec.carry ?? []).map((entry) => path.join(sourceRoot, entry)),
+    ],
     signal: options.signal,
   });
   const files = listed ? await copier.copyEntries(listed) : await copier.copyAll();

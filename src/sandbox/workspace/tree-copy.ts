@@ -9,6 +9,7 @@ import {
   readdir,
   readlink,
   realpath,
+  rm,
   symlink,
   utimes,
 } from "node:fs/promises";
@@ -24,6 +25,8 @@ export interface CopySummary {
   directories: number;
   symlinks: number;
   bytes: number;
+  /** Files of `files` that share their blocks with the source (reflink); 0 unless `clone` is on. */
+  cloned?: number;
   /** Relative paths not copied, with why (sockets, devices, paths that lead outside the source). */
   skipped: { path: string; reason: string }[];
 }
@@ -48,7 +51,33 @@ export interface TreeCopierOptions {
   symlinks?: "copy" | "skip" | undefined;
   /** Files copied at once. Default 16. */
   concurrency?: number | undefined;
+  /**
+   * Try a reflink (FICLONE) first, so the copy shares blocks with the source until either side
+   * writes (btrfs, XFS, bcachefs); where the filesystem cannot, files are copied. Default false.
+   */
+  clone?: boolean | undefined;
+  /**
+   * Most bytes of file content to copy; a file that would go past it stops the copy with a
+   * `CopyLimitError` before it is copied. Default: no limit.
+   */
+  byteLimit?: number | undefined;
 }
+
+/** A copy stopped because it would have gone past `byteLimit`. */
+export class CopyLimitError extends Error {
+  constructor(
+    /** The file that would have gone past it (relative). */
+    readonly path: string,
+    readonly bytes: number,
+    readonly limit: number,
+  ) {
+    super(`copying ${path} would take the copy past ${limit} bytes`);
+    this.name = "CopyLimitError";
+  }
+}
+
+/** Errors of a forced reflink that mean "this filesystem (pair) cannot", not "this file failed". */
+const cannotClone = ["EOPNOTSUPP", "ENOTSUP", "EXDEV", "EINVAL", "ENOSYS", "ETXTBSY"];
 
 const maxSkippedReported = 100;
 
@@ -65,8 +94,14 @@ export class TreeCopier {
   private readonly checkedSourceDirectories = new Map<string, boolean>();
   private readonly active = new Set<Promise<void>>();
   private failure: Error | undefined;
+  /** Bytes of files being copied or copied (for `byteLimit`). */
+  private claimedBytes = 0;
+  /** False once a reflink failed because the filesystem cannot: every later file is copied. */
+  private cloning: boolean;
 
-  constructor(private readonly options: TreeCopierOptions) {}
+  constructor(private readonly options: TreeCopierOptions) {
+    this.cloning = options.clone === true;
+  }
 
   /** Copies the whole source tree. */
   async copyAll(): Promise<CopySummary> {
@@ -191,9 +226,14 @@ export class TreeCopier {
         this.skip(relative, "resolves outside the workspace");
         return;
       }
+      const limit = this.options.byteLimit;
+      if (limit !== undefined && this.claimedBytes + stats.size > limit) {
+        throw new CopyLimitError(relative, this.claimedBytes + stats.size, limit);
+      }
+      this.claimedBytes += stats.size;
       // Through the open descriptor: the very file checked above, copied by the kernel
-      // (copy_file_range), which is several times faster than streaming it through Node.
-      await copyFile(descriptor ?? source, target, constants.COPYFILE_EXCL);
+      // (reflink, or copy_file_range), several times faster than streaming it through Node.
+      await this.copyContent(descriptor ?? source, target);
       if (this.options.owner) await lchown(target, this.options.owner.uid, this.options.owner.gid);
       // Plain permission bits only: no setuid/setgid copies.
       await chmod(target, stats.mode & 0o777);
@@ -204,6 +244,22 @@ export class TreeCopier {
     } finally {
       await input.close();
     }
+  }
+
+  private async copyContent(source: string, target: string): Promise<void> {
+    if (this.cloning) {
+      try {
+        await copyFile(source, target, constants.COPYFILE_EXCL | constants.COPYFILE_FICLONE_FORCE);
+        this.summary.cloned = (this.summary.cloned ?? 0) + 1;
+        return;
+      } catch (error) {
+        if (!cannotClone.some((code) => isErrno(error, code))) throw error;
+        this.cloning = false;
+        // A failed clone may leave an empty target behind.
+        await rm(target, { force: true });
+      }
+    }
+    await copyFile(source, target, constants.COPYFILE_EXCL);
   }
 
   private async copySymlink(relative: string): Promise<void> {

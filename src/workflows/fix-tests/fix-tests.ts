@@ -296,11 +296,14 @@ export async function fixTests(options: FixTestsOptions): Promise<FixTestsResult
   /** The project the transcript is kept under; known once the sandbox is planned. */
   let project: string | undefined;
   const request = { agentId: options.agentId, signal: options.signal };
+  // Seeding and carrying say what they did (and how long carrying took) like a run does.
+  const onProgress = (progress: { phase: string; message: string }): void =>
+    options.onEvent?.({ type: "sandbox-progress", ...progress });
 
   try {
     phase("seeding a private copy and running the tests");
     let mark = Date.now();
-    const work = await options.runner.acquireSandbox({ ...request, sessionKey });
+    const work = await options.runner.acquireSandbox({ ...request, sessionKey, onProgress });
     result.sessionKey = work.plan.sessionKey;
     project = work.plan.agent.workspaceId;
     try {
@@ -385,6 +388,7 @@ export async function fixTests(options: FixTestsOptions): Promise<FixTestsResult
     const verify = await options.runner.acquireSandbox({
       ...request,
       sessionKey: `${sessionKey}-verify`,
+      onProgress,
     });
     let verification: Verification;
     try {
