@@ -1,8 +1,7 @@
 import type { Command } from "commander";
 
-import { processState, sleep, stateDirectory } from "../../common/index.js";
+import { processState, sleep } from "../../common/index.js";
 import {
-  findSession,
   readRunEvents,
   readSessionLock,
   sessionFiles,
@@ -10,7 +9,8 @@ import {
 } from "../../runner/index.js";
 import type { CliContext } from "../context.js";
 import { createRunRenderer, type RunRenderer } from "../render/run-renderer.js";
-import { runnerFromFlags, type PlanFlags } from "../runner-flags.js";
+import { resolveSession } from "../resolve-session.js";
+import type { PlanFlags } from "../runner-flags.js";
 
 interface LogsFlags extends PlanFlags {
   follow?: boolean;
@@ -80,16 +80,11 @@ export function registerLogsCommand(program: Command, context: CliContext): void
     .option("-f, --follow", "keep printing the events of the run in progress until it ends")
     .option("--json", "print the stored records (the stream-json envelopes) as JSONL")
     .action(async (flags: LogsFlags) => {
-      const stateDir = stateDirectory(context.env);
-      const plan = await runnerFromFlags(context, flags).plan({ agentId: flags.agent });
-      const project = plan.agent.workspaceId;
-      const name = flags.session ?? "main";
-      const sessionKey = await findSession({
-        stateDir,
-        project,
-        name,
-        runKey: name.startsWith("agent:") ? name : `agent:${plan.agent.id}:${name}`,
-      });
+      const { stateDir, project, sessionKey } = await resolveSession(
+        context,
+        flags,
+        flags.session ?? "main",
+      );
       const files = sessionFiles(stateDir, sessionKey, project);
       const print = createLogPrinter(context, flags.json === true);
 

@@ -5,7 +5,12 @@ import path from "node:path";
 import { describe, expect, it } from "vitest";
 
 import { workspaceIdOf } from "../../policy/index.js";
-import { JsonlSession } from "../../runner/index.js";
+import {
+  JsonlSession,
+  RunEventsLog,
+  acquireSessionLock,
+  sessionFiles,
+} from "../../runner/index.js";
 import { runCli } from "../run-cli.js";
 
 async function cordon(args: string[], home: string) {
@@ -72,5 +77,118 @@ describe("cordon sessions", () => {
     const show = await cordon(["sessions", "show", "agent:main:nope", "--workspace", home], home);
     expect(show.code).toBe(2);
     expect(show.err).toMatch(/cordon sessions list/);
+  });
+
+  async function projectWithSessions(names: string[]) {
+    const home = await mkdtemp(path.join(tmpdir(), "cordon-sessions-"));
+    const workspace = await realpath(await mkdtemp(path.join(tmpdir(), "cordon-sessions-ws-")));
+    const project = workspaceIdOf(workspace);
+    for (const name of names) {
+      const session = await JsonlSession.open({ stateDir: home, sessionKey: name, project });
+      await session.append({ role: "user", content: [{ type: "text", text: `task of ${name}` }] });
+      for (const turn of [1, 2]) {
+        await session.append(
+          { role: "assistant", content: [{ type: "text", text: `answer ${turn}` }] },
+          {
+            model: "m",
+            stopReason: "end_turn",
+            usage: { inputTokens: 1000, outputTokens: 50, cacheReadTokens: 0, cacheWriteTokens: 0 },
+          },
+        );
+      }
+      await session.close();
+    }
+    return { home, workspace, project };
+  }
+
+  it("list shows each session's agent, workspace, last run, turns, tokens and last activity", async () => {
+    const { home, workspace, project } = await projectWithSessions(["agent:main:fix-1"]);
+    const log = new RunEventsLog("run-1");
+    log.attach(sessionFiles(home, "agent:main:fix-1", project).events);
+    log.record({ type: "run-start" });
+    const plan = { type: "plan", agentId: "main", workspace };
+    log.record(plan);
+    const end = { type: "run-end", status: "limit_turns", turns: 2 };
+    log.record(end);
+    await log.flushed();
+
+    const json = await cordon(["sessions", "list", "--json", "--workspace", workspace], home);
+    expect(json.code).toBe(0);
+    expect(JSON.parse(json.out)).toEqual([
+      expect.objectContaining({
+        sessionKey: "agent:main:fix-1",
+        agentId: "main",
+        workspace,
+        lastRunStatus: "limit_turns",
+        turns: 2,
+        tokens: { input: 2000, output: 100 },
+      }),
+    ]);
+    const text = await cordon(["sessions", "list", "--workspace", workspace], home);
+    const [header, row] = text.out.trim().split("\n");
+    expect(header).toMatch(
+      /^SESSION\s+AGENT\s+LAST RUN\s+TURNS\s+TOKENS\s+LAST ACTIVITY\s+WORKSPACE$/,
+    );
+    expect(row).toMatch(
+      /^agent:main:fix-1\s+main\s+limit_turns\s+2\s+2\.0k in \/ 100 out\s+\d+s ago\s+/,
+    );
+    expect(row?.endsWith(workspace)).toBe(true);
+
+    // While a run holds the session, its last run is "running".
+    const lock = await acquireSessionLock({
+      stateDir: home,
+      sessionKey: "agent:main:fix-1",
+      project,
+      runId: "live",
+    });
+    const live = await cordon(["sessions", "list", "--json", "--workspace", workspace], home);
+    expect(JSON.parse(live.out)).toEqual([expect.objectContaining({ lastRunStatus: "running" })]);
+    await lock.release();
+  });
+
+  it("show takes a session's name or a unique prefix; an ambiguous one lists the matches", async () => {
+    const { home, workspace } = await projectWithSessions([
+      "agent:main:fix-login",
+      "agent:main:feature-x",
+      "agent:main:main",
+    ]);
+    const show = (name: string) =>
+      cordon(["sessions", "show", name, "--workspace", workspace], home);
+    expect((await show("fix-login")).out).toContain("task of agent:main:fix-login");
+    expect((await show("fi")).out).toContain("task of agent:main:fix-login");
+    expect((await show("agent:main:fe")).out).toContain("task of agent:main:feature-x");
+    expect((await show("main")).out).toContain("task of agent:main:main");
+    const ambiguous = await show("f");
+    expect(ambiguous.code).toBe(2);
+    expect(ambiguous.err).toContain("agent:main:fix-login");
+    expect(ambiguous.err).toContain("agent:main:feature-x");
+    const unknown = await show("nothing-like-it");
+    expect(unknown.code).toBe(2);
+    expect(unknown.err).toContain("agent:main:fix-login");
+  });
+
+  it("rm deletes a session, but not while a run holds it (exit 3)", async () => {
+    const { home, workspace, project } = await projectWithSessions([
+      "agent:main:old",
+      "agent:main:busy",
+    ]);
+    const lock = await acquireSessionLock({
+      stateDir: home,
+      sessionKey: "agent:main:busy",
+      project,
+      runId: "live",
+    });
+    const refused = await cordon(["sessions", "rm", "busy", "--workspace", workspace], home);
+    expect(refused.code).toBe(3);
+    expect(refused.err).toContain("agent:main:busy is in use");
+    await lock.release();
+
+    const removed = await cordon(["sessions", "rm", "old", "--workspace", workspace], home);
+    expect(removed.code).toBe(0);
+    expect(removed.out).toBe("agent:main:old\n");
+    const list = await cordon(["sessions", "list", "--json", "--workspace", workspace], home);
+    expect((JSON.parse(list.out) as { sessionKey: string }[]).map((s) => s.sessionKey)).toEqual([
+      "agent:main:busy",
+    ]);
   });
 });

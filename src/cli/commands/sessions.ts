@@ -1,8 +1,21 @@
 import type { Command } from "commander";
 
+import { randomUUID } from "node:crypto";
+import { rm } from "node:fs/promises";
+
 import { ConfigError, stateDirectory } from "../../common/index.js";
-import { listSessions, readSessionEntries, type SessionEntry } from "../../runner/index.js";
+import {
+  acquireSessionLock,
+  listSessions,
+  readSessionEntries,
+  sessionDetails,
+  sessionFiles,
+  type SessionDetails,
+  type SessionEntry,
+} from "../../runner/index.js";
 import type { CliContext } from "../context.js";
+import { ago, formatTable } from "../render/table.js";
+import { resolveSession } from "../resolve-session.js";
 import { runnerFromFlags, type PlanFlags } from "../runner-flags.js";
 
 type ProjectFlags = Omit<PlanFlags, "session">;
@@ -21,6 +34,31 @@ function addProjectOptions(command: Command): Command {
 async function projectOf(context: CliContext, flags: ProjectFlags): Promise<string> {
   const plan = await runnerFromFlags(context, flags).plan({ agentId: flags.agent });
   return plan.agent.workspaceId;
+}
+
+function tokenCount(count: number): string {
+  if (count < 1000) return String(count);
+  if (count < 1_000_000) return `${(count / 1000).toFixed(1)}k`;
+  return `${(count / 1_000_000).toFixed(1)}M`;
+}
+
+function formatSessions(sessions: SessionDetails[], withProject: boolean): string {
+  const header = ["SESSION", "AGENT", "LAST RUN", "TURNS", "TOKENS", "LAST ACTIVITY", "WORKSPACE"];
+  return formatTable(
+    withProject ? ["PROJECT", ...header] : header,
+    sessions.map((s) => {
+      const row = [
+        s.sessionKey,
+        s.agentId ?? "-",
+        s.lastRunStatus ?? "-",
+        String(s.turns),
+        `${tokenCount(s.tokens.input)} in / ${tokenCount(s.tokens.output)} out`,
+        ago(s.lastActivityAt.toISOString()),
+        s.workspace ?? "?",
+      ];
+      return withProject ? [s.project ?? "-", ...row] : row;
+    }),
+  );
 }
 
 function blockSummary(block: { type: string; [key: string]: unknown }): string {
@@ -59,10 +97,13 @@ export function registerSessionsCommand(program: Command, context: CliContext): 
     .option("--all", "the sessions of every project under the state directory")
     .option("--json", "print as JSON")
     .action(async (options: ProjectFlags & { all?: boolean; json?: boolean }) => {
-      const found = await listSessions({
-        stateDir: stateDirectory(context.env),
+      const stateDir = stateDirectory(context.env);
+      const summaries = await listSessions({
+        stateDir,
         project: options.all ? undefined : await projectOf(context, options),
       });
+      const found = await Promise.all(summaries.map((s) => sessionDetails(stateDir, s)));
+      found.sort((a, b) => b.lastActivityAt.getTime() - a.lastActivityAt.getTime());
       if (options.json) {
         context.stdout(`${JSON.stringify(found, null, 2)}\n`);
         return;
@@ -71,29 +112,24 @@ export function registerSessionsCommand(program: Command, context: CliContext): 
         context.stderr("no sessions yet; `cordon run` creates one\n");
         return;
       }
-      for (const s of found) {
-        const project = options.all ? `${s.project ?? "-"}\t` : "";
-        context.stdout(
-          `${project}${s.sessionKey}\t${s.updatedAt.toISOString()}\t${s.sizeBytes} bytes\n`,
-        );
-      }
+      context.stdout(formatSessions(found, options.all === true));
     });
 
   addProjectOptions(
     sessions
       .command("show")
       .description("print a session's transcript")
-      .argument("<key>", "session key, e.g. agent:main:main"),
+      .argument(
+        "<name>",
+        "session key (agent:main:fix-1), name (fix-1) or a unique prefix of either",
+      ),
   )
     .option("--json", "print the raw lines as a JSON array")
-    .action(async (key: string, options: ProjectFlags & { json?: boolean }) => {
-      const entries = await readSessionEntries({
-        stateDir: stateDirectory(context.env),
-        sessionKey: key,
-        project: await projectOf(context, options),
-      });
+    .action(async (name: string, options: ProjectFlags & { json?: boolean }) => {
+      const { stateDir, project, sessionKey: key } = await resolveSession(context, options, name);
+      const entries = await readSessionEntries({ stateDir, sessionKey: key, project });
       if (entries.length === 0) {
-        throw new ConfigError(`no session ${key}`, {
+        throw new ConfigError(`Session ${key} has no transcript yet.`, {
           fix: "run `cordon sessions list` to see this project's keys (`--all` for every project's; `--workspace` picks the project)",
         });
       }
@@ -101,4 +137,32 @@ export function registerSessionsCommand(program: Command, context: CliContext): 
         options.json ? `${JSON.stringify(entries, null, 2)}\n` : entries.map(formatEntry).join(""),
       );
     });
+
+  addProjectOptions(
+    sessions
+      .command("rm")
+      .description("delete a session's transcript and events (not while a run holds it)")
+      .argument("<name>", "session key, name or a unique prefix of either"),
+  ).action(async (name: string, options: ProjectFlags) => {
+    const { stateDir, project, sessionKey } = await resolveSession(context, options, name);
+    // Held like a run holds it, so no run is writing while the files go, and none starts then.
+    const lock = await acquireSessionLock({
+      stateDir,
+      sessionKey,
+      project,
+      runId: `sessions-rm-${randomUUID()}`,
+      wait: false,
+    });
+    try {
+      const files = sessionFiles(stateDir, sessionKey, project);
+      await rm(files.transcript, { force: true });
+      await rm(files.events, { force: true });
+    } finally {
+      await lock.release();
+    }
+    context.stdout(`${sessionKey}\n`);
+    context.stderr(
+      `removed session ${sessionKey}; its sandbox, if any, stays until \`cordon sandbox rm\` or prune\n`,
+    );
+  });
 }

@@ -1,6 +1,11 @@
 export { JsonlSession, SessionCorruptError, readSessionEntries } from "./jsonl-session.js";
 export type { AppendMeta, OpenSessionOptions } from "./jsonl-session.js";
-export { listSessions, type SessionSummary } from "./list-sessions.js";
+export {
+  listSessions,
+  sessionDetails,
+  type SessionDetails,
+  type SessionSummary,
+} from "./list-sessions.js";
 export { AsyncLimiter, SessionLanes, type Release, type SessionLanesOptions } from "./lanes.js";
 export {
   sessionFileName,

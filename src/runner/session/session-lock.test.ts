@@ -91,7 +91,7 @@ describe("the session lock", () => {
     expect(exitCodeOf(error)).toBe(3);
     expect((error as Error).message).toContain(sessionKey);
     expect((error as Error).message).toContain(`pid ${process.pid}`);
-    expect((error as SessionBusyError).fix).toContain("--no-wait");
+    expect((error as SessionBusyError).fix).toContain(`cordon logs -f --session ${sessionKey}`);
     await first.release();
   });
 
@@ -126,8 +126,9 @@ describe("the session lock", () => {
   });
 
   it("racing takers of one stale lock: exactly one gets it", async () => {
+    const gone = deadPid();
     for (let round = 0; round < 10; round++) {
-      await leaveLock({ pid: deadPid() });
+      await leaveLock({ pid: gone });
       const attempts = await Promise.allSettled(
         Array.from({ length: 8 }, (_, i) => acquire(`racer-${round}-${i}`, { wait: false })),
       );

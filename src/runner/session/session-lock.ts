@@ -124,7 +124,7 @@ export async function acquireSessionLock(options: AcquireSessionLockOptions): Pr
       throw new SessionBusyError(
         `Session ${options.sessionKey} is in use by another run (${describeHolder(current)}).`,
         {
-          fix: `Run without --no-wait to wait for it, follow it with \`cordon logs -f --session ${options.sessionKey}\`, or use another --session.`,
+          fix: `Wait for it to end (\`cordon logs -f --session ${options.sessionKey}\` follows it) or use another --session; \`cordon run\` without --no-wait waits by itself.`,
         },
       );
     }
