@@ -11,7 +11,7 @@ import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 
 import { packageRoot } from "../../src/common/index.js";
-import { demoRepo, example, git } from "../support/demo-repo.js";
+import { demoRepo, example, git, repositoryOf } from "../support/demo-repo.js";
 import { dockerClient, requireSandboxImage } from "../support/docker.js";
 import { runCordon } from "../support/run-cli.js";
 import { removeStateDirectory } from "../support/state-directory.js";
@@ -67,11 +67,21 @@ describe("cordon fix-tests", () => {
     fixTestsWith("python3 -m unittest -v", script, out, ...extra);
 
   async function fixTestsWith(testCmd: string, script: string, out: string, ...extra: string[]) {
+    return fixTestsIn(repo, testCmd, script, out, ...extra);
+  }
+
+  async function fixTestsIn(
+    workspace: string,
+    testCmd: string,
+    script: string,
+    out: string,
+    ...extra: string[]
+  ) {
     const run = await runCordon(
       [
         "fix-tests",
         "--workspace",
-        repo,
+        workspace,
         "--test-cmd",
         testCmd,
         "--out",
@@ -181,6 +191,35 @@ describe("cordon fix-tests", () => {
     const patch = await readFile(path.join(out, "changes.patch"), "utf8");
     expect(patch).not.toContain("__pycache__");
     expect(await readFile(path.join(out, "summary.md"), "utf8")).toContain("__pycache__/pricing");
+  });
+
+  it("a `make test` project that ignores nothing: its test binary stays out of the patch, exit 0", async () => {
+    // The C project of the harness tests without its .gitignore: `make test` writes test_calc
+    // (an executable) into the tree before the agent and again after the fix.
+    const make = await repositoryOf(fixture("calc-make"));
+    try {
+      git(make, "rm", "-q", ".gitignore");
+      git(make, "commit", "-qm", "no ignores");
+      const out = path.join(home, "make");
+      const { run, result } = await fixTestsIn(make, "make test", fixture("fixes-clamp.json"), out);
+      expect(run.exitCode).toBe(0);
+      expect(result).toMatchObject({
+        status: "fixed",
+        testCommandOutputs: ["test_calc"],
+        binaryFiles: [],
+      });
+      expect(result.filesChanged.map((file) => file.path)).toEqual(["calc.c"]);
+      // Its own checker prints "5 checks, 0 failures": no runner summary, and that is said.
+      expect(result.testCount).toMatchObject({ status: "not_checked" });
+      expect(run.stdout).toContain("test count not checked");
+      const summary = await readFile(path.join(out, "summary.md"), "utf8");
+      expect(summary).toContain("⚠️ test count not checked");
+      expect(summary).toContain(
+        "Left out of the patch, written by the test command itself: `test_calc`",
+      );
+    } finally {
+      await rm(path.dirname(make), { recursive: true, force: true });
+    }
   });
 
   it("a binary file the agent added is refused (exit 8, named) unless --allow-binary", async () => {
