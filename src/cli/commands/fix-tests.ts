@@ -48,7 +48,10 @@ export function registerFixTestsCommand(program: Command, context: CliContext): 
       "limit of each test run (default 10m)",
       durationOf("--test-timeout"),
     )
-    .option("--allow-test-changes", "accept changes to tests, CI configuration and lockfiles")
+    .option(
+      "--allow-test-changes",
+      "accept changes to tests, CI configuration and lockfiles (the test harness is still verified as it was)",
+    )
     .option(...allowHostOption)
     .option(
       "--allow-binary",

@@ -115,7 +115,10 @@ export async function applyWithBaseHarness(
 
   const applied = await apply();
   const harnessChanges = new Map<string, string[]>();
-  if (applied.exitCode !== 0) return { applied, harnessChanges, restored: [] };
+  if (applied.exitCode !== 0) {
+    await restoreBase(sandbox, stash, [], signal);
+    return { applied, harnessChanges, restored: [] };
+  }
 
   for (const name of contentFiles) {
     const patched = await readText(sandbox, name, signal);
@@ -152,7 +155,7 @@ async function saveBase(
   await runScript(sandbox, lines, "save the base harness", signal);
 }
 
-/** Puts each path back from the stash, or removes it when the base had none. */
+/** Puts each path back from the stash, or removes it when the base had none; drops the stash. */
 async function restoreBase(
   sandbox: Sandbox,
   stash: string,
