@@ -3,7 +3,9 @@
  * (the first user of a Linux desktop) and root. Each seeds a copy, lets a scripted agent edit it
  * and report what the sandbox looks like from inside, shows the change with `cordon diff`, and
  * fixes a failing test with `cordon fix-tests`. As 1001, a sandbox user that cannot write the
- * copy is refused before the model is called, and the disk budget falls back to the watchdog.
+ * copy is refused before the model is called, the disk budget falls back to the watchdog, and the
+ * GitHub Actions recipe's own step scripts (examples/github-actions/fix-tests.yml) run as written
+ * against a Messages API server standing in for the model.
  *
  * The test switches users with setpriv (the process runs as root), giving the Docker socket's
  * group as a supplementary group: nothing on the host is changed for it, except a passwd entry
@@ -16,11 +18,13 @@ import path from "node:path";
 import { promisify } from "node:util";
 
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { parse as parseYaml } from "yaml";
 
 import { packageRoot } from "../../src/common/index.js";
 import { labelKeys } from "../../src/sandbox/docker/container-options.js";
 import { demoRepo, example } from "../support/demo-repo.js";
 import { dockerClient, removeContainer, requireSandboxImage } from "../support/docker.js";
+import { startMessagesApiServer } from "../support/messages-api-server.js";
 import { removeStateDirectory } from "../support/state-directory.js";
 
 const run = promisify(execFile);
@@ -146,9 +150,13 @@ describe("cordon as any uid", () => {
     return made;
   }
 
-  /** `cordon <args>` in the project, as that user, with the Docker socket's group. */
-  async function cordon(who: Invoker, args: string[], env: NodeJS.ProcessEnv = {}) {
-    const asUser =
+  /** A command in the project as that user, with the Docker socket's group and nothing else. */
+  async function asUser(
+    who: Invoker,
+    command: string[],
+    env: NodeJS.ProcessEnv = {},
+  ): Promise<Outcome> {
+    const switchUser =
       who.uid === 0
         ? []
         : [
@@ -158,9 +166,9 @@ describe("cordon as any uid", () => {
             `--groups=${dockerGid}`,
             "--inh-caps=-all",
           ];
-    const command = [...asUser, process.execPath, cli, ...args];
+    const argv = [...switchUser, ...command];
     try {
-      const { stdout, stderr } = await run(command[0] ?? "", command.slice(1), {
+      const { stdout, stderr } = await run(argv[0] ?? "", argv.slice(1), {
         cwd: who.repo,
         env: {
           PATH: process.env["PATH"],
@@ -172,16 +180,17 @@ describe("cordon as any uid", () => {
         },
         maxBuffer: 16 << 20,
       });
-      return { exitCode: 0, stdout, stderr } satisfies Outcome;
+      return { exitCode: 0, stdout, stderr };
     } catch (error) {
       const failed = error as { code?: unknown; stdout?: string; stderr?: string };
       if (typeof failed.code !== "number") throw error;
-      return {
-        exitCode: failed.code,
-        stdout: failed.stdout ?? "",
-        stderr: failed.stderr ?? "",
-      } satisfies Outcome;
+      return { exitCode: failed.code, stdout: failed.stdout ?? "", stderr: failed.stderr ?? "" };
     }
+  }
+
+  /** `cordon <args>` (the built CLI) in the project, as that user. */
+  function cordon(who: Invoker, args: string[], env: NodeJS.ProcessEnv = {}): Promise<Outcome> {
+    return asUser(who, [process.execPath, cli, ...args], env);
   }
 
   async function containerUserOf(who: Invoker): Promise<string[]> {
@@ -342,5 +351,88 @@ describe("cordon as any uid", () => {
     expect(again.stderr).toMatch(
       /wrote \d+ MiB to its private workspace .*more than sandbox\.disk allows \(16 MiB\)/,
     );
+  });
+
+  it("as uid 1001, the GitHub Actions recipe's own steps fix the tests and write the job summary", async () => {
+    const who = await invoker(1001);
+    const workflow = parseYaml(
+      await readFile(example("github-actions", "fix-tests.yml"), "utf8"),
+    ) as { jobs: Record<string, { steps: { name?: string; run?: string }[] }> };
+    const steps = Object.values(workflow.jobs).flatMap((job) => job.steps);
+    const script = (marker: string): string => {
+      const step = steps.find((s) => s.run?.includes(marker));
+      if (!step?.run) throw new Error(`the recipe has no step that runs ${marker}`);
+      return step.run;
+    };
+    // `cordon` as the install step leaves it on PATH (no registry package yet: the built CLI).
+    const bin = path.join(who.root, "bin");
+    await mkdir(bin);
+    await writeFile(
+      path.join(bin, "cordon"),
+      `#!/bin/sh\nexec '${process.execPath}' '${cli}' "$@"\n`,
+      { mode: 0o755 },
+    );
+    const stepSummary = path.join(who.root, "step-summary.md");
+    await writeFile(stepSummary, "");
+    await run("chown", ["-R", `${who.uid}:${who.gid}`, bin, stepSummary]);
+
+    // The model behind ANTHROPIC_API_KEY: a Messages API server playing the demo's fix.
+    const demo = JSON.parse(await readFile(example("demo", "script.json"), "utf8")) as {
+      turns: {
+        content: (
+          { type: "text"; text: string } | { type: "tool_use"; name: string; input: unknown }
+        )[];
+      }[];
+    };
+    const server = await startMessagesApiServer();
+    try {
+      let toolUses = 0;
+      server.enqueue(
+        ...demo.turns.map((turn) => ({
+          kind: "message" as const,
+          content: turn.content.map((block) =>
+            block.type === "text" ? block : { ...block, id: `toolu_demo_${++toolUses}` },
+          ),
+        })),
+      );
+      // As the runner runs a step: bash -e, in the checkout, the secret in the environment.
+      const env = {
+        PATH: `${bin}:${process.env["PATH"] ?? ""}`,
+        ANTHROPIC_API_KEY: "sk-test-recipe",
+        ANTHROPIC_BASE_URL: server.url,
+        GITHUB_STEP_SUMMARY: stepSummary,
+      };
+      const bash = (text: string) =>
+        asUser(who, ["bash", "--noprofile", "--norc", "-eo", "pipefail", "-c", text], env);
+      const installed = await bash(
+        script("cordon doctor")
+          .split("\n")
+          .filter((line) => !line.startsWith("npm install"))
+          .join("\n"),
+      );
+      expect(installed.exitCode, installed.stdout + installed.stderr).toBe(0);
+
+      const fixed = await bash(script("cordon fix-tests"));
+      expect(fixed.exitCode, fixed.stderr).toBe(0);
+      expect(server.pending).toBe(0);
+      // The secret reached the model API from the runner (it never enters the sandbox).
+      expect(server.requests[0]?.headers["authorization"]).toBe("Bearer sk-test-recipe");
+      const artifacts = path.join(who.repo, "cordon-artifacts");
+      const result = JSON.parse(await readFile(path.join(artifacts, "result.json"), "utf8")) as {
+        status: string;
+      };
+      expect(result.status).toBe("fixed");
+      expect(await readFile(path.join(artifacts, "changes.patch"), "utf8")).toContain(
+        "+    return subtotal - discount",
+      );
+
+      const summarized = await bash(script("GITHUB_STEP_SUMMARY"));
+      expect(summarized.exitCode).toBe(0);
+      expect(await readFile(stepSummary, "utf8")).toBe(
+        await readFile(path.join(artifacts, "summary.md"), "utf8"),
+      );
+    } finally {
+      await server.close();
+    }
   });
 });
