@@ -359,7 +359,8 @@ describe("sandbox.disk on a writable root filesystem (readOnlyRoot false)", () =
     config = path.join(root, "cordon.json5");
     await writeFile(
       config,
-      `{ agents: { defaults: { sandbox: { disk: "64m", docker: { readOnlyRoot: false } } } } }\n`,
+      // Without its tmpfs, /var/tmp is on the root layer (HOME and /tmp are tmpfs mounts).
+      `{ agents: { defaults: { sandbox: { disk: "64m", docker: { readOnlyRoot: false, tmpfs: { "/var/tmp": null } } } } } }\n`,
     );
     repo = await demoRepo();
   });
@@ -374,7 +375,7 @@ describe("sandbox.disk on a writable root filesystem (readOnlyRoot false)", () =
   it("stops a sandbox that writes past the budget outside /workspace, and starts none on that root again", async () => {
     // The engine cannot bound overlay2 on ext4: the watchdog (every 10 s) measures the root layer.
     const filled = await inSandbox(
-      "dd if=/dev/zero of=$HOME/fill bs=1M count=100 2>/dev/null; sleep 60; echo survived",
+      "dd if=/dev/zero of=/var/tmp/fill bs=1M count=100 2>/dev/null; sleep 60; echo survived",
     );
     expect(filled.stdout).not.toContain("survived");
     expect(filled.stderr).toMatch(/to its root filesystem .*cordon stopped it/);
