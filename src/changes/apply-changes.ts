@@ -62,6 +62,40 @@ async function movedSymlinkProblems(
 }
 
 /**
+ * Whether the workspace already holds these changes (a second `cordon apply`): the patch does not
+ * apply forwards but its reverse applies cleanly. Reads the workspace, writes nothing.
+ */
+export async function changesAlreadyApplied(
+  workspace: string,
+  patch: Uint8Array,
+): Promise<boolean> {
+  if (parsePatch(patch).length === 0) return false;
+  return withIsolatedGit(workspace, async (git, scratch) => {
+    const patchFile = path.join(scratch, "changes.patch");
+    await writeFile(patchFile, patch);
+    const applies = (args: string[]): Promise<boolean> =>
+      git(["apply", "--binary", "--whitespace=nowarn", "--check", ...args, patchFile]).then(
+        () => true,
+        () => false,
+      );
+    return !(await applies([])) && (await applies(["--reverse"]));
+  });
+}
+
+/**
+ * git's own diffstat of a patch (`git apply --stat`: ` path | 3 ++-`, then the summary line),
+ * with names quoted by git, so control characters an agent put in a name are shown, not obeyed.
+ */
+export async function patchStat(workspace: string, patch: Uint8Array): Promise<string> {
+  if (parsePatch(patch).length === 0) return "";
+  return withIsolatedGit(workspace, async (git, scratch) => {
+    const patchFile = path.join(scratch, "changes.patch");
+    await writeFile(patchFile, patch);
+    return (await git(["apply", "--stat", patchFile])).stdout;
+  });
+}
+
+/**
  * Applies a patch taken from a sandbox to the real workspace, all or nothing (`git apply` is
  * atomic without --reject, and `--check` runs first). Refuses a patch the strict parser cannot
  * read and unsafe ones before git sees them (paths leaving the workspace or into .git, submodules,

@@ -11,7 +11,13 @@ export {
 } from "./take-changes.js";
 export { PatchParseError, parsePatch, type PatchedFile } from "./parse-git-patch.js";
 export { patchProblems, type PatchProblem } from "./patch-problems.js";
-export { ChangesConflictError, applyChanges, type ApplyOutcome } from "./apply-changes.js";
+export {
+  ChangesConflictError,
+  applyChanges,
+  changesAlreadyApplied,
+  patchStat,
+  type ApplyOutcome,
+} from "./apply-changes.js";
 export {
   ChangesNotReviewedError,
   forgetShownChanges,

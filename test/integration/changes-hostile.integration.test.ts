@@ -87,7 +87,38 @@ describe("cordon diff / apply against a hostile agent", () => {
     await agent(key, "printf x > \"$(printf 'evil\\033[2K\\rok.txt')\"");
     const stat = await cordon(key, "diff", "--stat");
     expect(stat.exitCode).toBe(0);
-    expect(stat.stdout).toBe("  added    evil\\u001b[2K\\u000dok.txt\n");
+    // git's diffstat, with the name quoted by git: escapes shown as text.
+    expect(stat.stdout).toBe(
+      ' "evil\\033[2K\\rok.txt" |    1 +\n 1 file changed, 1 insertion(+)\n',
+    );
+  });
+
+  it("a mistyped session is refused by diff and apply --check, and no container is made for it", async () => {
+    const key = session("typo");
+    for (const args of [["diff"], ["apply", "--check"]]) {
+      const run = await cordon(key, ...args);
+      expect(run.exitCode).toBe(2);
+      expect(run.stderr).toMatch(/no sandbox for session agent:main:typo-\S+ in /);
+    }
+    const plan = await createRunner({ env: env(), workspace: repo }).plan({ sessionKey: key });
+    const name = plan.sandbox.spec?.containerName ?? "";
+    await expect(dockerClient().getContainer(name).inspect()).rejects.toMatchObject({
+      statusCode: 404,
+    });
+  });
+
+  it("apply run twice applies once, then says the changes are already there", async () => {
+    const key = session("twice");
+    await agent(key, "echo '# twice' >> pricing.py");
+    const stat = await cordon(key, "diff", "--stat");
+    // git's diffstat, as `git apply --stat` prints it.
+    expect(stat.stdout).toBe(" pricing.py |    1 +\n 1 file changed, 1 insertion(+)\n");
+    expect((await cordon(key, "apply")).exitCode).toBe(0);
+    const again = await cordon(key, "apply");
+    expect(again.exitCode).toBe(0);
+    expect(again.stderr).toMatch(/^these changes are already in the workspace \(sha256 \w+\)$/m);
+    expect(await readFile(path.join(repo, "pricing.py"), "utf8")).toMatch(/\n# twice\n$/);
+    git(repo, "checkout", "--", "pricing.py");
   });
 
   it("the copy's diff.mnemonicPrefix and diff.noprefix do not change the paths", async () => {

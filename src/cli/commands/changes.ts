@@ -5,10 +5,12 @@ import {
   ChangesNotReviewedError,
   applyChanges,
   assertSeededFrom,
+  changesAlreadyApplied,
   forgetShownChanges,
   lastShownDigest,
   parsePatch,
   patchDigest,
+  patchStat,
   recordShownChanges,
   takeChanges,
   type PatchedFile,
@@ -17,6 +19,7 @@ import type { Runner } from "../../runner/index.js";
 import type { CliContext } from "../context.js";
 import { withInterrupt } from "../interrupt.js";
 import { addPlanOptions, runnerFromFlags, type PlanFlags } from "../runner-flags.js";
+import { inventoryFor } from "./sandbox-list.js";
 
 interface DiffFlags extends PlanFlags {
   stat?: boolean;
@@ -59,6 +62,17 @@ async function sessionChanges(
       },
     );
   }
+  // Reading a session's changes must not make it a sandbox: a mistyped --session would otherwise
+  // create and start a fresh container (and seed a copy) only to find it unchanged.
+  const sandboxes = await inventoryFor(context).list();
+  if (!sandboxes.some((sandbox) => sandbox.name === spec.containerName)) {
+    throw new ConfigError(
+      `no sandbox for session ${plan.sessionKey} in ${plan.agent.workspace}: no run has used it here, or its sandbox was removed`,
+      {
+        fix: "`cordon sessions list` shows this project's sessions and `cordon sandbox list` their sandboxes; name one with --session",
+      },
+    );
+  }
   const { lease } = await runner.acquireSandbox({
     ...request,
     signal,
@@ -97,9 +111,9 @@ function describeFiles(files: readonly PatchedFile[]): string {
 /**
  * How apply decided: `reviewed` (the hash `cordon diff` showed), `confirmed` (changed since, shown
  * again and accepted with --yes), `refused` (changed since, shown again, nothing written),
- * `checked` (--check: nothing written either way).
+ * `checked` (--check: nothing written either way), `already-applied` (the workspace holds them).
  */
-type ApplyDecision = "reviewed" | "confirmed" | "refused" | "checked";
+type ApplyDecision = "reviewed" | "confirmed" | "refused" | "checked" | "already-applied";
 
 export function registerChangesCommands(program: Command, context: CliContext): void {
   const diff = program
@@ -112,7 +126,7 @@ export function registerChangesCommands(program: Command, context: CliContext): 
     .option("--json", "print {files, patch, sha256} as JSON")
     .action(async (flags: DiffFlags) => {
       const runner = runnerFromFlags(context, flags);
-      const { patch, containerName } = await withInterrupt(context, (signal) =>
+      const { patch, containerName, workspace } = await withInterrupt(context, (signal) =>
         sessionChanges(context, runner, flags, signal),
       );
       const files = parsePatch(patch);
@@ -122,7 +136,7 @@ export function registerChangesCommands(program: Command, context: CliContext): 
         context.stdout(`${JSON.stringify({ files, patch: text, sha256 })}\n`);
         return;
       }
-      context.stdout(flags.stat ? describeFiles(files) : text);
+      context.stdout(flags.stat ? await patchStat(workspace, patch) : text);
       context.stderr(
         files.length === 0
           ? "no changes\n"
@@ -151,6 +165,15 @@ export function registerChangesCommands(program: Command, context: CliContext): 
           if (flags.json) {
             context.stdout(`${JSON.stringify({ files, applied: false, sha256 })}\n`);
           } else context.stderr("no changes to apply\n");
+          return;
+        }
+        if (await changesAlreadyApplied(taken.workspace, taken.patch)) {
+          // A second `cordon apply`: nothing moved underneath, the work is done.
+          if (flags.json) {
+            context.stdout(
+              `${JSON.stringify({ files, applied: false, sha256, decision: "already-applied" })}\n`,
+            );
+          } else context.stderr(`these changes are already in the workspace (sha256 ${sha256})\n`);
           return;
         }
         if (!reviewed && !flags.check) {
