@@ -15,6 +15,8 @@ export const ExitCode = {
   timeout: 6,
   policy: 7,
   verificationFailed: 8,
+  /** The tests cannot run in the sandbox (a missing command, module or network): not the code. */
+  environment: 9,
   interrupted: 130,
 } as const;
 export type ExitCode = (typeof ExitCode)[keyof typeof ExitCode];

@@ -18,6 +18,11 @@ import { readSessionEntries } from "../../runner/index.js";
 import type { ExecResult } from "../../sandbox/index.js";
 import { quoteShellArg } from "../../tools/index.js";
 import { writeArtifacts } from "./artifacts.js";
+import {
+  classifyEnvironmentError,
+  projectNamesOf,
+  type EnvironmentError,
+} from "./environment-errors.js";
 import { protectedPaths, type ProtectionRules } from "./protected-files.js";
 import { applyWithBaseHarness } from "./restore.js";
 import { renderSummary } from "./summary.js";
@@ -36,6 +41,8 @@ export type FixTestsStatus =
   | "protected_files_changed"
   | "binary_files_changed"
   | "agent_stopped"
+  | "environment_error"
+  | "no_changes"
   | "error";
 
 export interface FixTestsOptions {
@@ -104,6 +111,8 @@ export interface FixTestsResult {
    * binaries): left out of the patch, whatever the agent did to them.
    */
   testCommandOutputs: string[];
+  /** Why the tests could not run at all (status `environment_error`): no agent was started. */
+  environment?: EnvironmentError | undefined;
   /** The verification run's test count held against the run before the agent. */
   testCount?: TestCountCheck | undefined;
   /**
@@ -238,18 +247,11 @@ function protectedFilesChanged(
 function verdict(
   verification: TestRun,
   testCount: TestCountCheck,
-  patch: Uint8Array,
   filesChanged: readonly PatchedFile[],
 ): Pick<FixTestsResult, "status" | "exitCode" | "message"> {
   const failed = { status: "verification_failed", exitCode: ExitCode.verificationFailed } as const;
   if (verification.exitCode !== 0) {
-    return {
-      ...failed,
-      message:
-        patch.byteLength === 0
-          ? "The agent made no changes, and the tests still fail."
-          : "The tests still fail on a clean copy with the patch.",
-    };
+    return { ...failed, message: "The tests still fail on a clean copy with the patch." };
   }
   if (testCount.status === "dropped") {
     return {
@@ -266,10 +268,41 @@ function verdict(
 }
 
 /**
+ * Why the failed baseline run cannot be the code's fault, or undefined. The workspace's own file
+ * names keep a missing module of the project itself (which the agent may fix) from counting.
+ */
+async function environmentErrorOf(
+  work: Awaited<ReturnType<Runner["acquireSandbox"]>>,
+  before: TestRun,
+  signal: AbortSignal | undefined,
+): Promise<EnvironmentError | undefined> {
+  const files = await work.lease.sandbox.exec("git ls-files | cut -d/ -f1-2 | sort -u", { signal });
+  const spec = work.plan.sandbox.spec;
+  return classifyEnvironmentError({
+    exitCode: before.exitCode,
+    output: before.outputTail,
+    network: spec && spec.docker.network === "none" && !spec.egress ? "none" : "some",
+    projectNames: projectNamesOf(files.exitCode === 0 ? files.stdout : ""),
+  });
+}
+
+function environmentFailure(
+  environment: EnvironmentError,
+): Pick<FixTestsResult, "status" | "exitCode" | "message" | "environment"> {
+  return {
+    status: "environment_error",
+    exitCode: ExitCode.environment,
+    environment,
+    message: `The tests cannot run in the sandbox: ${environment.problem} ("${environment.evidence}"). That is the environment, not the code, so no agent was started. Fix: ${environment.fix}.`,
+  };
+}
+
+/**
  * `cordon fix-tests`: run the tests on a seeded private copy; if they fail, let the agent fix the
  * code there; take its changes as a patch; verify the patch on a fresh clean copy; always write
  * the artifacts. The exit code is 0 when the tests pass (already, or after a verified fix), 8 when
- * verification fails, else the agent run's own (5 turn limit, 6 timeout, 130 interrupted, …).
+ * verification fails (or the agent changed nothing), 9 when the tests cannot run in the sandbox
+ * at all (no agent is started), else the agent run's own (5 turn limit, 6 timeout, 130 interrupted, …).
  */
 export async function fixTests(options: FixTestsOptions): Promise<FixTestsResult> {
   const started = Date.now();
@@ -324,6 +357,12 @@ export async function fixTests(options: FixTestsOptions): Promise<FixTestsResult
         return result;
       }
 
+      const environment = await environmentErrorOf(work, result.before, options.signal);
+      if (environment) {
+        Object.assign(result, environmentFailure(environment));
+        return result;
+      }
+
       phase(`tests fail (exit ${result.before.exitCode ?? "killed"}); running the agent`);
       mark = Date.now();
       const run = await options.runner.run({
@@ -360,6 +399,17 @@ export async function fixTests(options: FixTestsOptions): Promise<FixTestsResult
       }
     } finally {
       await work.lease.release();
+    }
+
+    if (patch.byteLength === 0) {
+      // Nothing to verify: a fresh copy without changes fails as the first run did.
+      Object.assign(result, {
+        status: "no_changes",
+        exitCode: ExitCode.verificationFailed,
+        message:
+          "The agent made no changes, so verification was skipped: the tests fail as they did before.",
+      });
+      return result;
     }
 
     const rules: ProtectionRules = {
@@ -417,10 +467,7 @@ export async function fixTests(options: FixTestsOptions): Promise<FixTestsResult
     }
     result.verification = verification.run;
     result.testCount = checkTestCount(result.before?.counts ?? [], result.verification.counts);
-    Object.assign(
-      result,
-      verdict(result.verification, result.testCount, patch, result.filesChanged),
-    );
+    Object.assign(result, verdict(result.verification, result.testCount, result.filesChanged));
     if (result.status === "fixed") result.message += unverifiedNote(result.restoredFiles);
     return result;
   } catch (error) {

@@ -8,6 +8,8 @@ const headline: Record<FixTestsResult["status"], string> = {
     "❌ Rejected: the agent changed tests, the test harness, CI or lockfiles",
   binary_files_changed: "❌ Rejected: the patch changes binary files",
   agent_stopped: "⚠️ The agent stopped before finishing",
+  environment_error: "⚠️ The tests cannot run in the sandbox (environment, not code)",
+  no_changes: "❌ The agent made no changes",
   error: "❌ Error",
 };
 

@@ -1,0 +1,188 @@
+import { stripVTControlCharacters } from "node:util";
+
+/**
+ * Why a failing test run says nothing about the code: the sandbox lacks what the tests need.
+ * Handing such a run to the agent costs model turns and ends as "verification failed", telling
+ * the user their code is wrong when it is the environment.
+ */
+export type EnvironmentErrorKind =
+  | "command_not_found"
+  | "missing_script"
+  | "module_not_found"
+  | "no_network"
+  | "read_only_file_system"
+  | "permission_denied";
+
+export interface EnvironmentError {
+  kind: EnvironmentErrorKind;
+  /** The output line that shows it, cleaned of control characters and cut to a readable length. */
+  evidence: string;
+  /** One sentence: what is missing. */
+  problem: string;
+  /** What the user can do: carry, a setup command, an image, egress. */
+  fix: string;
+}
+
+export interface ClassifyInput {
+  exitCode: number | null;
+  /** The test run's output (stdout and stderr interleaved). Written by the repository: data only. */
+  output: string;
+  /** Whether the sandbox can reach anything beyond loopback. */
+  network: "none" | "some";
+  /**
+   * Top-level names of the workspace's files and of its `src/` (`calc`, `calc.py`, `lib`): a
+   * module missing under one of these is the project's own code, which the agent may fix.
+   */
+  projectNames: ReadonlySet<string>;
+}
+
+const evidenceWidth = 160;
+
+const dependencyFix =
+  'carry the project\'s installed dependencies into the sandbox (`--carry node_modules`, `--carry .venv`), install them before the tests with `--setup-cmd` (e.g. `--setup-cmd "npm ci" --setup-allow-host registry.npmjs.org`, or `--setup-cmd "pip install -r requirements.txt" --setup-allow-host pypi.org --setup-allow-host files.pythonhosted.org`), or use an image that has them (sandbox.docker.image, sandbox.docker.dockerfile)';
+
+interface Rule {
+  kind: EnvironmentErrorKind;
+  /** Matches one line of output; returns the problem sentence, or undefined. */
+  match(line: string, input: ClassifyInput): string | undefined;
+  fix: string;
+}
+
+/** The first capture of `pattern` in `line`. */
+function capture(pattern: RegExp, line: string): string | undefined {
+  return pattern.exec(line)?.[1];
+}
+
+/** A module specifier that names a package (not a path into the project). */
+function packageName(specifier: string): string | undefined {
+  if (specifier.startsWith(".") || specifier.startsWith("/") || specifier.startsWith("file:")) {
+    return undefined;
+  }
+  const parts = specifier.split("/");
+  return specifier.startsWith("@") ? parts.slice(0, 2).join("/") : parts[0];
+}
+
+function isProjectModule(name: string, projectNames: ReadonlySet<string>): boolean {
+  const top = name.split(/[./]/)[0] ?? name;
+  return [top, `${top}.py`, `${top}.js`, `${top}.mjs`, `${top}.ts`, name].some((candidate) =>
+    projectNames.has(candidate),
+  );
+}
+
+const rules: readonly Rule[] = [
+  {
+    kind: "command_not_found",
+    match: (line) => {
+      // bash: "bash: line 1: pytest: command not found"; dash (npm scripts): "sh: 1: mocha: not found".
+      const command =
+        capture(/(?:^|: )([^\s:]+): command not found\s*$/, line) ??
+        capture(/^sh: \d+: ([^\s:]+): not found\s*$/, line);
+      if (command) return `\`${command}\` is not installed in the sandbox`;
+      // GNU make running a tool that is not there.
+      if (/^make(?:\[\d+\])?: \*\*\* .*Error 127\s*$/.test(line)) {
+        return "a command the Makefile runs is not installed in the sandbox";
+      }
+      return undefined;
+    },
+    fix: `if the command comes with the project's dependencies, ${dependencyFix}; if it is a system tool, use an image that has it (sandbox.docker.image or sandbox.docker.dockerfile, FROM cordon-sandbox:latest)`,
+  },
+  {
+    kind: "missing_script",
+    match: (line) => {
+      const script = capture(/^npm (?:ERR!|error) Missing script: "?([^"\s]+)"?/, line);
+      return script ? `package.json has no "${script}" script` : undefined;
+    },
+    fix: "check --test-cmd against the scripts in package.json",
+  },
+  {
+    kind: "module_not_found",
+    match: (line, input) => {
+      const python = capture(/ModuleNotFoundError: No module named '([^']+)'/, line);
+      if (python && !isProjectModule(python, input.projectNames)) {
+        return `the Python module \`${python}\` is not installed in the sandbox`;
+      }
+      const node =
+        capture(/Error: Cannot find module '([^']+)'/, line) ??
+        capture(/\[ERR_MODULE_NOT_FOUND\]: Cannot find package '([^']+)'/, line);
+      const name = node === undefined ? undefined : packageName(node);
+      if (name && !isProjectModule(name, input.projectNames)) {
+        return `the package \`${name}\` is not installed in the sandbox`;
+      }
+      return undefined;
+    },
+    fix: dependencyFix,
+  },
+  {
+    kind: "no_network",
+    match: (line, input) => {
+      if (input.network !== "none") return undefined;
+      const signal = capture(
+        /\b(EAI_AGAIN|ENOTFOUND|ENETUNREACH|ENOTCACHED|Temporary failure in name resolution|Could not resolve host|Name or service not known|Network is unreachable|No matching distribution found)\b/,
+        line,
+      );
+      return signal
+        ? `the tests tried to reach the network (${signal}), and this sandbox has none`
+        : undefined;
+    },
+    fix: "install what the tests download before they run (`--setup-cmd` with `--setup-allow-host HOST`), carry it in (`--carry`), or let the run reach the host it needs (`--allow-host HOST`, sandbox.egress.allow)",
+  },
+  {
+    kind: "read_only_file_system",
+    match: (line) =>
+      /\bEROFS\b|Read-only file system/.test(line)
+        ? "the tests write where the sandbox is read-only"
+        : undefined,
+    fix: "the sandbox's root filesystem and read-only mounts cannot be written: write under /workspace, /tmp or HOME; a carried directory (`--carry`) is writable; or set sandbox.docker.readOnlyRoot: false",
+  },
+  {
+    kind: "permission_denied",
+    match: (line) =>
+      /\bEACCES\b|Permission denied/.test(line)
+        ? "the tests were denied access to a file as the sandbox user"
+        : undefined,
+    fix: "the sandbox runs as a non-root user with no capabilities: commit the file with the mode it needs (e.g. executable), or use an image that gives the sandbox user access (sandbox.docker.image)",
+  },
+];
+
+function cleanLine(line: string): string {
+  const clean = stripVTControlCharacters(line)
+    .replace(/[\p{Cc}\p{Cf}]/gu, " ")
+    .trim();
+  return clean.length > evidenceWidth ? `${clean.slice(0, evidenceWidth - 1)}…` : clean;
+}
+
+/**
+ * Why a failed test run is the environment's fault, from its output, or undefined when it looks
+ * like a real test failure for the agent to fix. Rules are tried in order (a missing command
+ * explains everything after it), each over every line.
+ */
+export function classifyEnvironmentError(input: ClassifyInput): EnvironmentError | undefined {
+  if (input.exitCode === 0) return undefined;
+  const lines = input.output.split(/\r?\n/).map(cleanLine);
+  for (const rule of rules) {
+    for (const line of lines) {
+      const problem = rule.match(line, input);
+      if (problem) return { kind: rule.kind, evidence: line, problem, fix: rule.fix };
+    }
+  }
+  if (input.exitCode === 127) {
+    return {
+      kind: "command_not_found",
+      evidence: "exit code 127",
+      problem: "the test command was not found in the sandbox",
+      fix: rules[0]!.fix,
+    };
+  }
+  return undefined;
+}
+
+/** The top-level names `projectNames` wants, from `git ls-files` output. */
+export function projectNamesOf(files: string): Set<string> {
+  const names = new Set<string>();
+  for (const file of files.split("\n")) {
+    const parts = file.split("/");
+    if (parts[0]) names.add(parts[0]);
+    if (parts[0] === "src" && parts[1]) names.add(parts[1]);
+  }
+  return names;
+}
