@@ -14,6 +14,18 @@ function errnoOf(error: unknown): string | undefined {
   return undefined;
 }
 
+/**
+ * Where a connection failed, in DOCKER_HOST syntax, from the socket error itself: the engine the
+ * user has to start or fix, whichever way it was chosen.
+ */
+function endpointOf(error: unknown): string | undefined {
+  if (typeof error !== "object" || error === null || !("address" in error)) return undefined;
+  const { address } = error;
+  if (typeof address !== "string") return undefined;
+  const port = "port" in error ? error.port : undefined;
+  return typeof port === "number" ? `tcp://${address}:${port}` : `unix://${address}`;
+}
+
 /** The HTTP status of a Docker API error, if it is one. */
 export function dockerStatusOf(error: unknown): number | undefined {
   if (typeof error === "object" && error !== null && "statusCode" in error) {
@@ -42,8 +54,9 @@ export function toSandboxError(error: unknown, action: string): SandboxError {
   if (error instanceof SandboxError) return error;
   const errno = errnoOf(error);
   if (errno && unreachableCodes.has(errno)) {
+    const endpoint = endpointOf(error);
     return new DockerUnavailableError(
-      `cannot reach the Docker engine (${errno}) while trying to ${action}`,
+      `cannot reach the Docker engine${endpoint ? ` at ${endpoint}` : ""} (${errno}) while trying to ${action}`,
       {
         fix: dockerFix,
         cause: error,
