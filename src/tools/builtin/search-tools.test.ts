@@ -2,7 +2,7 @@ import { spawnSync } from "node:child_process";
 import { chmodSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { MemorySandbox, type ExecScript } from "../testing/memory-sandbox.js";
 import { toolHarness } from "../testing/harness.js";
 import { limits } from "./limits.js";
@@ -14,6 +14,23 @@ import { limits } from "./limits.js";
 let dir: string;
 let argsFile: string;
 let outputFile: string;
+/** A PATH like the system's but certainly without rg (the host may have ripgrep installed). */
+let noRgPath: string;
+
+// Made once: linking every system binary takes seconds on a loaded machine.
+beforeAll(() => {
+  noRgPath = mkdtempSync(join(tmpdir(), "cordon-no-rg-"));
+  spawnSync("bash", [
+    "-c",
+    'for f in /usr/bin/* /bin/*; do n="${f##*/}"; [[ $n == rg || -e "$1/$n" ]] || ln -s "$f" "$1/$n"; done',
+    "link",
+    noRgPath,
+  ]);
+}, 60_000);
+
+afterAll(() => {
+  rmSync(noRgPath, { recursive: true, force: true });
+});
 
 beforeEach(() => {
   dir = mkdtempSync(join(tmpdir(), "cordon-tools-"));
@@ -27,15 +44,6 @@ beforeEach(() => {
     `#!/bin/bash\nfor a in "$@"; do printf '%s\\0' "$a"; done > "$ARGS_FILE"\ncat "$OUTPUT_FILE"\nexit "\${RG_EXIT:-0}"\n`,
   );
   chmodSync(join(bin, "rg"), 0o755);
-  // A PATH like the system's but certainly without rg (the host may have ripgrep installed).
-  const noRg = join(dir, "no-rg");
-  spawnSync("mkdir", [noRg]);
-  spawnSync("bash", [
-    "-c",
-    'for f in /usr/bin/* /bin/*; do n="${f##*/}"; [[ $n == rg || -e "$1/$n" ]] || ln -s "$f" "$1/$n"; done',
-    "link",
-    noRg,
-  ]);
 });
 
 afterEach(() => {
@@ -44,8 +52,7 @@ afterEach(() => {
 
 function bashWithFakeRg(options: { rgExit?: number; withRg?: boolean } = {}): ExecScript {
   return (command) => {
-    const path =
-      options.withRg === false ? join(dir, "no-rg") : `${join(dir, "bin")}:/usr/bin:/bin`;
+    const path = options.withRg === false ? noRgPath : `${join(dir, "bin")}:/usr/bin:/bin`;
     const run = spawnSync("bash", ["-c", command], {
       cwd: dir,
       encoding: "utf8",
