@@ -135,8 +135,12 @@ export interface Runner {
       onEgress?: ProvideSandboxOptions["onEgress"];
     },
   ): Promise<HeldSandbox>;
-  /** Removes the sandbox (container and private workspace) a request maps to, if any. */
-  discardSandbox(request?: PlanRequest): Promise<void>;
+  /**
+   * Removes the sandbox (container and private workspace) a request maps to, if any;
+   * `keepWorkspace` removes only the container (and every process in it), so the next acquire
+   * makes a fresh one on the same private workspace.
+   */
+  discardSandbox(request?: PlanRequest, options?: { keepWorkspace?: boolean }): Promise<void>;
   /**
    * Runs one tool through exactly the policy and sandbox path an agent's call takes: a tool the
    * plan does not allow is refused (`refused: true`) with the config key that blocks it.
@@ -257,8 +261,8 @@ export function createRunner(options: RunnerOptions = {}): Runner {
     configSource: async () => (await loadedConfig()).source,
     config: async () => (await loadedConfig()).config,
     acquireSandbox,
-    async discardSandbox(request = {}) {
-      await sandboxes.discard?.(await plan(request));
+    async discardSandbox(request = {}, discardOptions = {}) {
+      await sandboxes.discard?.(await plan(request), discardOptions);
     },
     async callTool(name, input, request = {}) {
       const runPlan = await plan(request);

@@ -7,7 +7,7 @@ import type { CliContext } from "../context.js";
 import { withInterrupt } from "../interrupt.js";
 import { createRunRenderer } from "../render/run-renderer.js";
 import { allowHostOption, carryOption, runnerFromFlags } from "../runner-flags.js";
-import { durationOf, positiveInteger } from "../flag-parsers.js";
+import { durationOf, nameList, positiveInteger } from "../flag-parsers.js";
 
 interface FixTestsFlags {
   testCmd: string;
@@ -26,6 +26,8 @@ interface FixTestsFlags {
   keepSandboxes?: boolean;
   json?: boolean;
   allowHost?: string[];
+  setupCmd?: string;
+  setupAllowHost?: string[];
 }
 
 export function registerFixTestsCommand(program: Command, context: CliContext): void {
@@ -53,6 +55,15 @@ export function registerFixTestsCommand(program: Command, context: CliContext): 
       "accept changes to tests, CI configuration and lockfiles (the test harness is still verified as it was)",
     )
     .option(...allowHostOption)
+    .option(
+      "--setup-cmd <command>",
+      "prepare the copy before the first test run, e.g. 'npm ci' (run again before verification)",
+    )
+    .option(
+      "--setup-allow-host <host>",
+      "a host the setup command may reach, not the agent (repeatable)",
+      nameList,
+    )
     .option(
       "--allow-binary",
       "accept binary files in the patch (refused by default: they cannot be reviewed)",
@@ -90,6 +101,10 @@ export function registerFixTestsCommand(program: Command, context: CliContext): 
           allowTestChanges: flags.allowTestChanges,
           allowBinary: flags.allowBinary,
           keepSandboxes: flags.keepSandboxes,
+          setup:
+            flags.setupCmd === undefined
+              ? undefined
+              : { command: flags.setupCmd, allowHosts: flags.setupAllowHost ?? [] },
           signal,
           onEvent: (event) => progress.onEvent(event),
           onPhase: (message) => context.stderr(`==> ${message}\n`),

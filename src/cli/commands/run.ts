@@ -2,8 +2,8 @@ import { randomUUID } from "node:crypto";
 
 import { Option, type Command } from "commander";
 
-import { ConfigError } from "../../common/index.js";
-import { failedRunResult, type RunnerEvent } from "../../runner/index.js";
+import { ConfigError, SandboxError } from "../../common/index.js";
+import { failedRunResult, type RunResult, type RunnerEvent } from "../../runner/index.js";
 import type { CliContext } from "../context.js";
 import { withInterrupt } from "../interrupt.js";
 import { addPlanOptions, carryOption, runnerFromFlags, type PlanFlags } from "../runner-flags.js";
@@ -20,6 +20,8 @@ interface RunFlags extends PlanFlags {
   denyTools?: string[];
   /** `--no-wait` sets it false. */
   wait: boolean;
+  setupCmd?: string;
+  setupAllowHost?: string[];
 }
 
 /** The task text: the argument, or all of stdin for `-` (or no argument with piped input). */
@@ -57,6 +59,15 @@ export function registerRunCommand(program: Command, context: CliContext): void 
     )
     .option("--deny-tools <names>", "never these tools (comma-separated)", nameList)
     .option(
+      "--setup-cmd <command>",
+      "prepare the sandbox first, e.g. 'npm ci', in a container of its own; the agent gets a fresh one",
+    )
+    .option(
+      "--setup-allow-host <host>",
+      "a host the setup command may reach, not the agent (repeatable)",
+      nameList,
+    )
+    .option(
       "--no-wait",
       "if another run holds the session, exit 3 at once instead of waiting for it",
     )
@@ -66,23 +77,50 @@ export function registerRunCommand(program: Command, context: CliContext): void 
         stdout: context.stdout,
         stderr: context.stderr,
       });
-      let prompt: string;
-      try {
-        prompt = await readPrompt(context, promptArgument);
-      } catch (error) {
-        // Machine readers get their one result (stream-json: run-start … run-end) even so.
-        const result = failedRunResult(randomUUID(), flags.session ?? "", error);
+      // Machine readers get their one result (stream-json: run-start … run-end) even so.
+      const reportWithoutRun = (result: RunResult): RunResult => {
         const events: RunnerEvent[] = [
           { type: "run-start", runId: result.runId, sessionKey: result.sessionKey, model: "" },
           { type: "run-end", ...result },
         ];
         for (const event of events) renderer.onEvent(event);
+        return result;
+      };
+      let prompt: string;
+      try {
+        prompt = await readPrompt(context, promptArgument);
+      } catch (error) {
+        const result = reportWithoutRun(failedRunResult(randomUUID(), flags.session ?? "", error));
         context.exitCode = result.exitCode;
         return;
       }
       const runner = runnerFromFlags(context, flags, { modelScript: flags.modelScript });
-      const result = await withInterrupt(context, (signal) =>
-        runner.run({
+      const result = await withInterrupt(context, async (signal) => {
+        if (flags.setupCmd !== undefined) {
+          context.stderr(`· setup: ${flags.setupCmd}\n`);
+          // Loaded only when asked for, like every command's own module.
+          const { runSetupPhase, setupFailureMessage } =
+            await import("../../workflows/setup-phase.js");
+          const setup = await runSetupPhase({
+            runner,
+            setup: { command: flags.setupCmd, allowHosts: flags.setupAllowHost ?? [] },
+            agentId: flags.agent,
+            sessionKey: flags.session,
+            signal,
+            onEgress: (d) =>
+              context.stderr(
+                `· setup egress ${d.allowed ? "allowed" : "REFUSED"}: ${d.host}:${d.port}\n`,
+              ),
+          }).catch((error: unknown) => failedRunResult(randomUUID(), flags.session ?? "", error));
+          if ("runId" in setup) return reportWithoutRun(setup);
+          if (setup.exitCode !== 0) {
+            const error = new SandboxError(setupFailureMessage(setup), {
+              fix: "fix the setup command, or allow what it needs with --setup-allow-host",
+            });
+            return reportWithoutRun(failedRunResult(randomUUID(), flags.session ?? "", error));
+          }
+        }
+        return runner.run({
           prompt,
           agentId: flags.agent,
           sessionKey: flags.session,
@@ -93,8 +131,8 @@ export function registerRunCommand(program: Command, context: CliContext): void 
           waitForSession: flags.wait,
           signal,
           onEvent: (event) => renderer.onEvent(event),
-        }),
-      );
+        });
+      });
       context.exitCode = result.exitCode;
     });
 }

@@ -84,9 +84,9 @@ export function defaultSandboxes(options: DefaultSandboxesOptions): SandboxProvi
   };
   return {
     acquire,
-    async discard(plan) {
+    async discard(plan, discardOptions = {}) {
       const name = plan.sandbox.spec?.containerName;
-      if (name) await inventory.remove(name);
+      if (name) await inventory.remove(name, discardOptions);
     },
   };
 }

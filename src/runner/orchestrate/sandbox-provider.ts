@@ -42,6 +42,7 @@ export interface SandboxProvider {
   /**
    * Removes the plan's sandbox and its private workspace, for one-off work (fix-tests) that
    * should leave nothing behind. Optional: a backend without persistent sandboxes has nothing to do.
+   * `keepWorkspace`: only the container goes (a setup phase ends so), the private workspace stays.
    */
-  discard?(plan: PlannedRun): Promise<void>;
+  discard?(plan: PlannedRun, options?: { keepWorkspace?: boolean }): Promise<void>;
 }

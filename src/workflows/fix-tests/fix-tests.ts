@@ -17,6 +17,12 @@ import type {
 import { readSessionEntries } from "../../runner/index.js";
 import type { ExecResult } from "../../sandbox/index.js";
 import { quoteShellArg } from "../../tools/index.js";
+import {
+  runSetupPhase,
+  setupFailureMessage,
+  type SetupPhase,
+  type SetupRun,
+} from "../setup-phase.js";
 import { writeArtifacts } from "./artifacts.js";
 import {
   classifyEnvironmentError,
@@ -43,6 +49,7 @@ export type FixTestsStatus =
   | "agent_stopped"
   | "environment_error"
   | "no_changes"
+  | "setup_failed"
   | "error";
 
 export interface FixTestsOptions {
@@ -69,6 +76,11 @@ export interface FixTestsOptions {
   keepSandboxes?: boolean | undefined;
   /** Phases, for progress on stderr. */
   onPhase?: ((message: string) => void) | undefined;
+  /**
+   * `--setup-cmd`: run after seeding, before the first test run, with its own allowlist; again
+   * in the verify sandbox before the patch goes in. The agent phase gets the run's own egress.
+   */
+  setup?: SetupPhase | undefined;
 }
 
 export interface TestRun {
@@ -120,6 +132,8 @@ export interface FixTestsResult {
    * --allow-test-changes the patch's harness changes are kept in the patch but never verified).
    */
   restoredFiles: string[];
+  /** The setup command's runs: in the work sandbox, then in the verify sandbox. */
+  setupRuns?: SetupRun[] | undefined;
   durationsMs: { setup: number; agent: number; verify: number; total: number };
   artifacts: string[];
 }
@@ -332,10 +346,36 @@ export async function fixTests(options: FixTestsOptions): Promise<FixTestsResult
   // Seeding and carrying say what they did (and how long carrying took) like a run does.
   const onProgress = (progress: { phase: string; message: string }): void =>
     options.onEvent?.({ type: "sandbox-progress", ...progress });
+  /** `--setup-cmd` in a session's sandbox; true when it passed (or there is none). */
+  const setUp = async (key: string): Promise<boolean> => {
+    if (!options.setup) return true;
+    phase(`running the setup command \`${options.setup.command}\``);
+    const run = await runSetupPhase({
+      runner: options.runner,
+      setup: options.setup,
+      agentId: options.agentId,
+      sessionKey: key,
+      timeoutMs: testTimeoutMs,
+      signal: options.signal,
+      onProgress: (message) => onProgress({ phase: "setup", message }),
+      onEgress: ({ host, port, allowed }) =>
+        options.onEvent?.({ type: "egress", host, port, allowed }),
+    });
+    (result.setupRuns ??= []).push(run);
+    if (run.exitCode === 0) return true;
+    Object.assign(result, {
+      status: "setup_failed",
+      // The environment, not the code: like environment_error.
+      exitCode: ExitCode.environment,
+      message: setupFailureMessage(run),
+    });
+    return false;
+  };
 
   try {
     phase("seeding a private copy and running the tests");
     let mark = Date.now();
+    if (!(await setUp(sessionKey))) return result;
     const work = await options.runner.acquireSandbox({ ...request, sessionKey, onProgress });
     result.sessionKey = work.plan.sessionKey;
     project = work.plan.agent.workspaceId;
@@ -435,6 +475,7 @@ export async function fixTests(options: FixTestsOptions): Promise<FixTestsResult
 
     phase("verifying the patch on a fresh copy");
     mark = Date.now();
+    if (!(await setUp(`${sessionKey}-verify`))) return result;
     const verify = await options.runner.acquireSandbox({
       ...request,
       sessionKey: `${sessionKey}-verify`,

@@ -10,6 +10,7 @@ const headline: Record<FixTestsResult["status"], string> = {
   agent_stopped: "⚠️ The agent stopped before finishing",
   environment_error: "⚠️ The tests cannot run in the sandbox (environment, not code)",
   no_changes: "❌ The agent made no changes",
+  setup_failed: "❌ The setup command failed",
   error: "❌ Error",
 };
 

@@ -1,0 +1,96 @@
+import type { Runner } from "../runner/index.js";
+import type { EgressDecision } from "../sandbox/index.js";
+
+/** A command that prepares the workspace (`npm ci`) before the agent phase, and what it may reach. */
+export interface SetupPhase {
+  command: string;
+  /** Hosts the setup command may reach (`--setup-allow-host`); the agent phase does not get them. */
+  allowHosts: readonly string[];
+}
+
+export interface SetupRun {
+  command: string;
+  exitCode: number | null;
+  timedOut: boolean;
+  /** The last part of its output, stdout and stderr interleaved. */
+  outputTail: string;
+  durationMs: number;
+  /** Hosts the egress proxy refused while it ran: what to add to `--setup-allow-host`. */
+  refused: string[];
+}
+
+export interface SetupPhaseOptions {
+  runner: Runner;
+  setup: SetupPhase;
+  agentId?: string | undefined;
+  /** Default: the agent's main session. */
+  sessionKey?: string | undefined;
+  /** Limit of the setup command. */
+  timeoutMs?: number | undefined;
+  signal?: AbortSignal | undefined;
+  onEgress?: ((decision: EgressDecision) => void) | undefined;
+  onProgress?: ((message: string) => void) | undefined;
+}
+
+const outputTailBytes = 12 * 1024;
+
+/**
+ * Runs the setup command in the session's sandbox under the setup's own allowlist, then removes
+ * that container — keeping the private workspace with what setup wrote — so the next acquire of
+ * the session makes a fresh container under the run's own egress policy (none by default).
+ *
+ * Why a new container rather than switching the running one (reconnecting networks, or a proxy
+ * whose allowlist changes per phase): whatever the setup started — a daemon a postinstall script
+ * left behind, a tunnel already open through the proxy — would keep the setup's network into the
+ * agent phase. Removing the container ends every process in it; only files carry over. It costs
+ * one container start.
+ */
+export async function runSetupPhase(options: SetupPhaseOptions): Promise<SetupRun> {
+  const { runner, setup } = options;
+  const request = {
+    agentId: options.agentId,
+    sessionKey: options.sessionKey,
+    phaseAllowHosts: setup.allowHosts,
+  };
+  const refused = new Set<string>();
+  const held = await runner.acquireSandbox({
+    ...request,
+    signal: options.signal,
+    onProgress: (progress) => options.onProgress?.(progress.message),
+    onEgress: (decision) => {
+      if (!decision.allowed) refused.add(decision.host);
+      options.onEgress?.(decision);
+    },
+  });
+  try {
+    const result = await held.lease.sandbox.exec(`{ ${setup.command}\n} 2>&1`, {
+      timeoutMs: options.timeoutMs,
+      signal: options.signal,
+    });
+    const output = result.stdout;
+    return {
+      command: setup.command,
+      exitCode: result.exitCode,
+      timedOut: result.timedOut,
+      outputTail:
+        output.length <= outputTailBytes
+          ? output
+          : `…(earlier output cut)…\n${output.slice(-outputTailBytes)}`,
+      durationMs: result.durationMs,
+      refused: [...refused].sort(),
+    };
+  } finally {
+    await held.lease.release();
+    await runner.discardSandbox(request, { keepWorkspace: true });
+  }
+}
+
+/** One sentence on a failed setup, naming the fix. */
+export function setupFailureMessage(run: SetupRun): string {
+  const how = run.timedOut ? "timed out" : `failed (exit ${run.exitCode ?? "none: killed"})`;
+  const refused = run.refused.length
+    ? ` The egress proxy refused ${run.refused.join(", ")}: allow what it needs with ${run.refused.map((host) => `--setup-allow-host ${host}`).join(" ")}.`
+    : " Fix the command, or allow the hosts it needs with --setup-allow-host.";
+  const tail = run.outputTail.trimEnd().split("\n").slice(-15).join("\n");
+  return `The setup command \`${run.command}\` ${how}.${refused}\n${tail}`;
+}

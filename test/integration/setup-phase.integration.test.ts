@@ -1,0 +1,146 @@
+/**
+ * `cordon fix-tests --setup-cmd "npm ci" --setup-allow-host registry.npmjs.org` on an npm project
+ * whose tests need devDependencies from the real npm registry (mocha, pinned in its lockfile):
+ * setup installs them through the egress proxy, the scripted agent then runs with the run's own
+ * policy — no network: its curl to the registry fails — fixes the code, and verification reruns
+ * `npm ci` in its fresh copy before the tests pass (exit 0). A setup that needs a host off its
+ * list fails before any agent turn, naming the refused host and the flag that allows it.
+ */
+import { cp, mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import path from "node:path";
+
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+
+import { packageRoot } from "../../src/common/index.js";
+import { git } from "../support/demo-repo.js";
+import { dockerClient, requireSandboxImage } from "../support/docker.js";
+import { runCordon } from "../support/run-cli.js";
+import { removeStateDirectory } from "../support/state-directory.js";
+
+interface ResultJson {
+  status: string;
+  exitCode: number;
+  message: string;
+  setupRuns?: { exitCode: number; refused: string[] }[];
+  agent?: { status: string };
+  verification?: { exitCode: number };
+  filesChanged: { path: string }[];
+}
+
+const fixture = (...parts: string[]): string =>
+  path.join(packageRoot(), "test", "fixtures", ...parts);
+
+describe("fix-tests with a setup phase", () => {
+  let home: string;
+  let root: string;
+  let repo: string;
+  let trustConfig: string;
+  const env = (): NodeJS.ProcessEnv => ({
+    CORDON_HOME: home,
+    CORDON_CONFIG: "",
+    ANTHROPIC_API_KEY: "",
+  });
+
+  beforeAll(async () => {
+    await requireSandboxImage();
+    home = await mkdtemp(path.join(tmpdir(), "cordon-setup-home-"));
+    root = await mkdtemp(path.join(tmpdir(), "cordon-npm-project-"));
+    repo = path.join(root, "repo");
+    await cp(fixture("npm-ci-project"), repo, { recursive: true });
+    git(repo, "init", "-q");
+    git(repo, "add", "-A");
+    git(repo, "commit", "-qm", "slug library");
+    // This machine's egress inspects TLS (as a corporate proxy does): the user's own config says
+    // to trust the host's CA bundle, as docs/network.md tells them to.
+    trustConfig = path.join(home, "trust.json5");
+    await writeFile(
+      trustConfig,
+      "{ agents: { defaults: { sandbox: { egress: { trustHostCertificates: true } } } } }\n",
+    );
+  });
+
+  afterAll(async () => {
+    const docker = dockerClient();
+    for (const info of await docker.listContainers({ all: true })) {
+      if ((info.Labels["cordon.home"] ?? "") === home) {
+        await docker
+          .getContainer(info.Id)
+          .remove({ force: true })
+          .catch(() => undefined);
+      }
+    }
+    await removeStateDirectory(home);
+    await rm(root, { recursive: true, force: true });
+  });
+
+  it("npm ci with the registry allowed, an agent with no network, a verified fix (exit 0)", async () => {
+    const out = path.join(root, "out-fixed");
+    const run = await runCordon(
+      [
+        "fix-tests",
+        "--workspace",
+        repo,
+        "--config",
+        trustConfig,
+        "--test-cmd",
+        "npm test",
+        "--setup-cmd",
+        "npm ci",
+        "--setup-allow-host",
+        "registry.npmjs.org",
+        "--model-script",
+        fixture("fix-tests", "npm-slug-fix.json"),
+        "--out",
+        out,
+        "--json",
+      ],
+      env(),
+    );
+    const result = JSON.parse(await readFile(path.join(out, "result.json"), "utf8")) as ResultJson;
+    expect(result.status, `${result.message}\n${run.stderr}`).toBe("fixed");
+    expect(run.exitCode).toBe(0);
+    // Setup ran twice: in the work copy, and again in verification's fresh copy.
+    expect(result.setupRuns?.map((s) => s.exitCode)).toEqual([0, 0]);
+    expect(result.filesChanged.map((f) => f.path)).toEqual(["src/slug.js"]);
+    expect(run.stderr).toMatch(/egress allowed: registry\.npmjs\.org:443/);
+
+    // The agent phase had the run's own policy (none): its curl to the registry failed.
+    const transcript = await readFile(path.join(out, "transcript.jsonl"), "utf8");
+    // (A tool result's output, after a newline; the command itself names both words.)
+    expect(transcript).toMatch(/registry\.npmjs\.org\\nREGISTRY-UNREACHABLE/);
+    expect(transcript).not.toMatch(/\\nREGISTRY-REACHED/);
+    // node_modules came from setup, and is no part of the patch.
+    expect(await readFile(path.join(out, "changes.patch"), "utf8")).not.toContain("node_modules");
+  }, 600_000);
+
+  it("a setup that needs a host off its list fails before the agent, naming the host", async () => {
+    const out = path.join(root, "out-refused");
+    const run = await runCordon(
+      [
+        "fix-tests",
+        "--workspace",
+        repo,
+        "--config",
+        trustConfig,
+        "--test-cmd",
+        "npm test",
+        "--setup-cmd",
+        "curl -fsS -o /dev/null https://registry.yarnpkg.com/mocha",
+        "--setup-allow-host",
+        "registry.npmjs.org",
+        "--model-script",
+        fixture("fix-tests", "no-turns.json"),
+        "--out",
+        out,
+      ],
+      env(),
+    );
+    const result = JSON.parse(await readFile(path.join(out, "result.json"), "utf8")) as ResultJson;
+    expect(result.status, result.message).toBe("setup_failed");
+    expect(run.exitCode).toBe(9);
+    expect(result.agent).toBeUndefined();
+    expect(result.setupRuns?.[0]?.refused).toContain("registry.yarnpkg.com");
+    expect(result.message).toMatch(/--setup-allow-host registry\.yarnpkg\.com/);
+  }, 600_000);
+});
