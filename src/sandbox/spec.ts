@@ -124,11 +124,3 @@ export interface SandboxSpec {
   /** Hash of everything above that shapes the container (key order ignored). */
   configHash: string;
 }
-
-/**
- * Whether the sandbox can reach any host (the one predicate for "offline" defaults): through its
- * egress proxy, or because `sandbox.docker.network` is something other than "none".
- */
-export function sandboxHasEgress(spec: Pick<SandboxSpec, "egress" | "docker">): boolean {
-  return spec.egress !== undefined || spec.docker.network !== "none";
-}
