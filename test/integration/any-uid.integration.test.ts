@@ -229,6 +229,15 @@ describe("cordon as any uid", () => {
         sandboxUid === "1000" ? "1000:1000" : `${who.uid}:${who.gid}`,
       ]);
 
+      // explain, as that user, says what the run got.
+      const explained = await cordon(who, ["sandbox", "explain", "--session", "probe"]);
+      expect(explained.exitCode, explained.stderr).toBe(0);
+      const [containerUser] = await containerUserOf(who);
+      expect(explained.stdout).toMatch(new RegExp(`^  user +${containerUser}$`, "m"));
+      expect(explained.stdout).toContain(
+        `/home/sandbox (rw,nosuid,nodev,exec,size=512m,uid=${containerUser?.replace(":", ",gid=")})`,
+      );
+
       const diff = await cordon(who, ["diff", "--session", "probe"]);
       expect(diff.exitCode, diff.stderr).toBe(0);
       expect(diff.stdout).toContain(
