@@ -3,6 +3,7 @@ export const figureNames = [
   "warm-exec",
   "first-result",
   "seeded-session",
+  "carry",
   "files",
   "concurrency",
   "agent-loop",

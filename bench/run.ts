@@ -7,6 +7,7 @@ import { openBenchContext } from "./context.js";
 import { concurrency } from "./figures/concurrency.js";
 import { files } from "./figures/files.js";
 import { agentLoop } from "./figures/agent-loop.js";
+import { carry } from "./figures/carry.js";
 import { firstResult } from "./figures/first-result.js";
 import { seededSession } from "./figures/seeded-session.js";
 import { warmExec } from "./figures/warm-exec.js";
@@ -20,6 +21,7 @@ const figures: Record<
   "warm-exec": { title: "warm exec round trip", run: warmExec },
   "first-result": { title: "first result of a new session", run: firstResult },
   "seeded-session": { title: "a new session on a seeded copy", run: seededSession },
+  carry: { title: "seeding with a ~150 MiB node_modules carried", run: carry },
   files: { title: "write + read of 1 KiB and 10 MiB files", run: files },
   concurrency: { title: "32 concurrent sessions × 10 execs", run: concurrency },
   "agent-loop": { title: "agent-loop overhead per tool call", run: agentLoop },
