@@ -360,6 +360,8 @@ describe("cordon fix-tests guards the test harness", () => {
         protectedFiles: ["package.json"],
       });
       expect(run.stdout).toContain("package.json (scripts.test)");
+      // Refused before the tests ran: nothing was verified, so nothing counts as restored.
+      expect(result.restoredFiles).toEqual([]);
     });
 
     it("the honest fix that also adds a devDependency is verified: exit 0", async () => {

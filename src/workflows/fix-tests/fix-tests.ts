@@ -495,7 +495,6 @@ export async function fixTests(options: FixTestsOptions): Promise<FixTestsResult
       await verify.lease.release();
     }
     durations.verify = Date.now() - mark;
-    result.restoredFiles = verification.restoredFiles;
     for (const file of verification.harnessChanges.keys()) {
       if (!result.protectedFiles.includes(file)) result.protectedFiles.push(file);
     }
@@ -506,6 +505,8 @@ export async function fixTests(options: FixTestsOptions): Promise<FixTestsResult
       Object.assign(result, protectedFilesChanged(named));
       return result;
     }
+    // Only what the tests ran with: a patch refused before they ran restored nothing that counts.
+    result.restoredFiles = verification.restoredFiles;
     result.verification = verification.run;
     result.testCount = checkTestCount(result.before?.counts ?? [], result.verification.counts);
     Object.assign(result, verdict(result.verification, result.testCount, result.filesChanged));
