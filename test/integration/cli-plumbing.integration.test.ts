@@ -36,7 +36,18 @@ describe("the CLI process and its surroundings", () => {
     script = path.join(home, "script.json");
     await writeFile(
       script,
-      JSON.stringify({ version: 1, turns: [{ content: [{ type: "text", text: "All done." }] }] }),
+      JSON.stringify({
+        version: 1,
+        turns: [
+          {
+            content: [
+              { type: "text", text: "Let me look around." },
+              { type: "tool_use", name: "ls", input: { path: "." } },
+            ],
+          },
+          { content: [{ type: "text", text: "All done." }] },
+        ],
+      }),
     );
   });
 
@@ -97,6 +108,9 @@ describe("the CLI process and its surroundings", () => {
   });
 
   it("prints a sandbox warning once, not also as a log line and a progress line", async () => {
+    // Only this warning: the config test's broken trust store and config go.
+    await rm(path.join(home, "trusted-configs.json"), { force: true });
+    await rm(path.join(repo, "cordon.json5"), { force: true });
     // A repository whose git config git cannot parse: seeding the private copy warns.
     await appendFile(path.join(repo, ".git", "config"), "[core\n broken");
     const { stdout, stderr } = await promisify(execFile)(
@@ -104,8 +118,18 @@ describe("the CLI process and its surroundings", () => {
       [cli, "run", "--model-script", script, "--session", "warn-once", "say done"],
       { cwd: repo, env: env() },
     );
+    // stdout carries the final answer only; the narration and the tool line go to stderr.
     expect(stdout).toBe("All done.\n");
+    expect(stderr).toContain("Let me look around.\n");
+    expect(stderr).toMatch(/^→ ls \.$/m);
     expect(stderr.match(/ignored the git config .* which git cannot parse/g)).toHaveLength(1);
+
+    const quiet = await promisify(execFile)(
+      process.execPath,
+      [cli, "run", "--quiet", "--model-script", script, "--session", "quiet", "say done"],
+      { cwd: repo, env: env() },
+    );
+    expect(quiet).toMatchObject({ stdout: "All done.\n", stderr: "" });
   });
 
   it("builds the sandbox of a run from CORDON_BASE_IMAGE, as image and doctor do", async () => {

@@ -16,6 +16,7 @@ interface RunFlags extends PlanFlags {
   maxTurns?: number;
   timeout?: number;
   outputFormat: OutputFormat;
+  quiet?: boolean;
   allowTools?: string[];
   denyTools?: string[];
   /** `--no-wait` sets it false. */
@@ -52,6 +53,7 @@ export function registerRunCommand(program: Command, context: CliContext): void 
         .choices(outputFormats)
         .default("text"),
     )
+    .option("-q, --quiet", "text mode: only the final answer (and a failure's error), no progress")
     .option(
       "--allow-tools <names>",
       "only these tools (comma-separated; narrows the policy)",
@@ -74,6 +76,7 @@ export function registerRunCommand(program: Command, context: CliContext): void 
     .action(async (promptArgument: string | undefined, flags: RunFlags) => {
       const renderer = createRunRenderer({
         format: flags.outputFormat,
+        quiet: flags.quiet,
         stdout: context.stdout,
         stderr: context.stderr,
       });

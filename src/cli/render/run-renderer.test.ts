@@ -34,12 +34,34 @@ const events = [
 ];
 
 describe("run renderer", () => {
-  it("text: the answer on stdout, progress on stderr", () => {
+  it("text: only the final answer on stdout; narration, tool lines and progress on stderr", () => {
     const out = render("text", events);
-    expect(out.stdout).toBe("Running tests.\n");
+    expect(out.stdout).toBe("Done.\n");
+    expect(out.stderr).toContain("Running tests.\n");
     expect(out.stderr).toContain("→ exec npm test");
     expect(out.stderr).toContain("ok: exit 0");
     expect(out.ended).toBe(true);
+  });
+
+  it("text, quiet: the answer, and nothing on stderr but a failure", () => {
+    const quiet = (list: { type: string; [k: string]: unknown }[]) => {
+      let stdout = "";
+      let stderr = "";
+      const renderer = createRunRenderer({
+        format: "text",
+        quiet: true,
+        stdout: (t) => (stdout += t),
+        stderr: (t) => (stderr += t),
+      });
+      for (const event of list) renderer.onEvent(event);
+      return { stdout, stderr };
+    };
+    expect(quiet(events)).toEqual({ stdout: "Done.\n", stderr: "" });
+    expect(
+      quiet([
+        { type: "run-end", runId: "r1", status: "timeout", exitCode: 6, message: "timed out" },
+      ]),
+    ).toEqual({ stdout: "", stderr: "cordon: timed out\n" });
   });
 
   it("text: a failed run says why and what to do, on stderr", () => {

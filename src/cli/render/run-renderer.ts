@@ -1,6 +1,7 @@
 /**
- * Renders run events for `cordon run` and friends: `text` streams the answer to stdout and
- * progress to stderr; `json` prints one result object at the end; `stream-json` prints every event
+ * Renders run events for `cordon run` and friends: `text` prints the final answer alone on stdout
+ * (as `codex exec` and `claude -p` do) and streams narration, tool lines and progress to stderr
+ * (none of it with `quiet`); `json` prints one result object at the end; `stream-json` prints every event
  * as a JSONL envelope `{v, seq, ts, runId, type, ...}` and always ends with one `run-end`.
  */
 
@@ -20,6 +21,8 @@ export interface RunRendererOptions {
   format: OutputFormat;
   stdout: (text: string) => void;
   stderr: (text: string) => void;
+  /** Text mode: nothing on stderr but a failed run's error (`--quiet`). */
+  quiet?: boolean | undefined;
   /** Clock for envelopes; tests pass a fixed one. */
   now?: () => Date;
 }
@@ -63,15 +66,17 @@ export function createRunRenderer(options: RunRendererOptions): RunRenderer {
   let ended = false;
   let textOpen = false;
 
+  // Narration, tool lines and progress: stderr, so stdout carries only the final answer.
+  const progress = options.quiet ? () => undefined : options.stderr;
   const endText = (): void => {
-    if (textOpen) options.stdout("\n");
+    if (textOpen) progress("\n");
     textOpen = false;
   };
 
   const text = (event: RenderableEvent): void => {
     switch (event.type) {
       case "text-delta":
-        options.stdout(String(event["text"]));
+        progress(String(event["text"]));
         textOpen = true;
         break;
       case "assistant-message":
@@ -79,57 +84,57 @@ export function createRunRenderer(options: RunRendererOptions): RunRenderer {
         break;
       case "plan": {
         const where = event["sandboxed"] ? "sandboxed" : "NOT sandboxed (host)";
-        options.stderr(`· ${where}: ${String(event["reason"])}\n`);
+        progress(`· ${where}: ${String(event["reason"])}\n`);
         const warnings = Array.isArray(event["warnings"]) ? event["warnings"] : [];
-        for (const warning of warnings) options.stderr(`  warning: ${String(warning)}\n`);
+        for (const warning of warnings) progress(`  warning: ${String(warning)}\n`);
         break;
       }
       case "session-wait": {
         const holder = (event["holder"] ?? {}) as Record<string, unknown>;
-        options.stderr(
+        progress(
           `· session ${String(event["sessionKey"])} is in use by pid ${String(holder["pid"])} on ${String(holder["host"])} since ${String(holder["since"])}; waiting for it to finish (--no-wait: fail instead)\n`,
         );
         break;
       }
       case "sandbox-progress":
-        options.stderr(`· ${String(event["message"])}\n`);
+        progress(`· ${String(event["message"])}\n`);
         break;
       case "sandbox-ready":
-        options.stderr(`· sandbox ${String(event["container"])} (${String(event["detail"])})\n`);
+        progress(`· sandbox ${String(event["container"])} (${String(event["detail"])})\n`);
         for (const warning of Array.isArray(event["warnings"]) ? event["warnings"] : []) {
-          options.stderr(`  warning: ${String(warning)}\n`);
+          progress(`  warning: ${String(warning)}\n`);
         }
         break;
       case "egress":
-        options.stderr(
+        progress(
           `· egress ${event["allowed"] ? "allowed" : "REFUSED"}: ${String(event["host"])}:${String(event["port"])}\n`,
         );
         break;
       case "tool-call":
-        options.stderr(`→ ${describeToolCall(String(event["name"]), event["input"])}\n`);
+        progress(`→ ${describeToolCall(String(event["name"]), event["input"])}\n`);
         break;
       case "tool-result": {
         const mark = event["skipped"] ? "skipped" : event["isError"] ? "error" : "ok";
         const summary = preview(firstText(event["content"]).split("\n")[0] ?? "");
-        options.stderr(`  ${mark}${summary ? `: ${summary}` : ""}\n`);
+        progress(`  ${mark}${summary ? `: ${summary}` : ""}\n`);
         break;
       }
       case "retry":
-        options.stderr(
-          `· retrying in ${Number(event["delayMs"]) / 1000}s: ${String(event["error"])}\n`,
-        );
+        progress(`· retrying in ${Number(event["delayMs"]) / 1000}s: ${String(event["error"])}\n`);
         break;
       case "fallback":
-        options.stderr(`· falling back from ${String(event["from"])} to ${String(event["to"])}\n`);
+        progress(`· falling back from ${String(event["from"])} to ${String(event["to"])}\n`);
         break;
       case "compaction":
-        options.stderr(`· compacted ${String(event["summarizedMessages"])} older messages\n`);
+        progress(`· compacted ${String(event["summarizedMessages"])} older messages\n`);
         break;
       case "session-reset":
-        options.stderr(`· session reset: ${String(event["reason"])}\n`);
+        progress(`· session reset: ${String(event["reason"])}\n`);
         break;
       case "run-end": {
         endText();
+        const answer = typeof event["finalText"] === "string" ? event["finalText"] : "";
+        if (answer) options.stdout(answer.endsWith("\n") ? answer : `${answer}\n`);
         if (event["status"] !== "completed") {
           options.stderr(`cordon: ${String(event["message"] ?? event["status"])}\n`);
           const fix = event["fix"];
