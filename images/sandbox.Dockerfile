@@ -39,7 +39,8 @@ RUN set -eu; \
 COPY --from=node-runtime /opt/node/ /usr/local/
 
 # A non-root user that owns /workspace. uid 1000 matches the first user of most Linux hosts, so
-# files written into a bind-mounted workspace are owned by that user on the host.
+# files written into a bind-mounted workspace are owned by that user on the host. Git gets an
+# identity for any uid, so an agent can commit in its copy (cordon diffs against its own baseline).
 RUN set -eu; \
     node --version; npm --version; \
     groupadd --gid 1000 sandbox; \
@@ -47,7 +48,9 @@ RUN set -eu; \
     mkdir -p /workspace; \
     chown sandbox:sandbox /workspace; \
     git config --system init.defaultBranch main; \
-    git config --system safe.directory '*'
+    git config --system safe.directory '*'; \
+    git config --system user.name 'cordon sandbox'; \
+    git config --system user.email 'sandbox@cordon.invalid'
 
 # Tools that would otherwise try the network on their own. node-gyp builds native addons against
 # the headers shipped above (a carried node_modules built for another Node needs `npm rebuild`)

@@ -17,9 +17,10 @@ import {
 } from "../support/docker.js";
 
 /** Runs one command in a fresh container of `image` with no network, then removes it. */
-async function runInImage(image: string, command: string[]): Promise<ExecOutput> {
+async function runInImage(image: string, command: string[], user?: string): Promise<ExecOutput> {
   const container = await dockerClient().createContainer({
     Image: image,
+    ...(user ? { User: user } : {}),
     Labels: { ...testLabel },
     HostConfig: { NetworkMode: "none" },
   });
@@ -62,6 +63,20 @@ describe("the default sandbox image", () => {
     expect(`${result.stdout}${result.stderr}`).toMatch(/pytest \d/);
     expect(result.stdout).toMatch(/GNU Make/);
     expect(result.stdout).toMatch(/gcc ok\ng\+\+ ok/);
+  });
+
+  it("lets an agent commit in its copy as a uid the image does not know (a CI runner's 1001)", async () => {
+    const result = await runInImage(
+      tag,
+      [
+        "bash",
+        "-c",
+        "export HOME=/tmp; git init -q /tmp/r && cd /tmp/r && echo x > f && git add f && git commit -qm fix && git log --format='%an <%ae>'",
+      ],
+      "1001:1001",
+    );
+    expect(result.stderr).toBe("");
+    expect(result.stdout).toBe("cordon sandbox <sandbox@cordon.invalid>\n");
   });
 
   it("leaves no registry CA bundle or downloaded tarball from the build behind", async () => {
