@@ -4,6 +4,7 @@
  * behind a spoofed header line), a "fix" that deletes the failing test (8, the count dropped), an agent out of
  * turns (5, partial artifacts), tests already passing (0, nothing changed).
  */
+import { execFileSync } from "node:child_process";
 import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
@@ -222,6 +223,44 @@ describe("cordon fix-tests", () => {
     }
   });
 
+  it("a test binary already built in the user's tree, rebuilt after the fix, is not the agent's: exit 0", async () => {
+    // The issue's case: test_calc was built (from the buggy calc.c) before cordon ran, so the
+    // run before the agent finds it up to date and rewrites nothing; after the fix make rebuilds
+    // it, and it reads as a binary change of the agent's. Verified without it, the verification
+    // run rebuilds it: the test command's output, left out.
+    const make = await repositoryOf(fixture("calc-make"));
+    try {
+      git(make, "rm", "-q", ".gitignore");
+      git(make, "commit", "-qm", "no ignores");
+      const image = await requireSandboxImage();
+      execFileSync("docker", [
+        "run",
+        "--rm",
+        "--user",
+        "0",
+        "-v",
+        `${make}:/w`,
+        "-w",
+        "/w",
+        image,
+        "make",
+        "test_calc",
+      ]);
+      const out = path.join(home, "prebuilt");
+      const { run, result } = await fixTestsIn(make, "make test", fixture("fixes-clamp.json"), out);
+      expect(run.exitCode).toBe(0);
+      expect(result).toMatchObject({
+        status: "fixed",
+        binaryFiles: [],
+        testCommandOutputs: ["test_calc"],
+      });
+      expect(result.filesChanged.map((file) => file.path)).toEqual(["calc.c"]);
+      expect(await readFile(path.join(out, "changes.patch"), "utf8")).not.toContain("test_calc");
+    } finally {
+      await rm(path.dirname(make), { recursive: true, force: true });
+    }
+  });
+
   it("a binary file the agent added is refused (exit 8, named) unless --allow-binary", async () => {
     const refused = await fixTests(fixture("adds-a-binary.json"), path.join(home, "binary"));
     expect(refused.run.exitCode).toBe(8);
@@ -229,7 +268,6 @@ describe("cordon fix-tests", () => {
       status: "binary_files_changed",
       binaryFiles: ["rates.bin"],
     });
-    expect(refused.result.verification).toBeUndefined();
     expect(refused.run.stdout).toContain("rates.bin");
     expect(refused.run.stdout).toContain("--allow-binary");
 

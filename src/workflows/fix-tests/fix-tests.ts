@@ -24,6 +24,7 @@ import {
   type SetupRun,
 } from "../setup-phase.js";
 import { writeArtifacts } from "./artifacts.js";
+import { binaryFilesChanged, binaryPaths, sortBinaryFiles } from "./binary-files.js";
 import {
   classifyEnvironmentError,
   projectNamesOf,
@@ -190,6 +191,8 @@ interface Verification {
   /** Files whose harness part (package.json scripts, pytest sections) the patch changed. */
   harnessChanges: Map<string, string[]>;
   restoredFiles: string[];
+  /** Files the test run wrote in the verify copy. */
+  written: string[];
 }
 
 /**
@@ -205,7 +208,7 @@ async function verifyPatch(
   signal: AbortSignal | undefined,
   harness: { files: readonly PatchedFile[]; rules: ProtectionRules; allowTestChanges: boolean },
 ): Promise<Verification> {
-  const verification: Verification = { harnessChanges: new Map(), restoredFiles: [] };
+  const verification: Verification = { harnessChanges: new Map(), restoredFiles: [], written: [] };
   if (patch.byteLength > 0) {
     const patchFile = `/tmp/.cordon-verify-${randomUUID()}.patch`;
     await lease.sandbox.writeFile(patchFile, patch, { signal });
@@ -236,7 +239,13 @@ async function verifyPatch(
     });
     if (base.harnessChanges.size > 0 && !harness.allowTestChanges) return verification;
   }
-  verification.run = await runTests(lease, command, timeoutMs, signal);
+  const watched = await watchFilesWritten(
+    lease,
+    () => runTests(lease, command, timeoutMs, signal),
+    signal,
+  );
+  verification.run = watched.result;
+  verification.written = watched.written;
   return verification;
 }
 
@@ -340,6 +349,8 @@ export async function fixTests(options: FixTestsOptions): Promise<FixTestsResult
     artifacts: [],
   };
   let patch: Uint8Array = new Uint8Array();
+  /** The patch less its binary files, when it has some and they are not allowed. */
+  let withoutBinaries: Uint8Array | undefined;
   /** The project the transcript is kept under; known once the sandbox is planned. */
   let project: string | undefined;
   const request = { agentId: options.agentId, signal: options.signal };
@@ -437,6 +448,14 @@ export async function fixTests(options: FixTestsOptions): Promise<FixTestsResult
         });
         return result;
       }
+      result.binaryFiles = binaryPaths(result.filesChanged);
+      if (result.binaryFiles.length > 0 && !options.allowBinary) {
+        // Verified without its binary files (binary-files.ts); taken while the copy is at hand.
+        withoutBinaries = await takeChanges(work.lease, {
+          signal: options.signal,
+          exclude: [...result.testCommandOutputs, ...result.binaryFiles],
+        });
+      }
     } finally {
       await work.lease.release();
     }
@@ -457,19 +476,11 @@ export async function fixTests(options: FixTestsOptions): Promise<FixTestsResult
       protect: (await options.runner.config()).fixTests.protect,
     };
     const allowTestChanges = options.allowTestChanges ?? false;
-    result.protectedFiles = [...protectedPaths(result.filesChanged, rules).keys()];
+    // Binary files are judged by what the test command does with them (binary-files.ts).
+    const verifiedFiles = withoutBinaries ? parsePatch(withoutBinaries) : result.filesChanged;
+    result.protectedFiles = [...protectedPaths(verifiedFiles, rules).keys()];
     if (result.protectedFiles.length > 0 && !allowTestChanges) {
       Object.assign(result, protectedFilesChanged(result.protectedFiles));
-      return result;
-    }
-
-    result.binaryFiles = result.filesChanged.filter((file) => file.binary).map((file) => file.path);
-    if (result.binaryFiles.length > 0 && !options.allowBinary) {
-      Object.assign(result, {
-        status: "binary_files_changed",
-        exitCode: ExitCode.verificationFailed,
-        message: `The patch changes binary files, which cannot be reviewed as text: ${result.binaryFiles.join(", ")}. Rerun with --allow-binary to accept them.`,
-      });
       return result;
     }
 
@@ -485,11 +496,11 @@ export async function fixTests(options: FixTestsOptions): Promise<FixTestsResult
     try {
       verification = await verifyPatch(
         verify.lease,
-        patch,
+        withoutBinaries ?? patch,
         options.testCommand,
         testTimeoutMs,
         options.signal,
-        { files: result.filesChanged, rules, allowTestChanges },
+        { files: verifiedFiles, rules, allowTestChanges },
       );
     } finally {
       await verify.lease.release();
@@ -509,6 +520,18 @@ export async function fixTests(options: FixTestsOptions): Promise<FixTestsResult
     result.restoredFiles = verification.restoredFiles;
     result.verification = verification.run;
     result.testCount = checkTestCount(result.before?.counts ?? [], result.verification.counts);
+    if (withoutBinaries) {
+      const { rebuilt, refused } = sortBinaryFiles(result.binaryFiles, verification.written);
+      if (refused.length > 0) {
+        result.binaryFiles = refused;
+        Object.assign(result, binaryFilesChanged(refused));
+        return result;
+      }
+      patch = withoutBinaries;
+      result.filesChanged = verifiedFiles;
+      result.binaryFiles = [];
+      result.testCommandOutputs = [...result.testCommandOutputs, ...rebuilt].sort();
+    }
     Object.assign(result, verdict(result.verification, result.testCount, result.filesChanged));
     if (result.status === "fixed") result.message += unverifiedNote(result.restoredFiles);
     return result;
