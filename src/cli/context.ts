@@ -8,6 +8,11 @@ export interface CliContext {
   stdout: (text: string) => void;
   /** Progress and messages for people. */
   stderr: (text: string) => void;
+  /**
+   * stdout and stderr reach the same place (one terminal, or `2>&1`): a final answer already
+   * narrated on stderr is not printed again on stdout.
+   */
+  outputShared: boolean;
   /** All of standard input (for `cordon run -`). */
   readStdin: () => Promise<string>;
   /**

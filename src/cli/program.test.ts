@@ -11,6 +11,7 @@ function context(): CliContext {
     logger: createSilentLogger(),
     stdout: () => undefined,
     stderr: () => undefined,
+    outputShared: false,
     readStdin: () => Promise.resolve(""),
     exitCode: ExitCode.success,
   };

@@ -10,6 +10,8 @@ import {
   messageOf,
   type LogLevel,
 } from "../common/index.js";
+import { fstatSync } from "node:fs";
+
 import { createProgram } from "./program.js";
 import type { CliContext } from "./context.js";
 
@@ -19,6 +21,21 @@ export interface CliOutput {
   stderr: (text: string) => void;
   /** Standard input; default the process's. */
   readStdin?: (() => Promise<string>) | undefined;
+  /** Whether stdout and stderr reach the same place (see `CliContext.outputShared`). */
+  outputShared?: boolean | undefined;
+}
+
+/**
+ * Whether fd 1 and fd 2 are one file: the same terminal, or one log file or pipe (`2>&1`). Then
+ * what is narrated on stderr is already where stdout goes.
+ */
+function stdoutIsStderr(): boolean {
+  try {
+    const [out, err] = [fstatSync(1), fstatSync(2)];
+    return out.dev === err.dev && out.ino === err.ino;
+  } catch {
+    return false;
+  }
 }
 
 async function readProcessStdin(): Promise<string> {
@@ -33,6 +50,9 @@ const processOutput: CliOutput = {
   },
   stderr: (text) => {
     process.stderr.write(text);
+  },
+  get outputShared() {
+    return stdoutIsStderr();
   },
 };
 
@@ -67,6 +87,7 @@ export async function runCli(
       stdout: output.stdout,
       stderr: output.stderr,
       readStdin: output.readStdin ?? readProcessStdin,
+      outputShared: output.outputShared ?? false,
       exitCode: ExitCode.success,
     };
     const program = await createProgram(context, argv);

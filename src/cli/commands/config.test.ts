@@ -203,6 +203,7 @@ describe("cordon sandbox explain", () => {
       logger: createLogger({ level: "silent" }),
       stdout: () => undefined,
       stderr: () => undefined,
+      outputShared: false,
       readStdin: () => Promise.resolve(""),
       exitCode: ExitCode.success,
     };

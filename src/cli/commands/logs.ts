@@ -39,6 +39,7 @@ function createLogPrinter(context: CliContext, json: boolean): (record: RunEvent
         format: "text",
         stdout: context.stdout,
         stderr: context.stdout,
+        narrationShowsAnswer: true,
       });
     }
     if (record.type === "assistant-message") {

@@ -77,6 +77,7 @@ export function registerRunCommand(program: Command, context: CliContext): void 
       const renderer = createRunRenderer({
         format: flags.outputFormat,
         quiet: flags.quiet,
+        narrationShowsAnswer: context.outputShared,
         stdout: context.stdout,
         stderr: context.stderr,
       });

@@ -64,6 +64,29 @@ describe("run renderer", () => {
     ).toEqual({ stdout: "", stderr: "cordon: timed out\n" });
   });
 
+  it("text, stdout and stderr one place (a terminal, 2>&1): the narrated answer is not repeated", () => {
+    const answer = [
+      { type: "text-delta", text: "Fixed the discount." },
+      {
+        type: "run-end",
+        runId: "r1",
+        status: "completed",
+        exitCode: 0,
+        finalText: "Fixed the discount.",
+      },
+    ];
+    let shared = "";
+    const write = (t: string) => (shared += t);
+    const renderer = createRunRenderer({
+      format: "text",
+      narrationShowsAnswer: true,
+      stdout: write,
+      stderr: write,
+    });
+    for (const event of answer) renderer.onEvent(event);
+    expect(shared).toBe("Fixed the discount.\n");
+  });
+
   it("text: a failed run says why and what to do, on stderr", () => {
     const out = render("text", [
       {

@@ -23,6 +23,11 @@ export interface RunRendererOptions {
   stderr: (text: string) => void;
   /** Text mode: nothing on stderr but a failed run's error (`--quiet`). */
   quiet?: boolean | undefined;
+  /**
+   * Text mode: stderr reaches where stdout goes, so the final answer, streamed there as
+   * narration, is not printed a second time (unless `quiet` kept the narration back).
+   */
+  narrationShowsAnswer?: boolean | undefined;
   /** Clock for envelopes; tests pass a fixed one. */
   now?: () => Date;
 }
@@ -134,7 +139,8 @@ export function createRunRenderer(options: RunRendererOptions): RunRenderer {
       case "run-end": {
         endText();
         const answer = typeof event["finalText"] === "string" ? event["finalText"] : "";
-        if (answer) options.stdout(answer.endsWith("\n") ? answer : `${answer}\n`);
+        const shown = options.narrationShowsAnswer === true && !options.quiet;
+        if (answer && !shown) options.stdout(answer.endsWith("\n") ? answer : `${answer}\n`);
         if (event["status"] !== "completed") {
           options.stderr(`cordon: ${String(event["message"] ?? event["status"])}\n`);
           const fix = event["fix"];
