@@ -294,7 +294,7 @@ describe("one session, several cordon processes", () => {
     expect(await running.exited).toBe(0);
     // Started while the tool ran, it printed what came after: the result and the final answer.
     expect(follow.stdout()).toContain("→ exec sleep 3; echo watched-slept");
-    expect(follow.stdout()).toContain("ok: watched-slept");
+    expect(follow.stdout()).toContain("exit 0: watched-slept");
     expect(follow.stdout()).toContain("watched done");
     expect(follow.stdout()).toContain("ended: completed · 2 turns");
 

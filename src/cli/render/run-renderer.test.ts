@@ -27,7 +27,7 @@ const events = [
     name: "exec",
     isError: false,
     skipped: false,
-    content: [{ type: "text", text: "exit 0\nall good" }],
+    content: [{ type: "text", text: "all good\n[exit code 0, 0.2s]" }],
   },
   { type: "run-end", runId: "r1", status: "completed", exitCode: 0, finalText: "Done." },
   { type: "run-end", runId: "r1", status: "completed", exitCode: 0, finalText: "dup" },
@@ -39,8 +39,23 @@ describe("run renderer", () => {
     expect(out.stdout).toBe("Done.\n");
     expect(out.stderr).toContain("Running tests.\n");
     expect(out.stderr).toContain("→ exec npm test");
-    expect(out.stderr).toContain("ok: exit 0");
+    expect(out.stderr).toContain("exit 0: all good");
     expect(out.ended).toBe(true);
+  });
+
+  it("text: an exec's line names its exit code, a kill or a timeout", () => {
+    const line = (text: string, name = "exec") =>
+      render("text", [
+        { type: "tool-result", name, isError: true, content: [{ type: "text", text }] },
+      ]).stderr;
+    expect(line("FAILED (failures=1)\n[exit code 1, 0.3s]")).toBe(
+      "  exit 1: FAILED (failures=1)\n",
+    );
+    expect(
+      line("(no output)\n[timed out after 5s and was killed (with everything it started), 5.0s]"),
+    ).toBe("  timed out: (no output)\n");
+    expect(line("x\n[killed by signal SIGSEGV, 0.1s]")).toBe("  killed by signal SIGSEGV: x\n");
+    expect(line("no such file\n[exit code 1, 0.1s]", "read")).toBe("  error: no such file\n");
   });
 
   it("text, quiet: the answer, and nothing on stderr but a failure", () => {

@@ -64,6 +64,16 @@ function firstText(content: unknown): string {
   return "";
 }
 
+/**
+ * The outcome line the exec tool ends its result with (`[exit code 1, 0.3s]`, `[timed out …]`,
+ * `[killed by …]`), shortened for a person: "exit 1", "timed out", "killed by signal SIGSEGV".
+ */
+function execOutcome(text: string): string | undefined {
+  const status = /^\[(exit code (-?\d+)|timed out|killed by [^,\]]+)[^\]]*\]$/m.exec(text);
+  if (!status) return undefined;
+  return status[2] !== undefined ? `exit ${status[2]}` : status[1];
+}
+
 export function createRunRenderer(options: RunRendererOptions): RunRenderer {
   const now = options.now ?? (() => new Date());
   let seq = 0;
@@ -119,8 +129,13 @@ export function createRunRenderer(options: RunRendererOptions): RunRenderer {
         progress(`→ ${describeToolCall(String(event["name"]), event["input"])}\n`);
         break;
       case "tool-result": {
-        const mark = event["skipped"] ? "skipped" : event["isError"] ? "error" : "ok";
-        const summary = preview(firstText(event["content"]).split("\n")[0] ?? "");
+        const content = firstText(event["content"]);
+        // An exec's exit code says more than ok/error: a failing test run is "exit 1".
+        const outcome = event["name"] === "exec" ? execOutcome(content) : undefined;
+        const mark = event["skipped"]
+          ? "skipped"
+          : (outcome ?? (event["isError"] ? "error" : "ok"));
+        const summary = preview(content.split("\n")[0] ?? "");
         progress(`  ${mark}${summary ? `: ${summary}` : ""}\n`);
         break;
       }
