@@ -118,7 +118,8 @@ describe("examples/config", () => {
       network: "none",
       readOnlyRoot: true,
       capDrop: ["ALL"],
-      user: "1000:1000",
+      // "auto": the invoking user with a private copy, 1000:1000 when that is root.
+      user: process.getuid?.() === 0 ? "1000:1000" : `${process.getuid?.()}:${process.getgid?.()}`,
       memoryBytes: 2 * 1024 ** 3,
       memorySwapBytes: 2 * 1024 ** 3,
       pidsLimit: 512,
