@@ -252,6 +252,10 @@ export function createRunner(options: RunnerOptions = {}): Runner {
       onProgress: request.onProgress,
       onEgress: request.onEgress,
     });
+    // A run shows them with its sandbox-ready event; here the progress line is the only place.
+    for (const warning of lease.warnings ?? []) {
+      request.onProgress?.({ phase: "warning", message: `warning: ${warning}` });
+    }
     return { plan: runPlan, lease };
   };
 
