@@ -41,3 +41,4 @@ export { looseningKeys, untrustedKeyRules, type LooseningKey } from "./loosening
 export { trustStorePath } from "./trust-store.js";
 export { formatByteSize, parseByteSize } from "./byte-size.js";
 export { carryPathProblem, normalizeCarryPath } from "./carry-path.js";
+export { starterConfigText } from "./starter-config.js";

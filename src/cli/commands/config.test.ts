@@ -1,4 +1,13 @@
-import { mkdir, mkdtemp, realpath, rm, symlink, writeFile } from "node:fs/promises";
+import {
+  lstat,
+  mkdir,
+  mkdtemp,
+  readFile,
+  realpath,
+  rm,
+  symlink,
+  writeFile,
+} from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
 
@@ -317,5 +326,35 @@ describe("cordon config trust and untrust", () => {
     const invalid = await cordon(["config", "trust", configFile]);
     expect(invalid.code).toBe(ExitCode.usage);
     expect(invalid.err).toContain('unknown key "sandbox"');
+  });
+});
+
+describe("cordon config init", () => {
+  it("writes a starter config that validate accepts, and never overwrites without --force", async () => {
+    const written = await cordon(["config", "init", configFile]);
+    expect(written.code, written.err).toBe(0);
+    expect(written.out).toContain("cordon config validate --config");
+    expect(await readFile(configFile, "utf8")).toMatch(/^\/\/ cordon\.json5: /);
+    const validated = await cordon(["config", "validate", "--config", configFile]);
+    expect(validated.code, validated.err).toBe(0);
+
+    await writeFile(configFile, "{ tools: { deny: ['exec'] } }");
+    const again = await cordon(["config", "init", configFile]);
+    expect(again.code).toBe(ExitCode.usage);
+    expect(again.err).toMatch(/already exists.*--force/s);
+    expect(await readFile(configFile, "utf8")).toBe("{ tools: { deny: ['exec'] } }");
+
+    expect((await cordon(["config", "init", configFile, "--force"])).code).toBe(0);
+    expect(await readFile(configFile, "utf8")).toMatch(/^\/\/ cordon\.json5: /);
+  });
+
+  it("with --force replaces a symbolic link, not the file it points at", async () => {
+    const victim = path.join(dir, "victim.txt");
+    await writeFile(victim, "keep me");
+    await symlink(victim, configFile);
+    expect((await cordon(["config", "init", configFile])).code).toBe(ExitCode.usage);
+    expect((await cordon(["config", "init", configFile, "--force"])).code).toBe(0);
+    expect(await readFile(victim, "utf8")).toBe("keep me");
+    expect((await lstat(configFile)).isSymbolicLink()).toBe(false);
   });
 });

@@ -1,4 +1,5 @@
 import { existsSync } from "node:fs";
+import { rm, writeFile } from "node:fs/promises";
 import { homedir } from "node:os";
 import path from "node:path";
 
@@ -20,6 +21,7 @@ import {
   formatKeyValue,
   looseningKeysOfFile,
   readConfigFile,
+  starterConfigText,
   trustConfigFile,
   untrustConfigFile,
   UntrustedConfigError,
@@ -143,6 +145,21 @@ export function registerConfigCommand(program: Command, context: CliContext): vo
   const config = program.command("config").description("the configuration file (cordon.json5)");
 
   config
+    .command("init [file]")
+    .description(
+      `write a commented starter config (default ./${defaultConfigFileName}): the settings people change first, at their defaults`,
+    )
+    .option("--force", "replace the file if it exists")
+    .action(async (file: string | undefined, options: { force?: boolean }) => {
+      const cwd = process.cwd();
+      const target = path.resolve(cwd, file ?? defaultConfigFileName);
+      await writeStarterConfig(target, options.force === true);
+      context.stdout(
+        `wrote ${displayPath(target, cwd)}\n  check it: cordon config validate --config ${displayPath(target, cwd)}\n  see what a run gets: cordon sandbox explain\n`,
+      );
+    });
+
+  config
     .command("validate")
     .description(
       "check the config: every schema problem, then every agent's sandbox and tool plan (exit 2 on any problem)",
@@ -247,6 +264,25 @@ export function registerConfigCommand(program: Command, context: CliContext): vo
         result.removed ? `untrusted ${result.location}\n` : `${result.location} was not trusted\n`,
       );
     });
+}
+
+/** Writes the starter config; never over an existing file unless `force` (then not through a link). */
+async function writeStarterConfig(target: string, force: boolean): Promise<void> {
+  try {
+    // The link itself goes, never the file it points at; wx then fails on anything there.
+    if (force) await rm(target, { force: true });
+    await writeFile(target, starterConfigText, { flag: "wx", mode: 0o644 });
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === "EEXIST") {
+      throw new ConfigError(`${target} already exists`, {
+        fix: "edit it, name another file (`cordon config init other.json5`), or replace it with --force",
+      });
+    }
+    throw new ConfigError(`cannot write ${target}: ${messageOf(error)}`, {
+      fix: "check that its directory exists and is writable",
+      cause: error,
+    });
+  }
 }
 
 function existingConfigFile(cwd: string, file: string | undefined): string {
