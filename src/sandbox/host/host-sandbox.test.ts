@@ -13,6 +13,13 @@ import { HostSandbox } from "./host-sandbox.js";
  * Host sleep processes whose command line contains `marker` (a test-side check, never a kill).
  * Only sleeps count: a shell whose script mentions the sleep may be exiting at that moment.
  */
+/**
+ * A sleep no other process on the machine runs: the test's pid as the fraction, so a scan of the
+ * whole machine cannot match someone else's `sleep 2001` (or a shell's `sleep 200`).
+ */
+const tag = `.${process.pid}`;
+const sleepFor = (seconds: number): string => `sleep ${seconds}${tag}`;
+
 function hostProcesses(marker: string): string[] {
   const ps = execFileSync("ps", ["-eo", "args="], { encoding: "utf8" });
   return ps.split("\n").filter((line) => /^sleep[\s-]/.test(line) && line.includes(marker));
@@ -260,40 +267,40 @@ describe("HostSandbox", { timeout: 60_000 }, () => {
     it("kills the whole tree on timeout and what a command leaves behind", async () => {
       const result = await sandbox.exec(
         [
-          "sleep 2001 &",
-          "setsid sleep 2002 &",
-          "bash -c 'trap \"\" TERM; sleep 2003' &",
+          `${sleepFor(2001)} &`,
+          `setsid ${sleepFor(2002)} &`,
+          `bash -c 'trap "" TERM; ${sleepFor(2003)}' &`,
           // Clears the marker, leaves the session, is orphaned: still holds the call's output.
-          "(env -i setsid sleep 2005 &)",
+          `(env -i setsid ${sleepFor(2005)} &)`,
           "echo started",
-          "sleep 2004",
+          sleepFor(2004),
         ].join("\n"),
         { timeoutMs: 1000 },
       );
       expect(result).toMatchObject({ timedOut: true, exitCode: null, stdout: "started\n" });
-      expect(hostProcesses("sleep 200")).toEqual([]);
-      await sandbox.exec("sleep 2011 & echo done");
-      expect(hostProcesses("sleep 2011")).toEqual([]);
+      expect(hostProcesses(tag)).toEqual([]);
+      await sandbox.exec(`${sleepFor(2011)} & echo done`);
+      expect(hostProcesses(sleepFor(2011))).toEqual([]);
     });
 
     it("aborts with AbortedError and nothing left running", async () => {
       const controller = new AbortController();
-      const run = sandbox.exec("echo go; sleep 2021", {
+      const run = sandbox.exec(`echo go; ${sleepFor(2021)}`, {
         signal: controller.signal,
         onStdout: () => controller.abort(),
       });
       await expect(run).rejects.toBeInstanceOf(AbortedError);
-      expect(hostProcesses("sleep 2021")).toEqual([]);
+      expect(hostProcesses(sleepFor(2021))).toEqual([]);
     });
 
     it("a throwing output callback fails the call and leaves nothing running", async () => {
-      const run = sandbox.exec("echo go; sleep 2041", {
+      const run = sandbox.exec(`echo go; ${sleepFor(2041)}`, {
         onStdout: () => {
           throw new Error("renderer broke");
         },
       });
       await expect(run).rejects.toThrow(/renderer broke/);
-      expect(hostProcesses("sleep 2041")).toEqual([]);
+      expect(hostProcesses(sleepFor(2041))).toEqual([]);
     });
 
     it("caps output and saves the full log where the file tools may read it", async () => {
@@ -318,7 +325,7 @@ describe("HostSandbox", { timeout: 60_000 }, () => {
   describe("background processes", () => {
     it("start, poll, write, kill", async () => {
       const info = await sandbox.processes.start(
-        'echo "up in $PWD"; while read -r l; do echo "got:$l"; done; sleep 2031',
+        `echo "up in $PWD"; while read -r l; do echo "got:$l"; done; ${sleepFor(2031)}`,
       );
       let output = "";
       for (let i = 0; i < 100 && !output.includes("up in"); i++) {
@@ -337,7 +344,7 @@ describe("HostSandbox", { timeout: 60_000 }, () => {
         state: "exited",
         exitCode: null,
       });
-      expect(hostProcesses("sleep 2031")).toEqual([]);
+      expect(hostProcesses(sleepFor(2031))).toEqual([]);
       expect((await fileError(sandbox.processes.poll("p-ffffffffffff"))).reason).toBe("not_found");
     });
   });
