@@ -39,6 +39,24 @@ describe("the CLI boundary", () => {
     expect(text).toBe("cordon: bad key\n  fix: remove it\n");
   });
 
+  it("names the path and the remedy for a state directory it cannot write", () => {
+    // What Node throws for mkdir under a directory the user cannot write.
+    const denied = Object.assign(new Error("EACCES: permission denied, mkdir '/srv/cordon'"), {
+      code: "EACCES",
+      path: "/srv/cordon",
+    });
+    const text = formatError(denied, false);
+    expect(text).toContain("cordon: EACCES: permission denied, mkdir '/srv/cordon'\n");
+    expect(text).toMatch(
+      / {2}fix: make \/srv\/cordon writable for the user running cordon.*CORDON_HOME/,
+    );
+    const full = Object.assign(new Error("ENOSPC"), { code: "ENOSPC", path: "/srv/cordon/x" });
+    expect(formatError(full, false)).toMatch(/fix: free disk space where \/srv\/cordon\/x is/);
+    expect(
+      formatError(Object.assign(new Error("EIO"), { code: "EIO", path: "/x" }), false),
+    ).not.toMatch(/fix:/);
+  });
+
   it("formats unexpected errors with a hint to get the stack", () => {
     expect(formatError(new Error("boom"), false)).toMatch(/CORDON_DEBUG=1/);
     expect(formatError(new Error("boom"), true)).toMatch(/at /);

@@ -8,6 +8,7 @@ import {
   exitCodeOf,
   logLevels,
   messageOf,
+  systemErrorFix,
   type LogLevel,
 } from "../common/index.js";
 import { fstatSync } from "node:fs";
@@ -105,7 +106,8 @@ export async function runCli(
 
 export function formatError(error: unknown, withStack: boolean): string {
   let text = `cordon: ${messageOf(error)}\n`;
-  if (CordonError.is(error) && error.fix) text += `  fix: ${error.fix}\n`;
+  const fix = CordonError.is(error) ? error.fix : systemErrorFix(error);
+  if (fix) text += `  fix: ${fix}\n`;
   if (!CordonError.is(error) || withStack) {
     text +=
       withStack && error instanceof Error

@@ -115,6 +115,27 @@ export function exitCodeOf(error: unknown): ExitCode {
   return CordonError.is(error) ? error.exitCode : ExitCode.internal;
 }
 
+/**
+ * The remedy for a host file-system error cordon did not expect (a CORDON_HOME it cannot write,
+ * a full disk), from the error's own code and path; undefined for anything else.
+ */
+export function systemErrorFix(error: unknown): string | undefined {
+  const { code, path } = (error ?? {}) as { code?: unknown; path?: unknown };
+  if (typeof path !== "string") return undefined;
+  const uid = typeof process.getuid === "function" ? ` (uid ${process.getuid()})` : "";
+  switch (code) {
+    case "EACCES":
+    case "EPERM":
+      return `make ${path} writable for the user running cordon${uid}, or set CORDON_HOME to a directory that user owns`;
+    case "EROFS":
+      return `${path} is on a read-only file system: set CORDON_HOME to a writable directory`;
+    case "ENOSPC":
+      return `free disk space where ${path} is, or set CORDON_HOME to another disk`;
+    default:
+      return undefined;
+  }
+}
+
 /** A one-line message for any thrown value, without a stack trace. */
 export function messageOf(error: unknown): string {
   if (error instanceof Error) return error.message;

@@ -6,6 +6,7 @@ import {
   exitCodeOf,
   messageOf,
   CordonError,
+  systemErrorFix,
   type Logger,
 } from "../../common/index.js";
 import type { Sandbox } from "../../sandbox/index.js";
@@ -376,6 +377,7 @@ export function failedRunResult(runId: string, sessionKey: string, error: unknow
     message: messageOf(error),
     fix:
       (CordonError.is(error) ? error.fix : undefined) ??
+      systemErrorFix(error) ??
       "Set CORDON_DEBUG=1 and run again for details.",
   };
 }
