@@ -14,7 +14,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 
 import { packageRoot } from "../../src/common/index.js";
 import { git, repositoryOf } from "../support/demo-repo.js";
-import { dockerClient, requireSandboxImage } from "../support/docker.js";
+import { removeFixTestsContainers, requireSandboxImage } from "../support/docker.js";
 import { startMessagesApiServer, type MessagesApiServer } from "../support/messages-api-server.js";
 import { runCordon } from "../support/run-cli.js";
 import { removeStateDirectory } from "../support/state-directory.js";
@@ -68,19 +68,7 @@ describe("cordon fix-tests on real projects in the default image", () => {
 
   afterAll(async () => {
     await server.close();
-    const docker = dockerClient();
-    for (const key of sessions.flatMap((key) => [key, `${key}-verify`])) {
-      const left = await docker.listContainers({
-        all: true,
-        filters: { label: [`cordon.session=${key}`] },
-      });
-      for (const info of left) {
-        await docker
-          .getContainer(info.Id)
-          .remove({ force: true })
-          .catch(() => undefined);
-      }
-    }
+    await removeFixTestsContainers(sessions);
     await removeStateDirectory(home);
     for (const repo of repos) await rm(path.dirname(repo), { recursive: true, force: true });
   });

@@ -60,3 +60,23 @@ export async function removeContainer(container: Docker.Container | undefined): 
     if (error.statusCode !== 404) throw error;
   });
 }
+
+/**
+ * Removes what a failed `cordon fix-tests` left behind: the containers of each session key and of
+ * its `-verify` session (fix-tests removes them itself when it gets the chance).
+ */
+export async function removeFixTestsContainers(sessionKeys: readonly string[]): Promise<void> {
+  const docker = dockerClient();
+  for (const key of sessionKeys.flatMap((k) => [k, `${k}-verify`])) {
+    const left = await docker.listContainers({
+      all: true,
+      filters: { label: [`cordon.session=${key}`] },
+    });
+    for (const info of left) {
+      await docker
+        .getContainer(info.Id)
+        .remove({ force: true })
+        .catch(() => undefined);
+    }
+  }
+}
