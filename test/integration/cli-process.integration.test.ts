@@ -146,7 +146,7 @@ describe("the built CLI against a Messages API server", () => {
     await rm(path.dirname(repo), { recursive: true, force: true });
   });
 
-  it("529 overloaded beyond the SDK's retries: one retry of its own, then the answer", async () => {
+  it("529 overloaded beyond the client's retries: each retry is an event, then the loop's own, then the answer", async () => {
     const overloaded: ScriptedResponse = {
       kind: "error",
       status: 529,
@@ -154,10 +154,16 @@ describe("the built CLI against a Messages API server", () => {
       message: "Overloaded",
       headers: { "retry-after-ms": "10" },
     };
-    // The SDK retries twice itself; the loop's one retry comes after that.
+    // The model client retries twice, each announced; the loop's one retry comes after that.
     const result = await run("overloaded", overloaded, overloaded, overloaded, text("made it"));
     expect(result.code).toBe(0);
-    expect(result.events.some((event) => event.type === "retry")).toBe(true);
+    const retries = result.events.filter((event) => event.type === "retry");
+    expect(retries).toMatchObject([
+      { attempt: 1, maxRetries: 2, status: 529, reason: "overloaded", delayMs: 10 },
+      { attempt: 2, maxRetries: 2, status: 529, reason: "overloaded", delayMs: 10 },
+      { status: 529, reason: "overloaded" },
+    ]);
+    expect(retries[2]).not.toHaveProperty("attempt");
     expect(result.end).toMatchObject({
       type: "run-end",
       status: "completed",
@@ -176,6 +182,9 @@ describe("the built CLI against a Messages API server", () => {
     };
     const result = await run("ratelimit", limited, text("after the wait"));
     expect(result.code).toBe(0);
+    expect(result.events.filter((event) => event.type === "retry")).toMatchObject([
+      { attempt: 1, status: 429, reason: "rate_limited", delayMs: 1000 },
+    ]);
     expect(result.end).toMatchObject({ status: "completed", finalText: "after the wait" });
     expect(server.requests).toHaveLength(2);
   });

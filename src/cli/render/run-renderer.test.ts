@@ -102,6 +102,24 @@ describe("run renderer", () => {
     expect(shared).toBe("Fixed the discount.\n");
   });
 
+  it("text: a retry says which one, how long it waits and why", () => {
+    const out = render("text", [
+      {
+        type: "retry",
+        attempt: 1,
+        maxRetries: 2,
+        status: 529,
+        delayMs: 500,
+        error: "The model API is overloaded: Overloaded",
+      },
+      { type: "retry", delayMs: 2000, error: "The model API is overloaded: Overloaded" },
+    ]);
+    expect(out.stderr).toBe(
+      "· retry 1/2 in 0.5s: The model API is overloaded: Overloaded\n" +
+        "· retry in 2.0s: The model API is overloaded: Overloaded\n",
+    );
+  });
+
   it("text: a failed run says why and what to do, on stderr", () => {
     const out = render("text", [
       {

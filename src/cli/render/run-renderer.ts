@@ -139,9 +139,14 @@ export function createRunRenderer(options: RunRendererOptions): RunRenderer {
         progress(`  ${mark}${summary ? `: ${summary}` : ""}\n`);
         break;
       }
-      case "retry":
-        progress(`· retrying in ${Number(event["delayMs"]) / 1000}s: ${String(event["error"])}\n`);
+      case "retry": {
+        const attempt = event["attempt"];
+        const which =
+          typeof attempt === "number" ? ` ${attempt}/${String(event["maxRetries"])}` : "";
+        const wait = (Number(event["delayMs"]) / 1000).toFixed(1);
+        progress(`· retry${which} in ${wait}s: ${String(event["error"])}\n`);
         break;
+      }
       case "fallback":
         progress(`· falling back from ${String(event["from"])} to ${String(event["to"])}\n`);
         break;

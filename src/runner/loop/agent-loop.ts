@@ -197,6 +197,7 @@ export async function runAgentLoop(options: AgentLoopOptions): Promise<RunResult
       signal,
     })) {
       if (event.type === "text-delta") emit({ type: "text-delta", text: event.text });
+      else if (event.type === "retry") emit(event);
       else if (event.type === "thinking-delta") {
         emit({ type: "thinking-delta", thinking: event.thinking });
       } else if (event.type === "done") turn = event.turn;
@@ -275,7 +276,13 @@ export async function runAgentLoop(options: AgentLoopOptions): Promise<RunResult
         apiError.retryAfterMs ?? options.retryDelayMs ?? 2000,
         options.maxRetryDelayMs ?? 60_000,
       );
-      emit({ type: "retry", reason: apiError.kind, delayMs, error: apiError.message });
+      emit({
+        type: "retry",
+        reason: apiError.kind,
+        status: apiError.status,
+        delayMs,
+        error: apiError.message,
+      });
       try {
         await sleep(delayMs, signal);
       } catch {

@@ -109,7 +109,21 @@ export type RunEvent =
       skipped: boolean;
     }
   | { type: "usage"; turn: ModelUsage; total: RunUsage }
-  | { type: "retry"; reason: string; delayMs: number; error: string }
+  | {
+      /**
+       * A failed model call is tried again after `delayMs`: the model client's transport retries
+       * (with `attempt` and `maxRetries`) or the loop's one retry after those ran out (without).
+       */
+      type: "retry";
+      reason: string;
+      delayMs: number;
+      error: string;
+      /** The HTTP status, when the API answered. */
+      status?: number | undefined;
+      /** Which transport retry of this call, 1 for the first. */
+      attempt?: number | undefined;
+      maxRetries?: number | undefined;
+    }
   | { type: "fallback"; from: string; to: string; error: string }
   | { type: "thinking-downgrade"; error: string }
   | { type: "compaction"; summarizedMessages: number; keptMessages: number }

@@ -258,20 +258,114 @@ describe("AnthropicModelClient against a Messages API server", () => {
     expect(turn.stopReason).toBe(stopReason);
   });
 
-  it("retries a 529 overload itself and then succeeds", async () => {
+  it("retries a 529 itself, announcing the retry with its status and the server's wait", async () => {
     server.enqueue(
       {
         kind: "error",
         status: 529,
         errorType: "overloaded_error",
         message: "Overloaded",
-        headers: { "retry-after-ms": "1" },
+        headers: { "retry-after-ms": "20" },
       },
       { kind: "message", content: [{ type: "text", text: "after retry" }] },
     );
-    const turn = await completeTurn(client(2), request());
-    expect(turn.message.content).toEqual([{ type: "text", text: "after retry" }]);
+    const events: ModelStreamEvent[] = [];
+    for await (const event of client(2).stream(request())) events.push(event);
+    expect(events[0]).toEqual({
+      type: "retry",
+      attempt: 1,
+      maxRetries: 2,
+      reason: "overloaded",
+      status: 529,
+      delayMs: 20,
+      error: "The model API is overloaded: Overloaded",
+    });
+    expect(events.filter((e) => e.type === "retry")).toHaveLength(1);
+    const done = events.at(-1);
+    expect(done?.type === "done" && done.turn.message.content).toEqual([
+      { type: "text", text: "after retry" },
+    ]);
     expect(server.requests).toHaveLength(2);
+  });
+
+  it("gives up after maxRetries, each retry announced, and never retries a 400", async () => {
+    const overloaded = {
+      kind: "error",
+      status: 529,
+      errorType: "overloaded_error",
+      message: "Overloaded",
+      headers: { "retry-after-ms": "1" },
+    } as const;
+    server.enqueue(overloaded, overloaded, overloaded);
+    const events: ModelStreamEvent[] = [];
+    const error = await failure(
+      (async () => {
+        for await (const event of client(2).stream(request())) events.push(event);
+      })(),
+    );
+    expect(error).toMatchObject({ kind: "overloaded", status: 529 });
+    expect(events.map((e) => e.type === "retry" && e.attempt)).toEqual([1, 2]);
+    expect(server.requests).toHaveLength(3);
+
+    server.requests.length = 0;
+    server.enqueue({
+      kind: "error",
+      status: 400,
+      errorType: "invalid_request_error",
+      message: "max_tokens: must be positive",
+    });
+    expect(await failure(completeTurn(client(2), request()))).toMatchObject({ status: 400 });
+    expect(server.requests).toHaveLength(1);
+  });
+
+  it("retries an overloaded error sent inside the stream before any content", async () => {
+    server.enqueue(
+      { kind: "stream-error", errorType: "overloaded_error", message: "Overloaded" },
+      { kind: "message", content: [{ type: "text", text: "second time" }] },
+    );
+    const events: ModelStreamEvent[] = [];
+    for await (const event of client(1).stream(request())) events.push(event);
+    expect(events[0]).toMatchObject({ type: "retry", attempt: 1, reason: "overloaded" });
+    expect(events.at(-1)).toMatchObject({ type: "done" });
+  });
+
+  it("does not retry once content reached the caller (it would be repeated)", async () => {
+    server.enqueue({
+      kind: "stream-error",
+      content: [{ type: "text", text: "partial answer" }],
+      errorType: "overloaded_error",
+      message: "Overloaded",
+    });
+    const events: ModelStreamEvent[] = [];
+    const error = await failure(
+      (async () => {
+        for await (const event of client(2).stream(request())) events.push(event);
+      })(),
+    );
+    expect(error).toMatchObject({ kind: "overloaded" });
+    expect(events.some((e) => e.type === "retry")).toBe(false);
+    expect(server.requests).toHaveLength(1);
+  });
+
+  it("stops waiting for a retry when aborted", async () => {
+    server.enqueue({
+      kind: "error",
+      status: 429,
+      errorType: "rate_limit_error",
+      message: "slow down",
+      headers: { "retry-after": "30" },
+    });
+    const controller = new AbortController();
+    const run = (async () => {
+      for await (const event of client(2).stream(request({ signal: controller.signal }))) {
+        if (event.type === "retry") {
+          expect(event.delayMs).toBe(30_000);
+          controller.abort();
+        }
+      }
+    })();
+    expect(await failure(run)).toBeInstanceOf(AbortedError);
+    expect(server.requests).toHaveLength(1);
   });
 
   it("maps a 529 that outlasts the SDK retries to an overloaded, transient error", async () => {

@@ -1,6 +1,7 @@
 import Anthropic from "@anthropic-ai/sdk";
-import { AbortedError, type Logger } from "../../common/index.js";
+import { AbortedError, sleep, type Logger } from "../../common/index.js";
 import { fromSdkError } from "./anthropic-errors.js";
+import { transportRetryWaitMs } from "./anthropic-retry.js";
 import { mergeUsage, toSdkParams, toStopReason } from "./anthropic-wire.js";
 import { fixForKind, ModelApiError } from "./model-errors.js";
 import {
@@ -23,7 +24,10 @@ export interface AnthropicModelClientOptions {
    * Passed in by the caller; this module never reads the environment.
    */
   baseURL?: string | undefined;
-  /** Transport retries the SDK does itself (429, 5xx, 529, network), with backoff. Default 2. */
+  /**
+   * Transport retries of one model call (429, 5xx, 529, network; see anthropic-retry.ts), each
+   * announced by a `retry` stream event. Made here, not by the SDK, so they can be seen. Default 2.
+   */
   maxRetries?: number | undefined;
   /** Time limit of one HTTP attempt, in milliseconds. Default 600_000 (the SDK's). */
   timeoutMs?: number | undefined;
@@ -54,6 +58,7 @@ interface BlockState {
 export class AnthropicModelClient implements ModelClient {
   readonly provider = "anthropic";
   readonly #client: Anthropic;
+  readonly #maxRetries: number;
 
   constructor(options: AnthropicModelClientOptions) {
     if (!options.apiKey && !options.authToken) {
@@ -63,10 +68,12 @@ export class AnthropicModelClient implements ModelClient {
       });
     }
     const logger = options.logger;
+    this.#maxRetries = options.maxRetries ?? 2;
     this.#client = new Anthropic({
       ...(options.apiKey ? { apiKey: options.apiKey } : { authToken: options.authToken ?? null }),
       baseURL: options.baseURL ?? null,
-      maxRetries: options.maxRetries ?? 2,
+      // cordon retries itself, visibly (see stream); the SDK's retries would be silent.
+      maxRetries: 0,
       ...(options.timeoutMs !== undefined ? { timeout: options.timeoutMs } : {}),
       ...(options.fetch ? { fetch: options.fetch } : {}),
       logLevel: logger ? "warn" : "off",
@@ -83,7 +90,49 @@ export class AnthropicModelClient implements ModelClient {
     });
   }
 
+  /**
+   * One model call with its transport retries. A failure is retried only while nothing has been
+   * yielded: once deltas reached the caller, a second attempt would repeat them.
+   */
   async *stream(request: ModelRequest): AsyncGenerator<ModelStreamEvent> {
+    for (let retry = 1; ; retry++) {
+      let yielded = false;
+      try {
+        for await (const event of this.#attempt(request)) {
+          yielded = true;
+          yield event;
+        }
+        return;
+      } catch (error) {
+        const wait = this.#retryWait(error, retry, yielded);
+        if (wait === undefined || !(error instanceof ModelApiError)) throw error;
+        yield {
+          type: "retry",
+          attempt: retry,
+          maxRetries: this.#maxRetries,
+          reason: error.kind,
+          status: error.status,
+          delayMs: wait,
+          error: error.message,
+        };
+        try {
+          await sleep(wait, request.signal);
+        } catch (aborted) {
+          throw new AbortedError("the model request was aborted", { cause: aborted });
+        }
+      }
+    }
+  }
+
+  /** The wait before retry number `retry` after `error`, or undefined to give up. */
+  #retryWait(error: unknown, retry: number, yielded: boolean): number | undefined {
+    if (yielded || retry > this.#maxRetries || !(error instanceof ModelApiError)) return undefined;
+    // A spend limit can come as a 429; waiting will not pay the bill.
+    if (error.kind === "billing" || error.kind === "auth") return undefined;
+    return transportRetryWaitMs(error.cause, retry);
+  }
+
+  async *#attempt(request: ModelRequest): AsyncGenerator<ModelStreamEvent> {
     const signal = request.signal;
     if (signal?.aborted) throw new AbortedError("the model request was aborted");
     const blocks: BlockState[] = [];

@@ -4,6 +4,8 @@
  * index.ts, so the session file, the loop and embedders never depend on an SDK version.
  */
 
+import type { ModelErrorKind } from "./model-errors.js";
+
 /** Plain text, from the user or the model. */
 export interface TextBlock {
   type: "text";
@@ -139,11 +141,35 @@ export interface ModelTurn {
   model: string;
 }
 
-/** What a model stream yields; always ends with exactly one `done` unless it throws. */
+/**
+ * A failed attempt the client will make again after `delayMs`: the transport retries of one model
+ * call, announced so a stalled run says why.
+ */
+export interface ModelRetryEvent {
+  type: "retry";
+  /** Which retry this is: 1 for the first. */
+  attempt: number;
+  /** The most retries the client makes for one call. */
+  maxRetries: number;
+  /** The failure's kind (`overloaded`, `rate_limited`, `server`, `network`, …). */
+  reason: ModelErrorKind;
+  /** The HTTP status, when the API answered (529, 429, 500 …). */
+  status?: number | undefined;
+  /** The wait before the next attempt, in milliseconds (the server's `retry-after` if it gave one). */
+  delayMs: number;
+  /** The failure, as a sentence. */
+  error: string;
+}
+
+/**
+ * What a model stream yields; always ends with exactly one `done` unless it throws. `retry` events
+ * come only before the first content event.
+ */
 export type ModelStreamEvent =
   | { type: "text-delta"; text: string }
   | { type: "thinking-delta"; thinking: string }
   | { type: "tool-use-start"; id: string; name: string }
+  | ModelRetryEvent
   | { type: "done"; turn: ModelTurn };
 
 /**
