@@ -34,7 +34,9 @@ export function explainPlan(plan: RunPlan): string {
     lines.push(`  image        ${d.image ?? "built-in sandbox image (cordon image build)"}`);
     lines.push(`  user         ${d.user}`);
     lines.push(`  workdir      ${d.workdir}`);
-    lines.push(`  network      ${d.network}`);
+    lines.push(
+      `  network      ${d.network}${d.network === "none" ? " (loopback only; /etc/hosts written by cordon, mounted read-only)" : ""}`,
+    );
     lines.push(`  root fs      ${d.readOnlyRoot ? "read-only" : "WRITABLE"}`);
     lines.push(`  capDrop      ${d.capDrop.join(", ") || "(none)"}`);
     lines.push(

@@ -247,6 +247,12 @@ describe("rw mode keeps the repository's .git read-only (sandbox.protectGitDir)"
     },
   );
 
+  it("says a sandbox with no network gets cordon's read-only hosts file", () => {
+    expect(explainPlan(plan(rw()))).toMatch(
+      /network +none \(loopback only; \/etc\/hosts written by cordon, mounted read-only\)/,
+    );
+  });
+
   it("mounts nothing extra without a .git, and says the agent could create one", () => {
     const result = plan(rw());
     expect(result.sandbox.spec?.mounts.map((m) => m.role)).toEqual(["workspace"]);

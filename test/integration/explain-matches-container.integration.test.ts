@@ -108,8 +108,19 @@ describe("sandbox explain matches the container a run gets", () => {
       CapDrop: ["ALL"],
       NetworkMode: "none",
     });
-    const mounts = info.Mounts.filter((m) => m.Type === "bind")
-      .map((m) => ({ source: m.Source, target: m.Destination, readOnly: !m.RW }))
+    const binds = info.Mounts.filter((m) => m.Type === "bind").map((m) => ({
+      source: m.Source,
+      target: m.Destination,
+      readOnly: !m.RW,
+    }));
+    // Cordon's own hosts file (network none; explain names it on the network line) is the only
+    // mount not in the spec.
+    const hosts = binds.filter((m) => m.target === "/etc/hosts");
+    expect(hosts).toHaveLength(1);
+    expect(hosts[0]?.source.startsWith(path.join(home, "hosts") + path.sep)).toBe(true);
+    expect(hosts[0]?.readOnly).toBe(true);
+    const mounts = binds
+      .filter((m) => m.target !== "/etc/hosts")
       .sort((a, b) => a.target.localeCompare(b.target));
     expect(mounts).toEqual(
       spec.mounts

@@ -4,7 +4,7 @@
  * manager's offline error instead of retrying DNS for minutes. Driven through `cordon exec` with
  * the default policy (network none), as an agent's shell commands would be.
  */
-import { mkdtemp } from "node:fs/promises";
+import { mkdtemp, readdir, readFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
 
@@ -65,6 +65,19 @@ describe("a sandbox with no network", () => {
     expect(run.stdout).toMatch(/^(127\.0\.0\.1|::1)\s+localhost/m);
     expect(run.stdout).toMatch(/^\d+$/m);
     expect(run.exitCode).toBe(0);
+  });
+
+  it("cannot change its hosts file, which other sandboxes share", async () => {
+    const run = await exec(
+      "echo '10.0.0.1 evil' >> /etc/hosts; grep -c evil /etc/hosts; awk '$5 == \"/etc/hosts\" { print $6 }' /proc/self/mountinfo",
+    );
+    expect(run.stderr).toMatch(/\/etc\/hosts: (Permission denied|Read-only file system)/);
+    // Read-only as a mount, so not even a root sandbox user could write through it.
+    expect(run.stdout.trim().split("\n")).toEqual(["0", expect.stringMatching(/^ro\b/)]);
+    const shared = await readdir(path.join(home, "hosts"));
+    for (const file of shared.filter((name) => !name.endsWith(".tmp"))) {
+      expect(await readFile(path.join(home, "hosts", file), "utf8")).not.toContain("evil");
+    }
   });
 
   it("still has no route out: loopback is its only interface", async () => {

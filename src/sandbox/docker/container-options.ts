@@ -2,6 +2,7 @@ import type Docker from "dockerode";
 
 import { SandboxStartError } from "../../common/index.js";
 import type { SandboxSpec } from "../spec.js";
+import { hostsMountTarget } from "./hosts-file.js";
 
 /** Labels on every container cordon creates; Docker is the source of truth for what exists. */
 export const labelKeys = {
@@ -32,6 +33,12 @@ export interface ContainerOptionsInput {
   extraLabels?: Record<string, string> | undefined;
   /** The state directory of the manager creating it (the `cordon.home` label). */
   stateDirectory?: string | undefined;
+  /**
+   * A hosts file to mount read-only at /etc/hosts (see `ensureHostsFile`). With network "none" it
+   * lets the container skip Docker's network setup (`NetworkDisabled`); without it the engine sets
+   * up the empty namespace and writes /etc/hosts itself, which is slower to start.
+   */
+  hostsFile?: string | undefined;
   /** The content of `spec.docker.seccompProfile` (see `readSeccompProfile`); the API wants JSON. */
   seccompProfileJson?: string | undefined;
 }
@@ -58,6 +65,21 @@ export function createContainerOptions(
     securityOpt.push(`seccomp=${input.seccompProfileJson}`);
   }
   if (docker.apparmorProfile) securityOpt.push(`apparmor=${docker.apparmorProfile}`);
+  const networkDisabled = docker.network === "none" && input.hostsFile !== undefined;
+  const mounts: Docker.MountSettings[] = spec.mounts.map((mount) => ({
+    Type: "bind" as const,
+    Source: mount.source,
+    Target: mount.target,
+    ReadOnly: mount.readOnly,
+  }));
+  if (networkDisabled && input.hostsFile) {
+    mounts.push({
+      Type: "bind",
+      Source: input.hostsFile,
+      Target: hostsMountTarget,
+      ReadOnly: true,
+    });
+  }
 
   const hostConfig: Docker.HostConfig = {
     NetworkMode: docker.network,
@@ -72,16 +94,9 @@ export function createContainerOptions(
     NanoCpus: Math.round(docker.cpus * 1e9),
     PidsLimit: docker.pidsLimit,
     Ulimits: docker.ulimits.map((u) => ({ Name: u.name, Soft: u.soft, Hard: u.hard })),
-    Mounts: spec.mounts.map((mount) => ({
-      Type: "bind" as const,
-      Source: mount.source,
-      Target: mount.target,
-      ReadOnly: mount.readOnly,
-    })),
-    // NetworkMode "none" alone isolates: a namespace with only loopback. NetworkDisabled is not
-    // set because on Docker 20.10 it also skips writing /etc/hosts (and drops ExtraHosts), so
-    // `localhost` did not resolve and a test suite's local server could not be reached.
+    Mounts: mounts,
     Dns: [...docker.dns],
+    // Dropped by the engine when the network is disabled: the hosts file carries them then.
     ExtraHosts: [...docker.extraHosts],
     // Logs of `sleep infinity` are empty; a bounded driver keeps a chatty process from filling disk.
     LogConfig: { Type: "json-file", Config: { "max-size": "1m", "max-file": "1" } },
@@ -112,6 +127,10 @@ export function createContainerOptions(
       ...(spec.privateWorkspace ? { [labelKeys.privateWorkspace]: spec.privateWorkspace } : {}),
       ...(input.stateDirectory ? { [labelKeys.home]: input.stateDirectory } : {}),
     },
+    // NetworkMode "none" alone isolates (a namespace with only loopback); NetworkDisabled also
+    // skips libnetwork, so the container starts faster, but leaves /etc/hosts empty: only with
+    // cordon's own hosts file mounted, or `localhost` would not resolve for a suite's local server.
+    NetworkDisabled: networkDisabled,
     HostConfig: hostConfig,
   };
 }

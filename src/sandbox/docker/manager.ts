@@ -21,6 +21,7 @@ import {
 } from "../workspace/index.js";
 import { createContainerOptions, labelKeys } from "./container-options.js";
 import { readSeccompProfile } from "./seccomp-profile.js";
+import { ensureHostsFile } from "./hosts-file.js";
 import type { DockerEngine } from "./engine.js";
 import { SandboxInventory } from "./inventory.js";
 import { SandboxContainers } from "./manager-containers.js";
@@ -637,6 +638,10 @@ export class DockerSandboxManager {
       extraLabels: this.extraLabels,
       stateDirectory: this.stateDirectory,
       seccompProfileJson: await readSeccompProfile(spec),
+      hostsFile:
+        spec.docker.network === "none"
+          ? await ensureHostsFile(this.stateDirectory, spec.docker.extraHosts)
+          : undefined,
     });
     const container = await this.containers.create(options);
     if (!container) return undefined;
