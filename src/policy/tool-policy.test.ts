@@ -4,7 +4,6 @@ import { ConfigError, ExitCode, PolicyDeniedError } from "../common/index.js";
 import { parseConfig } from "../config/index.js";
 import { builtinToolCatalog, extendToolCatalog, resolveToolName } from "./tool-catalog.js";
 import { evaluateToolPolicy } from "./tool-policy.js";
-import { toolRefusal } from "./tool-refusal.js";
 import { plan } from "./testing/plan-fixtures.js";
 
 const all = ["exec", "process", "read", "write", "edit", "apply_patch", "ls", "find", "grep"];
@@ -272,26 +271,5 @@ describe("an embedder's catalog", () => {
     });
     expect(result.allowed).toEqual([]);
     expect(result.warnings[0]).toMatch(/unknown tool profile "nope"/);
-  });
-});
-
-describe("refusing a tool the model asks for", () => {
-  const denied = plan({ agents: { list: [{ id: "triage", tools: { profile: "minimal" } }] } });
-
-  it("lets allowed tools through, by any spelling", () => {
-    expect(toolRefusal(denied, "read")).toBeUndefined();
-    expect(toolRefusal(denied, "GREP")).toBeUndefined();
-  });
-
-  it("names the key that blocks a denied tool, aliases included", () => {
-    expect(toolRefusal(denied, "bash")).toBe(
-      'tool "exec" is not allowed for agent "triage": not in profile "minimal" and not in any alsoAllow (agents.list[0].tools.profile); allowed tools: read, ls, find, grep',
-    );
-  });
-
-  it("refuses names outside the catalog", () => {
-    expect(toolRefusal(denied, "rm_rf")).toBe(
-      'unknown tool "rm_rf"; the tools of this run are: read, ls, find, grep',
-    );
   });
 });

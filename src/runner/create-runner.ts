@@ -18,13 +18,18 @@ import {
 import { builtinToolCatalog, extendToolCatalog, planRun, type RunPlan } from "../policy/index.js";
 import { DockerEngine, baseImageFromEnv, upstreamProxyFromEnv } from "../sandbox/index.js";
 import { builtinTools, type ToolDefinition } from "../tools/index.js";
-import type { MessageQueue, RunLimits, RunResult, ToolResult } from "./loop/index.js";
+import type {
+  MessageQueue,
+  RunLimits,
+  RunResult,
+  ThinkingLevel,
+  ToolResult,
+} from "./loop/index.js";
 import { createModelClient, type ModelClient, type UserContentBlock } from "./model/index.js";
 import {
   bindToolset,
   defaultSandboxes,
-  refusalFor,
-  failedRunResult,
+  planToolset,
   runTask,
   type ProvideSandboxOptions,
   type RunnerEvent,
@@ -80,6 +85,8 @@ export interface RunRequest {
   /** Overrides the agent's model for this run. */
   modelId?: string | undefined;
   limits?: RunLimits | undefined;
+  /** Thinking level of this run (`--thinking`); default the agent's `thinking`, else off. */
+  thinking?: ThinkingLevel | undefined;
   /** Run-level tool policy, the last (narrowest) layer. */
   allowTools?: readonly string[] | undefined;
   denyTools?: readonly string[] | undefined;
@@ -271,12 +278,9 @@ export function createRunner(options: RunnerOptions = {}): Runner {
     async callTool(name, input, request = {}) {
       const runPlan = await plan(request);
       // Refused before any sandbox starts: a denied tool costs nothing and touches nothing.
-      if (!runPlan.tools.allowed.includes(name)) {
-        const known = tools.some((tool) => tool.name === name);
-        const message = known
-          ? refusalFor(runPlan, name)
-          : `There is no tool named "${name}". Tools: ${tools.map((tool) => tool.name).join(", ")}.`;
-        return { content: [{ type: "text", text: message }], isError: true, refused: true };
+      const refusal = planToolset(tools, runPlan).refusal(name);
+      if (refusal !== undefined) {
+        return { content: [{ type: "text", text: refusal }], isError: true, refused: true };
       }
       const lease = await sandboxes.acquire(runPlan, { signal: request.signal });
       try {
@@ -291,30 +295,18 @@ export function createRunner(options: RunnerOptions = {}): Runner {
         await lease.release();
       }
     },
-    async run(request) {
-      const runId = randomUUID();
-      let runPlan: RunPlan;
-      let client: ModelClient;
-      try {
-        runPlan = await plan(request);
-        client = await modelClient();
-      } catch (error) {
-        // Nothing ran: still one run-start and one run-end, so every consumer sees the outcome.
-        const sessionKey = request.sessionKey ?? "";
-        const result = failedRunResult(runId, sessionKey, error);
-        request.onEvent?.({ type: "run-start", runId, sessionKey, model: request.modelId ?? "" });
-        request.onEvent?.({ type: "run-end", ...result });
-        return result;
-      }
+    run(request) {
       return runTask({
-        plan: runPlan,
-        model: client,
+        plan: () => plan(request),
+        model: modelClient,
         modelId: request.modelId,
+        requestedSessionKey: request.sessionKey,
         sandboxes,
         tools,
         stateDir,
         prompt: request.prompt,
         limits: request.limits,
+        thinking: request.thinking,
         signal: request.signal,
         onEvent: request.onEvent,
         logger,
@@ -322,7 +314,6 @@ export function createRunner(options: RunnerOptions = {}): Runner {
         steering: request.steering,
         followUps: request.followUps,
         waitForSession: request.waitForSession,
-        runId,
       });
     },
   };

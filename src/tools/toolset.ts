@@ -16,6 +16,12 @@ export interface Toolset {
   specs: ModelToolSpec[];
   names: string[];
   /**
+   * Whether a tool may run: undefined when it may, else the message for the model (an unknown
+   * name gets the tools that exist; a registered tool the policy leaves out gets `refusal`'s
+   * message). The one decision: `call`, the agent loop and `cordon tool` all ask it.
+   */
+  refusal(name: string): string | undefined;
+  /**
    * Validates `rawInput` and runs the tool. Never throws for a tool failure: a bad input, a
    * refused or unknown tool and every error thrown by the tool become an `isError` result.
    */
@@ -45,18 +51,20 @@ export function createToolset(options: CreateToolsetOptions): Toolset {
   const names = offered.map((tool) => tool.name);
   const session = new ToolSessionState();
 
-  async function call(name: string, rawInput: unknown, context: ToolContext): Promise<ToolResult> {
-    const tool = byName.get(name);
-    if (!tool) {
-      return errorResult(
-        `There is no tool named "${name}". Available tools: ${names.join(", ") || "(none)"}.`,
-      );
+  function refusal(name: string): string | undefined {
+    if (!byName.has(name)) {
+      return `There is no tool named "${name}". Available tools: ${names.join(", ") || "(none)"}.`;
     }
     if (!allowed.has(name)) {
-      return errorResult(
-        options.refusal?.(name) ?? `The tool "${name}" is not allowed in this run by policy.`,
-      );
+      return options.refusal?.(name) ?? `The tool "${name}" is not allowed in this run by policy.`;
     }
+    return undefined;
+  }
+
+  async function call(name: string, rawInput: unknown, context: ToolContext): Promise<ToolResult> {
+    const refused = refusal(name);
+    const tool = byName.get(name);
+    if (refused !== undefined || !tool) return errorResult(refused ?? "");
     const parsed = tool.inputSchema.safeParse(rawInput);
     if (!parsed.success) return errorResult(describeInvalidInput(tool, parsed.error));
     if (context.signal.aborted) {
@@ -78,7 +86,7 @@ export function createToolset(options: CreateToolsetOptions): Toolset {
     }
   }
 
-  return { specs, names, call };
+  return { specs, names, refusal, call };
 }
 
 export function toModelToolSpec(tool: ToolDefinition): ModelToolSpec {

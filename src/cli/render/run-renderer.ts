@@ -150,6 +150,14 @@ export function createRunRenderer(options: RunRendererOptions): RunRenderer {
       case "fallback":
         progress(`· falling back from ${String(event["from"])} to ${String(event["to"])}\n`);
         break;
+      case "thinking-downgrade":
+        progress(`· thinking stepped down to ${String(event["to"])}: ${String(event["error"])}\n`);
+        break;
+      case "tool-timeout":
+        progress(
+          `· ${String(event["name"])} stopped after its time limit (${Number(event["timeoutMs"]) / 1000}s, tools.callTimeoutSec)\n`,
+        );
+        break;
       case "compaction":
         progress(`· compacted ${String(event["summarizedMessages"])} older messages\n`);
         break;

@@ -125,8 +125,9 @@ describe("runAgentLoop", () => {
     expect(result).toMatchObject({ status: "completed", exitCode: 0, turns: 2 });
     expect(result.finalText).toBe("All done.");
     expect(toolset.calls).toEqual([{ name: "exec", input: { command: "ls" }, toolCallId: "t1" }]);
-    expect(events[0]).toMatchObject({ type: "run-start", model: "primary" });
-    expect(events.at(-1)).toMatchObject({ type: "run-end", status: "completed" });
+    // The loop reports the run's course; its start and end are the orchestrator's (run-task).
+    expect(events[0]).toMatchObject({ type: "model-start", turn: 1, model: "primary" });
+    expect(events.map((e) => e.type)).not.toContain("run-end");
     expect(events.map((e) => e.type)).toContain("tool-result");
     // The second call saw the tool result, built from the session.
     const second = model.requests[1]?.messages ?? [];
@@ -344,6 +345,45 @@ describe("runAgentLoop", () => {
     expect(model.requests[0]?.thinking).toEqual({ budgetTokens: 2048 });
     expect(model.requests[1]?.thinking).toBeUndefined();
     expect(events.some((e) => e.type === "thinking-downgrade")).toBe(true);
+  });
+
+  it("steps a thinking level down one level per rejection, with an event per step", async () => {
+    const rejected = {
+      error: { kind: "invalid_request" as const, message: "thinking: budget_tokens too large" },
+    };
+    const { result, model, events } = await run(
+      { version: 1, turns: [rejected, rejected, text("thought less")] },
+      { thinking: "high" },
+    );
+    expect(result.status).toBe("completed");
+    expect(model.requests.map((r) => r.thinking?.budgetTokens)).toEqual([24_000, 10_000, 4096]);
+    // max_tokens grows to fit the budget and still leave room for the answer.
+    expect(model.requests[0]?.maxTokens).toBe(28_096);
+    expect(events.filter((e) => e.type === "thinking-downgrade")).toMatchObject([
+      { to: "medium" },
+      { to: "low" },
+    ]);
+  });
+
+  it("stops a tool call past its timeout, tells the model and goes on", async () => {
+    const toolset = fakeToolset();
+    const { result, events, session } = await run(
+      { version: 1, turns: [{ content: [tool("slow", {}, "s1")] }, text("too slow, moving on")] },
+      { toolset, limits: { toolTimeoutMs: 20 } },
+    );
+    expect(result.status).toBe("completed");
+    // The tool saw its signal fire (the real exec tool kills its command on it).
+    expect(toolset.abortedCalls).toEqual(["s1"]);
+    expect(events.find((e) => e.type === "tool-timeout")).toMatchObject({
+      toolCallId: "s1",
+      name: "slow",
+    });
+    const answer = session
+      .messages()
+      .flatMap((m): readonly ContentBlock[] => m.content)
+      .find((b): b is ToolResultBlock => b.type === "tool_result");
+    expect(answer).toMatchObject({ toolUseId: "s1", isError: true });
+    expect(JSON.stringify(answer)).toMatch(/stopped after .*tools\.callTimeoutSec/);
   });
 
   it("aborts mid-tool: the tool sees the signal and the session stays consistent", async () => {

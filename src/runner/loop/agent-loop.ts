@@ -8,13 +8,11 @@ import {
 } from "../../common/index.js";
 import {
   emptyUsage,
-  fixForKind,
   ModelApiError,
   type AssistantMessage,
   type Message,
   type ModelClient,
   type ModelTurn,
-  type ThinkingOptions,
   type ToolResultBlock,
   type ToolUseBlock,
   type UserContentBlock,
@@ -23,8 +21,16 @@ import type { AppendMeta, TranscriptItem } from "../session/index.js";
 import { syntheticToolResult } from "../session/index.js";
 import { compactTranscript } from "./compaction.js";
 import type { MessageQueue } from "./message-queue.js";
+import {
+  defaultRecoveryLimits,
+  nextRecovery,
+  type Recovery,
+  type RecoveryLimits,
+  type RecoveryState,
+} from "./recovery.js";
 import { exitCodeForStatus, type RunEvent, type RunResult, type RunStatus } from "./run-events.js";
-import { executeToolCall, type RunnerToolset } from "./tool-executor.js";
+import { maxTokensFor, thinkingOptionsOf, type ThinkingSetting } from "./thinking.js";
+import { defaultToolTimeoutMs, executeToolCall, type RunnerToolset } from "./tool-executor.js";
 
 /** The session operations the loop needs; `JsonlSession` has them. */
 export interface LoopSession {
@@ -51,8 +57,27 @@ export interface RunLimits {
   timeoutMs?: number | undefined;
   /** Token budget of the run (input + output, summed over calls). Default: none. */
   maxTokens?: number | undefined;
-  /** Most output tokens of one model response. Default 8192. */
+  /** Most output tokens of one model response (raised to fit a thinking budget). Default 8192. */
   maxOutputTokens?: number | undefined;
+  /** Longest one tool call may run before it is stopped, in ms; 0 = no limit. Default 600 000. */
+  toolTimeoutMs?: number | undefined;
+}
+
+/**
+ * Where an embedder feeds the run while it goes. Contract for each: must not throw (a throw is
+ * logged and counts as "nothing"), must not block, and returns each message once.
+ */
+export interface LoopHooks {
+  /**
+   * Called after every tool call. Messages returned steer the run: the turn's remaining calls
+   * are answered "skipped" without running, and the messages go to the model next.
+   */
+  getSteeringMessages?: (() => UserContentBlock[][]) | undefined;
+  /**
+   * Called when the model would stop (no tool calls, end of turn), after the steering hook.
+   * Messages returned start another round; none ends the run.
+   */
+  getFollowUpMessages?: (() => UserContentBlock[][]) | undefined;
 }
 
 export interface AgentLoopOptions {
@@ -67,7 +92,8 @@ export interface AgentLoopOptions {
   /** The user's message for this run; omit to continue the session as it is. */
   prompt?: string | UserContentBlock[] | undefined;
   limits?: RunLimits | undefined;
-  thinking?: ThinkingOptions | undefined;
+  /** A thinking level (stepped down one at a time if the API rejects it) or a raw budget. */
+  thinking?: ThinkingSetting | undefined;
   /** Aborts the run: stops the model stream and the running tool; the session stays consistent. */
   signal?: AbortSignal | undefined;
   logger?: Logger | undefined;
@@ -77,6 +103,8 @@ export interface AgentLoopOptions {
   steering?: MessageQueue | undefined;
   /** Messages delivered when the model would otherwise stop. */
   followUps?: MessageQueue | undefined;
+  /** The same as `steering` / `followUps`, as functions (LoopHooks); both are read. */
+  hooks?: LoopHooks | undefined;
   runId?: string | undefined;
   /** Wait before the one retry of a transient model error, when the API gave none. Default 2000 ms. */
   retryDelayMs?: number | undefined;
@@ -102,393 +130,504 @@ const abortedToolReason =
 const steeringSkipReason =
   "Skipped: the user sent a new message before this call ran. Read it, then decide whether this call is still needed.";
 
+/** One run's state, shared by the step functions below; only they change it. */
+interface LoopRun {
+  readonly runId: string;
+  readonly options: AgentLoopOptions;
+  readonly session: LoopSession;
+  readonly logger: Logger;
+  readonly limits: {
+    maxTurns: number;
+    maxTokens: number | undefined;
+    maxOutputTokens: number;
+    timeoutMs: number | undefined;
+    toolTimeoutMs: number;
+  };
+  readonly recoveryLimits: RecoveryLimits;
+  /** The caller's signal and the run's own timeout, combined. */
+  readonly signal: AbortSignal;
+  readonly timedOut: AbortSignal;
+  readonly prompt: UserContentBlock[] | undefined;
+  readonly usage: ReturnType<typeof emptyUsage>;
+  readonly recovery: RecoveryState;
+  turns: number;
+  modelId: string;
+  client: ModelClient;
+  fallbacks: FallbackModel[];
+  finalText: string;
+  emit(event: RunEvent): void;
+}
+
 /**
  * The agent loop (DESIGN.md §6). Inner loop: stream the model, append the assistant message, run
- * its tool calls and append each result, repeat until the model stops or a limit hits. Outer
- * guards, each at most once per run: one retry of a transient error, a thinking downgrade,
- * compaction on context overflow and then one session reset; plus a fallback chain. Never throws:
- * every outcome is a `RunResult`, also emitted as the last event, `run-end`.
+ * its tool calls and append each result, repeat until the model stops or a limit hits. A failed
+ * model call goes to `nextRecovery` (recovery.ts), which picks retry, fallback, compaction,
+ * reset, a thinking step down or the end. Never throws: every outcome is a `RunResult`. The
+ * run's start and end are announced by the orchestrator (run-task.ts), not here.
  */
 export async function runAgentLoop(options: AgentLoopOptions): Promise<RunResult> {
+  const timeout = new AbortController();
+  const run = startRun(options, timeout.signal);
+  const timer =
+    run.limits.timeoutMs === undefined
+      ? undefined
+      : setTimeout(
+          () => timeout.abort(new AbortedError("the run timed out")),
+          run.limits.timeoutMs,
+        );
+  let result: RunResult;
+  try {
+    stopIfAborted(run);
+    if (run.prompt) await run.session.append({ role: "user", content: run.prompt });
+    result = await turnLoop(run);
+  } catch (error) {
+    result = resultOfError(run, error);
+  } finally {
+    if (timer) clearTimeout(timer);
+  }
+  // Whatever stopped the run, every tool call in the session gets a result.
+  try {
+    await run.session.answerOpenToolUses(abortedToolReason);
+  } catch (error) {
+    run.logger.error({ err: error }, "could not record results for unfinished tool calls");
+  }
+  return result;
+}
+
+function startRun(options: AgentLoopOptions, timedOut: AbortSignal): LoopRun {
   const runId = options.runId ?? randomUUID();
-  const session = options.session;
   const logger = (options.logger ?? createSilentLogger()).child({
     runId,
-    sessionKey: session.sessionKey,
+    sessionKey: options.session.sessionKey,
   });
-  const emit = (event: RunEvent): void => {
-    try {
-      options.onEvent?.(event);
-    } catch (error) {
-      logger.warn({ err: error }, "an event listener threw; the run goes on");
-    }
-  };
-  const limits = {
-    maxTurns: options.limits?.maxTurns ?? 50,
-    maxTokens: options.limits?.maxTokens,
-    maxOutputTokens: options.limits?.maxOutputTokens ?? 8192,
-    timeoutMs: options.limits?.timeoutMs,
-  };
-
-  const timeout = new AbortController();
-  const timer =
-    limits.timeoutMs === undefined
-      ? undefined
-      : setTimeout(() => timeout.abort(new AbortedError("the run timed out")), limits.timeoutMs);
-  const signal = options.signal
-    ? AbortSignal.any([options.signal, timeout.signal])
-    : timeout.signal;
-
-  const usage = emptyUsage();
-  const state = {
-    turns: 0,
-    modelId: options.modelId,
-    client: options.model,
-    thinking: options.thinking,
-    fallbacks: [...(options.fallbackModels ?? [])],
-    retried: false,
-    thinkingDowngraded: false,
-    compacted: false,
-    reset: false,
-    finalText: "",
-  };
   const prompt: UserContentBlock[] | undefined =
     options.prompt === undefined
       ? undefined
       : typeof options.prompt === "string"
         ? [{ type: "text", text: options.prompt }]
         : options.prompt;
-
-  const addUsage = (turn: ModelTurn["usage"]): void => {
-    usage.inputTokens += turn.inputTokens;
-    usage.outputTokens += turn.outputTokens;
-    usage.cacheReadTokens = turn.cacheReadTokens;
-    usage.cacheWriteTokens = turn.cacheWriteTokens;
-    emit({ type: "usage", turn: { ...turn }, total: { ...usage } });
-  };
-
-  const checkAbort = (): void => {
-    if (!signal.aborted) return;
-    if (timeout.signal.aborted) {
-      throw new RunStop(
-        "timeout",
-        `The run stopped after its time limit of ${formatDuration(limits.timeoutMs ?? 0)}.`,
-        "Raise the limit with --timeout, or split the task into smaller runs.",
-      );
-    }
-    throw new RunStop(
-      "aborted",
-      "The run was interrupted.",
-      "Run again with the same --session to continue where it stopped.",
-    );
-  };
-
-  /** One model call, streamed; text deltas are emitted as they come. */
-  const callModel = async (): Promise<ModelTurn> => {
-    emit({ type: "model-start", turn: state.turns + 1, model: state.modelId });
-    let turn: ModelTurn | undefined;
-    for await (const event of state.client.stream({
-      model: state.modelId,
-      system: options.systemPrompt,
-      messages: session.messages(),
-      tools: options.toolset.specs,
-      maxTokens: limits.maxOutputTokens,
-      thinking: state.thinking,
-      signal,
-    })) {
-      if (event.type === "text-delta") emit({ type: "text-delta", text: event.text });
-      else if (event.type === "retry") emit(event);
-      else if (event.type === "thinking-delta") {
-        emit({ type: "thinking-delta", thinking: event.thinking });
-      } else if (event.type === "done") turn = event.turn;
-    }
-    if (!turn)
-      throw new ModelApiError("The model stream ended without a result.", { kind: "other" });
-    return turn;
-  };
-
-  /** Compaction, or (if that fails or already ran) one reset; false when both are spent. */
-  const recoverContext = async (reason: string): Promise<boolean> => {
-    if (!state.compacted) {
-      state.compacted = true;
+  const fallbacks = [...(options.fallbackModels ?? [])];
+  return {
+    runId,
+    options,
+    session: options.session,
+    logger,
+    limits: {
+      maxTurns: options.limits?.maxTurns ?? 50,
+      maxTokens: options.limits?.maxTokens,
+      maxOutputTokens: options.limits?.maxOutputTokens ?? 8192,
+      timeoutMs: options.limits?.timeoutMs,
+      toolTimeoutMs: options.limits?.toolTimeoutMs ?? defaultToolTimeoutMs,
+    },
+    recoveryLimits: {
+      ...defaultRecoveryLimits,
+      retryDelayMs: options.retryDelayMs ?? defaultRecoveryLimits.retryDelayMs,
+      maxRetryDelayMs: options.maxRetryDelayMs ?? defaultRecoveryLimits.maxRetryDelayMs,
+    },
+    signal: options.signal ? AbortSignal.any([options.signal, timedOut]) : timedOut,
+    timedOut,
+    prompt,
+    usage: emptyUsage(),
+    recovery: {
+      retried: false,
+      thinking: options.thinking,
+      compactions: 0,
+      reset: false,
+      fallbacksLeft: fallbacks.length,
+    },
+    turns: 0,
+    modelId: options.modelId,
+    client: options.model,
+    fallbacks,
+    finalText: "",
+    emit(event) {
       try {
-        const result = await compactTranscript({
-          model: state.client,
-          modelId: state.modelId,
-          transcript: session.transcript(),
-          tools: options.toolset.specs,
-          keepShare: options.compactionKeepShare,
-          signal,
-        });
-        addUsage(result.usage);
-        await session.appendCompaction(result.summary, result.firstKeptLine);
-        emit({
-          type: "compaction",
-          summarizedMessages: result.summarizedMessages,
-          keptMessages: result.keptMessages,
-        });
-        logger.info({ ...result, summary: undefined }, "compacted the session");
-        return true;
+        options.onEvent?.(event);
       } catch (error) {
-        checkAbort();
-        logger.warn({ err: messageOf(error) }, "compaction failed; resetting the session");
+        logger.warn({ err: error }, "an event listener threw; the run goes on");
       }
-    }
-    if (!state.reset) {
-      state.reset = true;
-      const notice =
-        "The earlier conversation in this session was dropped: it no longer fit the model's " +
-        `context window (${reason}) and could not be summarised. Continue from here` +
-        (prompt ? " with the task below." : "; ask the user to restate the task if it is unclear.");
-      await session.appendReset(notice);
-      if (prompt) await session.append({ role: "user", content: prompt });
-      emit({ type: "session-reset", reason });
-      logger.warn({ reason }, "reset the session after a context overflow");
-      return true;
-    }
-    return false;
+    },
   };
+}
 
-  /** Decides what a failed model call leads to: retry (return) or the end (throw RunStop). */
-  const handleModelError = async (error: unknown): Promise<void> => {
-    checkAbort();
-    if (error instanceof AbortedError) checkAbort();
-    const apiError =
-      error instanceof ModelApiError
-        ? error
-        : new ModelApiError(`The model call failed: ${messageOf(error)}`, {
-            kind: "other",
-            cause: error,
-          });
-    logger.warn({ kind: apiError.kind, err: apiError.message }, "model call failed");
+/** Model call, tool calls, next step; until a step returns the run's result. */
+async function turnLoop(run: LoopRun): Promise<RunResult> {
+  for (;;) {
+    stopIfAborted(run);
+    checkBudgets(run);
+    let turn: ModelTurn;
+    try {
+      turn = await callModel(run);
+    } catch (error) {
+      await recover(run, asModelError(run, error));
+      continue;
+    }
+    await recordTurn(run, turn);
+    const uses = turn.message.content.filter((b): b is ToolUseBlock => b.type === "tool_use");
+    if (uses.length > 0) await runToolCalls(run, uses);
+    stopIfAborted(run);
+    const done = await afterTurn(run, turn, uses.length > 0);
+    if (done) return done;
+  }
+}
 
-    if (apiError.kind === "context_overflow") {
-      if (await recoverContext(apiError.message)) return;
-      throw new RunStop(
-        "context_overflow",
-        "The conversation does not fit the model's context window, even after compacting it and resetting the session.",
-        fixForKind("context_overflow"),
-      );
-    }
-    if (apiError.transient && !state.retried) {
-      state.retried = true;
-      const delayMs = Math.min(
-        apiError.retryAfterMs ?? options.retryDelayMs ?? 2000,
-        options.maxRetryDelayMs ?? 60_000,
-      );
-      emit({
-        type: "retry",
-        reason: apiError.kind,
-        status: apiError.status,
-        delayMs,
-        error: apiError.message,
-      });
-      try {
-        await sleep(delayMs, signal);
-      } catch {
-        checkAbort();
-      }
-      return;
-    }
-    if (
-      apiError.kind === "invalid_request" &&
-      state.thinking &&
-      !state.thinkingDowngraded &&
-      /thinking/i.test(apiError.message)
-    ) {
-      state.thinkingDowngraded = true;
-      state.thinking = undefined;
-      emit({ type: "thinking-downgrade", error: apiError.message });
-      return;
-    }
-    const canFallBack =
-      apiError.kind !== "billing" && apiError.kind !== "auth" && state.fallbacks.length > 0;
-    const next = canFallBack ? state.fallbacks.shift() : undefined;
-    if (next) {
-      emit({ type: "fallback", from: state.modelId, to: next.modelId, error: apiError.message });
-      logger.warn({ from: state.modelId, to: next.modelId }, "falling back to another model");
-      state.modelId = next.modelId;
-      if (next.client) state.client = next.client;
-      return;
-    }
-    throw new RunStop("model_error", sentence(apiError.message), apiError.fix);
-  };
+function stopIfAborted(run: LoopRun): void {
+  if (!run.signal.aborted) return;
+  if (run.timedOut.aborted) {
+    throw new RunStop(
+      "timeout",
+      `The run stopped after its time limit of ${formatDuration(run.limits.timeoutMs ?? 0)}.`,
+      "Raise the limit with --timeout, or split the task into smaller runs.",
+    );
+  }
+  throw new RunStop(
+    "aborted",
+    "The run was interrupted.",
+    "Run again with the same --session to continue where it stopped.",
+  );
+}
 
-  /** Runs the turn's tool calls in order, appending each result before the next call. */
-  const runTools = async (uses: ToolUseBlock[]): Promise<void> => {
-    for (const [index, use] of uses.entries()) {
-      checkAbort();
-      if (!use.truncated) {
-        emit({ type: "tool-call", toolCallId: use.id, name: use.name, input: use.input });
-      }
-      const result = await executeToolCall(options.toolset, use, signal);
-      checkAbort(); // an aborted call is answered by the abort path, consistently
-      await appendResult(use, result, use.truncated === true);
-      const steering = options.steering?.drain() ?? [];
-      if (steering.length > 0) {
-        const rest = uses.slice(index + 1);
-        for (const skipped of rest) {
-          await appendResult(skipped, syntheticToolResult(skipped.id, steeringSkipReason), true);
-        }
-        for (const content of steering) await session.append({ role: "user", content });
-        emit({ type: "steering", messages: steering.length, skippedToolCalls: rest.length });
-        return;
-      }
-    }
-  };
+/** The turn and token budgets, checked before each model call. */
+function checkBudgets(run: LoopRun): void {
+  if (run.turns >= run.limits.maxTurns) {
+    throw new RunStop(
+      "limit_turns",
+      `The run stopped after ${run.limits.maxTurns} model turns without finishing.`,
+      "Raise the limit with --max-turns, or continue with the same --session.",
+    );
+  }
+  if (run.limits.maxTokens === undefined) return;
+  const spent = run.usage.inputTokens + run.usage.outputTokens;
+  if (spent >= run.limits.maxTokens) {
+    throw new RunStop(
+      "limit_tokens",
+      `The run stopped after using ${spent} tokens, its budget is ${run.limits.maxTokens}.`,
+      "Raise the token budget (limits.maxTokens), or continue with the same --session.",
+    );
+  }
+}
 
-  const appendResult = async (
-    use: ToolUseBlock,
-    result: ToolResultBlock,
-    skipped: boolean,
-  ): Promise<void> => {
-    await session.append({ role: "user", content: [result] });
-    emit({
-      type: "tool-result",
-      toolCallId: use.id,
-      name: use.name,
-      isError: result.isError,
-      content: result.content,
-      skipped,
+/** One model call, streamed; text and thinking deltas are emitted as they come. */
+async function callModel(run: LoopRun): Promise<ModelTurn> {
+  run.emit({ type: "model-start", turn: run.turns + 1, model: run.modelId });
+  const thinking = thinkingOptionsOf(run.recovery.thinking);
+  let turn: ModelTurn | undefined;
+  for await (const event of run.client.stream({
+    model: run.modelId,
+    system: run.options.systemPrompt,
+    messages: run.session.messages(),
+    tools: run.options.toolset.specs,
+    maxTokens: maxTokensFor(run.limits.maxOutputTokens, thinking),
+    thinking,
+    signal: run.signal,
+  })) {
+    if (event.type === "text-delta") run.emit({ type: "text-delta", text: event.text });
+    else if (event.type === "retry") run.emit(event);
+    else if (event.type === "thinking-delta") {
+      run.emit({ type: "thinking-delta", thinking: event.thinking });
+    } else if (event.type === "done") turn = event.turn;
+  }
+  if (!turn) throw new ModelApiError("The model stream ended without a result.", { kind: "other" });
+  return turn;
+}
+
+/** A failure of the model call as a ModelApiError; an abort ends the run instead. */
+function asModelError(run: LoopRun, error: unknown): ModelApiError {
+  stopIfAborted(run);
+  if (error instanceof ModelApiError) return error;
+  return new ModelApiError(`The model call failed: ${messageOf(error)}`, {
+    kind: "other",
+    cause: error,
+  });
+}
+
+/** Appends the assistant message and accounts for it. */
+async function recordTurn(run: LoopRun, turn: ModelTurn): Promise<void> {
+  run.turns += 1;
+  await run.session.append(turn.message, {
+    model: turn.model,
+    usage: turn.usage,
+    stopReason: turn.stopReason,
+  });
+  addUsage(run, turn.usage);
+  run.emit({
+    type: "assistant-message",
+    turn: run.turns,
+    model: turn.model,
+    message: turn.message,
+    stopReason: turn.stopReason,
+  });
+  const text = textOf(turn.message);
+  if (text !== "") run.finalText = text;
+}
+
+function addUsage(run: LoopRun, turn: ModelTurn["usage"]): void {
+  run.usage.inputTokens += turn.inputTokens;
+  run.usage.outputTokens += turn.outputTokens;
+  run.usage.cacheReadTokens = turn.cacheReadTokens;
+  run.usage.cacheWriteTokens = turn.cacheWriteTokens;
+  run.emit({ type: "usage", turn: { ...turn }, total: { ...run.usage } });
+}
+
+/**
+ * Runs the turn's tool calls in order, appending each result before the next call. After each,
+ * steering messages (if any) skip the rest of the turn's calls and go to the model next.
+ */
+async function runToolCalls(run: LoopRun, uses: ToolUseBlock[]): Promise<void> {
+  for (const [index, use] of uses.entries()) {
+    stopIfAborted(run);
+    if (!use.truncated) {
+      run.emit({ type: "tool-call", toolCallId: use.id, name: use.name, input: use.input });
+    }
+    const outcome = await executeToolCall(run.options.toolset, use, {
+      signal: run.signal,
+      timeoutMs: run.limits.toolTimeoutMs,
     });
-  };
-
-  const finish = (status: RunStatus, message?: string, fix?: string): RunResult => {
-    const result: RunResult = {
-      runId,
-      sessionKey: session.sessionKey,
-      status,
-      exitCode: exitCodeForStatus(status),
-      turns: state.turns,
-      usage: { ...usage },
-      finalText: state.finalText,
-    };
-    if (message !== undefined) result.message = message;
-    if (fix !== undefined) result.fix = fix;
-    return result;
-  };
-
-  emit({ type: "run-start", runId, sessionKey: session.sessionKey, model: state.modelId });
-  let result: RunResult;
-  try {
-    checkAbort();
-    if (prompt) await session.append({ role: "user", content: prompt });
-    result = await innerLoop();
-  } catch (error) {
-    if (error instanceof RunStop) {
-      result = finish(error.status, error.message, error.fix);
-    } else {
-      logger.error({ err: error }, "the run failed unexpectedly");
-      result = finish(
-        "internal_error",
-        `The run failed unexpectedly: ${messageOf(error)}`,
-        "This is a bug in cordon; please report it with the session file.",
-      );
+    stopIfAborted(run); // an aborted call is answered by the abort path, consistently
+    if (outcome.timedOut) {
+      run.emit({
+        type: "tool-timeout",
+        toolCallId: use.id,
+        name: use.name,
+        timeoutMs: run.limits.toolTimeoutMs,
+      });
     }
-  } finally {
-    if (timer) clearTimeout(timer);
-  }
-  // Whatever stopped the run, every tool call in the session gets a result.
-  try {
-    await session.answerOpenToolUses(abortedToolReason);
-  } catch (error) {
-    logger.error({ err: error }, "could not record results for unfinished tool calls");
-  }
-  emit({ type: "run-end", ...result });
-  return result;
-
-  async function innerLoop(): Promise<RunResult> {
-    for (;;) {
-      checkAbort();
-      if (state.turns >= limits.maxTurns) {
-        throw new RunStop(
-          "limit_turns",
-          `The run stopped after ${limits.maxTurns} model turns without finishing.`,
-          "Raise the limit with --max-turns, or continue with the same --session.",
+    await appendToolResult(run, use, outcome.result, use.truncated === true);
+    const steering = steeringMessages(run);
+    if (steering.length > 0) {
+      const rest = uses.slice(index + 1);
+      for (const skipped of rest) {
+        await appendToolResult(
+          run,
+          skipped,
+          syntheticToolResult(skipped.id, steeringSkipReason),
+          true,
         );
       }
-      if (limits.maxTokens !== undefined) {
-        const spent = usage.inputTokens + usage.outputTokens;
-        if (spent >= limits.maxTokens) {
-          throw new RunStop(
-            "limit_tokens",
-            `The run stopped after using ${spent} tokens, its budget is ${limits.maxTokens}.`,
-            "Raise the token budget (limits.maxTokens), or continue with the same --session.",
-          );
-        }
-      }
-
-      let turn: ModelTurn;
-      try {
-        turn = await callModel();
-      } catch (error) {
-        await handleModelError(error);
-        continue;
-      }
-      state.turns += 1;
-      await session.append(turn.message, {
-        model: turn.model,
-        usage: turn.usage,
-        stopReason: turn.stopReason,
-      });
-      addUsage(turn.usage);
-      emit({
-        type: "assistant-message",
-        turn: state.turns,
-        model: turn.model,
-        message: turn.message,
-        stopReason: turn.stopReason,
-      });
-      const text = textOf(turn.message);
-      if (text !== "") state.finalText = text;
-
-      const uses = turn.message.content.filter((b): b is ToolUseBlock => b.type === "tool_use");
-      if (uses.length > 0) await runTools(uses);
-      checkAbort();
-
-      switch (turn.stopReason) {
-        case "tool_use":
-        case "pause_turn":
-          continue;
-        case "refusal":
-          throw new RunStop(
-            "refusal",
-            "The model declined to continue with this request.",
-            "Rephrase the task, or check that it is something the model may help with.",
-          );
-        case "max_tokens":
-          if (uses.length > 0) continue; // the model saw why its call did not run; let it retry
-          throw new RunStop(
-            "limit_tokens",
-            `The model's answer was cut off at the output limit of ${limits.maxOutputTokens} tokens.`,
-            "Raise limits.maxOutputTokens, or ask for a shorter answer.",
-          );
-        case "model_context_window_exceeded":
-          if (await recoverContext("the model's output reached the end of its context window")) {
-            continue;
-          }
-          throw new RunStop(
-            "context_overflow",
-            "The conversation does not fit the model's context window, even after compacting it and resetting the session.",
-            fixForKind("context_overflow"),
-          );
-        case "end_turn":
-        case "stop_sequence": {
-          if (uses.length > 0) continue; // tool calls always get a turn to read their results
-          const followUps = [
-            ...(options.steering?.drain() ?? []),
-            ...(options.followUps?.drain() ?? []),
-          ];
-          if (followUps.length > 0) {
-            for (const content of followUps) await session.append({ role: "user", content });
-            emit({ type: "follow-up", messages: followUps.length });
-            continue;
-          }
-          return finish("completed");
-        }
-      }
+      for (const content of steering) await run.session.append({ role: "user", content });
+      run.emit({ type: "steering", messages: steering.length, skippedToolCalls: rest.length });
+      return;
     }
   }
+}
+
+async function appendToolResult(
+  run: LoopRun,
+  use: ToolUseBlock,
+  result: ToolResultBlock,
+  skipped: boolean,
+): Promise<void> {
+  await run.session.append({ role: "user", content: [result] });
+  run.emit({
+    type: "tool-result",
+    toolCallId: use.id,
+    name: use.name,
+    isError: result.isError,
+    content: result.content,
+    skipped,
+  });
+}
+
+function steeringMessages(run: LoopRun): UserContentBlock[][] {
+  return [
+    ...(run.options.steering?.drain() ?? []),
+    ...callHook(run, run.options.hooks?.getSteeringMessages),
+  ];
+}
+
+function followUpMessages(run: LoopRun): UserContentBlock[][] {
+  return [
+    ...(run.options.followUps?.drain() ?? []),
+    ...callHook(run, run.options.hooks?.getFollowUpMessages),
+  ];
+}
+
+function callHook(
+  run: LoopRun,
+  hook: (() => UserContentBlock[][]) | undefined,
+): UserContentBlock[][] {
+  if (!hook) return [];
+  try {
+    return hook();
+  } catch (error) {
+    run.logger.warn({ err: error }, "a message hook threw; taken as no messages");
+    return [];
+  }
+}
+
+/**
+ * What the turn's stop reason leads to: undefined to go on with another model call, or the
+ * run's result. A tool call always gets a turn to read its result.
+ */
+async function afterTurn(
+  run: LoopRun,
+  turn: ModelTurn,
+  hadToolCalls: boolean,
+): Promise<RunResult | undefined> {
+  switch (turn.stopReason) {
+    case "tool_use":
+    case "pause_turn":
+      return undefined;
+    case "refusal":
+      throw new RunStop(
+        "refusal",
+        "The model declined to continue with this request.",
+        "Rephrase the task, or check that it is something the model may help with.",
+      );
+    case "max_tokens":
+      if (hadToolCalls) return undefined; // the model saw why its call did not run; let it retry
+      throw new RunStop(
+        "limit_tokens",
+        `The model's answer was cut off at the output limit of ${run.limits.maxOutputTokens} tokens.`,
+        "Raise limits.maxOutputTokens, or ask for a shorter answer.",
+      );
+    case "model_context_window_exceeded":
+      await recover(
+        run,
+        new ModelApiError("the model's output reached the end of its context window", {
+          kind: "context_overflow",
+        }),
+      );
+      return undefined;
+    case "end_turn":
+    case "stop_sequence": {
+      if (hadToolCalls) return undefined;
+      const next = [...steeringMessages(run), ...followUpMessages(run)];
+      if (next.length === 0) return finish(run, "completed");
+      for (const content of next) await run.session.append({ role: "user", content });
+      run.emit({ type: "follow-up", messages: next.length });
+      return undefined;
+    }
+  }
+}
+
+/**
+ * Recovers from a failed model call as `nextRecovery` decides, until a decision succeeds (the
+ * loop then calls the model again) or is `fail` (the run ends). A failed compaction counts as an
+ * attempt, so the next decision moves on (another attempt, then the reset).
+ */
+async function recover(run: LoopRun, error: ModelApiError): Promise<void> {
+  run.logger.warn({ kind: error.kind, err: error.message }, "model call failed");
+  for (;;) {
+    const decision = nextRecovery(error, run.recovery, run.recoveryLimits);
+    if (await applyRecovery(run, decision, error)) return;
+  }
+}
+
+/** Carries out one recovery decision; false when it failed and the next one should be asked. */
+async function applyRecovery(
+  run: LoopRun,
+  decision: Recovery,
+  error: ModelApiError,
+): Promise<boolean> {
+  switch (decision.action) {
+    case "retry":
+      run.recovery.retried = true;
+      run.emit({
+        type: "retry",
+        reason: error.kind,
+        delayMs: decision.delayMs,
+        error: error.message,
+      });
+      try {
+        await sleep(decision.delayMs, run.signal);
+      } catch {
+        stopIfAborted(run);
+      }
+      return true;
+    case "fallback": {
+      const next = run.fallbacks.shift();
+      run.recovery.fallbacksLeft = run.fallbacks.length;
+      if (!next) return false;
+      run.emit({ type: "fallback", from: run.modelId, to: next.modelId, error: error.message });
+      run.logger.warn({ from: run.modelId, to: next.modelId }, "falling back to another model");
+      run.modelId = next.modelId;
+      if (next.client) run.client = next.client;
+      return true;
+    }
+    case "downgrade-thinking":
+      run.recovery.thinking = decision.to;
+      run.emit({
+        type: "thinking-downgrade",
+        error: error.message,
+        to: typeof decision.to === "string" ? decision.to : "off",
+      });
+      return true;
+    case "compact":
+      run.recovery.compactions += 1;
+      return compact(run);
+    case "reset":
+      run.recovery.reset = true;
+      await resetSession(run, error.message);
+      return true;
+    case "fail":
+      throw new RunStop(decision.status, decision.message, decision.fix);
+  }
+}
+
+/** Summarises the older part of the session; false (logged) when that failed. */
+async function compact(run: LoopRun): Promise<boolean> {
+  try {
+    const result = await compactTranscript({
+      model: run.client,
+      modelId: run.modelId,
+      transcript: run.session.transcript(),
+      tools: run.options.toolset.specs,
+      keepShare: run.options.compactionKeepShare,
+      signal: run.signal,
+    });
+    addUsage(run, result.usage);
+    await run.session.appendCompaction(result.summary, result.firstKeptLine);
+    run.emit({
+      type: "compaction",
+      summarizedMessages: result.summarizedMessages,
+      keptMessages: result.keptMessages,
+    });
+    run.logger.info({ ...result, summary: undefined }, "compacted the session");
+    return true;
+  } catch (error) {
+    stopIfAborted(run);
+    run.logger.warn({ err: messageOf(error) }, "compaction failed");
+    return false;
+  }
+}
+
+/** Drops the session's history, telling the model why; the run's prompt is repeated after it. */
+async function resetSession(run: LoopRun, reason: string): Promise<void> {
+  const notice =
+    "The earlier conversation in this session was dropped: it no longer fit the model's " +
+    `context window (${reason}) and could not be summarised. Continue from here` +
+    (run.prompt ? " with the task below." : "; ask the user to restate the task if it is unclear.");
+  await run.session.appendReset(notice);
+  if (run.prompt) await run.session.append({ role: "user", content: run.prompt });
+  run.emit({ type: "session-reset", reason });
+  run.logger.warn({ reason }, "reset the session after a context overflow");
+}
+
+function resultOfError(run: LoopRun, error: unknown): RunResult {
+  if (error instanceof RunStop) return finish(run, error.status, error.message, error.fix);
+  run.logger.error({ err: error }, "the run failed unexpectedly");
+  return finish(
+    run,
+    "internal_error",
+    `The run failed unexpectedly: ${messageOf(error)}`,
+    "This is a bug in cordon; please report it with the session file.",
+  );
+}
+
+function finish(run: LoopRun, status: RunStatus, message?: string, fix?: string): RunResult {
+  const result: RunResult = {
+    runId: run.runId,
+    sessionKey: run.session.sessionKey,
+    status,
+    exitCode: exitCodeForStatus(status),
+    turns: run.turns,
+    usage: { ...run.usage },
+    finalText: run.finalText,
+  };
+  if (message !== undefined) result.message = message;
+  if (fix !== undefined) result.fix = fix;
+  return result;
 }
 
 function textOf(message: AssistantMessage): string {
@@ -501,9 +640,4 @@ function textOf(message: AssistantMessage): string {
 
 function formatDuration(ms: number): string {
   return ms >= 1000 ? `${Math.round(ms / 1000)} s` : `${ms} ms`;
-}
-
-function sentence(text: string): string {
-  const trimmed = text.trim();
-  return /[.!?]$/.test(trimmed) ? trimmed : `${trimmed}.`;
 }

@@ -2,6 +2,7 @@ export {
   runAgentLoop,
   type AgentLoopOptions,
   type FallbackModel,
+  type LoopHooks,
   type LoopSession,
   type RunLimits,
 } from "./agent-loop.js";
@@ -23,7 +24,29 @@ export type {
   SystemPromptToolInfo,
 } from "./system-prompt.js";
 export {
+  defaultRecoveryLimits,
+  isRoleOrderingError,
+  isThinkingError,
+  nextRecovery,
+  type Recovery,
+  type RecoveryLimits,
+  type RecoveryState,
+} from "./recovery.js";
+export {
+  isThinkingLevel,
+  lowerThinking,
+  maxTokensFor,
+  thinkingBudgets,
+  thinkingLevels,
+  thinkingOptionsOf,
+  type ThinkingLevel,
+  type ThinkingSetting,
+} from "./thinking.js";
+export {
+  defaultToolTimeoutMs,
   executeToolCall,
+  refusalOf,
+  type ToolCallOutcome,
   type RunnerToolset,
   type RunnerToolSpec,
   type ToolCallContext,

@@ -85,7 +85,11 @@ export interface RunResult {
   fix?: string;
 }
 
-/** What a run reports as it goes; always ends with exactly one `run-end`. */
+/**
+ * What a run reports as it goes. `run-start` and `run-end` frame every run exactly once and come
+ * from the orchestrator (run-task.ts), the one layer that sees runs fail before the loop; the loop
+ * emits the rest.
+ */
 export type RunEvent =
   | { type: "run-start"; runId: string; sessionKey: string; model: string }
   | { type: "model-start"; turn: number; model: string }
@@ -125,7 +129,10 @@ export type RunEvent =
       maxRetries?: number | undefined;
     }
   | { type: "fallback"; from: string; to: string; error: string }
-  | { type: "thinking-downgrade"; error: string }
+  /** The API rejected the thinking settings; the next call asks for `to` ("off": none). */
+  | { type: "thinking-downgrade"; error: string; to: string }
+  /** A tool call ran past `tools.callTimeoutSec` and was stopped; its result says so. */
+  | { type: "tool-timeout"; toolCallId: string; name: string; timeoutMs: number }
   | { type: "compaction"; summarizedMessages: number; keptMessages: number }
   | { type: "session-reset"; reason: string }
   | { type: "steering"; messages: number; skippedToolCalls: number }

@@ -17,7 +17,10 @@ export interface RunnerToolSpec {
 
 /** Per-call context handed to a tool. */
 export interface ToolCallContext {
-  /** Fires on abort or run timeout; a tool stops its work (and any command it started). */
+  /**
+   * Fires on abort, run timeout or this call's own timeout; a tool stops its work (and any
+   * command it started) and settles soon after.
+   */
   signal: AbortSignal;
   toolCallId: string;
 }
@@ -30,35 +33,61 @@ export interface ToolCallContext {
 export interface RunnerToolset {
   specs: readonly RunnerToolSpec[];
   /**
-   * The message for a call to a tool that is not in `specs` (the model can name any tool): the
-   * policy layer knows which config key blocks it. Default: the list of available tools.
+   * Whether a tool may run: undefined when it may, else the message for the model (the model can
+   * name any tool). This is the run's one decision (the tools module's `Toolset.refusal`, made
+   * from the policy plan). Without it, exactly the tools in `specs` may run.
    */
-  unavailable?: ((name: string) => string) | undefined;
+  refusal?: ((name: string) => string | undefined) | undefined;
   call(name: string, rawInput: unknown, context: ToolCallContext): Promise<ToolResult>;
+}
+
+/** Default of `limits.toolTimeoutMs` (`tools.callTimeoutSec`): 10 minutes. */
+export const defaultToolTimeoutMs = 600_000;
+
+/** How long a timed-out tool may take to stop (and kill its command) before it is left behind. */
+const stopGraceMs = 15_000;
+
+export interface ToolCallOutcome {
+  result: ToolResultBlock;
+  /** The call ran past its timeout and was stopped. */
+  timedOut: boolean;
 }
 
 function text(value: string): ToolResultContent[] {
   return [{ type: "text", text: value }];
 }
 
+/** The refusal for a tool call, asked of the toolset (see `RunnerToolset.refusal`). */
+export function refusalOf(toolset: RunnerToolset, name: string): string | undefined {
+  if (toolset.refusal) return toolset.refusal(name);
+  if (toolset.specs.some((spec) => spec.name === name)) return undefined;
+  const names = toolset.specs.map((spec) => spec.name).join(", ") || "none";
+  return `There is no tool named "${name}" in this run. Available tools: ${names}.`;
+}
+
 /**
- * Runs one tool call and always returns a tool_result: an unknown tool, a thrown error or a
- * truncated call become `isError` results the model can read, never exceptions that end the run.
+ * Runs one tool call and always returns a tool_result: a refused or truncated call, a thrown
+ * error or a timeout become `isError` results the model can read, never exceptions that end the
+ * run. A call past `timeoutMs` (0 = none) has its signal fired, so the tool stops its command,
+ * and is answered once it has stopped (or after a grace period if it ignores the signal).
  */
 export async function executeToolCall(
   toolset: RunnerToolset,
   use: ToolUseBlock,
-  signal: AbortSignal,
-): Promise<ToolResultBlock> {
-  const result = (content: ToolResultContent[], isError: boolean): ToolResultBlock => ({
-    type: "tool_result",
-    toolUseId: use.id,
-    content:
-      content.length > 0 ? content : text(isError ? "(error without output)" : "(no output)"),
-    isError,
+  options: { signal: AbortSignal; timeoutMs?: number | undefined },
+): Promise<ToolCallOutcome> {
+  const answer = (content: ToolResultContent[], isError: boolean, timedOut = false) => ({
+    result: {
+      type: "tool_result" as const,
+      toolUseId: use.id,
+      content:
+        content.length > 0 ? content : text(isError ? "(error without output)" : "(no output)"),
+      isError,
+    },
+    timedOut,
   });
   if (use.truncated) {
-    return result(
+    return answer(
       text(
         `The call to ${use.name} was not run: your output was cut off before its input was complete. ` +
           "Issue it again with a smaller input (for large files, write them in several parts).",
@@ -66,41 +95,74 @@ export async function executeToolCall(
       true,
     );
   }
-  if (!toolset.specs.some((spec) => spec.name === use.name)) {
-    const names = toolset.specs.map((spec) => spec.name).join(", ") || "none";
-    const message =
-      toolset.unavailable?.(use.name) ??
-      `There is no tool named "${use.name}" in this run. Available tools: ${names}.`;
-    return result(text(message), true);
-  }
+  const refusal = refusalOf(toolset, use.name);
+  if (refusal !== undefined) return answer(text(refusal), true);
+
+  const { signal } = options;
+  const timeoutMs = options.timeoutMs ?? 0;
+  const deadline = new AbortController();
+  const timer =
+    timeoutMs > 0 ? setTimeout(() => deadline.abort(new Error("timeout")), timeoutMs) : undefined;
+  const callSignal = AbortSignal.any([signal, deadline.signal]);
   try {
-    const outcome = await raceAbort(
-      toolset.call(use.name, use.input, { signal, toolCallId: use.id }),
-      signal,
-    );
-    return result(outcome.content, outcome.isError);
+    const work = toolset.call(use.name, use.input, { signal: callSignal, toolCallId: use.id });
+    const outcome = await settleOrStop(work, signal, deadline.signal);
+    if (deadline.signal.aborted && !signal.aborted) {
+      return answer(text(timeoutMessage(use.name, timeoutMs)), true, true);
+    }
+    return answer(outcome.content, outcome.isError);
   } catch (error) {
     if (signal.aborted) {
-      return result(text(`The call to ${use.name} was aborted before it finished.`), true);
+      return answer(text(`The call to ${use.name} was aborted before it finished.`), true);
     }
+    if (deadline.signal.aborted)
+      return answer(text(timeoutMessage(use.name, timeoutMs)), true, true);
     const fix = CordonError.is(error) && error.fix ? ` ${error.fix}` : "";
-    return result(text(`${use.name} failed: ${messageOf(error)}${fix}`), true);
+    return answer(text(`${use.name} failed: ${messageOf(error)}${fix}`), true);
+  } finally {
+    if (timer) clearTimeout(timer);
   }
 }
 
-/** Settles when `work` does, or rejects as soon as the signal fires (a tool that ignores it). */
-function raceAbort<T>(work: Promise<T>, signal: AbortSignal): Promise<T> {
-  if (signal.aborted) return Promise.reject(new Error("aborted"));
+function timeoutMessage(name: string, timeoutMs: number): string {
+  return (
+    `The call to ${name} was stopped after ${formatSeconds(timeoutMs)}, the limit of one tool call ` +
+    "(tools.callTimeoutSec); anything it started was killed. Split the work into smaller steps, " +
+    "or run a long command in the background (exec with background: true) and poll it."
+  );
+}
+
+function formatSeconds(ms: number): string {
+  return ms >= 1000 ? `${Math.round(ms / 1000)} s` : `${ms} ms`;
+}
+
+/**
+ * Settles when `work` does. When the run is aborted it rejects at once (the abort path answers
+ * the call); when only the call's deadline passed it waits for the tool to stop its command, up
+ * to a grace period, so a timed-out command is gone before the next call starts.
+ */
+function settleOrStop<T>(work: Promise<T>, run: AbortSignal, deadline: AbortSignal): Promise<T> {
+  if (run.aborted) return Promise.reject(new Error("aborted"));
   return new Promise<T>((resolve, reject) => {
+    let graceTimer: NodeJS.Timeout | undefined;
     const onAbort = (): void => reject(new Error("aborted"));
-    signal.addEventListener("abort", onAbort, { once: true });
+    const onDeadline = (): void => {
+      graceTimer = setTimeout(() => reject(new Error("timeout")), stopGraceMs);
+    };
+    run.addEventListener("abort", onAbort, { once: true });
+    deadline.addEventListener("abort", onDeadline, { once: true });
+    const done = (): void => {
+      run.removeEventListener("abort", onAbort);
+      deadline.removeEventListener("abort", onDeadline);
+      if (graceTimer) clearTimeout(graceTimer);
+    };
     work.then(
       (value) => {
-        signal.removeEventListener("abort", onAbort);
+        done();
         resolve(value);
       },
       (error: unknown) => {
-        signal.removeEventListener("abort", onAbort);
+        done();
         reject(error instanceof Error ? error : new Error(String(error)));
       },
     );

@@ -8,6 +8,7 @@ export type {
 export {
   bindToolset,
   failedRunResult,
+  planToolset,
   runTask,
   type RunTaskOptions,
   type RunnerEvent,

@@ -1,3 +1,4 @@
+import type { ThinkingLevel } from "../loop/index.js";
 import type { SandboxMode, SandboxSpec, WorkspaceAccess } from "../../sandbox/index.js";
 
 /**
@@ -13,6 +14,8 @@ export interface PlannedRun {
     /** The project (see `RunPlan`); transcripts are kept per project. Hand-built plans may omit it. */
     workspaceId?: string | undefined;
     model: { primary: string; fallbacks: readonly string[] };
+    /** The agent's thinking level (`agents.*.thinking`); default off. */
+    thinking?: ThinkingLevel | undefined;
   };
   sessionKey: string;
   sandbox: {
@@ -29,6 +32,8 @@ export interface PlannedRun {
   tools: {
     allowed: readonly string[];
     decisions: readonly PlannedToolDecision[];
+    /** Longest one tool call may run (`tools.callTimeoutSec`), in ms; default 600 000. */
+    callTimeoutMs?: number | undefined;
   };
   warnings: readonly string[];
 }

@@ -122,6 +122,22 @@ describe("runTask", () => {
     expect(await sandbox.stat("x")).toBeUndefined();
   });
 
+  it("announces a run that could not be planned with one run-start and one run-end", async () => {
+    const events: RunnerEvent[] = [];
+    const result = await runTask({
+      plan: () => Promise.reject(new DockerUnavailableError("no engine")),
+      model: new ScriptedModelClient({ version: 1, turns: [] }),
+      requestedSessionKey: "fix-1",
+      sandboxes: providerFor(new MemorySandbox()),
+      tools: builtinTools(),
+      stateDir,
+      prompt: "anything",
+      onEvent: (event) => events.push(event),
+    });
+    expect(result).toMatchObject({ status: "sandbox_error", sessionKey: "fix-1" });
+    expect(events.map((event) => event.type)).toEqual(["run-start", "run-end"]);
+  });
+
   it("ends with sandbox_error and exit 3 when the sandbox cannot be provided", async () => {
     const model = new ScriptedModelClient({ version: 1, turns: [] });
     const events: RunnerEvent[] = [];

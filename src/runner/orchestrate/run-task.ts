@@ -10,7 +10,7 @@ import {
   type Logger,
 } from "../../common/index.js";
 import type { Sandbox } from "../../sandbox/index.js";
-import { createToolset, type ToolDefinition } from "../../tools/index.js";
+import { createToolset, type ToolDefinition, type Toolset } from "../../tools/index.js";
 import {
   exitCodeForStatus,
   runAgentLoop,
@@ -22,6 +22,7 @@ import {
   type RunStatus,
   type RunnerToolset,
   type SandboxFacts,
+  type ThinkingLevel,
 } from "../loop/index.js";
 import type { ModelClient, UserContentBlock } from "../model/index.js";
 import {
@@ -68,10 +69,14 @@ export type RunnerEvent =
     };
 
 export interface RunTaskOptions {
-  plan: PlannedRun;
-  model: ModelClient;
+  /** The plan, or how to make it: a failure to plan still ends as one run-start … run-end. */
+  plan: PlannedRun | (() => Promise<PlannedRun>);
+  /** The model client, or how to make it (a missing API key fails here, as a result). */
+  model: ModelClient | (() => Promise<ModelClient>);
   /** Overrides the plan's primary model (e.g. `--model`). */
   modelId?: string | undefined;
+  /** The session asked for, shown in run-start/run-end when planning fails. Default "". */
+  requestedSessionKey?: string | undefined;
   sandboxes: SandboxProvider;
   /** Every registered tool; the plan decides which are offered. */
   tools: readonly ToolDefinition[];
@@ -79,6 +84,8 @@ export interface RunTaskOptions {
   stateDir: string;
   prompt: string | UserContentBlock[];
   limits?: RunLimits | undefined;
+  /** Thinking level of this run; default the agent's (`agents.*.thinking`), else off. */
+  thinking?: ThinkingLevel | undefined;
   signal?: AbortSignal | undefined;
   onEvent?: ((event: RunnerEvent) => void) | undefined;
   logger?: Logger | undefined;
@@ -100,16 +107,15 @@ export interface RunTaskOptions {
 const agentsMdMaxBytes = 64 * 1024;
 
 /**
- * One run, end to end, from a plan: wait for the session's lane, acquire the sandbox, offer the
+ * One run, end to end: make the plan, wait for the session's lane, acquire the sandbox, offer the
  * allowed tools, open the session, build the system prompt, drive the loop, release. Never throws:
- * a failure before the loop (sandbox down, session unreadable) ends as a `RunResult` with its exit
- * code, and the events always end with exactly one `run-end`.
+ * a failure before the loop (no plan, sandbox down, session unreadable) ends as a `RunResult`
+ * with its exit code. This is the one layer that announces runs: every run's events start with
+ * one `run-start` and end with one `run-end`, whatever runtime drives the turns.
  */
 export async function runTask(options: RunTaskOptions): Promise<RunResult> {
   const runId = options.runId ?? randomUUID();
-  const plan = options.plan;
   const logger = (options.logger ?? createSilentLogger()).child({ runId });
-  const modelId = options.modelId ?? plan.agent.model.primary;
   // The session's events file, for `cordon logs` and `cordon ps`; written once the lock is held.
   const eventsLog = new RunEventsLog(runId, logger);
   const emit = (event: RunnerEvent): void => {
@@ -121,6 +127,18 @@ export async function runTask(options: RunTaskOptions): Promise<RunResult> {
     }
   };
 
+  let plan: PlannedRun;
+  let model: ModelClient;
+  try {
+    plan = typeof options.plan === "function" ? await options.plan() : options.plan;
+    model = typeof options.model === "function" ? await options.model() : options.model;
+  } catch (error) {
+    // Nothing ran: still one run-start and one run-end, so every consumer sees the outcome.
+    const sessionKey = options.requestedSessionKey ?? "";
+    emit({ type: "run-start", runId, sessionKey, model: options.modelId ?? "" });
+    return endRun(failedRunResult(runId, sessionKey, error), emit, logger, error);
+  }
+  const modelId = options.modelId ?? plan.agent.model.primary;
   emit({ type: "run-start", runId, sessionKey: plan.sessionKey, model: modelId });
   emit({
     type: "plan",
@@ -133,34 +151,32 @@ export async function runTask(options: RunTaskOptions): Promise<RunResult> {
     warnings: [...plan.warnings],
   });
 
+  const run: RunContext = { runId, plan, model, modelId, emit, logger, eventsLog };
   const lanes = options.lanes ?? new SessionLanes();
   try {
-    return await lanes.run(
-      plan.sessionKey,
-      () => runInLane(options, { runId, modelId, emit, logger, eventsLog }),
-      options.signal,
-    );
+    return await lanes.run(plan.sessionKey, () => runInLane(options, run), options.signal);
   } catch (error) {
-    return endBeforeLoop(runId, plan.sessionKey, error, emit, logger);
+    // The lane or the session lock failed (interrupted while waiting, --no-wait).
+    return endRun(failedRunResult(runId, plan.sessionKey, error), emit, logger, error);
   }
 }
 
-/** A run that failed before its loop: its result, announced with the one `run-end`. */
-function endBeforeLoop(
-  runId: string,
-  sessionKey: string,
-  error: unknown,
+/** Announces the run's end (the one `run-end`) and returns its result. */
+function endRun(
+  result: RunResult,
   emit: (event: RunnerEvent) => void,
   logger: Logger,
+  error?: unknown,
 ): RunResult {
-  const result = failedRunResult(runId, sessionKey, error);
-  logger.debug({ err: error }, "run failed before the agent loop");
+  if (error !== undefined) logger.debug({ err: error }, "run failed before the agent loop");
   emit({ type: "run-end", ...result });
   return result;
 }
 
 interface RunContext {
   runId: string;
+  plan: PlannedRun;
+  model: ModelClient;
   modelId: string;
   emit: (event: RunnerEvent) => void;
   logger: Logger;
@@ -168,8 +184,7 @@ interface RunContext {
 }
 
 async function runInLane(options: RunTaskOptions, run: RunContext): Promise<RunResult> {
-  const { runId, modelId, emit, logger } = run;
-  const plan = options.plan;
+  const { runId, plan, emit, logger } = run;
   // Lanes order the runs of this process; the lock orders them across processes. It is taken
   // before the session is opened: opening repairs tool calls left without a result, which would
   // otherwise answer a live run's in-flight call as interrupted.
@@ -193,12 +208,16 @@ async function runInLane(options: RunTaskOptions, run: RunContext): Promise<RunR
     run.eventsLog.attach(
       sessionFiles(options.stateDir, plan.sessionKey, plan.agent.workspaceId).events,
     );
+    // Ended here, under the lock, so the run-end is in the events file too.
+    let result: RunResult;
+    let failure: unknown;
     try {
-      return await runLocked(options, runId, modelId, emit, logger);
+      result = await runLocked(options, run);
     } catch (error) {
-      // Ended here, under the lock, so the run-end is in the events file too.
-      return endBeforeLoop(runId, plan.sessionKey, error, emit, logger);
+      failure = error;
+      result = failedRunResult(runId, plan.sessionKey, error);
     }
+    return endRun(result, emit, logger, failure);
   } finally {
     await run.eventsLog.flushed();
     await lock.release().catch((error: unknown) => {
@@ -207,14 +226,8 @@ async function runInLane(options: RunTaskOptions, run: RunContext): Promise<RunR
   }
 }
 
-async function runLocked(
-  options: RunTaskOptions,
-  runId: string,
-  modelId: string,
-  emit: (event: RunnerEvent) => void,
-  logger: Logger,
-): Promise<RunResult> {
-  const plan = options.plan;
+async function runLocked(options: RunTaskOptions, run: RunContext): Promise<RunResult> {
+  const { runId, plan, modelId, emit, logger } = run;
   const lease = await options.sandboxes.acquire(plan, {
     signal: options.signal,
     onProgress: (progress) => emit({ type: "sandbox-progress", ...progress }),
@@ -250,7 +263,7 @@ async function runLocked(
       agentsMd: await readAgentsMd(plan, sandbox, options.signal),
     });
     return await runAgentLoop({
-      model: options.model,
+      model: run.model,
       modelId,
       fallbackModels: plan.agent.model.fallbacks
         .filter((fallback) => fallback !== modelId)
@@ -259,16 +272,17 @@ async function runLocked(
       session,
       systemPrompt,
       prompt: options.prompt,
-      limits: options.limits,
+      limits: {
+        ...options.limits,
+        toolTimeoutMs: options.limits?.toolTimeoutMs ?? plan.tools.callTimeoutMs,
+      },
+      thinking: options.thinking ?? plan.agent.thinking,
       signal: options.signal,
       logger,
       runId,
       steering: options.steering,
       followUps: options.followUps,
-      // The orchestrator already announced the run.
-      onEvent: (event) => {
-        if (event.type !== "run-start") emit(event);
-      },
+      onEvent: emit,
     });
   } finally {
     await session?.close().catch((error: unknown) => {
@@ -282,7 +296,8 @@ async function runLocked(
 
 /**
  * The tools module's toolset, bound to this run's sandbox, in the shape the loop calls: only the
- * plan's allowed tools are offered, and a call to any other is refused with the config key.
+ * plan's allowed tools are offered, and the toolset's `refusal` (made from the plan) is the one
+ * decision whether a call may run; a refused call gets the config key that blocks it.
  */
 export function bindToolset(
   tools: readonly ToolDefinition[],
@@ -290,18 +305,10 @@ export function bindToolset(
   sandbox: Sandbox,
   logger: Logger,
 ): RunnerToolset {
-  const toolset = createToolset({
-    tools,
-    allowed: plan.tools.allowed,
-    refusal: (name) => refusalFor(plan, name),
-  });
-  const known = new Set(tools.map((tool) => tool.name));
+  const toolset = planToolset(tools, plan);
   return {
     specs: toolset.specs,
-    unavailable: (name) =>
-      known.has(name)
-        ? refusalFor(plan, name)
-        : `There is no tool named "${name}". Available tools: ${toolset.names.join(", ") || "none"}.`,
+    refusal: (name) => toolset.refusal(name),
     call: (name, input, context) =>
       toolset.call(name, input, {
         sandbox,
@@ -310,6 +317,15 @@ export function bindToolset(
         toolCallId: context.toolCallId,
       }),
   };
+}
+
+/** The registered tools as the plan allows them (no sandbox yet: `refusal` needs none). */
+export function planToolset(tools: readonly ToolDefinition[], plan: PlannedRun): Toolset {
+  return createToolset({
+    tools,
+    allowed: plan.tools.allowed,
+    refusal: (name) => refusalFor(plan, name),
+  });
 }
 
 function sandboxFacts(plan: PlannedRun, sandbox: Sandbox): SandboxFacts {
