@@ -9,6 +9,7 @@ import { withInterrupt } from "../interrupt.js";
 import { addPlanOptions, carryOption, runnerFromFlags, type PlanFlags } from "../runner-flags.js";
 import { createRunRenderer, outputFormats, type OutputFormat } from "../render/run-renderer.js";
 import { durationOf, nameList, positiveInteger } from "../flag-parsers.js";
+import { removeSandboxAfter } from "./remove-after.js";
 
 interface RunFlags extends PlanFlags {
   model?: string;
@@ -23,6 +24,7 @@ interface RunFlags extends PlanFlags {
   wait: boolean;
   setupCmd?: string;
   setupAllowHost?: string[];
+  rm?: boolean;
 }
 
 /** The task text: the argument, or all of stdin for `-` (or no argument with piped input). */
@@ -68,6 +70,10 @@ export function registerRunCommand(program: Command, context: CliContext): void 
       "--setup-allow-host <host>",
       "a host the setup command may reach, not the agent (repeatable)",
       nameList,
+    )
+    .option(
+      "--rm",
+      "remove the sandbox (container and private copy) when the run ends, however it ends",
     )
     .option(
       "--no-wait",
@@ -137,6 +143,12 @@ export function registerRunCommand(program: Command, context: CliContext): void 
           onEvent: (event) => renderer.onEvent(event),
         });
       });
+      if (flags.rm) {
+        const request = { agentId: flags.agent, sessionKey: flags.session };
+        // A plan that cannot be made (a bad config) made no sandbox either.
+        const plan = await runner.plan(request).catch(() => undefined);
+        if (plan) await removeSandboxAfter(context, runner, plan, request);
+      }
       context.exitCode = result.exitCode;
     });
 }

@@ -43,3 +43,4 @@ export {
   type RunActivity,
 } from "./active-runs.js";
 export { findSession, type FindSessionOptions } from "./find-session.js";
+export { sandboxesHeldByRuns, type HeldSandboxes } from "./held-sandboxes.js";

@@ -43,3 +43,9 @@ export {
   type EgressProxySummary,
   type UpstreamProxy,
 } from "./egress/index.js";
+export {
+  startInteractiveExec,
+  type InteractiveExec,
+  type InteractiveExecRequest,
+  type TerminalSize,
+} from "./interactive-exec.js";

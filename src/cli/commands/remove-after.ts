@@ -1,0 +1,32 @@
+import { messageOf } from "../../common/index.js";
+import type { RunPlan } from "../../policy/index.js";
+import { sandboxesHeldByRuns, type PlanRequest, type Runner } from "../../runner/index.js";
+import type { CliContext } from "../context.js";
+
+/**
+ * `--rm` (run, exec): removes the sandbox the command used, its container and private copy, once
+ * the command has ended however it ended — unless a run of another process holds it right now
+ * (a sandbox shared by scope agent or shared), which keeps it and says so. A failure to remove is
+ * reported and leaves the command's exit code alone: the command's outcome is what it was.
+ */
+export async function removeSandboxAfter(
+  context: CliContext,
+  runner: Runner,
+  plan: RunPlan,
+  request: PlanRequest,
+): Promise<void> {
+  const spec = plan.sandbox.spec;
+  if (!plan.sandbox.enabled || !spec) return;
+  try {
+    const held = await sandboxesHeldByRuns(runner.stateDir);
+    const holder = held.holderOf({ name: spec.containerName, session: spec.sessionKey });
+    if (holder) {
+      context.stderr(`· --rm: kept ${spec.containerName}, ${holder}\n`);
+      return;
+    }
+    await runner.discardSandbox(request);
+    context.stderr(`· --rm: removed ${spec.containerName} and its private copy\n`);
+  } catch (error) {
+    context.stderr(`cordon: --rm could not remove ${spec.containerName}: ${messageOf(error)}\n`);
+  }
+}

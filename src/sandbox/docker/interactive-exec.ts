@@ -1,0 +1,156 @@
+import type { Duplex } from "node:stream";
+
+import type Docker from "dockerode";
+
+import { sleep } from "../../common/index.js";
+import { toSandboxError } from "./docker-errors.js";
+import type { DockerEngine } from "./engine.js";
+import { DemuxStream } from "./exec/demux-stream.js";
+
+/** A terminal size, in character cells. */
+export interface TerminalSize {
+  rows: number;
+  columns: number;
+}
+
+export interface InteractiveExecRequest {
+  /** The sandbox's container (its name: a container replaced by recovery keeps it). */
+  containerName: string;
+  /** "uid:gid", the sandbox's user. */
+  user: string;
+  workingDir: string;
+  cmd: string[];
+  /** Extra environment (`NAME=value`) on top of the container's. */
+  env?: string[] | undefined;
+  /** Allocate a pseudo-terminal: output arrives raw on one stream, as a terminal shows it. */
+  tty: boolean;
+  /** Streamed to the command's stdin; its end is end-of-file there. Unset: stdin is not attached. */
+  stdin?: NodeJS.ReadableStream | undefined;
+  /** Receives the command's stdout (with a TTY: everything it writes). */
+  onStdout: (chunk: Uint8Array) => void;
+  onStderr: (chunk: Uint8Array) => void;
+}
+
+/** A started interactive command. */
+export interface InteractiveExec {
+  /** Its exit code, once its output has ended; -1 when it was detached. */
+  readonly exitCode: Promise<number>;
+  /** Tells the pseudo-terminal its new size (the command gets SIGWINCH). */
+  resize(size: TerminalSize): Promise<void>;
+  /**
+   * Closes the connection. With a TTY the command's terminal hangs up (SIGHUP); without one its
+   * stdin ends and its output goes nowhere — as when `docker exec -i` is interrupted.
+   */
+  detach(): void;
+}
+
+/**
+ * One command in a sandbox with the caller's stdin attached and, with `tty`, a pseudo-terminal:
+ * what `docker exec -i [-t]` does, as the sandbox's user in its working directory. Separate from
+ * the tools' exec path (`ContainerExec`): no wrapper, no output cap, no capture — the bytes go to
+ * the person at the terminal, who is driving the command.
+ */
+export async function startInteractiveExec(
+  engine: DockerEngine,
+  request: InteractiveExecRequest,
+): Promise<InteractiveExec> {
+  const container = engine.client.getContainer(request.containerName);
+  const attachStdin = request.stdin !== undefined;
+  let exec: Docker.Exec;
+  let socket: Duplex;
+  try {
+    exec = await container.exec({
+      Cmd: request.cmd,
+      User: request.user,
+      WorkingDir: request.workingDir,
+      Env: request.env ?? [],
+      AttachStdin: attachStdin,
+      AttachStdout: true,
+      AttachStderr: true,
+      Tty: request.tty,
+    });
+    socket = await exec.start({ hijack: true, stdin: attachStdin, Tty: request.tty });
+  } catch (error) {
+    throw toSandboxError(error, `start a command in ${request.containerName}`);
+  }
+
+  let detached = false;
+  const ended = new Promise<void>((resolve, reject) => {
+    socket.on("error", (error) => (detached ? resolve() : reject(error)));
+    socket.on("close", () => resolve());
+    if (request.tty) {
+      // One raw stream: stdout and stderr are the same terminal.
+      socket.on("data", (chunk: Buffer) => request.onStdout(chunk));
+      socket.on("end", () => resolve());
+    } else {
+      const demux = new DemuxStream((stream, chunk) =>
+        stream === "stderr" ? request.onStderr(chunk) : request.onStdout(chunk),
+      );
+      demux.on("finish", () => resolve());
+      demux.on("error", reject);
+      socket.pipe(demux);
+    }
+  });
+  if (request.stdin) feedStdin(request.stdin, socket);
+
+  const exitCode = ended.then(
+    () => (detached ? -1 : exitCodeOf(exec, request.containerName)),
+    (error: unknown) => {
+      throw toSandboxError(error, `stream a command's output from ${request.containerName}`);
+    },
+  );
+  // A caller that detaches may never await it.
+  exitCode.catch(() => undefined);
+  return {
+    exitCode,
+    resize: async ({ rows, columns }) => {
+      if (!request.tty || rows <= 0 || columns <= 0) return;
+      // Refused once the command has ended; a size no longer matters then.
+      await exec.resize({ h: rows, w: columns }).catch(() => undefined);
+    },
+    detach: () => {
+      detached = true;
+      socket.destroy();
+    },
+  };
+}
+
+/** Copies `stdin` into the connection; its end half-closes it (end-of-file in the command). */
+function feedStdin(stdin: NodeJS.ReadableStream, socket: Duplex): void {
+  const onData = (chunk: Buffer | string): void => {
+    if (socket.destroyed || socket.writableEnded) return;
+    if (!socket.write(chunk)) {
+      stdin.pause();
+      socket.once("drain", () => stdin.resume());
+    }
+  };
+  const onEnd = (): void => {
+    if (!socket.destroyed && !socket.writableEnded) socket.end();
+  };
+  stdin.on("data", onData);
+  stdin.once("end", onEnd);
+  socket.once("close", () => {
+    stdin.off("data", onData);
+    stdin.off("end", onEnd);
+    // Our stdin no longer has a reader; let the process exit instead of waiting on it.
+    stdin.pause();
+  });
+}
+
+async function exitCodeOf(exec: Docker.Exec, containerName: string): Promise<number> {
+  // The output can end a moment before the engine records the exit.
+  for (let attempt = 0; attempt < 200; attempt++) {
+    let info: Docker.ExecInspectInfo;
+    try {
+      info = await exec.inspect();
+    } catch (error) {
+      throw toSandboxError(error, `read a command's exit status in ${containerName}`);
+    }
+    if (!info.Running && info.ExitCode !== null) return info.ExitCode;
+    await sleep(attempt < 20 ? 5 : 25);
+  }
+  throw toSandboxError(
+    new Error("the engine did not report the command's exit status"),
+    `read a command's exit status in ${containerName}`,
+  );
+}

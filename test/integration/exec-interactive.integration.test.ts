@@ -1,0 +1,241 @@
+/**
+ * Reaching a sandbox as a person at a terminal does, with the built CLI in a real container:
+ * `cordon exec -i` pipes stdin through byte for byte and returns the command's exit code;
+ * `cordon exec -it -- bash` on a pseudo-terminal is an interactive shell that follows resizes and
+ * gives the terminal back in cooked mode; `--rm` on run and exec leaves no container or private
+ * copy behind, whether the run succeeded or failed.
+ */
+import { spawn } from "node:child_process";
+import { createHash, randomBytes } from "node:crypto";
+import { access, mkdtemp, rm, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import path from "node:path";
+
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+
+import { packageRoot } from "../../src/common/index.js";
+import { createRunner } from "../../src/runner/index.js";
+import { demoRepo } from "../support/demo-repo.js";
+import { dockerClient, requireSandboxImage } from "../support/docker.js";
+import { removeStateDirectory } from "../support/state-directory.js";
+
+const cli = path.join(packageRoot(), "dist", "cli", "main.js");
+const ptySession = path.join(packageRoot(), "test", "support", "pty-session.py");
+const suffix = `${process.pid}-${Date.now().toString(36)}`;
+
+interface Finished {
+  code: number | null;
+  stdout: Buffer;
+  stderr: string;
+}
+
+describe("cordon exec -i/-t and --rm", () => {
+  let home: string;
+  let repo: string;
+  let scratch: string;
+  const sessions: string[] = [];
+
+  const env = (): NodeJS.ProcessEnv => ({
+    PATH: process.env["PATH"],
+    HOME: process.env["HOME"],
+    CORDON_HOME: home,
+    CORDON_LOG_LEVEL: "silent",
+  });
+
+  function session(name: string): string {
+    const key = `${name}-${suffix}`;
+    sessions.push(key);
+    return key;
+  }
+
+  function run(command: string, args: string[], input?: Buffer | string): Promise<Finished> {
+    const child = spawn(command, args, { env: env(), cwd: repo, stdio: "pipe" });
+    const stdout: Buffer[] = [];
+    let stderr = "";
+    child.stdout.on("data", (chunk: Buffer) => stdout.push(chunk));
+    child.stderr.setEncoding("utf8").on("data", (chunk: string) => (stderr += chunk));
+    child.stdin.end(input);
+    return new Promise((resolve) =>
+      child.on("close", (code) => resolve({ code, stdout: Buffer.concat(stdout), stderr })),
+    );
+  }
+
+  const cordon = (args: string[], input?: Buffer | string) =>
+    run(process.execPath, [cli, ...args], input);
+
+  async function containerOf(sessionKey: string): Promise<string> {
+    const plan = await createRunner({ env: env(), workspace: repo }).plan({ sessionKey });
+    const name = plan.sandbox.spec?.containerName;
+    if (!name) throw new Error("the plan has no container");
+    return name;
+  }
+
+  const exists = (name: string) =>
+    dockerClient()
+      .getContainer(name)
+      .inspect()
+      .then(
+        () => true,
+        () => false,
+      );
+
+  beforeAll(async () => {
+    await requireSandboxImage();
+    home = await mkdtemp(path.join(tmpdir(), "cordon-exec-interactive-"));
+    scratch = await mkdtemp(path.join(tmpdir(), "cordon-exec-interactive-scripts-"));
+    repo = await demoRepo();
+  });
+  afterAll(async () => {
+    for (const key of sessions) {
+      await dockerClient()
+        .getContainer(await containerOf(key))
+        .remove({ force: true })
+        .catch(() => undefined);
+    }
+    await removeStateDirectory(home);
+    await rm(scratch, { recursive: true, force: true });
+    await rm(path.dirname(repo), { recursive: true, force: true });
+  });
+
+  it("exec -i streams stdin through byte for byte and exits with the command's code", async () => {
+    const shared = session("pipe");
+    const input = randomBytes(3 * 1024 * 1024);
+    const piped = await cordon(
+      ["exec", "-i", "--session", shared, "--", "sha256sum | cut -d' ' -f1; exit 5"],
+      input,
+    );
+    expect(piped.stderr).not.toContain("cordon:");
+    expect(piped.code).toBe(5);
+    expect(piped.stdout.toString().trim()).toBe(createHash("sha256").update(input).digest("hex"));
+
+    // What came in is the command's to keep, in the sandbox's files.
+    const kept = await cordon(
+      ["exec", "-i", "--session", shared, "--", "cat > note.txt"],
+      "from the pipe\n",
+    );
+    expect(kept.code).toBe(0);
+    const read = await cordon(["exec", "--session", shared, "--", "cat", "note.txt"]);
+    expect(read.stdout.toString()).toBe("from the pipe\n");
+
+    // Without a terminal on stdin, -t is refused before anything runs (as docker exec -t).
+    const noTerminal = await cordon(["exec", "-t", "--session", shared, "--", "bash"], "x\n");
+    expect(noTerminal.code).toBe(2);
+    expect(noTerminal.stderr).toContain("-t needs a terminal on stdin");
+  });
+
+  it("exec -it -- bash on a terminal is a shell: its own pty, resizes followed, exit 3 is cordon's exit 3, the terminal restored", async () => {
+    const steps = path.join(scratch, "steps.json");
+    await writeFile(
+      steps,
+      JSON.stringify([
+        { expect: "$ " },
+        { send: "tty; stty size; echo shell-$((6*7))\n" },
+        { expect: "shell-42" },
+        { resize: [40, 120] },
+        // The new size reaches the pty asynchronously: the shell looks until it has it.
+        {
+          send: "for i in $(seq 100); do [ \"$(stty size)\" = '40 120' ] && break; sleep 0.1; done; echo size-now $(stty size)\n",
+        },
+        { expect: "size-now " },
+        { send: "exit 3\n" },
+      ]),
+    );
+    const driven = await run("python3", [
+      ptySession,
+      steps,
+      "--",
+      process.execPath,
+      cli,
+      "exec",
+      "-it",
+      "--session",
+      session("shell"),
+      "--",
+      "bash",
+    ]);
+    expect(driven.stderr).toBe("");
+    const result = JSON.parse(driven.stdout.toString()) as {
+      exitCode: number;
+      output: string;
+      canonical: boolean;
+      echo: boolean;
+    };
+    expect(result.output).toMatch(/\/dev\/pts\/\d+/);
+    expect(result.output).toContain("24 80");
+    expect(result.output).toContain("size-now 40 120");
+    expect(result.exitCode).toBe(3);
+    // Raw mode was given back: the next command at this terminal gets line editing and echo.
+    expect(result).toMatchObject({ canonical: true, echo: true });
+  });
+
+  it("the command's last stderr line cannot run into cordon's own: cordon's line starts a new line", async () => {
+    const forged = await cordon([
+      "exec",
+      "--session",
+      session("forge"),
+      "--timeout",
+      "2s",
+      "--",
+      "printf 'all good, says ' >&2; sleep 30",
+    ]);
+    expect(forged.stderr).toContain(
+      "all good, says \ncordon: the command timed out and was killed\n",
+    );
+  });
+
+  it("run --rm and exec --rm leave no container and no private copy, after a success and after a failure", async () => {
+    const script = async (name: string, turns: unknown[]) => {
+      const file = path.join(scratch, `${name}.json`);
+      await writeFile(file, JSON.stringify({ version: 1, turns }));
+      return file;
+    };
+    const workspaceOf = async (key: string) =>
+      path.join(home, "workspaces", await containerOf(key));
+    const gone = async (key: string) => {
+      expect(await exists(await containerOf(key))).toBe(false);
+      await expect(access(await workspaceOf(key))).rejects.toThrow();
+    };
+
+    const succeeded = session("rm-ok");
+    const ok = await cordon([
+      "run",
+      "--rm",
+      "--session",
+      succeeded,
+      "--model-script",
+      await script("ok", [
+        {
+          content: [{ type: "tool_use", name: "exec", input: { command: "echo made > made.txt" } }],
+        },
+        { content: [{ type: "text", text: "done" }] },
+      ]),
+      "make a file",
+    ]);
+    expect(ok.code).toBe(0);
+    expect(ok.stderr).toContain(`--rm: removed ${await containerOf(succeeded)}`);
+    await gone(succeeded);
+
+    const failed = session("rm-failed");
+    const bad = await cordon([
+      "run",
+      "--rm",
+      "--session",
+      failed,
+      "--model-script",
+      await script("failed", [
+        {
+          content: [{ type: "tool_use", name: "exec", input: { command: "echo made > made.txt" } }],
+        },
+        { error: { kind: "auth", message: "invalid x-api-key" } },
+      ]),
+      "make a file",
+    ]);
+    expect(bad.code).not.toBe(0);
+    await gone(failed);
+
+    const execFailed = session("rm-exec");
+    const viaExec = await cordon(["exec", "--rm", "--session", execFailed, "--", "exit 9"]);
+    expect(viaExec.code).toBe(9);
+    await gone(execFailed);
+  });
+});
