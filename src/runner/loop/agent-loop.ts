@@ -526,6 +526,7 @@ async function applyRecovery(
       run.emit({
         type: "retry",
         reason: error.kind,
+        status: error.status,
         delayMs: decision.delayMs,
         error: error.message,
       });
