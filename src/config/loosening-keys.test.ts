@@ -185,6 +185,13 @@ describe("looseningKeys", () => {
     ).toEqual([]);
   });
 
+  it("refuses model.apiKeyEnv: a file must not choose which variables are sent as API keys", () => {
+    expect(paths({ model: { primary: "claude-haiku-4-5", fallbacks: [] } })).toEqual([]);
+    expect(paths({ model: { primary: "claude-haiku-4-5", apiKeyEnv: ["GITHUB_TOKEN"] } })).toEqual([
+      "model",
+    ]);
+  });
+
   it("keeps the workspace inside the file's directory, links and ~ resolved", () => {
     const workspace = (value: string) => paths({ agents: { defaults: { workspace: value } } });
     expect(workspace(".")).toEqual([]);

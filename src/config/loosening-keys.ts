@@ -87,8 +87,11 @@ const diskBudgetDefault = configDefaults.sandbox.disk;
 
 export const untrustedKeyRules: Readonly<Record<string, KeyRule>> = {
   $schema: safe("an editor hint; cordon never fetches it"),
-  model: safe(
-    "a model name; the API endpoint and key come only from your environment, never from a file",
+  // A model name is safe: the endpoint and the keys come only from the environment. Which
+  // variables hold keys is not: a file naming GITHUB_TOKEN would send it to the model API.
+  model: loosening(
+    "model.apiKeyEnv chooses which of your environment variables are sent to the model API as keys",
+    (value) => isPlainObject(value) && value["apiKeyEnv"] !== undefined,
   ),
   "fixTests.protect": safe(
     "adds files fix-tests keeps the agent from changing; it can only make verification stricter",

@@ -278,6 +278,10 @@ function toolsSchema<F extends Flavour>(flavour: F) {
   });
 }
 
+const envVariableName = z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/, {
+  message: "must be an environment variable name (letters, digits, _)",
+});
+
 const modelObject = z.strictObject({
   primary: text.optional(),
   fallbacks: z.array(text).optional(),
@@ -340,6 +344,11 @@ export const cordonConfigSchema = z.strictObject({
       z.strictObject({
         primary: text.default(configDefaults.model.primary),
         fallbacks: z.array(text).default([]),
+        /**
+         * Variables holding the API keys, used in turn (one name or a list); default
+         * ANTHROPIC_API_KEYS, else ANTHROPIC_API_KEY. Keys themselves never go in a file.
+         */
+        apiKeyEnv: z.union([envVariableName, z.array(envVariableName).min(1)]).optional(),
       }),
     ])
     .default({ primary: configDefaults.model.primary, fallbacks: [] }),

@@ -224,7 +224,16 @@ export function createRunner(options: RunnerOptions = {}): Runner {
   const modelClient = (): Promise<ModelClient> => {
     model ??= options.model
       ? Promise.resolve(options.model)
-      : createModelClient({ env, scriptPath: options.modelScript, logger });
+      : loadedConfig().then(({ config: { model: configured } }) =>
+          createModelClient({
+            env,
+            apiKeyEnv:
+              typeof configured === "string" ? undefined : [configured.apiKeyEnv ?? []].flat(),
+            stateDir,
+            scriptPath: options.modelScript,
+            logger,
+          }),
+        );
     // A failed creation (no API key) is retried on the next run rather than cached.
     model.catch(() => {
       model = undefined;

@@ -57,6 +57,8 @@ export interface RecordedRequest {
   method: string;
   path: string;
   headers: IncomingMessage["headers"];
+  /** The `x-api-key` the request carried (or the bearer token), for tests of key rotation. */
+  apiKey: string | undefined;
   body: unknown;
 }
 
@@ -66,6 +68,11 @@ export interface MessagesApiServer {
   readonly requests: RecordedRequest[];
   /** Queue responses, served one per POST /v1/messages, in order. */
   enqueue(...responses: ScriptedResponse[]): void;
+  /**
+   * Queue responses for requests made with this API key only; they are served before the shared
+   * queue, so e.g. one key can be rate-limited while another is answered.
+   */
+  enqueueForKey(apiKey: string, ...responses: ScriptedResponse[]): void;
   /** Responses not yet served. */
   readonly pending: number;
   /** Resolves when a `hang` response's client disconnected. */
@@ -75,6 +82,7 @@ export interface MessagesApiServer {
 
 export async function startMessagesApiServer(): Promise<MessagesApiServer> {
   const queue: ScriptedResponse[] = [];
+  const keyQueues = new Map<string, ScriptedResponse[]>();
   const requests: RecordedRequest[] = [];
   let messageCounter = 0;
   let onDisconnect: (() => void) | undefined;
@@ -96,13 +104,23 @@ export async function startMessagesApiServer(): Promise<MessagesApiServer> {
     } catch {
       // keep the raw text
     }
-    requests.push({ method: req.method ?? "", path: req.url ?? "", headers: req.headers, body });
+    const apiKey =
+      headerValue(req.headers["x-api-key"]) ??
+      headerValue(req.headers.authorization)?.replace(/^Bearer /, "");
+    requests.push({
+      method: req.method ?? "",
+      path: req.url ?? "",
+      headers: req.headers,
+      apiKey,
+      body,
+    });
 
     if (req.method !== "POST" || !req.url?.startsWith("/v1/messages")) {
       sendError(res, 404, "not_found_error", `no route ${req.method} ${req.url}`);
       return;
     }
-    const response = queue.shift();
+    const response =
+      (apiKey !== undefined ? keyQueues.get(apiKey)?.shift() : undefined) ?? queue.shift();
     if (!response) {
       sendError(res, 400, "invalid_request_error", "test server: no scripted response left");
       return;
@@ -160,6 +178,9 @@ export async function startMessagesApiServer(): Promise<MessagesApiServer> {
     url: `http://127.0.0.1:${port}`,
     requests,
     enqueue: (...responses) => queue.push(...responses),
+    enqueueForKey: (apiKey, ...responses) => {
+      keyQueues.set(apiKey, [...(keyQueues.get(apiKey) ?? []), ...responses]);
+    },
     get pending() {
       return queue.length;
     },
@@ -170,6 +191,10 @@ export async function startMessagesApiServer(): Promise<MessagesApiServer> {
         server.close((error) => (error ? reject(error) : resolve()));
       }),
   };
+}
+
+function headerValue(value: string | string[] | undefined): string | undefined {
+  return Array.isArray(value) ? value[0] : value;
 }
 
 function sendError(

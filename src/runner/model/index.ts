@@ -7,3 +7,6 @@ export {
 } from "./anthropic-model-client.js";
 export * from "./scripted-model-client.js";
 export { createModelClient, type CreateModelClientOptions } from "./create-model-client.js";
+export { apiKeysFromEnv, describeKey, type ApiKey } from "./api-keys.js";
+export { RotatingModelClient, type RotatingModelClientOptions } from "./rotating-model-client.js";
+export { fileKeyStateStore, memoryKeyStateStore, type KeyStateStore } from "./key-state-file.js";
