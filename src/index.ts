@@ -14,6 +14,11 @@ export {
   type RunnerOptions,
 } from "./runner/create-runner.js";
 export {
+  createSandbox,
+  type CordonSandbox,
+  type CreateSandboxOptions,
+} from "./runner/create-sandbox.js";
+export {
   MessageQueue,
   exitCodeForStatus,
   type RunEvent,

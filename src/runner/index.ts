@@ -3,3 +3,4 @@ export * from "./session/index.js";
 export * from "./loop/index.js";
 export * from "./orchestrate/index.js";
 export * from "./create-runner.js";
+export * from "./create-sandbox.js";

@@ -148,4 +148,50 @@ export async function resolve(specifier, context, next) {
     // The hook sees them where a command needs them.
     expect(await loadedBy(["sandbox", "explain"])).toMatch(heavy);
   });
+
+  it("type-checks an embedder's code against the published types with skipLibCheck off", async () => {
+    // A project that depends on the installed package (its own dependencies came with it) and
+    // checks every .d.ts it reaches: no dockerode or other type a consumer cannot resolve.
+    const consumer = path.join(root, "consumer");
+    await mkdir(path.join(consumer, "node_modules"), { recursive: true });
+    const installed = path.join(prefix, "lib", "node_modules", "cordon");
+    await symlink(installed, path.join(consumer, "node_modules", "cordon"));
+    await writeFile(path.join(consumer, "package.json"), '{ "type": "module" }\n');
+    await writeFile(
+      path.join(consumer, "tsconfig.json"),
+      JSON.stringify({
+        compilerOptions: {
+          strict: true,
+          skipLibCheck: false,
+          module: "nodenext",
+          moduleResolution: "nodenext",
+          target: "es2023",
+          noEmit: true,
+          // @types/node from cordon's own install: a consumer on Node has it.
+          typeRoots: [path.join(packageRoot(), "node_modules", "@types")],
+          types: ["node"],
+        },
+        files: ["embed.ts"],
+      }),
+    );
+    await writeFile(
+      path.join(consumer, "embed.ts"),
+      `import { createRunner, createSandbox, fixTests, type RunResult } from "cordon";
+
+export async function embed(): Promise<RunResult> {
+  await using box = await createSandbox({ workspace: "/tmp/repo", remove: true });
+  const listing = await box.sandbox.exec("ls", { timeoutMs: 10_000 });
+  console.log(listing.stdout, box.plan.sandbox.mode, typeof fixTests);
+  return createRunner({ cwd: "/tmp/repo" }).run({ prompt: "hi" });
+}
+`,
+    );
+    const tsc = path.join(packageRoot(), "node_modules", "typescript", "bin", "tsc");
+    const checked = await run(process.execPath, [tsc, "-p", consumer]).then(
+      () => ({ code: 0, stdout: "" }),
+      (error: { code: number; stdout: string }) => ({ code: error.code, stdout: error.stdout }),
+    );
+    expect(checked.stdout).toBe("");
+    expect(checked.code).toBe(0);
+  });
 });

@@ -1,0 +1,57 @@
+import type { RunPlan } from "../policy/index.js";
+import type { Sandbox } from "../sandbox/index.js";
+import { createRunner, type PlanRequest, type RunnerOptions } from "./create-runner.js";
+import type { ProvideSandboxOptions } from "./orchestrate/index.js";
+
+export interface CreateSandboxOptions
+  extends
+    Omit<RunnerOptions, "model" | "modelScript" | "tools" | "maxConcurrentRuns">,
+    Pick<PlanRequest, "agentId" | "sessionKey"> {
+  /**
+   * Remove the sandbox — container and private workspace — when it is released, as `cordon run
+   * --rm` does. Default false: the container stays for the next acquire of the same scope key.
+   */
+  remove?: boolean | undefined;
+  signal?: AbortSignal | undefined;
+  onProgress?: ProvideSandboxOptions["onProgress"];
+}
+
+/** A sandbox held without the agent loop; `await using` releases it. */
+export interface CordonSandbox extends AsyncDisposable {
+  /** Commands, background processes and files, exactly as the agent's tools reach them. */
+  readonly sandbox: Sandbox;
+  /** The plan it was acquired by: what `cordon sandbox explain` prints for the same request. */
+  readonly plan: RunPlan;
+  /** Things the user should know (e.g. a stale container kept because it is busy). */
+  readonly warnings: readonly string[];
+  /** Host path of its private workspace (a seeded copy), if it has one: what `cordon diff` reads. */
+  readonly privateWorkspace: string | undefined;
+  /** Lets the sandbox go (and removes it with `remove`); later calls do nothing. */
+  release(): Promise<void>;
+}
+
+/**
+ * The sandbox a run with these options would get — config, policy plan, container by scope key,
+ * seeded workspace — for embedders who run their own commands and need no model. It does not take
+ * the session's lock that `runner.run` takes: do not run an agent on the same session meanwhile.
+ */
+export async function createSandbox(options: CreateSandboxOptions = {}): Promise<CordonSandbox> {
+  const { agentId, sessionKey, remove, signal, onProgress, ...runnerOptions } = options;
+  const runner = createRunner(runnerOptions);
+  const request = { agentId, sessionKey };
+  const { plan, lease } = await runner.acquireSandbox({ ...request, signal, onProgress });
+  let released: Promise<void> | undefined;
+  const release = (): Promise<void> =>
+    (released ??= (async () => {
+      await lease.release();
+      if (remove) await runner.discardSandbox(request);
+    })());
+  return {
+    sandbox: lease.sandbox,
+    plan,
+    warnings: lease.warnings ?? [],
+    privateWorkspace: lease.privateWorkspace,
+    release,
+    [Symbol.asyncDispose]: release,
+  };
+}
