@@ -98,6 +98,7 @@ export async function openBenchContext(options: OpenBenchContextOptions): Promis
         containerName: container.containerName,
         workdir: container.workdir,
         user: container.user,
+        executor: container.spec.docker.executor,
       }),
   });
   const inventory = new SandboxInventory({ engine, stateDirectory: home, image });

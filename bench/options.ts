@@ -7,6 +7,7 @@ export const figureNames = [
   "files",
   "concurrency",
   "agent-loop",
+  "long-session",
 ] as const;
 
 export type FigureName = (typeof figureNames)[number];

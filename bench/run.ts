@@ -9,6 +9,7 @@ import { files } from "./figures/files.js";
 import { agentLoop } from "./figures/agent-loop.js";
 import { carry } from "./figures/carry.js";
 import { firstResult } from "./figures/first-result.js";
+import { longSession } from "./figures/long-session.js";
 import { seededSession } from "./figures/seeded-session.js";
 import { warmExec } from "./figures/warm-exec.js";
 import type { BenchOptions, FigureName } from "./options.js";
@@ -25,6 +26,7 @@ const figures: Record<
   files: { title: "write + read of 1 KiB and 10 MiB files", run: files },
   concurrency: { title: "32 concurrent sessions × 10 execs", run: concurrency },
   "agent-loop": { title: "agent-loop overhead per tool call", run: agentLoop },
+  "long-session": { title: "1000 sequential tool calls: drift and memory", run: longSession },
 };
 
 export interface RunBenchOptions extends BenchOptions {

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Brings a machine to the point where cordon runs and its tests pass:
 #   1. npm dependencies (installed when missing or stale)
-#   2. the TypeScript build (dist/)
+#   2. the TypeScript build (dist/) and the resident executor (dist/executor, a static C binary)
 #   3. a Docker engine (Debian's engine, installed and started when none answers and we are root)
 #   4. the sandbox image (built by `cordon image build`, skipped when its inputs are unchanged;
 #      a debootstrapped base when the official base image cannot be pulled)
@@ -64,6 +64,24 @@ ensure_build() {
   step "building TypeScript (dist/)"
   node_modules/.bin/tsc -p tsconfig.build.json >&2 ||
     fail "the TypeScript build failed" "run 'npx tsc -p tsconfig.build.json' and fix the errors it prints"
+  done_step "built"
+}
+
+ensure_executor() {
+  step "resident executor (dist/executor/cordon-executor)"
+  # Static, so it runs in any image; glibc's static libc comes with libc6-dev.
+  if ! command -v gcc >/dev/null || [[ ! -e "$(gcc -print-file-name=libc.a)" ]]; then
+    if [[ "$(id -u)" == 0 && -r /etc/debian_version ]] && command -v apt-get >/dev/null; then
+      printf '    installing gcc and libc6-dev (apt-get)\n' >&2
+      apt_install gcc libc6-dev ||
+        fail "apt-get install gcc libc6-dev failed" "check access to Debian's package mirror, or set sandbox.docker.executor to \"exec\""
+    else
+      done_step "no C compiler: not built; sandboxes run every call by plain Docker exec (install gcc and libc6-dev for the faster resident executor)"
+      return
+    fi
+  fi
+  bash scripts/build-executor.sh >&2 ||
+    fail "building the resident executor failed" "run 'bash scripts/build-executor.sh' and fix what it prints, or set sandbox.docker.executor to \"exec\""
   done_step "built"
 }
 
@@ -183,6 +201,7 @@ main() {
   ensure_node
   ensure_npm_dependencies
   ensure_build
+  ensure_executor
   [[ "$only" == "node" ]] && return
   ensure_docker_engine
   ensure_host_ripgrep

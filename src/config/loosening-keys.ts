@@ -171,6 +171,9 @@ export const untrustedKeyRules: Readonly<Record<string, KeyRule>> = {
   "sandbox.docker.containerPrefix": safe(
     "names containers; cordon adopts only containers labelled with its own state directory",
   ),
+  "sandbox.docker.executor": safe(
+    "how cordon reaches the container; either way commands run as the same user under the same limits",
+  ),
   "sandbox.docker.workdir": safe(
     "a path inside the container; the policy refuses /, /proc, /sys, /dev and overlaps",
   ),

@@ -82,6 +82,7 @@ export const configDefaults = {
     memory: "1g" as string | number,
     cpus: 1,
     pidsLimit: 256,
+    executor: "resident" as "resident" | "exec",
   },
 } as const;
 
@@ -199,6 +200,7 @@ function dockerSchema<F extends Flavour>(flavour: F) {
       extraHosts: field(flavour, z.array(text), []),
       binds: field(flavour, z.array(bind), []),
       bindRoots: z.array(text).optional(),
+      executor: field(flavour, z.enum(["resident", "exec"]), d.executor),
       runtime: z
         .string()
         .regex(/^[A-Za-z0-9_.-]+$/)

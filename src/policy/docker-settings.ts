@@ -232,6 +232,7 @@ export function resolveDockerSettings(input: DockerSettingsInput): DockerSetting
     apparmorProfile,
     dns: [...docker.dns],
     extraHosts: [...docker.extraHosts],
+    executor: docker.executor,
     runtime: docker.runtime,
   };
 }

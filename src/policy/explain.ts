@@ -48,6 +48,13 @@ export function explainPlan(plan: RunPlan): string {
       );
     }
     if (d.runtime) lines.push(`  runtime      ${d.runtime}`);
+    if (d.executor === "resident") {
+      lines.push(
+        "  executor     resident: cordon's executor mounted read-only at /.cordon/executor, one exec for the session",
+      );
+    } else if (d.executor === "exec") {
+      lines.push("  executor     exec: one Docker exec per call");
+    }
     if (d.seccompProfile) lines.push(`  seccomp      ${d.seccompProfile}`);
     if (d.apparmorProfile) lines.push(`  apparmor     ${d.apparmorProfile}`);
     if (d.dns.length) lines.push(`  dns          ${d.dns.join(", ")}`);

@@ -578,6 +578,7 @@ describe("docker settings", () => {
       ulimits: [],
       dns: [],
       extraHosts: [],
+      executor: "resident",
     });
   });
 

@@ -61,6 +61,11 @@ export interface DockerSettings {
   dns: string[];
   /** "host:ip" entries. */
   extraHosts: string[];
+  /**
+   * How calls reach the container: "resident" (an executor binary mounted read-only into the
+   * container, started once, fed frames) or "exec" (one Docker exec per call). Undefined: exec.
+   */
+  executor?: "resident" | "exec" | undefined;
   /** e.g. "runsc" for gVisor; undefined = the engine's default runtime. */
   runtime?: string | undefined;
 }

@@ -67,6 +67,7 @@ describe("the built-in tools on a DockerSandbox", () => {
         containerName: spec.containerName,
         workdir: "/workspace",
         user: "1000:1000",
+        executor: spec.docker.executor,
       }),
     );
   });

@@ -97,6 +97,7 @@ describe("DockerSandbox", () => {
       containerName: spec.containerName,
       workdir: "/workspace",
       user: "1000:1000",
+      executor: spec.docker.executor,
     });
   });
 
@@ -709,6 +710,7 @@ describe("DockerSandbox", () => {
           containerName: spec.containerName,
           workdir: "/tmp",
           user: "1000:1000",
+          executor: spec.docker.executor,
         });
         const running = victim.exec("echo started; sleep 600", {
           onStdout: () => void doomed.kill().catch(() => undefined),
@@ -753,6 +755,7 @@ describe("DockerSandbox", () => {
           containerName: spec.containerName,
           workdir: "/tmp",
           user: "1000:1000",
+          executor: spec.docker.executor,
         });
         // Python forks without bash's retry backoff: every pid stays taken by a sleeping child.
         const bomb = await target.exec(

@@ -12,6 +12,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 
 import type { RunPlan } from "../../src/policy/index.js";
 import { createRunner, type HeldSandbox } from "../../src/runner/index.js";
+import { residentExecutorBinary } from "../../src/sandbox/docker/resident/executor-binary.js";
 import { dockerClient, execIn, removeContainer, requireSandboxImage } from "../support/docker.js";
 import { runCordon } from "../support/run-cli.js";
 import { removeStateDirectory } from "../support/state-directory.js";
@@ -122,8 +123,14 @@ describe("sandbox explain matches the container a run gets", () => {
     const mounts = binds
       .filter((m) => m.target !== "/etc/hosts")
       .sort((a, b) => a.target.localeCompare(b.target));
+    // Besides the planned mounts: the resident executor, cordon's own binary, read-only.
+    const executor = {
+      source: residentExecutorBinary(),
+      target: "/.cordon/executor",
+      readOnly: true,
+    };
     expect(mounts).toEqual(
-      spec.mounts
+      [...spec.mounts, executor]
         .map(({ source, target, readOnly }) => ({ source, target, readOnly }))
         .sort((a, b) => a.target.localeCompare(b.target)),
     );

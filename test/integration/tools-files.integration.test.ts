@@ -168,7 +168,13 @@ describe("file tools over DockerSandbox", () => {
       const inodeBefore = await sh("stat -c %i atomic.txt");
       // Holding the original open pins its inode number, so a replacement cannot reuse it (ext4
       // hands a freed number straight back): a different number then proves a rename, not a rewrite.
-      const holder = await box.sandbox.processes.start("exec 3< atomic.txt; sleep 120");
+      const holder = await box.sandbox.processes.start("exec 3< atomic.txt; echo held; sleep 120");
+      // Started is not yet open: wait until it holds the file (a write can take a millisecond).
+      let held = "";
+      for (let attempt = 0; attempt < 100 && !held.includes("held"); attempt++) {
+        held += (await box.sandbox.processes.poll(holder.id)).output;
+        await new Promise((resolve) => setTimeout(resolve, 20));
+      }
       const reader = await box.sandbox.processes.start(
         `while [ ! -e stop ]; do n=$(wc -c < atomic.txt); [ "$n" = ${size} ] || echo "PARTIAL:$n"; done; echo reader-done`,
       );

@@ -22,6 +22,7 @@ export function hardenedDockerSettings(overrides: Partial<DockerSettings> = {}):
     ulimits: [],
     dns: [],
     extraHosts: [],
+    executor: "resident",
     ...overrides,
   };
 }

@@ -7,7 +7,7 @@ import { expect } from "vitest";
 
 import { createSilentLogger, type Logger } from "../../src/common/index.js";
 import { DockerEngine, DockerSandbox, type Sandbox } from "../../src/sandbox/index.js";
-import type { MountSpec } from "../../src/sandbox/index.js";
+import type { DockerSettings, MountSpec } from "../../src/sandbox/index.js";
 import { createContainerOptions } from "../../src/sandbox/docker/container-options.js";
 import {
   builtinTools,
@@ -105,6 +105,10 @@ export interface DockerToolSandbox {
 export async function startDockerToolSandbox(options: {
   name: string;
   mounts?: MountSpec[] | undefined;
+  /** Container settings over the hardened test defaults (e.g. `executor: "exec"`). */
+  docker?: Partial<DockerSettings> | undefined;
+  /** Passed to createContainerOptions (undefined: no executor binary mounted). */
+  executorBinary?: string | undefined;
 }): Promise<DockerToolSandbox> {
   const image = await requireSandboxImage();
   const docker = dockerClient();
@@ -117,7 +121,7 @@ export async function startDockerToolSandbox(options: {
   try {
     await chown(hostWorkspace, 1000, 1000);
     const spec = testSandboxSpec(options.name, {
-      docker: { memoryBytes: 512 * 1024 ** 2, memorySwapBytes: 512 * 1024 ** 2 },
+      docker: { memoryBytes: 512 * 1024 ** 2, memorySwapBytes: 512 * 1024 ** 2, ...options.docker },
       spec: {
         mounts: [
           { source: hostWorkspace, target: "/workspace", readOnly: false, role: "workspace" },
@@ -131,6 +135,7 @@ export async function startDockerToolSandbox(options: {
         image,
         createdAt: new Date().toISOString(),
         extraLabels: testLabel,
+        ...("executorBinary" in options ? { executorBinary: options.executorBinary } : {}),
       }),
     );
     await container.start();
@@ -140,6 +145,7 @@ export async function startDockerToolSandbox(options: {
       containerName: spec.containerName,
       workdir: "/workspace",
       user: "1000:1000",
+      executor: spec.docker.executor,
     });
     return { sandbox, container, hostWorkspace, dispose };
   } catch (error) {

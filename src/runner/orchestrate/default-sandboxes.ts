@@ -49,6 +49,7 @@ export function defaultSandboxes(options: DefaultSandboxesOptions): SandboxProvi
         recover: container.recover,
         stopReason: container.stopReason,
         logger: options.logger,
+        executor: container.spec.docker.executor,
       }),
   });
   const inventory = new SandboxInventory({

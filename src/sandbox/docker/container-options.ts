@@ -3,6 +3,7 @@ import type Docker from "dockerode";
 import { SandboxStartError } from "../../common/index.js";
 import type { SandboxSpec } from "../spec.js";
 import { hostsMountTarget } from "./hosts-file.js";
+import { executorContainerPath, residentExecutorBinary } from "./resident/executor-binary.js";
 
 /** Labels on every container cordon creates; Docker is the source of truth for what exists. */
 export const labelKeys = {
@@ -41,6 +42,11 @@ export interface ContainerOptionsInput {
   hostsFile?: string | undefined;
   /** The content of `spec.docker.seccompProfile` (see `readSeccompProfile`); the API wants JSON. */
   seccompProfileJson?: string | undefined;
+  /**
+   * Host path of the resident executor binary, mounted read-only when spec.docker.executor is
+   * "resident". Default: the one built with cordon (`residentExecutorBinary`); none built, no mount.
+   */
+  executorBinary?: string | undefined;
 }
 
 /**
@@ -80,6 +86,7 @@ export function createContainerOptions(
       ReadOnly: true,
     });
   }
+  mounts.push(...executorMounts(input));
 
   const hostConfig: Docker.HostConfig = {
     NetworkMode: docker.network,
@@ -133,4 +140,12 @@ export function createContainerOptions(
     NetworkDisabled: networkDisabled,
     HostConfig: hostConfig,
   };
+}
+
+/** The resident executor, read-only: cordon's own binary, which nothing in the sandbox can replace. */
+function executorMounts(input: ContainerOptionsInput): Docker.MountSettings[] {
+  if (input.spec.docker.executor !== "resident") return [];
+  const binary = "executorBinary" in input ? input.executorBinary : residentExecutorBinary();
+  if (binary === undefined) return [];
+  return [{ Type: "bind", Source: binary, Target: executorContainerPath, ReadOnly: true }];
 }

@@ -14,6 +14,7 @@ import type {
 } from "../sandbox.js";
 import type { DockerEngine } from "./engine.js";
 import { ContainerExec } from "./exec/container-exec.js";
+import type { ExecTransport } from "./exec/exec-transport.js";
 import { runCommand } from "./exec/run-command.js";
 import { ContainerFiles } from "./files/container-files.js";
 import {
@@ -23,6 +24,7 @@ import {
   type CopyTreeOutResult,
 } from "./files/tree-transfer.js";
 import { ScriptProcessTable } from "../shell/script-process-table.js";
+import { ResidentTransport } from "./resident/resident-transport.js";
 
 /** Where background processes live inside the container. */
 const containerProcessDirectory = "/tmp/.cordon/proc";
@@ -48,6 +50,12 @@ export interface DockerSandboxOptions {
    */
   stopReason?: (() => SandboxError | undefined) | undefined;
   logger?: Logger | undefined;
+  /**
+   * "resident": calls go through a resident executor in the container (the container must have
+   * been created with it mounted: `sandbox.docker.executor`), falling back to plain exec when it
+   * is not running. "exec" (default here): one Docker exec per call.
+   */
+  executor?: "resident" | "exec" | undefined;
 }
 
 /**
@@ -61,7 +69,7 @@ export class DockerSandbox implements Sandbox {
   readonly kind = "docker" as const;
   readonly workdir: string;
   readonly processes: ProcessTable;
-  readonly #transport: ContainerExec;
+  readonly #transport: ExecTransport;
   readonly #files: ContainerFiles;
   readonly #logger: Logger;
 
@@ -72,13 +80,15 @@ export class DockerSandbox implements Sandbox {
       sandbox: options.containerName,
     });
     const recover = options.recover;
-    this.#transport = new ContainerExec(
+    const plainExec = new ContainerExec(
       options.engine.client,
       options.containerId,
       options.containerName,
       options.user,
       { recover: recover && (() => recover()), stopReason: options.stopReason },
     );
+    this.#transport =
+      options.executor === "resident" ? new ResidentTransport(plainExec, this.#logger) : plainExec;
     this.#files = new ContainerFiles(this.#transport, options.workdir, this.#logger);
     this.processes = new ScriptProcessTable({
       runner: this.#transport,

@@ -1,31 +1,21 @@
+import type { Socket } from "node:net";
 import type { Duplex } from "node:stream";
 
 import type Docker from "dockerode";
 
-import {
-  AbortedError,
-  SandboxError,
-  sleep,
-  throwIfAborted,
-  withAbort,
-} from "../../../common/index.js";
+import { SandboxError, sleep } from "../../../common/index.js";
 import { dockerStatusOf, toSandboxError } from "../docker-errors.js";
-import { DemuxStream, type OutputHandler } from "./demux-stream.js";
+import { DemuxStream } from "./demux-stream.js";
+import {
+  runCollected,
+  type ExecRequest,
+  type ExecTransport,
+  type RunRequest,
+  type RunResult,
+  type RunningExec,
+} from "./exec-transport.js";
 
-/** One process started through the Docker exec API. */
-export interface ExecRequest {
-  cmd: string[];
-  /** Extra environment (`NAME=value`) on top of the container's. */
-  env?: string[] | undefined;
-  /** Default "/": the sandbox resolves paths itself. */
-  workingDir?: string | undefined;
-  /**
-   * Bytes for the process's stdin, then end-of-file; an async iterable streams them with
-   * backpressure. Undefined: stdin is not attached (the process reads end-of-file at once).
-   */
-  stdin?: Uint8Array | AsyncIterable<Uint8Array> | undefined;
-  onOutput: OutputHandler;
-}
+export type { ExecRequest, RunningExec } from "./exec-transport.js";
 
 /** Replaces a container that went away and returns the new container's id. */
 export type ContainerRecovery = () => Promise<string>;
@@ -43,19 +33,12 @@ function isContainerGone(error: unknown): boolean {
   return status === 404 || status === 409;
 }
 
-/** A started exec: wait for it, or cut it off. */
-export interface RunningExec {
-  /** The exit status, from exec inspect once the output stream has ended. */
-  readonly exitCode: Promise<number>;
-  /** Stops reading and closes the connection. The process keeps running: kill it separately. */
-  detach(): void;
-}
-
 /**
  * The exec transport of one container, run as one user: create, start hijacked, demultiplex,
- * inspect. The only place the Docker exec API is spoken, so a resident executor can replace it.
+ * inspect, one Docker exec per process. The only place the Docker exec API is spoken; the
+ * resident executor is started through it and falls back to it.
  */
-export class ContainerExec {
+export class ContainerExec implements ExecTransport {
   readonly #client: Docker;
   readonly #recover: ContainerRecovery | undefined;
   readonly #stopReason: (() => SandboxError | undefined) | undefined;
@@ -147,46 +130,17 @@ export class ContainerExec {
         detached = true;
         socket.destroy();
       },
+      keepAlive: (active) => {
+        // A hijacked connection is a net.Socket (or a TLS socket over one).
+        const handle = socket as Partial<Pick<Socket, "ref" | "unref">>;
+        if (active) handle.ref?.();
+        else handle.unref?.();
+      },
     };
   }
 
-  /**
-   * Runs to the end and collects both streams whole (for short commands with bounded output).
-   * Aborting cuts the connection and rejects with `AbortedError`; the command must be one that
-   * an early end-of-file on stdin and a closed output leave harmless.
-   */
-  async run(
-    request: Omit<ExecRequest, "onOutput"> & {
-      /** Takes stdout instead of collecting it (the result's stdout is then empty). */
-      onStdout?: ((chunk: Uint8Array) => void) | undefined;
-    },
-    signal?: AbortSignal,
-  ): Promise<{ exitCode: number; stdout: Buffer; stderr: Buffer }> {
-    throwIfAborted(signal, "the sandbox operation");
-    const out: Buffer[] = [];
-    const err: Buffer[] = [];
-    const running = await this.start({
-      ...request,
-      onOutput: (stream, chunk) => {
-        if (stream === "stdout" && request.onStdout) {
-          request.onStdout(chunk);
-          return;
-        }
-        // Views, not copies: each payload is a slice of a buffer nothing else reuses.
-        (stream === "stdout" ? out : err).push(
-          Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength),
-        );
-      },
-    });
-    let aborted = false;
-    const exitCode = await withAbort(signal, running.exitCode, () => {
-      aborted = true;
-      running.detach();
-    });
-    if (aborted) {
-      throw new AbortedError("the sandbox operation was aborted", { cause: signal?.reason });
-    }
-    return { exitCode, stdout: Buffer.concat(out), stderr: Buffer.concat(err) };
+  run(request: RunRequest, signal?: AbortSignal): Promise<RunResult> {
+    return runCollected((full) => this.start(full), request, signal);
   }
 
   async #feedStdin(socket: Duplex, stdin: ExecRequest["stdin"]): Promise<void> {

@@ -16,7 +16,7 @@ import {
 } from "../../shell/exec-wrapper.js";
 import { keptLogs, OutputCapture, type OutputLog } from "../../shell/output-capture.js";
 import { ChunkChannel } from "./chunk-channel.js";
-import type { ContainerExec } from "./container-exec.js";
+import type { ExecTransport } from "./exec-transport.js";
 
 const defaultMaxOutputBytes = 1024 * 1024;
 /** How long a killed command's output stream may take to end before the connection is cut. */
@@ -25,7 +25,7 @@ const killGraceMs = 5_000;
 export const containerLogDirectory = "/tmp/.cordon/logs";
 
 export interface RunCommandContext {
-  transport: ContainerExec;
+  transport: ExecTransport;
   workdir: string;
   logger: Logger;
 }
@@ -137,7 +137,7 @@ export async function runCommand(
 }
 
 /** Kills every process of run (or background process) `id`. */
-export async function killTree(transport: ContainerExec, id: string): Promise<void> {
+export async function killTree(transport: ExecTransport, id: string): Promise<void> {
   await transport.run(scriptInvocation(execWrapperScript, ["kill", id]));
 }
 
@@ -145,7 +145,7 @@ export async function killTree(transport: ContainerExec, id: string): Promise<vo
  * After a SIGKILL cordon did not send: the OOM killer (the wrapper left a mark), or the container
  * itself was killed, which must be an error, not a command result.
  */
-async function wasOomKilled(transport: ContainerExec, id: string): Promise<boolean> {
+async function wasOomKilled(transport: ExecTransport, id: string): Promise<boolean> {
   const result = await transport
     .run({
       cmd: [
@@ -171,7 +171,7 @@ async function wasOomKilled(transport: ContainerExec, id: string): Promise<boole
 }
 
 /** A log file inside the container, written through the stdin of a `cat` exec. */
-async function openContainerLog(transport: ContainerExec, path: string): Promise<OutputLog> {
+async function openContainerLog(transport: ExecTransport, path: string): Promise<OutputLog> {
   const channel = new ChunkChannel();
   const running = await transport.start({
     // The newest logs are kept, older ones removed: they share the container's small /tmp.

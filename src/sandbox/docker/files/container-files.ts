@@ -13,7 +13,7 @@ import type {
   WriteFileOptions,
 } from "../../sandbox.js";
 import { scriptInvocation } from "../../shell/command-line.js";
-import type { ContainerExec } from "../exec/container-exec.js";
+import type { ExecTransport } from "../exec/exec-transport.js";
 import { fileErrorFrom } from "./file-errors.js";
 import { SizedContent } from "./sized-content.js";
 import { fileScript } from "./file-script.js";
@@ -29,7 +29,7 @@ const scriptEnv = ["LC_ALL=C"];
  */
 export class ContainerFiles {
   constructor(
-    private readonly transport: ContainerExec,
+    private readonly transport: ExecTransport,
     readonly workdir: string,
     private readonly logger: Logger,
   ) {}
@@ -45,15 +45,14 @@ export class ContainerFiles {
   async readFile(path: string, options: ReadFileOptions = {}): Promise<Uint8Array> {
     const abs = this.resolve(path);
     const max = options.maxBytes ?? defaultMaxReadBytes;
+    const fast = await this.transport.fastFiles?.read(abs, max, options.signal);
+    if (fast) {
+      if (fast.byteLength > max) throw grewPastLimit(abs, max);
+      return fast;
+    }
     const content = new SizedContent(max);
     await this.#run("read", abs, [String(max)], options, undefined, (chunk) => content.push(chunk));
-    if (content.overflowed) {
-      throw new FileOperationError(
-        `cannot read ${abs}: it grew past ${max} bytes while being read`,
-        "too_large",
-        abs,
-      );
-    }
+    if (content.overflowed) throw grewPastLimit(abs, max);
     return content.bytes();
   }
 
@@ -65,6 +64,14 @@ export class ContainerFiles {
     const abs = this.resolve(path);
     const bytes = typeof data === "string" ? new TextEncoder().encode(data) : data;
     const mode = (options.mode ?? 0o644) & 0o7777;
+    const written = await this.transport.fastFiles?.write(
+      abs,
+      bytes,
+      mode,
+      options.createParents !== false,
+      options.signal,
+    );
+    if (written) return;
     const parents = options.createParents === false ? "0" : "1";
     // The size lets the script tell a complete upload from one cut short by an abort.
     await this.#run(
@@ -78,8 +85,10 @@ export class ContainerFiles {
 
   async stat(path: string, options: SignalOption = {}): Promise<FileStat | undefined> {
     const abs = this.resolve(path);
-    const result = await this.#run("stat", abs, [], options);
-    const line = result.stdout.toString("utf8").trim();
+    const line = (
+      (await this.transport.fastFiles?.stat(abs, options.signal)) ??
+      (await this.#run("stat", abs, [], options)).stdout.toString("utf8")
+    ).trim();
     if (line === "none") return undefined;
     const [kind = "", size = "0", mode = "0", mtime = "0"] = line.split("|");
     return {
@@ -155,6 +164,14 @@ export class ContainerFiles {
     }
     return result;
   }
+}
+
+function grewPastLimit(path: string, max: number): FileOperationError {
+  return new FileOperationError(
+    `cannot read ${path}: it grew past ${max} bytes while being read`,
+    "too_large",
+    path,
+  );
 }
 
 function typeOfStatKind(kind: string): FileType {

@@ -17,7 +17,7 @@ import { pack, type Header, type Pack } from "tar-stream";
 
 import { SandboxError, throwIfAborted } from "../../../common/index.js";
 import type { SignalOption } from "../../sandbox.js";
-import type { ContainerExec } from "../exec/container-exec.js";
+import type { ExecTransport } from "../exec/exec-transport.js";
 import { ChunkChannel } from "../exec/chunk-channel.js";
 import { extractArchive, type ExtractedTree, type ExtractLimits } from "./archive-extract.js";
 import { fileErrorFrom } from "./file-errors.js";
@@ -34,7 +34,7 @@ const maxStderrBytes = 64 * 1024;
 
 /** Host directory → container directory, as a tar stream through the stdin of `tar -x`. */
 export async function copyTreeIn(
-  transport: ContainerExec,
+  transport: ExecTransport,
   hostDir: string,
   containerDir: string,
   options: SignalOption = {},
@@ -141,7 +141,7 @@ async function* bytesOf(source: AsyncIterable<unknown>): AsyncIterable<Uint8Arra
  * that takes `hostDir`'s place only when the whole archive passed.
  */
 export async function copyTreeOut(
-  transport: ContainerExec,
+  transport: ExecTransport,
   containerDir: string,
   hostDir: string,
   options: CopyTreeOutOptions = {},
@@ -180,7 +180,7 @@ async function checkTargetFree(target: string): Promise<void> {
 }
 
 async function extractInto(
-  transport: ContainerExec,
+  transport: ExecTransport,
   containerDir: string,
   staging: string,
   options: CopyTreeOutOptions,

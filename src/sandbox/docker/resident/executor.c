@@ -1,0 +1,649 @@
+/*
+ * cordon-executor: the resident executor of a Docker sandbox (docs/architecture.md, "Resident
+ * executor"). cordon starts it with one attached exec and then speaks frames over its stdin and
+ * stdout instead of opening a new exec (50-70 ms of runc) for every command and file operation.
+ *
+ * It adds no privilege and decides nothing: it runs as the exec's user, starts exactly the argv
+ * cordon sends (the exec wrapper and file scripts, which keep every semantic: cwd checks, the
+ * process-tree sweep, caps, OOM marks) and relays bytes. Read, write and stat have a fast path here
+ * for the common case only; anything unusual answers "unhandled" and cordon runs the file script,
+ * so errors read exactly as they do without the executor.
+ *
+ * The channel belongs to cordon: children get their own pipes (every other descriptor is
+ * close-on-exec), and the process makes itself non-dumpable, so a process of the same uid can
+ * neither open /proc/<pid>/fd/0 or /1 (to read requests or forge answers) nor ptrace it. It can
+ * kill it; cordon then falls back to plain exec and starts a new one.
+ *
+ * Frame: type (1 byte), id (u32 BE), length (u32 BE), payload. See resident-protocol.ts.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/signalfd.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#define PROTOCOL "cordon-executor 1"
+#define HEADER 9
+#define MAX_FRAME (256u * 1024 * 1024)
+#define CHUNK 65536
+/* Output bytes in flight per child before cordon acknowledges them: backpressure per command. */
+#define WINDOW (1024 * 1024)
+#define MAX_CHILDREN 256
+
+/* cordon -> executor */
+#define REQ_SPAWN 'S'
+#define REQ_STDIN 'I'
+#define REQ_ACK 'A'
+#define REQ_DETACH 'D'
+#define REQ_READ 'R'
+#define REQ_WRITE 'W'
+#define REQ_STAT 'T'
+/* executor -> cordon */
+#define RES_HELLO 'H'
+#define RES_STDOUT 'O'
+#define RES_STDERR 'E'
+#define RES_EXIT 'X'
+#define RES_FAILED 'F'
+#define RES_UNHANDLED 'U'
+
+struct child {
+  uint32_t id;
+  pid_t pid;       /* 0 once reaped */
+  int status;      /* shell-style: code, or 128 + signal */
+  int out, err;    /* read ends; -1 at end of file */
+  int in;          /* write end of its stdin; -1 when closed or never attached */
+  char *in_buf;    /* stdin bytes not yet written */
+  size_t in_len, in_off;
+  int in_eof;      /* cordon sent end-of-file: close once in_buf is written */
+  size_t unacked;  /* output bytes sent and not yet acknowledged */
+  int detached;
+  int used;
+};
+
+static struct child children[MAX_CHILDREN];
+static char **base_env;
+
+static void die(const char *what) {
+  /* stderr is the exec's stderr: cordon logs it. */
+  fprintf(stderr, "cordon-executor: %s: %s\n", what, strerror(errno));
+  _exit(70);
+}
+
+static void write_all(int fd, const void *data, size_t length) {
+  const char *p = data;
+  while (length > 0) {
+    ssize_t n = write(fd, p, length);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      if (errno == EAGAIN) {
+        struct pollfd w = {.fd = fd, .events = POLLOUT};
+        poll(&w, 1, -1);
+        continue;
+      }
+      die("write to cordon");
+    }
+    p += n;
+    length -= (size_t)n;
+  }
+}
+
+static void put_u32(unsigned char *p, uint32_t v) {
+  p[0] = v >> 24;
+  p[1] = v >> 16;
+  p[2] = v >> 8;
+  p[3] = v;
+}
+
+static uint32_t get_u32(const unsigned char *p) {
+  return ((uint32_t)p[0] << 24) | ((uint32_t)p[1] << 16) | ((uint32_t)p[2] << 8) | p[3];
+}
+
+static void send_frame(char type, uint32_t id, const void *payload, size_t length) {
+  unsigned char header[HEADER];
+  header[0] = (unsigned char)type;
+  put_u32(header + 1, id);
+  put_u32(header + 5, (uint32_t)length);
+  write_all(1, header, HEADER);
+  if (length > 0) write_all(1, payload, length);
+}
+
+static void send_status(char type, uint32_t id, int32_t status) {
+  unsigned char p[4];
+  put_u32(p, (uint32_t)status);
+  send_frame(type, id, p, 4);
+}
+
+static struct child *find_child(uint32_t id) {
+  for (int i = 0; i < MAX_CHILDREN; i++)
+    if (children[i].used && children[i].id == id) return &children[i];
+  return NULL;
+}
+
+static void close_fd(int *fd) {
+  if (*fd >= 0) close(*fd);
+  *fd = -1;
+}
+
+static void release(struct child *c) {
+  close_fd(&c->out);
+  close_fd(&c->err);
+  close_fd(&c->in);
+  free(c->in_buf);
+  memset(c, 0, sizeof *c);
+}
+
+/* Reports the exit once the process is reaped and both output pipes reached end of file. */
+static void finish_if_done(struct child *c) {
+  if (!c->used || c->pid != 0 || c->out >= 0 || c->err >= 0) return;
+  if (!c->detached) send_status(RES_EXIT, c->id, c->status);
+  release(c);
+}
+
+/* NUL-separated strings from a payload, into a NULL-terminated array. */
+static char **split_strings(char **cursor, char *end, uint32_t count) {
+  char **list = calloc(count + 1, sizeof *list);
+  if (!list) die("calloc");
+  for (uint32_t i = 0; i < count; i++) {
+    char *nul = memchr(*cursor, 0, (size_t)(end - *cursor));
+    if (!nul) {
+      free(list);
+      return NULL;
+    }
+    list[i] = *cursor;
+    *cursor = nul + 1;
+  }
+  return list;
+}
+
+/* The container's environment with the request's NAME=value entries on top, as docker exec does. */
+static char **merged_env(char **extra) {
+  size_t n = 0, m = 0;
+  while (base_env[n]) n++;
+  while (extra[m]) m++;
+  char **env = calloc(n + m + 1, sizeof *env);
+  if (!env) die("calloc");
+  size_t k = 0;
+  for (size_t i = 0; i < n; i++) {
+    const char *eq = strchr(base_env[i], '=');
+    size_t name = eq ? (size_t)(eq - base_env[i]) : strlen(base_env[i]);
+    int replaced = 0;
+    for (size_t j = 0; j < m; j++)
+      if (strncmp(extra[j], base_env[i], name) == 0 && extra[j][name] == '=') replaced = 1;
+    if (!replaced) env[k++] = base_env[i];
+  }
+  for (size_t j = 0; j < m; j++) env[k++] = extra[j];
+  return env;
+}
+
+/* S: u32 flags (bit 0: stdin attached), u32 argc, u32 envc, then argv, env and cwd as C strings. */
+static void spawn(uint32_t id, char *payload, uint32_t length) {
+  if (length < 12 || find_child(id)) {
+    send_frame(RES_FAILED, id, "bad spawn request", 17);
+    return;
+  }
+  uint32_t flags = get_u32((unsigned char *)payload);
+  uint32_t argc = get_u32((unsigned char *)payload + 4);
+  uint32_t envc = get_u32((unsigned char *)payload + 8);
+  char *cursor = payload + 12, *end = payload + length;
+  char **argv = argc > 0 && argc < 65536 ? split_strings(&cursor, end, argc) : NULL;
+  char **extra = argv && envc < 65536 ? split_strings(&cursor, end, envc) : NULL;
+  char *nul = extra ? memchr(cursor, 0, (size_t)(end - cursor)) : NULL;
+  if (!nul) {
+    free(argv);
+    free(extra);
+    send_frame(RES_FAILED, id, "bad spawn request", 17);
+    return;
+  }
+  const char *cwd = cursor;
+  struct child *c = NULL;
+  for (int i = 0; i < MAX_CHILDREN; i++)
+    if (!children[i].used) {
+      c = &children[i];
+      break;
+    }
+  int out[2] = {-1, -1}, err[2] = {-1, -1}, in[2] = {-1, -1};
+  int attach = flags & 1;
+  if (!c || pipe2(out, O_CLOEXEC) < 0 || pipe2(err, O_CLOEXEC) < 0 ||
+      (attach && pipe2(in, O_CLOEXEC) < 0)) {
+    const char *why = c ? strerror(errno) : "too many commands at once";
+    for (int i = 0; i < 2; i++) {
+      if (out[i] >= 0) close(out[i]);
+      if (err[i] >= 0) close(err[i]);
+      if (in[i] >= 0) close(in[i]);
+    }
+    free(argv);
+    free(extra);
+    send_frame(RES_FAILED, id, why, strlen(why));
+    return;
+  }
+  char **env = merged_env(extra);
+  pid_t pid = fork();
+  if (pid == 0) {
+    /* The child: its own pipes on 0/1/2, default signal handling, then the program. */
+    sigset_t none;
+    sigemptyset(&none);
+    sigprocmask(SIG_SETMASK, &none, NULL);
+    signal(SIGPIPE, SIG_DFL);
+    int null = attach ? -1 : open("/dev/null", O_RDONLY | O_CLOEXEC);
+    dup2(attach ? in[0] : null, 0);
+    dup2(out[1], 1);
+    dup2(err[1], 2);
+    if (chdir(cwd) < 0) {
+      dprintf(2, "cordon-executor: cannot enter %s: %s\n", cwd, strerror(errno));
+      _exit(126);
+    }
+    execvpe(argv[0], argv, env);
+    dprintf(2, "cordon-executor: cannot run %s: %s\n", argv[0], strerror(errno));
+    _exit(errno == ENOENT ? 127 : 126);
+  }
+  int saved = errno;
+  free(env);
+  free(argv);
+  free(extra);
+  close(out[1]);
+  close(err[1]);
+  if (attach) close(in[0]);
+  if (pid < 0) {
+    close(out[0]);
+    close(err[0]);
+    if (attach) close(in[1]);
+    /* The pids limit is full (a fork bomb): a Docker exec still gets in (joining the cgroup is
+     * not a fork), so cordon runs this one that way, e.g. the kill that ends the bomb. */
+    if (saved == EAGAIN || saved == ENOMEM) {
+      send_frame(RES_UNHANDLED, id, NULL, 0);
+      return;
+    }
+    const char *why = strerror(saved);
+    send_frame(RES_FAILED, id, why, strlen(why));
+    return;
+  }
+  memset(c, 0, sizeof *c);
+  c->used = 1;
+  c->id = id;
+  c->pid = pid;
+  c->out = out[0];
+  c->err = err[0];
+  c->in = attach ? in[1] : -1;
+  if (c->in >= 0) fcntl(c->in, F_SETFL, O_NONBLOCK);
+}
+
+static void feed_stdin(struct child *c) {
+  while (c->in >= 0 && c->in_off < c->in_len) {
+    ssize_t n = write(c->in, c->in_buf + c->in_off, c->in_len - c->in_off);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      if (errno == EAGAIN) return;
+      /* It stopped reading (exited): the rest is dropped, as a closed exec stdin would. */
+      close_fd(&c->in);
+      break;
+    }
+    c->in_off += (size_t)n;
+  }
+  if (c->in_off == c->in_len) {
+    free(c->in_buf);
+    c->in_buf = NULL;
+    c->in_len = c->in_off = 0;
+    if (c->in_eof) close_fd(&c->in);
+  }
+}
+
+static void queue_stdin(uint32_t id, const char *data, uint32_t length) {
+  struct child *c = find_child(id);
+  if (!c) return;
+  if (length == 0) {
+    c->in_eof = 1;
+  } else if (c->in >= 0) {
+    char *grown = realloc(c->in_buf, c->in_len + length);
+    if (!grown) die("realloc");
+    memcpy(grown + c->in_len, data, length);
+    c->in_buf = grown;
+    c->in_len += length;
+  }
+  feed_stdin(c);
+}
+
+/* R: u64 max (BE), path. The file's bytes as stdout frames, then exit 0; else unhandled. */
+static void fast_read(uint32_t id, char *payload, uint32_t length) {
+  if (length < 9 || payload[length - 1] != 0) {
+    send_frame(RES_UNHANDLED, id, NULL, 0);
+    return;
+  }
+  uint64_t max = ((uint64_t)get_u32((unsigned char *)payload) << 32) |
+                 get_u32((unsigned char *)payload + 4);
+  const char *path = payload + 8;
+  /* Non-blocking so a fifo cannot hang the open; anything but a readable regular file within
+   * the limit is the script's to explain. */
+  int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  struct stat st;
+  if (fd < 0 || fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || (uint64_t)st.st_size > max) {
+    if (fd >= 0) close(fd);
+    send_frame(RES_UNHANDLED, id, NULL, 0);
+    return;
+  }
+  static char buffer[1024 * 1024];
+  /* One byte past the limit tells cordon the file grew past it while being read. */
+  uint64_t left = max + 1;
+  while (left > 0) {
+    ssize_t n = read(fd, buffer, left < sizeof buffer ? (size_t)left : sizeof buffer);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      /* Bytes already went out: an I/O error mid-file is a failure, not a retry. */
+      const char *why = strerror(errno);
+      send_frame(RES_STDERR, id, why, strlen(why));
+      send_status(RES_EXIT, id, 1);
+      close(fd);
+      return;
+    }
+    if (n == 0) break;
+    send_frame(RES_STDOUT, id, buffer, (size_t)n);
+    left -= (uint64_t)n;
+  }
+  close(fd);
+  send_status(RES_EXIT, id, 0);
+}
+
+static int make_parents(char *dir) {
+  struct stat st;
+  if (stat(dir, &st) == 0) return S_ISDIR(st.st_mode) ? 0 : -1;
+  if (errno != ENOENT) return -1;
+  char *slash = strrchr(dir, '/');
+  if (slash && slash != dir) {
+    *slash = 0;
+    int parent = make_parents(dir);
+    *slash = '/';
+    if (parent < 0) return -1;
+  }
+  return mkdir(dir, 0777) == 0 || errno == EEXIST ? 0 : -1;
+}
+
+static int write_whole(int fd, const char *data, size_t length) {
+  while (length > 0) {
+    ssize_t n = write(fd, data, length);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return -1;
+    data += n;
+    length -= (size_t)n;
+  }
+  return 0;
+}
+
+/*
+ * W: u32 mode, u32 create-parents, u32 path length, path, content. The file script's steps on
+ * the common path: a temporary file beside the target, the target's mode kept (or `mode` for a
+ * new file), renamed over it. A symbolic link, a missing parent it may not create, anything in
+ * the way: unhandled, nothing changed.
+ */
+static void fast_write(uint32_t id, char *payload, uint32_t length) {
+  if (length < 12) goto unhandled;
+  mode_t mode = get_u32((unsigned char *)payload) & 07777;
+  int parents = get_u32((unsigned char *)payload + 4) != 0;
+  uint32_t path_length = get_u32((unsigned char *)payload + 8);
+  if (path_length == 0 || path_length >= PATH_MAX - 32 || path_length > length - 12) goto unhandled;
+  char target[PATH_MAX], dir[PATH_MAX], tmp[PATH_MAX];
+  memcpy(target, payload + 12, path_length);
+  target[path_length] = 0;
+  if (target[0] != '/' || strlen(target) != path_length) goto unhandled;
+  const char *content = payload + 12 + path_length;
+  size_t size = length - 12 - path_length;
+  struct stat st;
+  int exists = lstat(target, &st) == 0;
+  if (exists && !S_ISREG(st.st_mode)) goto unhandled;
+  if (!exists && errno != ENOENT) goto unhandled;
+  memcpy(dir, target, path_length + 1);
+  char *slash = strrchr(dir, '/');
+  if (slash == dir) strcpy(dir, "/");
+  else *slash = 0;
+  struct stat dir_st;
+  if (stat(dir, &dir_st) < 0) {
+    if (errno != ENOENT || !parents || make_parents(dir) < 0) goto unhandled;
+  } else if (!S_ISDIR(dir_st.st_mode)) {
+    goto unhandled;
+  }
+  snprintf(tmp, sizeof tmp, "%s/.cordon-write.XXXXXXXX", strcmp(dir, "/") == 0 ? "" : dir);
+  int fd = mkostemp(tmp, O_CLOEXEC);
+  if (fd < 0) goto unhandled;
+  if (write_whole(fd, content, size) < 0 || fchmod(fd, exists ? st.st_mode & 07777 : mode) < 0) {
+    close(fd);
+    unlink(tmp);
+    goto unhandled;
+  }
+  close(fd);
+  if (rename(tmp, target) < 0) {
+    /* A mount point, a read-only directory, ...: the script handles and explains these. */
+    unlink(tmp);
+    goto unhandled;
+  }
+  send_status(RES_EXIT, id, 0);
+  return;
+unhandled:
+  send_frame(RES_UNHANDLED, id, NULL, 0);
+}
+
+/* T: path. One line as the file script's stat prints it, or "none"; unusual errors unhandled. */
+static void fast_stat(uint32_t id, char *payload, uint32_t length) {
+  if (length < 2 || payload[length - 1] != 0) {
+    send_frame(RES_UNHANDLED, id, NULL, 0);
+    return;
+  }
+  const char *path = payload;
+  struct stat st;
+  const char *kind;
+  char line[256];
+  if (stat(path, &st) == 0) {
+    if (S_ISREG(st.st_mode)) kind = st.st_size == 0 ? "regular empty file" : "regular file";
+    else if (S_ISDIR(st.st_mode)) kind = "directory";
+    else kind = "other";
+  } else if (errno == ENOENT && lstat(path, &st) == 0 && S_ISLNK(st.st_mode)) {
+    kind = "dangling";
+  } else if (errno == ENOENT || errno == ENOTDIR) {
+    send_frame(RES_STDOUT, id, "none\n", 5);
+    send_status(RES_EXIT, id, 0);
+    return;
+  } else {
+    send_frame(RES_UNHANDLED, id, NULL, 0);
+    return;
+  }
+  int n = snprintf(line, sizeof line, "%s|%lld|%o|%lld.%03ld\n", kind, (long long)st.st_size,
+                   (unsigned)(st.st_mode & 07777), (long long)st.st_mtim.tv_sec,
+                   st.st_mtim.tv_nsec / 1000000);
+  send_frame(RES_STDOUT, id, line, (size_t)n);
+  send_status(RES_EXIT, id, 0);
+}
+
+static void handle_frame(char type, uint32_t id, char *payload, uint32_t length) {
+  struct child *c;
+  switch (type) {
+    case REQ_SPAWN:
+      spawn(id, payload, length);
+      break;
+    case REQ_STDIN:
+      queue_stdin(id, payload, length);
+      break;
+    case REQ_ACK:
+      if ((c = find_child(id)) && length == 4) {
+        uint32_t n = get_u32((unsigned char *)payload);
+        c->unacked = n > c->unacked ? 0 : c->unacked - n;
+      }
+      break;
+    case REQ_DETACH:
+      /* cordon stopped listening: close its side, as a cut exec connection would; the process
+       * keeps running and is still reaped. */
+      if ((c = find_child(id))) {
+        c->detached = 1;
+        close_fd(&c->out);
+        close_fd(&c->err);
+        close_fd(&c->in);
+        finish_if_done(c);
+      }
+      break;
+    case REQ_READ:
+      fast_read(id, payload, length);
+      break;
+    case REQ_WRITE:
+      fast_write(id, payload, length);
+      break;
+    case REQ_STAT:
+      fast_stat(id, payload, length);
+      break;
+    default:
+      fprintf(stderr, "cordon-executor: unknown frame type %d\n", type);
+      _exit(65);
+  }
+}
+
+static void reap(void) {
+  int status;
+  pid_t pid;
+  while ((pid = waitpid(-1, &status, WNOHANG)) > 0) {
+    for (int i = 0; i < MAX_CHILDREN; i++) {
+      struct child *c = &children[i];
+      if (!c->used || c->pid != pid) continue;
+      c->pid = 0;
+      c->status = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+      finish_if_done(c);
+    }
+  }
+}
+
+static void relay_output(struct child *c, int *fd, char type) {
+  static char buffer[CHUNK];
+  ssize_t n = read(*fd, buffer, sizeof buffer);
+  if (n < 0 && (errno == EINTR || errno == EAGAIN)) return;
+  if (n <= 0) {
+    close_fd(fd);
+    finish_if_done(c);
+    return;
+  }
+  send_frame(type, c->id, buffer, (size_t)n);
+  c->unacked += (size_t)n;
+}
+
+int main(void) {
+  extern char **environ;
+  base_env = environ;
+  /* Not dumpable: /proc/<pid>/fd, mem and environ become root's, and ptrace is refused, to
+   * every process of the same uid (the container holds no CAP_SYS_PTRACE). */
+  if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) < 0) die("prctl");
+  signal(SIGPIPE, SIG_IGN);
+  sigset_t chld;
+  sigemptyset(&chld);
+  sigaddset(&chld, SIGCHLD);
+  sigprocmask(SIG_BLOCK, &chld, NULL);
+  int sfd = signalfd(-1, &chld, SFD_CLOEXEC | SFD_NONBLOCK);
+  if (sfd < 0) die("signalfd");
+  fcntl(0, F_SETFD, FD_CLOEXEC);
+  fcntl(1, F_SETFD, FD_CLOEXEC);
+  fcntl(2, F_SETFD, FD_CLOEXEC);
+
+  send_frame(RES_HELLO, 0, PROTOCOL, strlen(PROTOCOL));
+
+  unsigned char *in = NULL;
+  size_t in_len = 0, in_cap = 0;
+  struct pollfd fds[2 + 3 * MAX_CHILDREN];
+  struct child *owner[2 + 3 * MAX_CHILDREN];
+  int kind[2 + 3 * MAX_CHILDREN];
+  for (;;) {
+    int n = 0;
+    fds[n] = (struct pollfd){.fd = 0, .events = POLLIN};
+    owner[n] = NULL;
+    kind[n++] = 0;
+    fds[n] = (struct pollfd){.fd = sfd, .events = POLLIN};
+    owner[n] = NULL;
+    kind[n++] = 1;
+    for (int i = 0; i < MAX_CHILDREN; i++) {
+      struct child *c = &children[i];
+      if (!c->used) continue;
+      int open_for_output = c->unacked < WINDOW;
+      if (c->out >= 0 && open_for_output) {
+        fds[n] = (struct pollfd){.fd = c->out, .events = POLLIN};
+        owner[n] = c;
+        kind[n++] = 2;
+      }
+      if (c->err >= 0 && open_for_output) {
+        fds[n] = (struct pollfd){.fd = c->err, .events = POLLIN};
+        owner[n] = c;
+        kind[n++] = 3;
+      }
+      if (c->in >= 0 && c->in_off < c->in_len) {
+        fds[n] = (struct pollfd){.fd = c->in, .events = POLLOUT};
+        owner[n] = c;
+        kind[n++] = 4;
+      }
+    }
+    if (poll(fds, (nfds_t)n, -1) < 0) {
+      if (errno == EINTR) continue;
+      die("poll");
+    }
+    for (int i = 0; i < n; i++) {
+      if (!fds[i].revents) continue;
+      struct child *c = owner[i];
+      /* An earlier event this round may have finished the child and freed its slot. */
+      if (c && (!c->used || (kind[i] == 2 && c->out != fds[i].fd) ||
+                (kind[i] == 3 && c->err != fds[i].fd) || (kind[i] == 4 && c->in != fds[i].fd)))
+        continue;
+      if (kind[i] == 0) {
+        if (in_cap - in_len < CHUNK) {
+          in_cap = in_cap * 2 + CHUNK;
+          in = realloc(in, in_cap);
+          if (!in) die("realloc");
+        }
+        ssize_t got = read(0, in + in_len, in_cap - in_len);
+        if (got < 0 && errno == EINTR) continue;
+        /* cordon went away: nothing is left to answer to. Running commands keep running. */
+        if (got <= 0) _exit(0);
+        in_len += (size_t)got;
+        size_t used = 0;
+        while (in_len - used >= HEADER) {
+          uint32_t length = get_u32(in + used + 5);
+          if (length > MAX_FRAME) {
+            fprintf(stderr, "cordon-executor: frame of %u bytes refused\n", length);
+            _exit(65);
+          }
+          if (in_len - used < HEADER + (size_t)length) {
+            /* Grow once for the whole frame instead of doubling through a large write. */
+            size_t need = HEADER + (size_t)length;
+            if (used > 0) {
+              memmove(in, in + used, in_len - used);
+              in_len -= used;
+              used = 0;
+            }
+            if (in_cap < need) {
+              in_cap = need;
+              in = realloc(in, in_cap);
+              if (!in) die("realloc");
+            }
+            break;
+          }
+          handle_frame((char)in[used], get_u32(in + used + 1), (char *)in + used + HEADER, length);
+          used += HEADER + length;
+        }
+        if (used > 0) {
+          memmove(in, in + used, in_len - used);
+          in_len -= used;
+        }
+      } else if (kind[i] == 1) {
+        struct signalfd_siginfo info;
+        while (read(sfd, &info, sizeof info) > 0) {
+        }
+        reap();
+      } else if (kind[i] == 2) {
+        relay_output(c, &c->out, RES_STDOUT);
+      } else if (kind[i] == 3) {
+        relay_output(c, &c->err, RES_STDERR);
+      } else {
+        feed_stdin(c);
+      }
+    }
+  }
+}

@@ -1,0 +1,350 @@
+import { SandboxError, type Logger } from "../../../common/index.js";
+import type { OutputHandler } from "../exec/demux-stream.js";
+import type { ExecRequest, ExecTransport, RunningExec } from "../exec/exec-transport.js";
+import {
+  cStrings,
+  encodeFrame,
+  FrameReader,
+  protocolGreeting,
+  request,
+  response,
+  u32,
+  type Frame,
+} from "./protocol.js";
+
+/** Where the executor binary is mounted (read-only) in a container created with `executor: "resident"`. */
+export const executorContainerPath = "/.cordon/executor";
+
+/** How long a starting executor may take to greet before cordon gives up on it. */
+const helloTimeoutMs = 15_000;
+/** Stdin is sent in frames of at most this size, so the executor never holds one huge frame. */
+const stdinFrameBytes = 1024 * 1024;
+
+/** A process's call cut off because the executor itself stopped (not the process). */
+export class ExecutorStoppedError extends SandboxError {}
+
+/** A multi-slot queue of frames for the executor's stdin (the exec stream applies backpressure). */
+class FrameQueue implements AsyncIterable<Uint8Array> {
+  #frames: Uint8Array[] = [];
+  #closed = false;
+  #wake: (() => void) | undefined;
+
+  push(frame: Uint8Array): void {
+    if (this.#closed) return;
+    this.#frames.push(frame);
+    this.#wake?.();
+  }
+
+  close(): void {
+    this.#closed = true;
+    this.#wake?.();
+  }
+
+  async *[Symbol.asyncIterator](): AsyncIterator<Uint8Array> {
+    for (;;) {
+      const frame = this.#frames.shift();
+      if (frame) {
+        yield frame;
+        continue;
+      }
+      if (this.#closed) return;
+      await new Promise<void>((resolve) => (this.#wake = resolve));
+      this.#wake = undefined;
+    }
+  }
+}
+
+/** A process started through the executor. */
+interface ProcessCall {
+  kind: "process";
+  onOutput: OutputHandler;
+  /** The executor could not fork (the pids limit is full): start it by plain exec instead. */
+  fallBack: () => void;
+  /** Output handlers run in order; the exit is reported after the last of them. */
+  chain: Promise<void>;
+  resolve: (status: number) => void;
+  reject: (error: unknown) => void;
+}
+
+/** A fast file operation: its output collected whole. */
+interface FastCall {
+  kind: "fast";
+  stdout: Buffer[];
+  stderr: Buffer[];
+  resolve: (result: FastResult | undefined) => void;
+}
+
+export interface FastResult {
+  status: number;
+  stdout: Buffer;
+  stderr: Buffer;
+}
+
+/**
+ * One running resident executor: started with one attached exec (through `exec`, the Docker exec
+ * transport), greeted, then used for any number of calls at once, each under its own id. When it
+ * stops (killed from inside the sandbox, the container gone), its pending processes fail and its
+ * pending fast operations answer "unhandled", so the caller redoes them by plain exec.
+ */
+export class ResidentConnection {
+  readonly #frames = new FrameQueue();
+  readonly #reader = new FrameReader();
+  readonly #calls = new Map<number, ProcessCall | FastCall>();
+  readonly #logger: Logger;
+  readonly #exec: ExecTransport;
+  #running: RunningExec | undefined;
+  #nextId = 1;
+  #alive = true;
+  #greeted: ((greeting: string) => void) | undefined;
+
+  private constructor(exec: ExecTransport, logger: Logger) {
+    this.#exec = exec;
+    this.#logger = logger;
+  }
+
+  /** Starts the executor in the container and waits for its greeting. */
+  static async open(exec: ExecTransport, logger: Logger): Promise<ResidentConnection> {
+    const connection = new ResidentConnection(exec, logger);
+    await connection.#start();
+    return connection;
+  }
+
+  get alive(): boolean {
+    return this.#alive;
+  }
+
+  async #start(): Promise<void> {
+    const greeting = new Promise<string>((resolve) => (this.#greeted = resolve));
+    const running = await this.#exec.start({
+      cmd: [executorContainerPath],
+      stdin: this.#frames,
+      onOutput: (stream, chunk) => {
+        if (stream === "stdout") this.#receive(chunk);
+        else this.#logger.debug({ stderr: Buffer.from(chunk).toString("utf8") }, "executor says");
+      },
+    });
+    this.#running = running;
+    let timer: NodeJS.Timeout | undefined;
+    const ended = running.exitCode.then(
+      (status) => `it exited with status ${status}`,
+      (error: unknown) => `its stream failed: ${String(error)}`,
+    );
+    void ended.then((why) => this.#died(why));
+    const outcome = await Promise.race([
+      greeting,
+      ended.then((why) => `stopped before greeting (${why})`),
+      new Promise<string>((resolve) => {
+        timer = setTimeout(() => resolve("no greeting in time"), helloTimeoutMs);
+      }),
+    ]);
+    clearTimeout(timer);
+    if (outcome !== protocolGreeting) {
+      this.close();
+      throw new SandboxError(`the resident executor did not start: ${outcome}`);
+    }
+    running.keepAlive(false);
+  }
+
+  /**
+   * Starts a process; stdin, if any, is whole bytes (streams go by plain exec). `fallback` starts
+   * it by plain exec when the executor cannot fork.
+   */
+  spawn(exec: ExecRequest, fallback: () => Promise<RunningExec>): RunningExec {
+    const id = this.#newId();
+    const attach = exec.stdin instanceof Uint8Array;
+    const env = exec.env ?? [];
+    let resolveExit!: (status: number) => void;
+    let rejectExit!: (error: unknown) => void;
+    const exitCode = new Promise<number>((resolve, reject) => {
+      resolveExit = resolve;
+      rejectExit = reject;
+    });
+    exitCode.catch(() => undefined);
+    let done = false;
+    let replacement: RunningExec | undefined;
+    const call: ProcessCall = {
+      kind: "process",
+      onOutput: exec.onOutput,
+      fallBack: () => {
+        this.#forget(id);
+        fallback().then(
+          (running) => {
+            replacement = running;
+            if (done) running.detach();
+            running.exitCode.then(resolveExit, rejectExit);
+          },
+          (error: unknown) => {
+            done = true;
+            rejectExit(error);
+          },
+        );
+      },
+      chain: Promise.resolve(),
+      resolve: (status) => {
+        done = true;
+        this.#forget(id);
+        resolveExit(status);
+      },
+      reject: (error) => {
+        done = true;
+        this.#forget(id);
+        rejectExit(error);
+      },
+    };
+    this.#track(id, call);
+    this.#send(
+      request.spawn,
+      id,
+      u32(attach ? 1 : 0),
+      u32(exec.cmd.length),
+      u32(env.length),
+      cStrings(...exec.cmd, ...env, exec.workingDir ?? "/"),
+    );
+    if (exec.stdin instanceof Uint8Array) {
+      for (let at = 0; at < exec.stdin.byteLength; at += stdinFrameBytes) {
+        this.#send(request.stdin, id, exec.stdin.subarray(at, at + stdinFrameBytes));
+      }
+      this.#send(request.stdin, id);
+    }
+    return {
+      exitCode,
+      detach: () => {
+        if (replacement) {
+          replacement.detach();
+          return;
+        }
+        if (done) return;
+        this.#send(request.detach, id);
+        call.resolve(-1);
+      },
+      // The executor's own connection is what holds the process; see #track.
+      keepAlive: () => undefined,
+    };
+  }
+
+  /** A fast file operation; undefined when the executor did not handle it (or stopped). */
+  fast(type: string, ...payload: Uint8Array[]): Promise<FastResult | undefined> {
+    if (!this.#alive) return Promise.resolve(undefined);
+    const id = this.#newId();
+    return new Promise((resolve) => {
+      this.#track(id, {
+        kind: "fast",
+        stdout: [],
+        stderr: [],
+        resolve: (result) => {
+          this.#forget(id);
+          resolve(result);
+        },
+      });
+      this.#send(type, id, ...payload);
+    });
+  }
+
+  /** Stops the executor's stream (the executor exits at end of its stdin). */
+  close(): void {
+    this.#frames.close();
+    this.#running?.detach();
+    this.#died("closed by cordon");
+  }
+
+  #newId(): number {
+    const id = this.#nextId;
+    this.#nextId = this.#nextId >= 0xfffffff0 ? 1 : this.#nextId + 1;
+    return id;
+  }
+
+  #track(id: number, call: ProcessCall | FastCall): void {
+    if (!this.#alive) {
+      if (call.kind === "fast") call.resolve(undefined);
+      else call.reject(this.#stoppedError());
+      return;
+    }
+    // The connection keeps cordon's process alive only while a call waits on it.
+    if (this.#calls.size === 0) this.#running?.keepAlive(true);
+    this.#calls.set(id, call);
+  }
+
+  #forget(id: number): void {
+    if (!this.#calls.delete(id)) return;
+    if (this.#calls.size === 0) this.#running?.keepAlive(false);
+  }
+
+  #send(type: string, id: number, ...payload: Uint8Array[]): void {
+    this.#frames.push(encodeFrame(type, id, ...payload));
+  }
+
+  #receive(chunk: Uint8Array): void {
+    for (const frame of this.#reader.push(chunk)) this.#dispatch(frame);
+  }
+
+  #dispatch(frame: Frame): void {
+    if (frame.type === response.hello) {
+      this.#greeted?.(frame.payload.toString("utf8"));
+      return;
+    }
+    const call = this.#calls.get(frame.id);
+    if (!call) return;
+    const { payload } = frame;
+    if (call.kind === "fast") {
+      if (frame.type === response.stdout) call.stdout.push(payload);
+      else if (frame.type === response.stderr) call.stderr.push(payload);
+      else if (frame.type === response.exit) {
+        call.resolve({
+          status: payload.readInt32BE(0),
+          stdout: Buffer.concat(call.stdout),
+          stderr: Buffer.concat(call.stderr),
+        });
+      } else call.resolve(undefined);
+      return;
+    }
+    if (frame.type === response.stdout || frame.type === response.stderr) {
+      const stream = frame.type === response.stdout ? "stdout" : "stderr";
+      call.chain = call.chain.then(async () => {
+        await call.onOutput(stream, payload);
+        this.#send(request.ack, frame.id, u32(payload.byteLength));
+      });
+      // A handler that throws ends the call, as a broken exec stream would.
+      call.chain.catch((error: unknown) => {
+        this.#send(request.detach, frame.id);
+        call.reject(error);
+      });
+    } else if (frame.type === response.exit) {
+      const status = payload.readInt32BE(0);
+      void call.chain.then(() => call.resolve(status));
+    } else if (frame.type === response.unhandled) {
+      call.fallBack();
+    } else if (frame.type === response.failed) {
+      call.reject(
+        new SandboxError(
+          `cannot start a command in ${this.#exec.containerName}: ${payload.toString("utf8")}`,
+        ),
+      );
+    }
+  }
+
+  #died(why: string): void {
+    if (!this.#alive) return;
+    this.#alive = false;
+    this.#frames.close();
+    this.#logger.debug({ why }, "resident executor stopped");
+    const calls = [...this.#calls.values()];
+    this.#calls.clear();
+    for (const call of calls) {
+      if (call.kind === "fast") {
+        call.resolve(undefined);
+        continue;
+      }
+      const fail = (): void => call.reject(this.#stoppedError());
+      void call.chain.then(fail, fail);
+    }
+  }
+
+  #stoppedError(): ExecutorStoppedError {
+    return new ExecutorStoppedError(
+      `the resident executor of ${this.#exec.containerName} stopped while a command was running`,
+      {
+        fix: "run the command again: cordon starts a new executor (a process in the sandbox may have killed it)",
+      },
+    );
+  }
+}
