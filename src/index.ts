@@ -41,6 +41,7 @@ export {
   ScriptedModelClient,
   createModelClient,
   type ModelClient,
+  type RunCost,
 } from "./runner/model/index.js";
 
 // Tools: custom tools are defined like the built-in ones.

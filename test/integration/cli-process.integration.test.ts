@@ -155,7 +155,13 @@ describe("the built CLI against a Messages API server", () => {
       headers: { "retry-after-ms": "10" },
     };
     // The model client retries twice, each announced; the loop's one retry comes after that.
-    const result = await run("overloaded", overloaded, overloaded, overloaded, text("made it"));
+    const answer: ScriptedResponse = {
+      kind: "message",
+      model: "claude-sonnet-4-5-20250929",
+      content: [{ type: "text", text: "made it" }],
+      usage: { input_tokens: 10_000, output_tokens: 1_000 },
+    };
+    const result = await run("overloaded", overloaded, overloaded, overloaded, answer);
     expect(result.code).toBe(0);
     const retries = result.events.filter((event) => event.type === "retry");
     expect(retries).toMatchObject([
@@ -164,11 +170,15 @@ describe("the built CLI against a Messages API server", () => {
       { status: 529, reason: "overloaded" },
     ]);
     expect(retries[2]).not.toHaveProperty("attempt");
+    // The model the API answered with, not the alias asked for; priced at Sonnet 4.5's list price.
     expect(result.end).toMatchObject({
       type: "run-end",
       status: "completed",
       finalText: "made it",
+      model: "claude-sonnet-4-5-20250929",
+      cost: { usd: 0.045 },
     });
+    expect(result.end?.["durationMs"]).toBeGreaterThan(0);
     expect(server.requests).toHaveLength(4);
   });
 

@@ -23,7 +23,9 @@ interface ResultJson {
   sessionKey: string;
   filesChanged: { path: string }[];
   protectedFiles: string[];
-  agent?: { status: string; turns: number };
+  agent?: { status: string; turns: number; model?: string };
+  durationMs: number;
+  cost: { usd: number | null; reason?: string };
   verification?: { exitCode: number };
   testCount?: { status: string; before?: number; after?: number; message: string };
   binaryFiles: string[];
@@ -103,6 +105,13 @@ describe("cordon fix-tests", () => {
     expect(run.exitCode).toBe(0);
     expect(result).toMatchObject({ status: "fixed", exitCode: 0, verification: { exitCode: 0 } });
     expect(result.filesChanged.map((file) => file.path)).toEqual(["pricing.py"]);
+    // The model that answered (the script's), the job's time, and no made-up price for it.
+    expect(result.agent?.model).toBe("scripted-demo");
+    expect(result.durationMs).toBeGreaterThan(0);
+    expect(result.cost).toEqual({
+      usd: null,
+      reason: expect.stringContaining('no price for "scripted-demo"') as string,
+    });
     // unittest ran the three tests before the agent (one failing) and the same three after.
     expect(result.testCount).toEqual({
       status: "kept",

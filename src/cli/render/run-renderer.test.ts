@@ -99,7 +99,7 @@ describe("run renderer", () => {
       stderr: write,
     });
     for (const event of answer) renderer.onEvent(event);
-    expect(shared).toBe("Fixed the discount.\n");
+    expect(shared).toBe("Fixed the discount.\n· completed, 0 turns, 0 tokens\n");
   });
 
   it("text: a retry says which one, how long it waits and why", () => {
@@ -130,7 +130,29 @@ describe("run renderer", () => {
       },
     ]);
     expect(out.stdout).toBe("");
-    expect(out.stderr).toBe("cordon: ran out of turns\n  fix: raise --max-turns\n");
+    expect(out.stderr).toBe(
+      "· limit_turns, 0 turns, 0 tokens\ncordon: ran out of turns\n  fix: raise --max-turns\n",
+    );
+  });
+
+  it("text: the end line says how long, how much, what it cost and which model answered", () => {
+    const end = {
+      type: "run-end",
+      status: "completed",
+      turns: 6,
+      usage: { inputTokens: 41_200, outputTokens: 7_010, cacheReadTokens: 0, cacheWriteTokens: 0 },
+      durationMs: 42_140,
+      cost: { usd: 0.153_232 },
+      model: "claude-sonnet-4-5-20250929",
+      finalText: "Done.",
+    };
+    expect(render("text", [end]).stderr).toBe(
+      "· completed in 42.1s, 6 turns, 48,210 tokens, ~$0.1532, claude-sonnet-4-5-20250929\n",
+    );
+    const unknown = { ...end, turns: 1, cost: { usd: null, reason: "no price" }, model: "gw" };
+    expect(render("text", [unknown]).stderr).toBe(
+      "· completed in 42.1s, 1 turn, 48,210 tokens, cost unknown, gw\n",
+    );
   });
 
   it("json: exactly one result object", () => {

@@ -1,3 +1,5 @@
+import { formatCost, type RunCost } from "../../runner/model/index.js";
+
 /**
  * Renders run events for `cordon run` and friends: `text` prints the final answer alone on stdout
  * (as `codex exec` and `claude -p` do) and streams narration, tool lines and progress to stderr
@@ -72,6 +74,25 @@ function execOutcome(text: string): string | undefined {
   const status = /^\[(exit code (-?\d+)|timed out|killed by [^,\]]+)[^\]]*\]$/m.exec(text);
   if (!status) return undefined;
   return status[2] !== undefined ? `exit ${status[2]}` : status[1];
+}
+
+/**
+ * The last progress line of a run: how it ended, how long it took, what it used and cost, and the
+ * model that answered, e.g. `· completed in 42.1s, 6 turns, 48,210 tokens, ~$0.1532, claude-…`.
+ */
+function endLine(event: RenderableEvent): string {
+  const parts = [`· ${String(event["status"])}`];
+  const durationMs = event["durationMs"];
+  if (typeof durationMs === "number") parts[0] += ` in ${(durationMs / 1000).toFixed(1)}s`;
+  const turns = Number(event["turns"] ?? 0);
+  parts.push(`${turns} turn${turns === 1 ? "" : "s"}`);
+  const usage = (event["usage"] ?? {}) as Record<string, unknown>;
+  const tokens = Number(usage["inputTokens"] ?? 0) + Number(usage["outputTokens"] ?? 0);
+  parts.push(`${tokens.toLocaleString("en-US")} tokens`);
+  const cost = event["cost"] as RunCost | undefined;
+  if (cost && turns > 0) parts.push(formatCost(cost));
+  if (typeof event["model"] === "string") parts.push(event["model"]);
+  return parts.join(", ");
 }
 
 export function createRunRenderer(options: RunRendererOptions): RunRenderer {
@@ -169,7 +190,9 @@ export function createRunRenderer(options: RunRendererOptions): RunRenderer {
         const answer = typeof event["finalText"] === "string" ? event["finalText"] : "";
         const shown = options.narrationShowsAnswer === true && !options.quiet;
         if (answer && !shown) options.stdout(answer.endsWith("\n") ? answer : `${answer}\n`);
+        if (event["status"] === "completed") progress(`${endLine(event)}\n`);
         if (event["status"] !== "completed") {
+          progress(`${endLine(event)}\n`);
           options.stderr(`cordon: ${String(event["message"] ?? event["status"])}\n`);
           const fix = event["fix"];
           if (typeof fix === "string" && fix) options.stderr(`  fix: ${fix}\n`);

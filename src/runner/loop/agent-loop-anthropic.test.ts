@@ -110,6 +110,54 @@ describe("runAgentLoop with AnthropicModelClient", () => {
     expect(events).toContain("retry");
   });
 
+  it("reports the model the API answered with, the run's duration and its estimated cost", async () => {
+    server.enqueue(
+      {
+        kind: "message",
+        model: "claude-sonnet-4-5-20250929",
+        content: [{ type: "tool_use", id: "toolu_w", name: "write", input: { path: "a" } }],
+        usage: { input_tokens: 100_000, output_tokens: 2_000, cache_creation_input_tokens: 0 },
+      },
+      {
+        kind: "message",
+        model: "claude-sonnet-4-5-20250929",
+        content: [{ type: "text", text: "Written." }],
+        usage: { input_tokens: 1_000, output_tokens: 1_000, cache_read_input_tokens: 100_000 },
+      },
+    );
+    const result = await runAgentLoop({
+      model: model(0),
+      modelId: "claude-sonnet-4-5",
+      toolset: toolset([]),
+      session,
+      systemPrompt: "sys",
+      prompt: "write a",
+    });
+    expect(result).toMatchObject({ status: "completed", model: "claude-sonnet-4-5-20250929" });
+    expect(result.durationMs).toBeGreaterThanOrEqual(0);
+    // $3/MTok in, $15/MTok out, $0.30/MTok cache reads: 0.3 + 0.03 + 0.003 + 0.015 + 0.03.
+    expect(result.cost.usd).toBeCloseTo(0.378, 6);
+
+    server.enqueue({
+      kind: "message",
+      model: "acme-large",
+      content: [{ type: "text", text: "x" }],
+    });
+    const unknown = await runAgentLoop({
+      model: model(0),
+      modelId: "claude-sonnet-4-5",
+      toolset: toolset([]),
+      session,
+      systemPrompt: "sys",
+      prompt: "again",
+    });
+    expect(unknown.model).toBe("acme-large");
+    expect(unknown.cost).toEqual({
+      usd: null,
+      reason: expect.stringContaining('"acme-large"') as string,
+    });
+  });
+
   it("ends with a clear message on a 401", async () => {
     server.enqueue({
       kind: "error",

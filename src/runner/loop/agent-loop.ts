@@ -7,6 +7,7 @@ import {
   type Logger,
 } from "../../common/index.js";
 import {
+  CostMeter,
   emptyUsage,
   ModelApiError,
   type AssistantMessage,
@@ -112,6 +113,11 @@ export interface AgentLoopOptions {
   maxRetryDelayMs?: number | undefined;
   /** Share of the transcript's tokens compaction keeps verbatim. Default 0.3. */
   compactionKeepShare?: number | undefined;
+  /**
+   * When the run began (`Date.now()`), for the result's `durationMs`: a caller that waited for a
+   * sandbox or a session lock first passes its own start. Default: when the loop starts.
+   */
+  startedAt?: number | undefined;
 }
 
 /** Ends the run with a status; thrown inside the loop, caught at its edge. */
@@ -149,6 +155,12 @@ interface LoopRun {
   readonly timedOut: AbortSignal;
   readonly prompt: UserContentBlock[] | undefined;
   readonly usage: ReturnType<typeof emptyUsage>;
+  /** Prices each call by the model that answered it. */
+  readonly costs: CostMeter;
+  /** `Date.now()` when the run began. */
+  readonly startedAt: number;
+  /** The model id the API reported for the last successful call. */
+  answeredBy: string | undefined;
   readonly recovery: RecoveryState;
   turns: number;
   modelId: string;
@@ -228,6 +240,9 @@ function startRun(options: AgentLoopOptions, timedOut: AbortSignal): LoopRun {
     timedOut,
     prompt,
     usage: emptyUsage(),
+    costs: new CostMeter(),
+    startedAt: options.startedAt ?? Date.now(),
+    answeredBy: undefined,
     recovery: {
       retried: false,
       thinking: options.thinking,
@@ -349,7 +364,8 @@ async function recordTurn(run: LoopRun, turn: ModelTurn): Promise<void> {
     usage: turn.usage,
     stopReason: turn.stopReason,
   });
-  addUsage(run, turn.usage);
+  addUsage(run, turn.usage, turn.model);
+  run.answeredBy = turn.model;
   run.emit({
     type: "assistant-message",
     turn: run.turns,
@@ -361,7 +377,9 @@ async function recordTurn(run: LoopRun, turn: ModelTurn): Promise<void> {
   if (text !== "") run.finalText = text;
 }
 
-function addUsage(run: LoopRun, turn: ModelTurn["usage"]): void {
+/** Counts one call's tokens, priced by `model`, the one that answered it. */
+function addUsage(run: LoopRun, turn: ModelTurn["usage"], model: string): void {
+  run.costs.add(model, turn);
   run.usage.inputTokens += turn.inputTokens;
   run.usage.outputTokens += turn.outputTokens;
   run.usage.cacheReadTokens = turn.cacheReadTokens;
@@ -577,7 +595,7 @@ async function compact(run: LoopRun): Promise<boolean> {
       keepShare: run.options.compactionKeepShare,
       signal: run.signal,
     });
-    addUsage(run, result.usage);
+    addUsage(run, result.usage, run.modelId);
     await run.session.appendCompaction(result.summary, result.firstKeptLine);
     run.emit({
       type: "compaction",
@@ -624,8 +642,11 @@ function finish(run: LoopRun, status: RunStatus, message?: string, fix?: string)
     exitCode: exitCodeForStatus(status),
     turns: run.turns,
     usage: { ...run.usage },
+    durationMs: Date.now() - run.startedAt,
+    cost: run.costs.cost,
     finalText: run.finalText,
   };
+  if (run.answeredBy !== undefined) result.model = run.answeredBy;
   if (message !== undefined) result.message = message;
   if (fix !== undefined) result.fix = fix;
   return result;

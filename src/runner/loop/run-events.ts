@@ -2,6 +2,7 @@ import { ExitCode } from "../../common/index.js";
 import type {
   AssistantMessage,
   ModelUsage,
+  RunCost,
   StopReason,
   ToolResultContent,
 } from "../model/index.js";
@@ -77,6 +78,15 @@ export interface RunResult {
   /** Model calls made (successful ones). */
   turns: number;
   usage: RunUsage;
+  /** Wall-clock time of the whole run, in milliseconds (sandbox start and session wait included). */
+  durationMs: number;
+  /**
+   * The model id the API reported for the last successful call (e.g. `claude-sonnet-4-5-20250929`
+   * for a requested `claude-sonnet-4-5`, or a fallback); absent when no call succeeded.
+   */
+  model?: string;
+  /** Estimated cost at list prices (see runner/model/pricing.ts). */
+  cost: RunCost;
   /** Text of the last assistant message. */
   finalText: string;
   /** For every status but `completed`: what happened, as a sentence. */

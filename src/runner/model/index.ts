@@ -10,3 +10,11 @@ export { createModelClient, type CreateModelClientOptions } from "./create-model
 export { apiKeysFromEnv, describeKey, type ApiKey } from "./api-keys.js";
 export { RotatingModelClient, type RotatingModelClientOptions } from "./rotating-model-client.js";
 export { fileKeyStateStore, memoryKeyStateStore, type KeyStateStore } from "./key-state-file.js";
+export {
+  CostMeter,
+  callCostUsd,
+  formatCost,
+  pricesAsOf,
+  type ModelPrice,
+  type RunCost,
+} from "./pricing.js";

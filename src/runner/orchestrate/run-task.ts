@@ -114,6 +114,8 @@ const agentsMdMaxBytes = 64 * 1024;
  * one `run-start` and end with one `run-end`, whatever runtime drives the turns.
  */
 export async function runTask(options: RunTaskOptions): Promise<RunResult> {
+  // The run's duration counts planning, the wait for the session and the sandbox's start.
+  const startedAt = Date.now();
   const runId = options.runId ?? randomUUID();
   const logger = (options.logger ?? createSilentLogger()).child({ runId });
   // The session's events file, for `cordon logs` and `cordon ps`; written once the lock is held.
@@ -136,7 +138,7 @@ export async function runTask(options: RunTaskOptions): Promise<RunResult> {
     // Nothing ran: still one run-start and one run-end, so every consumer sees the outcome.
     const sessionKey = options.requestedSessionKey ?? "";
     emit({ type: "run-start", runId, sessionKey, model: options.modelId ?? "" });
-    return endRun(failedRunResult(runId, sessionKey, error), emit, logger, error);
+    return endRun(failedRunResult(runId, sessionKey, error, startedAt), emit, logger, error);
   }
   const modelId = options.modelId ?? plan.agent.model.primary;
   emit({ type: "run-start", runId, sessionKey: plan.sessionKey, model: modelId });
@@ -151,13 +153,13 @@ export async function runTask(options: RunTaskOptions): Promise<RunResult> {
     warnings: [...plan.warnings],
   });
 
-  const run: RunContext = { runId, plan, model, modelId, emit, logger, eventsLog };
+  const run: RunContext = { runId, plan, model, modelId, emit, logger, eventsLog, startedAt };
   const lanes = options.lanes ?? new SessionLanes();
   try {
     return await lanes.run(plan.sessionKey, () => runInLane(options, run), options.signal);
   } catch (error) {
     // The lane or the session lock failed (interrupted while waiting, --no-wait).
-    return endRun(failedRunResult(runId, plan.sessionKey, error), emit, logger, error);
+    return endRun(failedRunResult(runId, plan.sessionKey, error, startedAt), emit, logger, error);
   }
 }
 
@@ -181,6 +183,8 @@ interface RunContext {
   emit: (event: RunnerEvent) => void;
   logger: Logger;
   eventsLog: RunEventsLog;
+  /** `Date.now()` when the run began. */
+  startedAt: number;
 }
 
 async function runInLane(options: RunTaskOptions, run: RunContext): Promise<RunResult> {
@@ -215,7 +219,7 @@ async function runInLane(options: RunTaskOptions, run: RunContext): Promise<RunR
       result = await runLocked(options, run);
     } catch (error) {
       failure = error;
-      result = failedRunResult(runId, plan.sessionKey, error);
+      result = failedRunResult(runId, plan.sessionKey, error, run.startedAt);
     }
     return endRun(result, emit, logger, failure);
   } finally {
@@ -282,6 +286,7 @@ async function runLocked(options: RunTaskOptions, run: RunContext): Promise<RunR
       runId,
       steering: options.steering,
       followUps: options.followUps,
+      startedAt: run.startedAt,
       onEvent: emit,
     });
   } finally {
@@ -379,8 +384,16 @@ async function readAgentsMd(
   }
 }
 
-/** A run that ended before the loop: its status follows the error's exit code. */
-export function failedRunResult(runId: string, sessionKey: string, error: unknown): RunResult {
+/**
+ * A run that ended before the loop: its status follows the error's exit code. `startedAt`
+ * (`Date.now()` when the run began) gives its duration; 0 without it.
+ */
+export function failedRunResult(
+  runId: string,
+  sessionKey: string,
+  error: unknown,
+  startedAt?: number,
+): RunResult {
   const status = statusForError(error);
   return {
     runId,
@@ -389,6 +402,8 @@ export function failedRunResult(runId: string, sessionKey: string, error: unknow
     exitCode: exitCodeForStatus(status),
     turns: 0,
     usage: { inputTokens: 0, outputTokens: 0, cacheReadTokens: 0, cacheWriteTokens: 0 },
+    durationMs: startedAt === undefined ? 0 : Date.now() - startedAt,
+    cost: { usd: 0 },
     finalText: "",
     message: messageOf(error),
     fix:

@@ -8,6 +8,7 @@ import {
 } from "../../common/index.js";
 import { parsePatch, takeChanges, type PatchedFile } from "../../changes/index.js";
 import type {
+  RunCost,
   RunLimits,
   RunResult,
   Runner,
@@ -100,7 +101,7 @@ export interface TestRun {
 /** The agent run's part of the result. */
 export interface AgentOutcome extends Pick<
   RunResult,
-  "status" | "exitCode" | "turns" | "usage" | "finalText"
+  "status" | "exitCode" | "turns" | "usage" | "finalText" | "durationMs" | "model" | "cost"
 > {
   message?: string | undefined;
 }
@@ -135,6 +136,10 @@ export interface FixTestsResult {
   restoredFiles: string[];
   /** The setup command's runs: in the work sandbox, then in the verify sandbox. */
   setupRuns?: SetupRun[] | undefined;
+  /** Wall-clock time of the whole job, in milliseconds (`durationsMs` splits it by phase). */
+  durationMs: number;
+  /** Estimated cost of the job's model calls (the agent run's; $0 when no agent ran). */
+  cost: RunCost;
   durationsMs: { setup: number; agent: number; verify: number; total: number };
   artifacts: string[];
 }
@@ -345,6 +350,8 @@ export async function fixTests(options: FixTestsOptions): Promise<FixTestsResult
     restoredFiles: [],
     binaryFiles: [],
     testCommandOutputs: [],
+    durationMs: 0,
+    cost: { usd: 0 },
     durationsMs: durations,
     artifacts: [],
   };
@@ -431,9 +438,13 @@ export async function fixTests(options: FixTestsOptions): Promise<FixTestsResult
         exitCode: run.exitCode,
         turns: run.turns,
         usage: run.usage,
+        durationMs: run.durationMs,
+        cost: run.cost,
         message: run.message,
         finalText: run.finalText,
       };
+      if (run.model !== undefined) result.agent.model = run.model;
+      result.cost = run.cost;
       // Also after a limit or an interrupt: the partial changes are an artifact worth having.
       patch = await takeChanges(work.lease, {
         signal: options.signal,
@@ -544,6 +555,7 @@ export async function fixTests(options: FixTestsOptions): Promise<FixTestsResult
     return result;
   } finally {
     durations.total = Date.now() - started;
+    result.durationMs = durations.total;
     const transcript = await readSessionEntries({
       stateDir: options.runner.stateDir,
       sessionKey: result.sessionKey,

@@ -1,3 +1,4 @@
+import { formatCost } from "../../runner/index.js";
 import type { FixTestsResult, TestRun } from "./fix-tests.js";
 
 const headline: Record<FixTestsResult["status"], string> = {
@@ -52,9 +53,10 @@ function why(result: FixTestsResult): string[] {
     );
   }
   if (result.agent) {
-    const { status, turns, usage } = result.agent;
+    const { status, turns, usage, cost, model } = result.agent;
+    const costNote = cost ? `, ${formatCost(cost)}` : "";
     lines.push(
-      `- the agent: ${status}, ${turns} turn(s), ${usage.inputTokens} input / ${usage.outputTokens} output tokens`,
+      `- the agent: ${status}, ${turns} turn(s), ${usage.inputTokens} input / ${usage.outputTokens} output tokens${costNote}${model ? ` (${model})` : ""}`,
     );
   }
   if (result.agent && result.status !== "agent_stopped" && result.status !== "error") {
