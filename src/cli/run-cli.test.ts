@@ -3,12 +3,15 @@ import { describe, expect, it } from "vitest";
 import { ConfigError } from "../common/index.js";
 import { formatError, runCli } from "./run-cli.js";
 
-async function run(args: string[]): Promise<{ code: number; out: string; err: string }> {
+async function run(
+  args: string[],
+  env: NodeJS.ProcessEnv = {},
+): Promise<{ code: number; out: string; err: string }> {
   let out = "";
   let err = "";
   const code = await runCli(
     ["node", "cordon", ...args],
-    { CORDON_LOG_LEVEL: "silent" },
+    { CORDON_LOG_LEVEL: "silent", ...env },
     {
       stdout: (t) => (out += t),
       stderr: (t) => (err += t),
@@ -32,6 +35,19 @@ describe("the CLI boundary", () => {
     const version = await run(["--version"]);
     expect(version.code).toBe(0);
     expect(version.out).toMatch(/^\d+\.\d+\.\d+/);
+  });
+
+  it("refuses a bad environment value before any command runs: exit 2, one line and the fix", async () => {
+    const result = await run(["sessions", "list"], { CORDON_BASE_IMAGE: "Debian Bookworm" });
+    expect(result).toEqual({
+      code: 2,
+      out: "",
+      err:
+        'cordon: CORDON_BASE_IMAGE="Debian Bookworm" is not valid: expected a Docker image reference such as debian:bookworm-slim or ghcr.io/org/image:tag\n' +
+        "  fix: set CORDON_BASE_IMAGE to a Docker image reference such as debian:bookworm-slim or ghcr.io/org/image:tag, or unset it\n",
+    });
+    // Even --version: a shell profile with a broken value is found at once, not mid-run.
+    expect((await run(["--version"], { ANTHROPIC_BASE_URL: "api.example.com" })).code).toBe(2);
   });
 
   it("formats cordon errors as one line plus the fix, without a stack", () => {

@@ -1,17 +1,16 @@
 import { CommanderError } from "commander";
 
 import {
-  ConfigError,
   CordonError,
   ExitCode,
   createLogger,
   exitCodeOf,
-  logLevels,
   messageOf,
   systemErrorFix,
-  type LogLevel,
 } from "../common/index.js";
 import { fstatSync } from "node:fs";
+
+import { checkEnvironment } from "../config/environment.js";
 
 import { createProgram } from "./program.js";
 import type { CliContext } from "./context.js";
@@ -57,17 +56,6 @@ const processOutput: CliOutput = {
   },
 };
 
-/** `CORDON_LOG_LEVEL`, checked: pino fails deep inside on a level it does not know. */
-function logLevelOf(env: NodeJS.ProcessEnv): LogLevel {
-  const value = env["CORDON_LOG_LEVEL"];
-  if (value === undefined || value === "") return "info";
-  const level = logLevels.find((known) => known === value);
-  if (level) return level;
-  throw new ConfigError(`CORDON_LOG_LEVEL=${value} is not a log level`, {
-    fix: `set it to one of ${logLevels.join(", ")}, or unset it (default info)`,
-  });
-}
-
 /**
  * The CLI boundary: builds the program, runs it, and turns every failure into one clear line on
  * stderr (with the fix, when there is one) and the exit code of DESIGN.md §7.
@@ -77,11 +65,15 @@ export async function runCli(
   env: NodeJS.ProcessEnv,
   output: CliOutput = processOutput,
 ): Promise<number> {
+  let debug = env["CORDON_DEBUG"] === "1";
   try {
+    // Every CORDON_* / ANTHROPIC_* value is checked before any command runs (exit 2, one line).
+    const checked = checkEnvironment(env);
+    debug = checked.debug;
     const context: CliContext = {
       env,
       logger: createLogger({
-        level: logLevelOf(env),
+        level: checked.logLevel,
         // https://no-color.org: present and not empty.
         color: !env["NO_COLOR"],
       }),
@@ -99,7 +91,7 @@ export async function runCli(
       // Help and version are "errors" to commander; their output is already printed.
       return error.exitCode === 0 ? ExitCode.success : ExitCode.usage;
     }
-    output.stderr(formatError(error, env["CORDON_DEBUG"] === "1"));
+    output.stderr(formatError(error, debug));
     return exitCodeOf(error);
   }
 }

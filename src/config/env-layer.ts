@@ -1,20 +1,10 @@
-import { ConfigError } from "../common/index.js";
+import { environmentVariables, invalidVariable } from "./environment.js";
 import type { PlainObject } from "./merge.js";
-import { sandboxModes, sandboxScopes, toolProfiles, workspaceAccessModes } from "./schema.js";
 
 /** Environment variables that set config keys; they beat the file (docs/configuration.md). */
-export const configEnvironment = [
-  { name: "CORDON_MODEL", key: "agents.defaults.model.primary" },
-  { name: "CORDON_SANDBOX_MODE", key: "agents.defaults.sandbox.mode", values: sandboxModes },
-  { name: "CORDON_SANDBOX_SCOPE", key: "agents.defaults.sandbox.scope", values: sandboxScopes },
-  {
-    name: "CORDON_WORKSPACE_ACCESS",
-    key: "agents.defaults.sandbox.workspaceAccess",
-    values: workspaceAccessModes,
-  },
-  { name: "CORDON_SANDBOX_IMAGE", key: "agents.defaults.sandbox.docker.image" },
-  { name: "CORDON_TOOLS_PROFILE", key: "agents.defaults.tools.profile", values: toolProfiles },
-] as const;
+export const configEnvironment = environmentVariables.flatMap((variable) =>
+  variable.configKey === undefined ? [] : [{ ...variable, key: variable.configKey }],
+);
 
 function setPath(target: PlainObject, dotted: string, value: string): void {
   const parts = dotted.split(".");
@@ -33,12 +23,7 @@ export function environmentLayer(env: Readonly<Record<string, string | undefined
   for (const variable of configEnvironment) {
     const value = env[variable.name];
     if (value === undefined || value === "") continue;
-    if ("values" in variable && !(variable.values as readonly string[]).includes(value)) {
-      throw new ConfigError(
-        `${variable.name}=${JSON.stringify(value)} is not valid: expected one of ${variable.values.join(", ")}`,
-        { fix: `set ${variable.name} to one of ${variable.values.join(", ")}, or unset it` },
-      );
-    }
+    if (!variable.valid(value)) throw invalidVariable(variable, value);
     setPath(layer, variable.key, value);
   }
   return layer;

@@ -14,6 +14,12 @@ export {
 } from "./load-config.js";
 export { configEnvironment } from "./env-layer.js";
 export {
+  checkEnvironment,
+  environmentVariables,
+  type CheckedEnvironment,
+  type EnvironmentVariable,
+} from "./environment.js";
+export {
   configErrorOf,
   ConfigValidationError,
   configIssuesOf,

@@ -1,5 +1,7 @@
 import { z } from "zod";
 
+import { sandboxModes, sandboxScopes, toolProfiles, workspaceAccessModes } from "./choices.js";
+
 import { carryPathProblem } from "./carry-path.js";
 
 /**
@@ -14,14 +16,7 @@ import { carryPathProblem } from "./carry-path.js";
  * only applies to what an agent actually sets.
  */
 
-/** Which sessions are sandboxed. */
-export const sandboxModes = ["off", "non-main", "all"] as const;
-/** Which sessions share one container. */
-export const sandboxScopes = ["session", "agent", "shared"] as const;
-/** How the agent workspace is mounted. */
-export const workspaceAccessModes = ["none", "ro", "rw"] as const;
-/** Named tool sets (DESIGN.md §4). */
-export const toolProfiles = ["minimal", "coding", "full"] as const;
+export { sandboxModes, sandboxScopes, toolProfiles, workspaceAccessModes } from "./choices.js";
 /** Resource limits Docker accepts as ulimits. */
 export const ulimitNames = [
   "core",

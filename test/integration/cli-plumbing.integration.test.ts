@@ -82,8 +82,8 @@ describe("the CLI process and its surroundings", () => {
     expect(failed.code).toBe(2);
     expect(failed.stdout).toBe("");
     expect(failed.stderr).toBe(
-      "cordon: CORDON_LOG_LEVEL=verbose is not a log level\n" +
-        "  fix: set it to one of fatal, error, warn, info, debug, trace, silent, or unset it (default info)\n",
+      'cordon: CORDON_LOG_LEVEL="verbose" is not valid: expected one of fatal, error, warn, info, debug, trace, silent\n' +
+        "  fix: set CORDON_LOG_LEVEL to one of fatal, error, warn, info, debug, trace, silent, or unset it\n",
     );
   });
 

@@ -1,0 +1,13 @@
+/**
+ * The fixed choices of a few config keys, apart from the schema so that code which only checks a
+ * value (the environment check the CLI runs before every command) need not load zod.
+ */
+
+/** Which sessions are sandboxed. */
+export const sandboxModes = ["off", "non-main", "all"] as const;
+/** Which sessions share one container. */
+export const sandboxScopes = ["session", "agent", "shared"] as const;
+/** How the agent workspace is mounted. */
+export const workspaceAccessModes = ["none", "ro", "rw"] as const;
+/** Named tool sets (DESIGN.md §4). */
+export const toolProfiles = ["minimal", "coding", "full"] as const;
