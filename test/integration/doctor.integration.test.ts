@@ -19,6 +19,7 @@ describe("cordon doctor", () => {
       ["node", "ok"],
       ["docker", "ok"],
       ["image", "ok"],
+      ["executor", "ok"],
       ["state", "ok"],
       ["disk", "ok"],
     ]);

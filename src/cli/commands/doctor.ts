@@ -16,6 +16,7 @@ import {
 import type { CliContext } from "../context.js";
 import { loadCliConfig } from "../plan-context.js";
 import { describeSource } from "./config.js";
+import { residentExecutorBinary } from "../../sandbox/docker/resident/executor-binary.js";
 
 /** "warn": works, with less protection than configured (the report stays ok). */
 export type CheckStatus = "ok" | "warn" | "fail" | "skipped";
@@ -113,6 +114,20 @@ async function checkDiskBudget(dir: string): Promise<DoctorCheck> {
   }
 }
 
+/** The resident executor binary (`sandbox.docker.executor: "resident"`); without it, plain exec. */
+function checkExecutor(): DoctorCheck {
+  const binary = residentExecutorBinary();
+  return binary
+    ? { name: "executor", status: "ok", detail: `resident executor built (${binary})` }
+    : {
+        name: "executor",
+        status: "warn",
+        detail:
+          "the resident executor is not built: every sandbox call opens a Docker exec (slower)",
+        fix: "install gcc and libc6-dev, then run `npm run build` (or scripts/setup.sh)",
+      };
+}
+
 /** Runs every check; never throws. */
 export async function runDoctor(env: NodeJS.ProcessEnv): Promise<DoctorReport> {
   const checks: DoctorCheck[] = [checkNode(process.versions.node)];
@@ -154,6 +169,7 @@ export async function runDoctor(env: NodeJS.ProcessEnv): Promise<DoctorReport> {
   } else {
     checks.push({ name: "image", status: "skipped", detail: "needs a Docker engine" });
   }
+  checks.push(checkExecutor());
   const state = await checkStateDirectory(stateDirectory(env));
   checks.push(state);
   checks.push(
