@@ -11,3 +11,5 @@ export const sandboxScopes = ["session", "agent", "shared"] as const;
 export const workspaceAccessModes = ["none", "ro", "rw"] as const;
 /** Named tool sets (DESIGN.md §4). */
 export const toolProfiles = ["minimal", "coding", "full"] as const;
+/** Thinking levels, none to most; each level's token budget is in runner/loop/thinking.ts. */
+export const thinkingLevels = ["off", "minimal", "low", "medium", "high", "xhigh"] as const;

@@ -99,6 +99,9 @@ export const untrustedKeyRules: Readonly<Record<string, KeyRule>> = {
   id: safe("names an agent"),
   default: safe("picks which agent runs; its settings are checked like every other"),
   name: safe("a display name"),
+  thinking: safe(
+    "how much the model thinks (tokens it spends); it opens no way out of the sandbox",
+  ),
   workspace: loosening(
     "points the agent at host files outside the directory the file came with",
     workspaceLeavesDirectory,
@@ -120,6 +123,10 @@ export const untrustedKeyRules: Readonly<Record<string, KeyRule>> = {
   "tools.exec.timeoutSec": loosening(
     `lets a command run longer than the built-in ${configDefaults.tools.execTimeoutSec} s`,
     above(configDefaults.tools.execTimeoutSec),
+  ),
+  "tools.callTimeoutSec": loosening(
+    `lets one tool call run longer than the built-in ${configDefaults.tools.callTimeoutSec} s`,
+    above(configDefaults.tools.callTimeoutSec),
   ),
   "tools.exec.maxOutputBytes": safe(
     "how much command output the model sees; it opens no way out of the sandbox",

@@ -1,6 +1,12 @@
 import { z } from "zod";
 
-import { sandboxModes, sandboxScopes, toolProfiles, workspaceAccessModes } from "./choices.js";
+import {
+  sandboxModes,
+  sandboxScopes,
+  thinkingLevels,
+  toolProfiles,
+  workspaceAccessModes,
+} from "./choices.js";
 
 import { carryPathProblem } from "./carry-path.js";
 
@@ -16,7 +22,13 @@ import { carryPathProblem } from "./carry-path.js";
  * only applies to what an agent actually sets.
  */
 
-export { sandboxModes, sandboxScopes, toolProfiles, workspaceAccessModes } from "./choices.js";
+export {
+  sandboxModes,
+  sandboxScopes,
+  thinkingLevels,
+  toolProfiles,
+  workspaceAccessModes,
+} from "./choices.js";
 /** Resource limits Docker accepts as ulimits. */
 export const ulimitNames = [
   "core",
@@ -46,7 +58,7 @@ export const sandboxHomeDirectory = "/home/sandbox";
 /** The built-in defaults, in one place; docs/configuration.md lists the same values. */
 export const configDefaults = {
   model: { primary: "claude-sonnet-4-6", fallbacks: [] as string[] },
-  tools: { profile: "coding" as const, execTimeoutSec: 300 },
+  tools: { profile: "coding" as const, execTimeoutSec: 300, callTimeoutSec: 600 },
   sandbox: {
     mode: "all" as const,
     scope: "session" as const,
@@ -272,6 +284,12 @@ function toolsSchema<F extends Flavour>(flavour: F) {
       flavour === "defaults"
         ? execSettings.prefault({ timeoutSec: configDefaults.tools.execTimeoutSec })
         : execSettings.optional(),
+    /** Longest one tool call may run before it is stopped (its command killed), in seconds. */
+    callTimeoutSec: field(
+      flavour,
+      z.number().int().min(1).max(86_400),
+      configDefaults.tools.callTimeoutSec,
+    ),
   });
 }
 
@@ -295,6 +313,8 @@ const agentEntry = z.strictObject({
   model: modelRef.optional(),
   sandbox: sandboxSchema("partial").optional(),
   tools: toolsSchema("partial").optional(),
+  /** How much the model thinks before answering (docs/configuration.md: the token budgets). */
+  thinking: z.enum(thinkingLevels).optional(),
 });
 
 /** Agent ids are unique and at most one agent is the default. */
@@ -329,6 +349,7 @@ const agentDefaults = z.strictObject({
   /** The agent workspace; default: the working directory cordon runs in. */
   workspace: text.optional(),
   model: modelRef.optional(),
+  thinking: z.enum(thinkingLevels).optional(),
   sandbox: sandboxSchema("defaults").prefault({}),
   tools: toolsSchema("partial").optional(),
 });
@@ -386,3 +407,4 @@ export type SandboxMode = (typeof sandboxModes)[number];
 export type SandboxScope = (typeof sandboxScopes)[number];
 export type WorkspaceAccess = (typeof workspaceAccessModes)[number];
 export type ToolProfile = (typeof toolProfiles)[number];
+export type ThinkingLevel = (typeof thinkingLevels)[number];

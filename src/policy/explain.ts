@@ -13,7 +13,7 @@ export function explainPlan(plan: RunPlan): string {
   lines.push(`session   ${plan.sessionKey}`);
   lines.push(`workspace ${agent.workspace}`);
   lines.push(
-    `model     ${agent.model.primary}${agent.model.fallbacks.length ? ` (fallbacks: ${agent.model.fallbacks.join(", ")})` : ""}`,
+    `model     ${agent.model.primary}${agent.model.fallbacks.length ? ` (fallbacks: ${agent.model.fallbacks.join(", ")})` : ""}; thinking ${agent.thinking ?? "off"}`,
   );
   lines.push("");
   lines.push(`sandbox   ${sandbox.enabled ? "yes" : "NO"} — ${sandbox.reason}`);
@@ -98,7 +98,7 @@ export function explainPlan(plan: RunPlan): string {
       lines.push(`        ${"".padEnd(12)} also ${b.layer}: ${b.configKey}: ${b.reason}`);
   }
   lines.push(
-    `  exec timeout ${tools.exec.timeoutSec} s${tools.exec.maxOutputBytes ? `, output cap ${formatByteSize(tools.exec.maxOutputBytes)}` : ""}`,
+    `  exec timeout ${tools.exec.timeoutSec} s${tools.exec.maxOutputBytes ? `, output cap ${formatByteSize(tools.exec.maxOutputBytes)}` : ""}; any tool call stopped after ${tools.callTimeoutMs / 1000} s (tools.callTimeoutSec)`,
   );
 
   if (plan.warnings.length) {

@@ -1,7 +1,7 @@
 import path from "node:path";
 
 import { ConfigError, PolicyDeniedError } from "../common/index.js";
-import type { ConfigIssue, CordonConfig } from "../config/index.js";
+import type { ConfigIssue, CordonConfig, ThinkingLevel } from "../config/index.js";
 import type { SandboxMode, SandboxScope, SandboxSpec, WorkspaceAccess } from "../sandbox/index.js";
 import { hashOf } from "./config-hash.js";
 import { containerNameOf, scopeKeyOf, workspaceIdOf } from "./container-name.js";
@@ -77,6 +77,8 @@ export interface RunPlan {
      */
     workspaceId: string;
     model: { primary: string; fallbacks: string[] };
+    /** Thinking level (`agents.*.thinking`); absent = off. */
+    thinking?: ThinkingLevel;
   };
   sessionKey: string;
   sandbox: {
@@ -99,6 +101,8 @@ export interface RunPlan {
     decisions: ToolDecision[];
     profile: string;
     exec: { timeoutSec: number; maxOutputBytes?: number };
+    /** Longest one tool call may run (`tools.callTimeoutSec`), in ms. */
+    callTimeoutMs: number;
   };
   warnings: string[];
 }
@@ -296,10 +300,12 @@ export function planRun(input: PlanRunInput): RunPlan {
       decisions: toolResult.decisions,
       profile: agent.tools.profile.name,
       exec,
+      callTimeoutMs: agent.tools.callTimeoutSec * 1000,
     },
     warnings,
   };
   if (agent.name !== undefined) plan.agent.name = agent.name;
+  if (agent.thinking !== undefined) plan.agent.thinking = agent.thinking;
   if (spec) plan.sandbox.spec = spec;
   return plan;
 }

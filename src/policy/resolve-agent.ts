@@ -7,6 +7,7 @@ import {
   type DockerConfig,
   type ModelRef,
   type SandboxConfig,
+  type ThinkingLevel,
   type ToolLayerConfig,
 } from "../config/index.js";
 
@@ -46,7 +47,11 @@ export interface ResolvedAgent {
       deny?: ToolListSource | undefined;
     };
     exec: { timeoutSec: number; maxOutputBytes?: number | undefined; configKey: string };
+    /** Longest one tool call may run, in seconds (`tools.callTimeoutSec`, the agent's own wins). */
+    callTimeoutSec: number;
   };
+  /** `thinking` of the agent, else of `agents.defaults`; undefined = off. */
+  thinking?: ThinkingLevel | undefined;
 }
 
 /** Picks the agent: the named one, else the `default: true` one, else the first, else `main`. */
@@ -183,8 +188,14 @@ export function resolveAgent(config: CordonConfig, agentId: string | undefined):
     }
   }
 
+  let callTimeoutSec = config.tools.callTimeoutSec;
+  for (const source of toolSources) {
+    callTimeoutSec = source.tools?.callTimeoutSec ?? callTimeoutSec;
+  }
+
   return {
     id: picked.id,
+    thinking: entry?.thinking ?? defaults.thinking,
     name: entry?.name,
     index,
     isDefault: entry === undefined || index === pickAgent(config, undefined).index,
@@ -205,6 +216,7 @@ export function resolveAgent(config: CordonConfig, agentId: string | undefined):
         deny: sandboxList("deny"),
       },
       exec,
+      callTimeoutSec,
     },
   };
 }

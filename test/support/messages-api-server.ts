@@ -60,6 +60,17 @@ export interface RecordedRequest {
   /** The `x-api-key` the request carried (or the bearer token), for tests of key rotation. */
   apiKey: string | undefined;
   body: unknown;
+  /** The request's `thinking` field as sent (undefined: none). */
+  thinking?: { type: string; budget_tokens?: number } | undefined;
+}
+
+export interface MessagesApiServerOptions {
+  /**
+   * Per model id, the largest thinking budget the model takes (0: no thinking at all). A request
+   * over it is answered with the API's 400 invalid_request_error about thinking, without using a
+   * queued response, as the real API does for a model that does not support the budget.
+   */
+  thinkingLimits?: Readonly<Record<string, number>>;
 }
 
 export interface MessagesApiServer {
@@ -80,7 +91,9 @@ export interface MessagesApiServer {
   close(): Promise<void>;
 }
 
-export async function startMessagesApiServer(): Promise<MessagesApiServer> {
+export async function startMessagesApiServer(
+  options: MessagesApiServerOptions = {},
+): Promise<MessagesApiServer> {
   const queue: ScriptedResponse[] = [];
   const keyQueues = new Map<string, ScriptedResponse[]>();
   const requests: RecordedRequest[] = [];
@@ -107,16 +120,25 @@ export async function startMessagesApiServer(): Promise<MessagesApiServer> {
     const apiKey =
       headerValue(req.headers["x-api-key"]) ??
       headerValue(req.headers.authorization)?.replace(/^Bearer /, "");
+    const fields =
+      typeof body === "object" && body !== null ? (body as Record<string, unknown>) : {};
+    const thinking = fields["thinking"] as RecordedRequest["thinking"];
     requests.push({
       method: req.method ?? "",
       path: req.url ?? "",
       headers: req.headers,
       apiKey,
       body,
+      thinking,
     });
 
     if (req.method !== "POST" || !req.url?.startsWith("/v1/messages")) {
       sendError(res, 404, "not_found_error", `no route ${req.method} ${req.url}`);
+      return;
+    }
+    const rejection = thinkingRejection(options, String(fields["model"]), thinking);
+    if (rejection) {
+      sendError(res, 400, "invalid_request_error", rejection);
       return;
     }
     const response =
@@ -195,6 +217,20 @@ export async function startMessagesApiServer(): Promise<MessagesApiServer> {
 
 function headerValue(value: string | string[] | undefined): string | undefined {
   return Array.isArray(value) ? value[0] : value;
+}
+
+/** The API's complaint about a thinking budget the model does not take, if any. */
+function thinkingRejection(
+  options: MessagesApiServerOptions,
+  model: string,
+  thinking: RecordedRequest["thinking"],
+): string | undefined {
+  const limit = options.thinkingLimits?.[model];
+  if (limit === undefined || thinking?.type !== "enabled") return undefined;
+  if (limit === 0) return `thinking: extended thinking is not supported by model ${model}`;
+  const budget = thinking.budget_tokens ?? 0;
+  if (budget <= limit) return undefined;
+  return `thinking.budget_tokens: ${budget} is greater than the maximum of ${limit} for model ${model}`;
 }
 
 function sendError(

@@ -3,6 +3,7 @@ import { randomUUID } from "node:crypto";
 import { Option, type Command } from "commander";
 
 import { ConfigError, SandboxError } from "../../common/index.js";
+import { thinkingLevels, type ThinkingLevel } from "../../config/index.js";
 import { failedRunResult, type RunResult, type RunnerEvent } from "../../runner/index.js";
 import type { CliContext } from "../context.js";
 import { withInterrupt } from "../interrupt.js";
@@ -25,6 +26,7 @@ interface RunFlags extends PlanFlags {
   setupCmd?: string;
   setupAllowHost?: string[];
   rm?: boolean;
+  thinking?: ThinkingLevel;
 }
 
 /** The task text: the argument, or all of stdin for `-` (or no argument with piped input). */
@@ -50,6 +52,12 @@ export function registerRunCommand(program: Command, context: CliContext): void 
     .option("--model-script <file>", "replay a scripted model instead of calling an API")
     .option("--max-turns <n>", "most model calls in this run", positiveInteger)
     .option("--timeout <duration>", "wall-clock limit, e.g. 90s, 10m, 1h", durationOf("--timeout"))
+    .addOption(
+      new Option(
+        "--thinking <level>",
+        "how much the model thinks first (token budgets: docs/configuration.md); default the agent's thinking, else off",
+      ).choices(thinkingLevels),
+    )
     .addOption(
       new Option("--output-format <format>", "what stdout carries")
         .choices(outputFormats)
@@ -136,6 +144,7 @@ export function registerRunCommand(program: Command, context: CliContext): void 
           sessionKey: flags.session,
           modelId: flags.model,
           limits: { maxTurns: flags.maxTurns, timeoutMs: flags.timeout },
+          thinking: flags.thinking,
           allowTools: flags.allowTools,
           denyTools: flags.denyTools,
           waitForSession: flags.wait,

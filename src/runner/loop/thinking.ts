@@ -1,8 +1,8 @@
+import { thinkingLevels, type ThinkingLevel } from "../../config/index.js";
 import type { ThinkingOptions } from "../model/index.js";
 
 /** How much the model may think before it answers, from none to the most we ask for. */
-export const thinkingLevels = ["off", "minimal", "low", "medium", "high", "xhigh"] as const;
-export type ThinkingLevel = (typeof thinkingLevels)[number];
+export { thinkingLevels, type ThinkingLevel };
 
 /**
  * The thinking budget of each level, in tokens (docs/configuration.md repeats this table).
