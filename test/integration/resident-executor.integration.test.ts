@@ -92,6 +92,20 @@ describe("resident executor", () => {
     expect((await sandbox.exec(executorPid)).stdout.trim()).toBe(pid);
   });
 
+  it("stopped from inside (kill -STOP): the call fails instead of hanging, and the next one works", async () => {
+    const { sandbox } = box;
+    const pid = (await sandbox.exec(executorPid)).stdout.trim();
+    const stopping = await sandbox.exec(`kill -STOP ${pid}; echo stopped`).then(
+      () => undefined,
+      (error: unknown) => error,
+    );
+    expect((stopping as SandboxError).message).toMatch(/resident executor .* stopped/);
+    expect(await sandbox.exec("echo next")).toMatchObject({ stdout: "next\n", exitCode: 0 });
+    // The stopped one was killed, not left behind; a new one runs.
+    expect((await sandbox.exec(`ps -o stat= -p ${pid} || echo gone`)).stdout).toBe("gone\n");
+    expect((await sandbox.exec(launcherOfCommands)).stdout).toBe("executor\n");
+  });
+
   it("killed from inside (kill -9), costs only that call: the next ones work and it comes back", async () => {
     const { sandbox } = box;
     const pid = (await sandbox.exec(executorPid)).stdout.trim();

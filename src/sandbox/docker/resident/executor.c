@@ -33,7 +33,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#define PROTOCOL "cordon-executor 1"
+#define PROTOCOL "cordon-executor 2"
 #define HEADER 9
 #define MAX_FRAME (256u * 1024 * 1024)
 #define CHUNK 65536
@@ -49,6 +49,7 @@
 #define REQ_READ 'R'
 #define REQ_WRITE 'W'
 #define REQ_STAT 'T'
+#define REQ_PING 'P'
 /* executor -> cordon */
 #define RES_HELLO 'H'
 #define RES_STDOUT 'O'
@@ -56,6 +57,7 @@
 #define RES_EXIT 'X'
 #define RES_FAILED 'F'
 #define RES_UNHANDLED 'U'
+#define RES_PONG 'P'
 
 struct child {
   uint32_t id;
@@ -496,6 +498,9 @@ static void handle_frame(char type, uint32_t id, char *payload, uint32_t length)
     case REQ_STAT:
       fast_stat(id, payload, length);
       break;
+    case REQ_PING:
+      send_frame(RES_PONG, id, NULL, 0);
+      break;
     default:
       fprintf(stderr, "cordon-executor: unknown frame type %d\n", type);
       _exit(65);
@@ -546,7 +551,8 @@ int main(void) {
   fcntl(1, F_SETFD, FD_CLOEXEC);
   fcntl(2, F_SETFD, FD_CLOEXEC);
 
-  send_frame(RES_HELLO, 0, PROTOCOL, strlen(PROTOCOL));
+  /* The id of the greeting is this process's pid: cordon kills it by that if it stops answering. */
+  send_frame(RES_HELLO, (uint32_t)getpid(), PROTOCOL, strlen(PROTOCOL));
 
   unsigned char *in = NULL;
   size_t in_len = 0, in_cap = 0;

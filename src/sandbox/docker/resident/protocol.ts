@@ -5,7 +5,7 @@
  */
 
 /** What the executor says first; a different version is a different protocol (fall back). */
-export const protocolGreeting = "cordon-executor 1";
+export const protocolGreeting = "cordon-executor 2";
 
 export const headerBytes = 9;
 
@@ -25,11 +25,15 @@ export const request = {
   write: "W",
   /** Fast stat: path. */
   stat: "T",
+  /** Answered at once with a pong: the executor is alive and not stopped. */
+  ping: "P",
 } as const;
 
 /** executor → cordon. */
 export const response = {
+  /** The greeting (`protocolGreeting`); its id is the executor's pid in the container. */
   hello: "H",
+  pong: "P",
   stdout: "O",
   stderr: "E",
   /** i32 exit status (128 + N after signal N). */

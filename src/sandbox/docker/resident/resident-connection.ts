@@ -17,6 +17,13 @@ export const executorContainerPath = "/.cordon/executor";
 
 /** How long a starting executor may take to greet before cordon gives up on it. */
 const helloTimeoutMs = 15_000;
+/**
+ * While calls wait, the executor is pinged this often; when nothing at all has come from it for
+ * `unresponsiveAfterMs` with a ping outstanding, it is taken for stopped (a process of the same
+ * uid can SIGSTOP it) and killed, so no call hangs on it.
+ */
+const pingEveryMs = 1_000;
+const unresponsiveAfterMs = 8_000;
 /** Stdin is sent in frames of at most this size, so the executor never holds one huge frame. */
 const stdinFrameBytes = 1024 * 1024;
 
@@ -32,6 +39,13 @@ class FrameQueue implements AsyncIterable<Uint8Array> {
   push(frame: Uint8Array): void {
     if (this.#closed) return;
     this.#frames.push(frame);
+    this.#wake?.();
+  }
+
+  /** Ahead of every queued frame: a ping must not wait behind a large upload. */
+  pushFirst(frame: Uint8Array): void {
+    if (this.#closed) return;
+    this.#frames.unshift(frame);
     this.#wake?.();
   }
 
@@ -96,6 +110,11 @@ export class ResidentConnection {
   #nextId = 1;
   #alive = true;
   #greeted: ((greeting: string) => void) | undefined;
+  /** The executor's pid in the container (the greeting's id). */
+  #pid = 0;
+  #heartbeat: NodeJS.Timeout | undefined;
+  #lastHeardAt = 0;
+  #pingOutstanding = false;
 
   private constructor(exec: ExecTransport, logger: Logger) {
     this.#exec = exec;
@@ -107,6 +126,27 @@ export class ResidentConnection {
     const connection = new ResidentConnection(exec, logger);
     await connection.#start();
     return connection;
+  }
+
+  /** Pings while calls wait; one that stays unanswered means a stopped executor: kill it. */
+  #beat(): void {
+    if (!this.#alive) return;
+    if (!this.#pingOutstanding) {
+      this.#pingOutstanding = true;
+      this.#frames.pushFirst(encodeFrame(request.ping, 0));
+      return;
+    }
+    if (performance.now() - this.#lastHeardAt < unresponsiveAfterMs) return;
+    this.#logger.warn(
+      { pid: this.#pid },
+      "the resident executor stopped answering (stopped from inside the sandbox?); killing it",
+    );
+    // By plain exec, as the sandbox user: SIGKILL ends a stopped process too.
+    void this.#exec
+      .run({ cmd: ["kill", "-KILL", String(this.#pid)] })
+      .catch(() => undefined)
+      .finally(() => this.close());
+    this.#died("it stopped answering");
   }
 
   get alive(): boolean {
@@ -260,13 +300,22 @@ export class ResidentConnection {
       return;
     }
     // The connection keeps cordon's process alive only while a call waits on it.
-    if (this.#calls.size === 0) this.#running?.keepAlive(true);
+    if (this.#calls.size === 0) {
+      this.#running?.keepAlive(true);
+      this.#lastHeardAt = performance.now();
+      this.#pingOutstanding = false;
+      this.#heartbeat = setInterval(() => this.#beat(), pingEveryMs);
+      this.#heartbeat.unref();
+    }
     this.#calls.set(id, call);
   }
 
   #forget(id: number): void {
     if (!this.#calls.delete(id)) return;
-    if (this.#calls.size === 0) this.#running?.keepAlive(false);
+    if (this.#calls.size === 0) {
+      this.#running?.keepAlive(false);
+      clearInterval(this.#heartbeat);
+    }
   }
 
   #send(type: string, id: number, ...payload: Uint8Array[]): void {
@@ -274,12 +323,18 @@ export class ResidentConnection {
   }
 
   #receive(chunk: Uint8Array): void {
+    this.#lastHeardAt = performance.now();
     for (const frame of this.#reader.push(chunk)) this.#dispatch(frame);
   }
 
   #dispatch(frame: Frame): void {
     if (frame.type === response.hello) {
+      this.#pid = frame.id;
       this.#greeted?.(frame.payload.toString("utf8"));
+      return;
+    }
+    if (frame.type === response.pong) {
+      this.#pingOutstanding = false;
       return;
     }
     const call = this.#calls.get(frame.id);
@@ -325,6 +380,7 @@ export class ResidentConnection {
   #died(why: string): void {
     if (!this.#alive) return;
     this.#alive = false;
+    clearInterval(this.#heartbeat);
     this.#frames.close();
     this.#logger.debug({ why }, "resident executor stopped");
     const calls = [...this.#calls.values()];

@@ -14,8 +14,11 @@ import { ExecutorStoppedError, ResidentConnection } from "./resident-connection.
 
 /** Starts that fail in a row (not kills: a binary that is missing or refuses) before giving up. */
 const maxFailedStarts = 3;
-/** Larger writes go through the file script's stream rather than one frame. */
-const maxFastWriteBytes = 128 * 1024 * 1024;
+/**
+ * Larger writes go through the file script (in 1 MiB stdin frames) rather than one frame, so no
+ * frame holds the stream (and the executor's heartbeat) for long.
+ */
+const maxFastWriteBytes = 16 * 1024 * 1024;
 
 /**
  * The exec transport of a container with a resident executor: commands and file scripts start
