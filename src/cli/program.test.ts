@@ -36,8 +36,11 @@ describe("the lazily loaded command tree", () => {
       // The loaded module defines the command under the same name, once, in the same place.
       expect(program.commands.map((c) => c.name())).toEqual(summaries);
       const command = program.commands.find((c) => c.name() === name);
-      const defined = (command?.options.length ?? 0) + (command?.commands.length ?? 0);
-      expect(defined, `${name} has its options or subcommands`).toBeGreaterThan(0);
+      const defined =
+        (command?.options.length ?? 0) +
+        (command?.commands.length ?? 0) +
+        (command?.registeredArguments.length ?? 0);
+      expect(defined, `${name} has its options, subcommands or arguments`).toBeGreaterThan(0);
     }
     // Imports every command module: slow on a loaded machine.
   }, 60_000);

@@ -79,6 +79,10 @@ const commandModules: readonly CommandModule[] = [
     commands: { config: "the configuration file (cordon.json5)" },
     load: async () => [(await import("./commands/config.js")).registerConfigCommand],
   },
+  {
+    commands: { completion: "print a shell completion script: bash, zsh or fish" },
+    load: async () => [(await import("./commands/completion.js")).registerCompletionCommand],
+  },
 ];
 
 /** `cordon help <topic>`: the guides the package ships (docs/), for what no command's help covers. */
@@ -161,6 +165,21 @@ export async function createProgram(
   context: CliContext,
   argv: readonly string[],
 ): Promise<Command> {
+  return buildProgram(context, (names) => {
+    const invoked = invokedCommand(argv);
+    return invoked !== undefined && names.includes(invoked);
+  });
+}
+
+/** The CLI with every command module loaded: the whole tree, for `cordon completion`. */
+export async function createFullProgram(context: CliContext): Promise<Command> {
+  return buildProgram(context, () => true);
+}
+
+async function buildProgram(
+  context: CliContext,
+  loads: (names: readonly string[]) => boolean,
+): Promise<Command> {
   const program = new Command("cordon")
     .description("Sandboxed execution orchestrator for AI coding agents")
     .version(packageVersion())
@@ -170,10 +189,9 @@ export async function createProgram(
       writeErr: (text) => context.stderr(text),
     })
     .showHelpAfterError("(run `cordon --help` for usage)");
-  const invoked = invokedCommand(argv);
   for (const module of commandModules) {
     const names = Object.keys(module.commands);
-    if (invoked !== undefined && names.includes(invoked)) {
+    if (loads(names)) {
       for (const register of await module.load()) register(program, context);
       continue;
     }

@@ -96,7 +96,8 @@ export function registerSessionsCommand(program: Command, context: CliContext): 
   )
     .option("--all", "the sessions of every project under the state directory")
     .option("--json", "print as JSON")
-    .action(async (options: ProjectFlags & { all?: boolean; json?: boolean }) => {
+    .option("--names", "print only the names --session takes, one a line (shell completion)")
+    .action(async (options: ProjectFlags & { all?: boolean; json?: boolean; names?: boolean }) => {
       const stateDir = stateDirectory(context.env);
       const summaries = await listSessions({
         stateDir,
@@ -106,6 +107,12 @@ export function registerSessionsCommand(program: Command, context: CliContext): 
       found.sort((a, b) => b.lastActivityAt.getTime() - a.lastActivityAt.getTime());
       if (options.json) {
         context.stdout(`${JSON.stringify(found, null, 2)}\n`);
+        return;
+      }
+      if (options.names) {
+        // `agent:main:fix-1` is `--session fix-1` (resolve-session.ts adds the agent back).
+        const names = found.map((s) => s.sessionKey.replace(/^agent:[^:]+:/, ""));
+        context.stdout(names.map((name) => `${name}\n`).join(""));
         return;
       }
       if (found.length === 0) {
