@@ -170,12 +170,18 @@ async function takeLock(file: string, logger: Logger | undefined): Promise<HeldL
       return {
         release: async () => {
           // Only our own: a lock taken over from us (we stalled past the wait) is not ours to drop.
-          if ((await readHolder(file))?.token === holder.token) await unlinkIfPresent(file);
+          const current = await readHolder(file);
+          if (typeof current !== "string" && current.token === holder.token) {
+            await unlinkIfPresent(file);
+          }
         },
       };
     }
     const current = await readHolder(file);
-    if (current === undefined || processState(current) === "dead") {
+    if (current === "missing") continue;
+    // Rare (a crash, a hand-made file): two takers may both remove it and one of them the other's
+    // fresh lock, which costs at most one shared pick; a live holder's lock is never removed.
+    if (current === "unreadable" || processState(current) === "dead") {
       await unlinkIfPresent(file);
       continue;
     }
@@ -201,15 +207,21 @@ async function createExclusive(file: string, contents: string): Promise<boolean>
   }
 }
 
-/** The lock's holder; undefined when it is gone or is not a lock cordon wrote. */
+/** The lock's holder: "missing" when there is no lock, "unreadable" when cordon did not write it. */
 async function readHolder(
   file: string,
-): Promise<(ProcessIdentity & { token: string }) | undefined> {
+): Promise<(ProcessIdentity & { token: string }) | "missing" | "unreadable"> {
+  let text: string;
   try {
-    const parsed = lockHolderSchema.safeParse(JSON.parse(await readFile(file, "utf8")));
-    return parsed.success ? parsed.data : undefined;
+    text = await readFile(file, "utf8");
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === "ENOENT" ? "missing" : "unreadable";
+  }
+  try {
+    const parsed = lockHolderSchema.safeParse(JSON.parse(text));
+    return parsed.success ? parsed.data : "unreadable";
   } catch {
-    return undefined;
+    return "unreadable";
   }
 }
 
