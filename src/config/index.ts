@@ -1,5 +1,6 @@
 /** The config file: schema, loading and layering (DESIGN.md §4, docs/configuration.md). */
 export * from "./schema.js";
+export { agentIdMaxLength, normalizeAgentId } from "./agent-id.js";
 export {
   loadConfig,
   parseConfig,

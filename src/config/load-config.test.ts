@@ -190,7 +190,7 @@ describe("validation errors", () => {
         tools: { profile: "everything", alow: ["read"] },
         agents: {
           defaults: { sandbox: { mode: "sometimes", docker: { pidsLimit: 0, memory: "lots" } } },
-          list: [{ id: "Ops" }, { id: "a", default: true }, { id: "a", default: true }],
+          list: [{ id: "--" }, { id: "a", default: true }, { id: " A", default: true }],
         },
         extra: 1,
       }`,
@@ -211,7 +211,7 @@ describe("validation errors", () => {
         expect.stringMatching(
           /^agents\.defaults\.sandbox\.docker\.memory: a size is a number of bytes/,
         ),
-        expect.stringMatching(/^agents\.list\[0\]\.id: an agent id is 1-64 lowercase/),
+        "agents.list[0].id: an agent id needs at least one letter or digit",
         'agents.list[2].id: duplicate agent id "a" (also agents.list[1])',
         "agents.list[2].default: more than one agent has default: true",
         '(root): unknown key "extra"',

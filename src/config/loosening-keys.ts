@@ -97,6 +97,13 @@ export const untrustedKeyRules: Readonly<Record<string, KeyRule>> = {
     "adds files fix-tests keeps the agent from changing; it can only make verification stricter",
   ),
   id: safe("names an agent"),
+  promptMode: safe(
+    "changes what the model is told; the sandbox and the tool policy hold whatever it is told",
+  ),
+  "bootstrap.files": safe(
+    "names workspace files read through the sandbox into the prompt; the agent can read them anyway",
+  ),
+  "bootstrap.maxBytes": safe("how much of each bootstrap file the prompt holds"),
   default: safe("picks which agent runs; its settings are checked like every other"),
   name: safe("a display name"),
   thinking: safe(

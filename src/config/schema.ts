@@ -1,5 +1,6 @@
 import { z } from "zod";
 
+import { normalizeAgentId } from "./agent-id.js";
 import {
   sandboxModes,
   sandboxScopes,
@@ -29,6 +30,8 @@ export {
   toolProfiles,
   workspaceAccessModes,
 } from "./choices.js";
+/** How much of the system prompt an agent gets (docs/configuration.md, `promptMode`). */
+export const promptModes = ["full", "minimal", "none"] as const;
 /** Resource limits Docker accepts as ulimits. */
 export const ulimitNames = [
   "core",
@@ -58,6 +61,12 @@ export const sandboxHomeDirectory = "/home/sandbox";
 /** The built-in defaults, in one place; docs/configuration.md lists the same values. */
 export const configDefaults = {
   model: { primary: "claude-sonnet-4-6", fallbacks: [] as string[] },
+  bootstrap: {
+    /** Workspace files read into the system prompt, in this order (OpenClaw's set). */
+    files: ["AGENTS.md", "SOUL.md", "TOOLS.md", "IDENTITY.md", "USER.md", "BOOTSTRAP.md"],
+    /** Most bytes of one file in the prompt; the rest is cut with a note. */
+    maxBytes: 16 * 1024,
+  },
   tools: { profile: "coding" as const, execTimeoutSec: 300, callTimeoutSec: 600 },
   sandbox: {
     mode: "all" as const,
@@ -95,9 +104,9 @@ export const configDefaults = {
 
 const noNul = (value: string) => !value.includes("\0");
 const text = z.string().min(1).refine(noNul, { error: "must not contain NUL bytes" });
-const agentId = z.string().regex(/^[a-z0-9][a-z0-9_-]{0,63}$/, {
-  error:
-    "an agent id is 1-64 lowercase letters, digits, '-' or '_', starting with a letter or digit",
+/** Written any way (`"Ops Team"`), used normalised (`"ops-team"`, agent-id.ts). */
+const agentId = text.refine((id) => normalizeAgentId(id) !== "", {
+  error: "an agent id needs at least one letter or digit",
 });
 /** A byte size: a number of bytes, or "512m", "1g", "1.5GiB" (k/m/g/t are powers of 1024). */
 const byteSize = z.union([
@@ -304,6 +313,24 @@ const modelObject = z.strictObject({
 /** `"claude-…"` or `{ primary, fallbacks }`. */
 const modelRef = z.union([text, modelObject]);
 
+/** A workspace file, relative to the workspace: no absolute path, no `..`, no NUL. */
+const workspaceFile = text.refine(
+  (file) => !file.startsWith("/") && !file.split("/").includes(".."),
+  { error: "a bootstrap file is a path relative to the workspace, without '..'" },
+);
+const promptMode = z.enum(promptModes);
+/** The workspace files read into the system prompt, and how much of each. */
+const bootstrapSchema = z.strictObject({
+  files: z.array(workspaceFile).optional(),
+  /** Bytes of one file, 1 to 1 MiB. */
+  maxBytes: z
+    .number()
+    .int()
+    .positive()
+    .max(1024 * 1024)
+    .optional(),
+});
+
 const agentEntry = z.strictObject({
   id: agentId,
   /** The agent used when none is named; at most one. */
@@ -315,6 +342,8 @@ const agentEntry = z.strictObject({
   tools: toolsSchema("partial").optional(),
   /** How much the model thinks before answering (docs/configuration.md: the token budgets). */
   thinking: z.enum(thinkingLevels).optional(),
+  promptMode: promptMode.optional(),
+  bootstrap: bootstrapSchema.optional(),
 });
 
 /** Agent ids are unique and at most one agent is the default. */
@@ -324,7 +353,9 @@ function checkAgentList(list: unknown, ctx: z.RefinementCtx): void {
   let defaults = 0;
   list.forEach((agent: unknown, index) => {
     if (typeof agent !== "object" || agent === null) return;
-    const { id, default: isDefault } = agent as { id?: unknown; default?: unknown };
+    const { id: written, default: isDefault } = agent as { id?: unknown; default?: unknown };
+    // "Ops" and "ops " are one agent once normalised.
+    const id = typeof written === "string" ? normalizeAgentId(written) : written;
     const first = seen.get(id);
     if (typeof id === "string" && first !== undefined) {
       ctx.addIssue({
@@ -352,6 +383,14 @@ const agentDefaults = z.strictObject({
   thinking: z.enum(thinkingLevels).optional(),
   sandbox: sandboxSchema("defaults").prefault({}),
   tools: toolsSchema("partial").optional(),
+  /** full (default): every section and bootstrap file; minimal: AGENTS.md and TOOLS.md; none. */
+  promptMode: promptMode.default("full"),
+  bootstrap: z
+    .strictObject({
+      files: bootstrapSchema.shape.files.unwrap().default([...configDefaults.bootstrap.files]),
+      maxBytes: bootstrapSchema.shape.maxBytes.unwrap().default(configDefaults.bootstrap.maxBytes),
+    })
+    .prefault({}),
 });
 
 export const cordonConfigSchema = z.strictObject({
@@ -404,6 +443,7 @@ export type ToolLayerConfig = z.output<typeof toolLayer>;
 export type ModelRef = NonNullable<AgentConfig["model"]>;
 export type BindConfig = z.output<typeof bind>;
 export type SandboxMode = (typeof sandboxModes)[number];
+export type PromptMode = (typeof promptModes)[number];
 export type SandboxScope = (typeof sandboxScopes)[number];
 export type WorkspaceAccess = (typeof workspaceAccessModes)[number];
 export type ToolProfile = (typeof toolProfiles)[number];

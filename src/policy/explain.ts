@@ -1,4 +1,5 @@
 import { formatByteSize } from "../config/index.js";
+import { bootstrapFilesFor } from "./bootstrap-files.js";
 import type { RunPlan } from "./plan-run.js";
 import { credentialLikeName } from "./sandbox-env.js";
 
@@ -9,12 +10,14 @@ import { credentialLikeName } from "./sandbox-env.js";
 export function explainPlan(plan: RunPlan): string {
   const lines: string[] = [];
   const { agent, sandbox, tools } = plan;
-  lines.push(`agent     ${agent.id}${agent.name ? ` (${agent.name})` : ""}`);
+  const written = agent.writtenId !== undefined ? ` (written "${agent.writtenId}")` : "";
+  lines.push(`agent     ${agent.id}${written}${agent.name ? ` (${agent.name})` : ""}`);
   lines.push(`session   ${plan.sessionKey}`);
   lines.push(`workspace ${agent.workspace}`);
   lines.push(
     `model     ${agent.model.primary}${agent.model.fallbacks.length ? ` (fallbacks: ${agent.model.fallbacks.join(", ")})` : ""}; thinking ${agent.thinking ?? "off"}`,
   );
+  lines.push(`prompt    ${describePrompt(plan)}`);
   lines.push("");
   lines.push(`sandbox   ${sandbox.enabled ? "yes" : "NO"} — ${sandbox.reason}`);
   lines.push(
@@ -138,4 +141,13 @@ export function redactPlanSecrets(plan: RunPlan): RunPlan {
     ...plan,
     sandbox: { ...plan.sandbox, spec: { ...spec, docker: { ...spec.docker, env } } },
   };
+}
+
+/** The prompt mode and the workspace files it reads (through the sandbox), each capped. */
+function describePrompt(plan: RunPlan): string {
+  const { promptMode, bootstrap } = plan.agent;
+  const files = bootstrapFilesFor(promptMode, bootstrap.files);
+  return files.length > 0
+    ? `${promptMode}; workspace files ${files.join(", ")} (read in the sandbox, ${formatByteSize(bootstrap.maxBytes)} each at most)`
+    : `${promptMode}; no workspace files`;
 }

@@ -22,6 +22,7 @@ export {
   type ToolPolicyResult,
 } from "./tool-policy.js";
 export { mainSessionKey, normalizeSessionKey, maxSessionKeyLength } from "./session-key.js";
+export { bootstrapFilesFor, minimalPromptFiles } from "./bootstrap-files.js";
 export {
   containerNameOf,
   scopeKeyOf,

@@ -1,7 +1,7 @@
 import path from "node:path";
 
 import { ConfigError, PolicyDeniedError } from "../common/index.js";
-import type { ConfigIssue, CordonConfig, ThinkingLevel } from "../config/index.js";
+import type { ConfigIssue, CordonConfig, PromptMode, ThinkingLevel } from "../config/index.js";
 import type { SandboxMode, SandboxScope, SandboxSpec, WorkspaceAccess } from "../sandbox/index.js";
 import { hashOf } from "./config-hash.js";
 import { containerNameOf, scopeKeyOf, workspaceIdOf } from "./container-name.js";
@@ -79,6 +79,10 @@ export interface RunPlan {
     model: { primary: string; fallbacks: string[] };
     /** Thinking level (`agents.*.thinking`); absent = off. */
     thinking?: ThinkingLevel;
+    /** The id as written, when normalising changed it (`explain` shows both). */
+    writtenId?: string | undefined;
+    promptMode: PromptMode;
+    bootstrap: { files: string[]; maxBytes: number };
   };
   sessionKey: string;
   sandbox: {
@@ -292,6 +296,9 @@ export function planRun(input: PlanRunInput): RunPlan {
       workspace,
       workspaceId: workspaceIdOf(workspace),
       model: agent.model,
+      ...(agent.writtenId !== undefined ? { writtenId: agent.writtenId } : {}),
+      promptMode: agent.promptMode,
+      bootstrap: agent.bootstrap,
     },
     sessionKey,
     sandbox: { enabled, reason, mode, scope, workspaceAccess, prune, explanation, keys },

@@ -2,6 +2,8 @@ import { ConfigError } from "../common/index.js";
 import {
   configDefaults,
   mergeLayers,
+  normalizeAgentId,
+  type PromptMode,
   type AgentConfig,
   type CordonConfig,
   type DockerConfig,
@@ -22,13 +24,19 @@ export interface ToolListSource {
 
 /** An agent with `agents.defaults` and its own entry merged, and where each value came from. */
 export interface ResolvedAgent {
+  /** Normalised (agent-id.ts): what session keys, containers and files use. */
   id: string;
+  /** The id as the config or `--agent` wrote it, when normalising changed it. */
+  writtenId?: string | undefined;
   name?: string | undefined;
   /** Index in `agents.list`, undefined for the implicit agent. */
   index?: number | undefined;
   isDefault: boolean;
   workspace: string | undefined;
   model: { primary: string; fallbacks: string[] };
+  promptMode: PromptMode;
+  /** Workspace files read into the system prompt, and the most bytes of each. */
+  bootstrap: { files: string[]; maxBytes: number };
   sandbox: SandboxConfig;
   /** Config key that decided each sandbox setting (`agents.list[1].sandbox.scope`). */
   sandboxKey: (field: keyof SandboxConfig) => string;
@@ -60,15 +68,17 @@ function pickAgent(
   agentId: string | undefined,
 ): { entry?: AgentConfig; index?: number; id: string } {
   const list = config.agents.list;
+  const ids = list.map((agent) => normalizeAgentId(agent.id));
   if (agentId !== undefined) {
-    const index = list.findIndex((agent) => agent.id === agentId);
+    const wanted = normalizeAgentId(agentId);
+    const index = ids.indexOf(wanted);
     const entry = list[index];
-    if (entry) return { entry, index, id: entry.id };
-    if (list.length === 0 && agentId === implicitAgentId) return { id: agentId };
-    const known = list.length ? list.map((a) => a.id).join(", ") : `only "${implicitAgentId}"`;
+    if (entry) return { entry, index, id: wanted };
+    if (list.length === 0 && wanted === implicitAgentId) return { id: wanted };
+    const known = list.length ? ids.join(", ") : `only "${implicitAgentId}"`;
     throw new ConfigError(`no agent "${agentId}" in the config (agents: ${known})`, {
       fix: list.length
-        ? `pass one of --agent ${list.map((a) => a.id).join(" | ")}, or add it to agents.list`
+        ? `pass one of --agent ${ids.join(" | ")}, or add it to agents.list`
         : `add { id: "${agentId}" } to agents.list, or leave out --agent`,
     });
   }
@@ -77,7 +87,7 @@ function pickAgent(
     list.findIndex((agent) => agent.default === true),
   );
   const entry = list[index];
-  return entry ? { entry, index, id: entry.id } : { id: implicitAgentId };
+  return entry ? { entry, index, id: normalizeAgentId(entry.id) } : { id: implicitAgentId };
 }
 
 function modelOf(
@@ -193,14 +203,21 @@ export function resolveAgent(config: CordonConfig, agentId: string | undefined):
     callTimeoutSec = source.tools?.callTimeoutSec ?? callTimeoutSec;
   }
 
+  const writtenId = entry?.id ?? agentId;
   return {
     id: picked.id,
+    writtenId: writtenId !== undefined && writtenId !== picked.id ? writtenId : undefined,
     thinking: entry?.thinking ?? defaults.thinking,
     name: entry?.name,
     index,
     isDefault: entry === undefined || index === pickAgent(config, undefined).index,
     workspace: entry?.workspace ?? defaults.workspace,
     model: modelOf([config.model, defaults.model, entry?.model]),
+    promptMode: entry?.promptMode ?? defaults.promptMode,
+    bootstrap: {
+      files: [...(entry?.bootstrap?.files ?? defaults.bootstrap.files)],
+      maxBytes: entry?.bootstrap?.maxBytes ?? defaults.bootstrap.maxBytes,
+    },
     sandbox,
     sandboxKey,
     dockerKey,

@@ -18,8 +18,10 @@ export {
 } from "./run-events.js";
 export { buildSystemPrompt } from "./system-prompt.js";
 export type {
+  BootstrapFile,
   RuntimeFacts,
   SandboxFacts,
+  SystemPromptMode,
   SystemPromptOptions,
   SystemPromptToolInfo,
 } from "./system-prompt.js";

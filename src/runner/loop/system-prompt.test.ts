@@ -32,12 +32,29 @@ describe("buildSystemPrompt", () => {
     expect(buildSystemPrompt(base)).toBe(buildSystemPrompt(structuredClone(base)));
   });
 
-  it("includes AGENTS.md up to its cap and says when it cut it", () => {
-    const small = buildSystemPrompt({ ...base, agentsMd: "Use pnpm." });
-    expect(small).toMatch(/## Project instructions \(AGENTS.md\)\n\nUse pnpm\./);
-    const big = buildSystemPrompt({ ...base, agentsMd: "y".repeat(500), agentsMdMaxChars: 100 });
-    expect(big).toMatch(/y{100}\n\n\[AGENTS.md truncated: 400 more characters not shown\]/);
-    expect(big).not.toMatch(/y{101}/);
+  it("includes the bootstrap files in order, and says where one was cut", () => {
+    const prompt = buildSystemPrompt({
+      ...base,
+      bootstrapFiles: [
+        { name: "AGENTS.md", content: "Use pnpm." },
+        { name: "SOUL.md", content: "   " },
+        { name: "TOOLS.md", content: "y".repeat(100), omittedBytes: 400 },
+      ],
+    });
+    expect(prompt).toMatch(
+      /## Workspace files\n\n.*\n\n### AGENTS.md\n\nUse pnpm\.\n\n### TOOLS.md\n\ny{100}\n\n\[TOOLS.md truncated: 400 more bytes not shown\]/,
+    );
+    expect(prompt).not.toMatch(/SOUL.md/);
+  });
+
+  it("mode none is one line of identity and the extra instructions, nothing else", () => {
+    const prompt = buildSystemPrompt({
+      ...base,
+      mode: "none",
+      bootstrapFiles: [{ name: "AGENTS.md", content: "Use pnpm." }],
+      extra: "Answer in French.",
+    });
+    expect(prompt).toMatch(/^You are a coding agent[^\n]*\n\nAnswer in French\.\n$/);
   });
 
   it("describes host mode and rw access", () => {

@@ -1,4 +1,4 @@
-import type { ThinkingLevel } from "../loop/index.js";
+import type { SystemPromptMode, ThinkingLevel } from "../loop/index.js";
 import type { SandboxMode, SandboxSpec, WorkspaceAccess } from "../../sandbox/index.js";
 
 /**
@@ -16,6 +16,10 @@ export interface PlannedRun {
     model: { primary: string; fallbacks: readonly string[] };
     /** The agent's thinking level (`agents.*.thinking`); default off. */
     thinking?: ThinkingLevel | undefined;
+    /** How much the system prompt says (`agents.*.promptMode`); default full. */
+    promptMode?: SystemPromptMode | undefined;
+    /** Workspace files read into the prompt and the most bytes of each; default the built-in set. */
+    bootstrap?: { files: readonly string[]; maxBytes: number } | undefined;
   };
   sessionKey: string;
   sandbox: {

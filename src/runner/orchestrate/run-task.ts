@@ -33,6 +33,7 @@ import {
   sessionFiles,
   type SessionLockHolder,
 } from "../session/index.js";
+import { agentMountPath, readBootstrapFiles } from "./bootstrap-files.js";
 import { refusalFor, type PlannedRun } from "./planned-run.js";
 import type { ProvidedSandbox, SandboxProvider } from "./sandbox-provider.js";
 
@@ -102,9 +103,6 @@ export interface RunTaskOptions {
   /** e.g. "cordon 0.1.0", for the system prompt. */
   agentName?: string | undefined;
 }
-
-/** Largest AGENTS.md read into the system prompt (the prompt builder caps it further). */
-const agentsMdMaxBytes = 64 * 1024;
 
 /**
  * One run, end to end: make the plan, wait for the session's lane, acquire the sandbox, offer the
@@ -264,7 +262,8 @@ async function runLocked(options: RunTaskOptions, run: RunContext): Promise<RunR
       },
       sandbox: sandboxFacts(plan, sandbox),
       tools: toolset.specs.map((spec) => ({ name: spec.name, description: spec.description })),
-      agentsMd: await readAgentsMd(plan, sandbox, options.signal),
+      mode: plan.agent.promptMode,
+      bootstrapFiles: await readBootstrapFiles(plan, sandbox, options.signal),
     });
     return await runAgentLoop({
       model: run.model,
@@ -348,10 +347,6 @@ function sandboxFacts(plan: PlannedRun, sandbox: Sandbox): SandboxFacts {
   };
 }
 
-function agentMountPath(plan: PlannedRun): string | undefined {
-  return plan.sandbox.spec?.mounts.find((mount) => mount.role === "agent-workspace")?.target;
-}
-
 function describeSandbox(plan: PlannedRun, lease: ProvidedSandbox): string {
   if (!plan.sandbox.enabled || !plan.sandbox.spec) {
     return `host, confined to the workspace (${plan.sandbox.reason})`;
@@ -361,27 +356,6 @@ function describeSandbox(plan: PlannedRun, lease: ProvidedSandbox): string {
     spec.workspaceAccess === "none" && spec.seed ? "none, seeded copy" : spec.workspaceAccess;
   const state = lease.fresh ? "new" : "reused";
   return `${state}, scope ${spec.scope}, workspace ${access}, network ${spec.docker.network}`;
-}
-
-/**
- * The workspace's AGENTS.md as the sandbox sees it (the seeded copy, the read-only mount or the
- * live workspace), so the prompt never depends on a host path. Missing or unreadable = none.
- */
-async function readAgentsMd(
-  plan: PlannedRun,
-  sandbox: Sandbox,
-  signal: AbortSignal | undefined,
-): Promise<string | undefined> {
-  const base = plan.sandbox.workspaceAccess === "ro" ? agentMountPath(plan) : undefined;
-  const file = base ? `${base}/AGENTS.md` : "AGENTS.md";
-  try {
-    // One read, no stat first: this is on every run's start, and a missing file is the usual case.
-    const bytes = await sandbox.readFile(file, { signal, maxBytes: agentsMdMaxBytes });
-    return new TextDecoder().decode(bytes);
-  } catch {
-    // Missing, a directory, too large or unreadable: the run goes on without the hint file.
-    return undefined;
-  }
 }
 
 /**
