@@ -1,9 +1,10 @@
 import path from "node:path";
 
-import type { Command } from "commander";
+import { Option, type Command } from "commander";
 
 import { nameList } from "./flag-parsers.js";
 
+import { agentRuntimes, type AgentRuntimeName } from "../config/index.js";
 import { createRunner, type Runner, type RunnerOptions } from "../runner/index.js";
 import type { CliContext } from "./context.js";
 
@@ -17,6 +18,8 @@ export interface PlanFlags {
   allowHost?: string[] | undefined;
   /** `--carry` (on the commands that seed a copy: run, exec, fix-tests). */
   carry?: string[] | undefined;
+  /** `--runtime`: the agent program, over `agents.*.runtime`. */
+  runtime?: AgentRuntimeName | undefined;
 }
 
 export function addPlanOptions(command: Command): Command {
@@ -28,7 +31,19 @@ export function addPlanOptions(command: Command): Command {
       "--workspace <dir>",
       "agent workspace (default: the config's, else the current directory)",
     )
-    .option(...allowHostOption);
+    .option(...allowHostOption)
+    .addOption(runtimeOption());
+}
+
+/**
+ * `--runtime cordon|claude-code`: the agent program (docs/runtimes.md). On every planning command,
+ * so `diff`, `exec` and `sandbox explain` name the sandbox a claude-code run had.
+ */
+export function runtimeOption(): Option {
+  return new Option(
+    "--runtime <name>",
+    "the agent program: cordon's own loop, or Claude Code in the sandbox (over agents.*.runtime)",
+  ).choices(agentRuntimes);
 }
 
 /** `--allow-host HOST` (repeatable): hosts the sandbox may reach through its egress proxy. */
@@ -62,6 +77,7 @@ export function runnerFromFlags(
     forceSeededCopy: options.forceSeededCopy,
     allowHosts: flags.allowHost,
     carry: flags.carry,
+    runtime: flags.runtime,
     logger: context.logger,
   });
 }

@@ -113,6 +113,10 @@ export const untrustedKeyRules: Readonly<Record<string, KeyRule>> = {
     "points the agent at host files outside the directory the file came with",
     workspaceLeavesDirectory,
   ),
+  runtime: loosening(
+    'anything but "cordon" runs another agent program in the sandbox, and "claude-code" sends its model calls, with your key added, to the API',
+    unless("cordon"),
+  ),
 
   "tools.profile": loosening(
     '"full" offers every registered tool, an embedder\'s own host-side tools included',

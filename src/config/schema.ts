@@ -331,6 +331,26 @@ const bootstrapSchema = z.strictObject({
     .optional(),
 });
 
+/**
+ * The agent program (docs/runtimes.md): cordon's own loop, Claude Code, or any command; each runs
+ * in the same sandbox.
+ */
+export const agentRuntimes = ["cordon", "claude-code"] as const;
+const agentRuntime = z
+  .union([
+    z.enum(agentRuntimes),
+    z.strictObject({
+      command: z.array(text).min(1),
+      prompt: z.enum(["argument", "stdin"]).optional(),
+    }),
+  ])
+  .describe(
+    'The agent program: "cordon" (default), "claude-code", or { command: [...], prompt: "argument" | "stdin" }',
+  );
+
+export type AgentRuntimeName = (typeof agentRuntimes)[number];
+export type AgentRuntimeConfig = z.infer<typeof agentRuntime>;
+
 const agentEntry = z.strictObject({
   id: agentId,
   /** The agent used when none is named; at most one. */
@@ -338,6 +358,7 @@ const agentEntry = z.strictObject({
   name: text.optional(),
   workspace: text.optional(),
   model: modelRef.optional(),
+  runtime: agentRuntime.optional(),
   sandbox: sandboxSchema("partial").optional(),
   tools: toolsSchema("partial").optional(),
   /** How much the model thinks before answering (docs/configuration.md: the token budgets). */
@@ -381,6 +402,7 @@ const agentDefaults = z.strictObject({
   workspace: text.optional(),
   model: modelRef.optional(),
   thinking: z.enum(thinkingLevels).optional(),
+  runtime: agentRuntime.optional(),
   sandbox: sandboxSchema("defaults").prefault({}),
   tools: toolsSchema("partial").optional(),
   /** full (default): every section and bootstrap file; minimal: AGENTS.md and TOOLS.md; none. */

@@ -51,6 +51,16 @@ describe("egress allowlist", () => {
     expect(egressAllows(allow, "registry.npmjs.org.evil.com")).toBe(false);
   });
 
+  it("the model gateway keeps the internal network with an empty list: the proxy refuses every host", () => {
+    const result = plan({ gateway: true });
+    expect(result.egress).toMatchObject({ allow: [], network: "cordon-demo-1234-egress" });
+    expect(result.env["HTTPS_PROXY"]).toBe("http://cordon-egress-proxy:3128");
+    expect(result.explanation.join("\n")).toMatch(/none but cordon's model gateway/);
+    expect(plan({ gateway: true, network: "bridge" }).problems).toEqual([
+      expect.objectContaining({ path: "agents.defaults.sandbox.docker.network" }),
+    ]);
+  });
+
   it("no allowlist: no proxy, the network stays none", () => {
     const result = plan();
     expect(result.egress).toBeUndefined();

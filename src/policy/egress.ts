@@ -56,6 +56,11 @@ export interface EgressPlanInput {
    * phase reaches its package registry, the agent phase after it only what the run allows.
    */
   phaseAllow?: readonly string[] | undefined;
+  /**
+   * The run's agent reaches the model only through cordon's model gateway on the host
+   * (docs/runtimes.md), so the sandbox needs its internal network even with nothing allowed.
+   */
+  gateway?: boolean | undefined;
   /** `sandbox.docker.network` as configured, and its key. */
   network: string;
   networkKey: string;
@@ -102,11 +107,12 @@ export function planEgress(input: EgressPlanInput): EgressPlan {
 
   const env: Record<string, string> = {};
   let egress: EgressSpec | undefined;
-  if (allow.length > 0) {
+  if (allow.length > 0 || input.gateway) {
     if (input.network.toLowerCase() !== "none") {
+      const needs = allow.length > 0 ? source : "the model gateway (runtime claude-code)";
       problems.push({
         path: input.networkKey,
-        message: `is "${input.network}", but ${source} needs "none": the egress proxy is the sandbox's only way out, on a network of its own`,
+        message: `is "${input.network}", but ${needs} needs "none": the egress proxy is the sandbox's only way out, on a network of its own`,
       });
     }
     const proxyUrl = `http://${egressProxyHost}:${egressProxyPort}`;
@@ -123,7 +129,9 @@ export function planEgress(input: EgressPlanInput): EgressPlan {
     }
     env["NO_PROXY"] = env["no_proxy"] = "localhost,127.0.0.1,::1";
     explanation.push(
-      `egress: only through the proxy ${egressProxyHost}:${egressProxyPort} on the internal network ${egress.network} (no other route, no DNS out), to ${allow.join(", ")} (${source}); every other host is refused`,
+      allow.length > 0
+        ? `egress: only through the proxy ${egressProxyHost}:${egressProxyPort} on the internal network ${egress.network} (no other route, no DNS out), to ${allow.join(", ")} (${source}); every other host is refused`
+        : `egress: none but cordon's model gateway on the host, on the internal network ${egress.network} (no other route, no DNS out; the proxy ${egressProxyHost}:${egressProxyPort} refuses every host: ${input.key("allow")} is empty)`,
     );
   } else {
     explanation.push(

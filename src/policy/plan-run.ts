@@ -58,7 +58,18 @@ export interface PlanRunInput {
    * replaces the whole list for this plan (a setup phase's `--setup-allow-host`).
    */
   runEgress?:
-    { allow?: readonly string[] | undefined; only?: readonly string[] | undefined } | undefined;
+    | {
+        allow?: readonly string[] | undefined;
+        only?: readonly string[] | undefined;
+        /** The agent calls the model through cordon's gateway: keep the internal network. */
+        gateway?: boolean | undefined;
+      }
+    | undefined;
+  /**
+   * The image of the run's agent runtime (an agent CLI installed on the sandbox image), used when
+   * `sandbox.docker.image` names none.
+   */
+  runtimeImage?: string | undefined;
   /** The run's `--carry` paths; when given, they replace `sandbox.carry`. */
   carry?: readonly string[] | undefined;
 }
@@ -434,6 +445,7 @@ function planSandbox(context: SandboxPlanContext): SandboxSpec {
     key: (field) => `${agent.sandboxKey("egress")}.${field}`,
     runAllow: input.runEgress?.allow,
     phaseAllow: input.runEgress?.only,
+    gateway: input.runEgress?.gateway,
     network: settings.network,
     networkKey: agent.dockerKey("network"),
     containerName,
@@ -442,6 +454,7 @@ function planSandbox(context: SandboxPlanContext): SandboxSpec {
     explanation,
   });
   if (network.egress) settings.network = network.egress.network;
+  if (settings.image === undefined && input.runtimeImage) settings.image = input.runtimeImage;
   Object.assign(settings.env, network.env);
   // After egress: only a sandbox left with no network at all is told it is offline.
   settings.env = withOfflineDefaults(settings.network, settings.env);

@@ -14,9 +14,16 @@ import {
   type ConfigSource,
   type CordonConfig,
   type LoadedConfig,
+  type AgentRuntimeConfig,
+  type AgentRuntimeName,
 } from "../config/index.js";
 import { builtinToolCatalog, extendToolCatalog, planRun, type RunPlan } from "../policy/index.js";
-import { DockerEngine, baseImageFromEnv, upstreamProxyFromEnv } from "../sandbox/index.js";
+import {
+  AgentImage,
+  DockerEngine,
+  baseImageFromEnv,
+  upstreamProxyFromEnv,
+} from "../sandbox/index.js";
 import { builtinTools, type ToolDefinition } from "../tools/index.js";
 import type {
   MessageQueue,
@@ -35,8 +42,11 @@ import {
   type RunnerEvent,
   type ProvidedSandbox,
   type SandboxProvider,
+  type AgentRuntime,
+  type PlannedRun,
 } from "./orchestrate/index.js";
 import { SessionLanes } from "./session/index.js";
+import { ClaudeCodeRuntime, CommandRuntime, hostModelAccess } from "./runtimes/index.js";
 
 export interface RunnerOptions {
   /** Where a `cordon.json5` is looked for and relative paths resolve. Default `process.cwd()`. */
@@ -69,6 +79,11 @@ export interface RunnerOptions {
   tools?: readonly ToolDefinition[] | undefined;
   /** Where tools run; default Docker containers by scope key, or the host in mode off. */
   sandboxes?: SandboxProvider | undefined;
+  /**
+   * The agent program for every run of this runner (`--runtime`), over `agents.*.runtime`:
+   * cordon's own loop, or Claude Code in the sandbox (docs/runtimes.md).
+   */
+  runtime?: AgentRuntimeName | undefined;
   /** Hosts every plan of this runner may reach through the egress proxy (`--allow-host`). */
   allowHosts?: readonly string[] | undefined;
   /** Runs that may be in flight at once in this runner. Default 4. */
@@ -189,10 +204,14 @@ export function createRunner(options: RunnerOptions = {}): Runner {
     ? extendToolCatalog(builtinToolCatalog, { tools: options.tools.map((tool) => tool.name) })
     : builtinToolCatalog;
   const lanes = new SessionLanes({ maxConcurrentRuns: options.maxConcurrentRuns });
+  let engine: DockerEngine | undefined;
+  const dockerEngine = (): DockerEngine => (engine ??= DockerEngine.fromEnv(env));
+  const claudeCodeImage = (): AgentImage =>
+    new AgentImage(dockerEngine(), "claude-code", { baseImage: baseImageFromEnv(env) });
   const sandboxes =
     options.sandboxes ??
     defaultSandboxes({
-      engine: DockerEngine.fromEnv(env),
+      engine: dockerEngine(),
       stateDir,
       logger,
       upstreamProxy: upstreamProxyFromEnv(env),
@@ -241,7 +260,28 @@ export function createRunner(options: RunnerOptions = {}): Runner {
     return model;
   };
 
-  const plan = async (request: PlanRequest = {}): Promise<RunPlan> =>
+  /** The agent program of an agent: `--runtime`, else its own `runtime`, else the defaults'. */
+  const runtimeOf = (config: CordonConfig, agentId: string): AgentRuntimeConfig =>
+    options.runtime ??
+    config.agents.list.find((agent) => agent.id === agentId)?.runtime ??
+    config.agents.defaults.runtime ??
+    "cordon";
+  /**
+   * The plan, planned again for an agent program other than cordon's: Claude Code reaches the
+   * model through the gateway (its internal network kept) and runs from its agent image.
+   */
+  const plan = async (request: PlanRequest = {}): Promise<RunPlan> => {
+    const config = (await loadedConfig()).config;
+    const first = await planFor(request);
+    const runtime = runtimeOf(config, first.agent.id);
+    if (runtime !== "claude-code" || !first.sandbox.enabled) return first;
+    const image = first.sandbox.spec?.docker.image ?? (await claudeCodeImage().tag());
+    return planFor(request, { gateway: true, image });
+  };
+  const planFor = async (
+    request: PlanRequest,
+    runtime: { gateway: boolean; image: string } | undefined = undefined,
+  ): Promise<RunPlan> =>
     planRun({
       config: (await loadedConfig()).config,
       agentId: request.agentId,
@@ -258,8 +298,35 @@ export function createRunner(options: RunnerOptions = {}): Runner {
         allow: request.allowTools ? [...request.allowTools] : undefined,
         deny: request.denyTools ? [...request.denyTools] : undefined,
       },
-      runEgress: { allow: options.allowHosts, only: request.phaseAllowHosts },
+      runEgress: {
+        allow: options.allowHosts,
+        only: request.phaseAllowHosts,
+        gateway: runtime?.gateway,
+      },
+      runtimeImage: runtime?.image,
     });
+  /** The runtime object of a plan's agent; undefined for cordon's own loop. */
+  const agentRuntimeFor = async (runPlan: PlannedRun): Promise<AgentRuntime | undefined> => {
+    const config = (await loadedConfig()).config;
+    const runtime = runtimeOf(config, runPlan.agent.id);
+    if (runtime === "cordon") return undefined;
+    if (typeof runtime === "object") return new CommandRuntime(runtime);
+    const configuredImage =
+      config.agents.list.find((agent) => agent.id === runPlan.agent.id)?.sandbox?.docker?.image ??
+      config.agents.defaults.sandbox.docker.image;
+    return new ClaudeCodeRuntime({
+      access: hostModelAccess(env),
+      prepareImage:
+        configuredImage !== undefined || !runPlan.sandbox.enabled
+          ? undefined
+          : async ({ signal, onProgress }) => {
+              await claudeCodeImage().build({
+                signal,
+                onProgress: (message) => onProgress({ phase: "image", message }),
+              });
+            },
+    });
+  };
 
   const acquireSandbox: Runner["acquireSandbox"] = async (request = {}) => {
     const runPlan = await plan(request);
@@ -323,6 +390,7 @@ export function createRunner(options: RunnerOptions = {}): Runner {
         steering: request.steering,
         followUps: request.followUps,
         waitForSession: request.waitForSession,
+        agentRuntime: agentRuntimeFor,
       });
     },
   };

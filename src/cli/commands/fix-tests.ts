@@ -6,11 +6,13 @@ import { fixTests } from "../../workflows/index.js";
 import type { CliContext } from "../context.js";
 import { withInterrupt } from "../interrupt.js";
 import { createRunRenderer } from "../render/run-renderer.js";
-import { allowHostOption, carryOption, runnerFromFlags } from "../runner-flags.js";
+import type { AgentRuntimeName } from "../../config/index.js";
+import { allowHostOption, carryOption, runnerFromFlags, runtimeOption } from "../runner-flags.js";
 import { durationOf, nameList, positiveInteger } from "../flag-parsers.js";
 
 interface FixTestsFlags {
   testCmd: string;
+  runtime?: AgentRuntimeName;
   workspace?: string;
   out: string;
   agent?: string;
@@ -71,6 +73,7 @@ export function registerFixTestsCommand(program: Command, context: CliContext): 
     .option("--keep-sandboxes", "keep the work and verify sandboxes for inspection")
     .option("--json", "print result.json on stdout")
     .option(...carryOption)
+    .addOption(runtimeOption())
     .action(async (flags: FixTestsFlags) => {
       const runner = runnerFromFlags(
         context,
@@ -80,6 +83,7 @@ export function registerFixTestsCommand(program: Command, context: CliContext): 
           workspace: flags.workspace ?? ".",
           allowHost: flags.allowHost,
           carry: flags.carry,
+          runtime: flags.runtime,
         },
         { modelScript: flags.modelScript, forceSeededCopy: true },
       );

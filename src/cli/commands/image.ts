@@ -1,11 +1,14 @@
-import type { Command } from "commander";
+import { Option, type Command } from "commander";
 
 import path from "node:path";
 
 import { stateDirectory } from "../../common/index.js";
 import {
+  AgentImage,
   DockerEngine,
   SandboxImage,
+  agentImageNames,
+  type AgentImageName,
   describeImageBuildEvent,
   type ImageBuildEvent,
   baseImageFromEnv,
@@ -31,9 +34,22 @@ export function registerImageCommand(program: Command, context: CliContext): voi
     .description("build the sandbox image from images/sandbox.Dockerfile (skipped when current)")
     .option("--force", "rebuild even when the current image exists")
     .option("--json", "print {tag} as JSON when done")
-    .action(async (options: { force?: boolean; json?: boolean }) => {
+    .addOption(
+      new Option(
+        "--agent <name>",
+        "build the agent image instead: the sandbox image with that agent CLI (docs/runtimes.md)",
+      ).choices(agentImageNames),
+    )
+    .action(async (options: { force?: boolean; json?: boolean; agent?: AgentImageName }) => {
       const engine = DockerEngine.fromEnv(context.env);
       await engine.ping();
+      if (options.agent) {
+        const tag = await new AgentImage(engine, options.agent, {
+          baseImage: baseImageFromEnv(context.env),
+        }).build({ onProgress: (message) => context.stderr(`· ${message}\n`) });
+        context.stdout(options.json ? `${JSON.stringify({ tag })}\n` : `${tag}\n`);
+        return;
+      }
       const tag = await new SandboxImage(engine, {
         baseImage: baseImageFromEnv(context.env),
         logDirectory: path.join(stateDirectory(context.env), "logs"),

@@ -146,6 +146,21 @@ export function createRunRenderer(options: RunRendererOptions): RunRenderer {
           `· egress ${event["allowed"] ? "allowed" : "REFUSED"}: ${String(event["host"])}:${String(event["port"])}\n`,
         );
         break;
+      case "model-gateway": {
+        const field = (name: string): string => {
+          const value = event[name];
+          return typeof value === "string" || typeof value === "number" ? String(value) : "";
+        };
+        const tokens = field("outputTokens")
+          ? `, ${field("inputTokens") || "?"} in / ${field("outputTokens")} out`
+          : "";
+        const outcome = field("refused")
+          ? `REFUSED ${field("status")}: ${field("refused")}`
+          : `${field("status")}${tokens}`;
+        const model = field("model") ? ` (${field("model")})` : "";
+        progress(`· model gateway ${field("method")} ${field("path")}${model}: ${outcome}\n`);
+        break;
+      }
       case "tool-call":
         progress(`→ ${describeToolCall(String(event["name"]), event["input"])}\n`);
         break;

@@ -11,6 +11,7 @@ import {
 } from "../../sandbox/index.js";
 import type { PlannedRun } from "./planned-run.js";
 import type {
+  HostAddress,
   ProvideSandboxOptions,
   ProvidedSandbox,
   SandboxProvider,
@@ -80,6 +81,9 @@ export function defaultSandboxes(options: DefaultSandboxesOptions): SandboxProvi
       warnings: lease.warnings,
       privateWorkspace: lease.privateWorkspace,
       freeze: (fn) => lease.freeze(fn),
+      hostAddress: spec.egress
+        ? () => networkHostAddress(options.engine, spec.egress?.network ?? "")
+        : undefined,
       release: () => lease.release(),
     };
   };
@@ -90,4 +94,21 @@ export function defaultSandboxes(options: DefaultSandboxesOptions): SandboxProvi
       if (name) await inventory.remove(name, discardOptions);
     },
   };
+}
+
+/**
+ * The gateway address of a Docker bridge network: on a local engine it is the host's own address
+ * on that network's bridge, reachable from the network's containers even when it is internal.
+ */
+async function networkHostAddress(
+  engine: DockerEngine,
+  network: string,
+): Promise<HostAddress | undefined> {
+  const info = (await engine.client.getNetwork(network).inspect()) as {
+    IPAM?: { Config?: { Gateway?: string; Subnet?: string }[] };
+  };
+  const config = info.IPAM?.Config?.find((entry) => entry.Gateway && entry.Subnet);
+  return config?.Gateway && config.Subnet
+    ? { address: config.Gateway, subnet: config.Subnet }
+    : undefined;
 }

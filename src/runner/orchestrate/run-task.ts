@@ -36,6 +36,7 @@ import {
 import { agentMountPath, readBootstrapFiles } from "./bootstrap-files.js";
 import { refusalFor, type PlannedRun } from "./planned-run.js";
 import type { ProvidedSandbox, SandboxProvider } from "./sandbox-provider.js";
+import { agentRuntimeModel, type AgentRuntime } from "./agent-runtime.js";
 
 /** Events of a whole run: the loop's, plus the orchestrator's own before the loop starts. */
 export type RunnerEvent =
@@ -57,6 +58,20 @@ export type RunnerEvent =
       type: "session-wait";
       sessionKey: string;
       holder: Pick<SessionLockHolder, "pid" | "host" | "since" | "runId">;
+    }
+  /**
+   * A call the agent made through cordon's model gateway (docs/runtimes.md): forwarded with the
+   * real key (`status` is the API's), or refused by the gateway (`refused` says why).
+   */
+  | {
+      type: "model-gateway";
+      method: string;
+      path: string;
+      model?: string | undefined;
+      status: number;
+      refused?: string | undefined;
+      inputTokens?: number | undefined;
+      outputTokens?: number | undefined;
     }
   /** A request the sandbox's egress proxy admitted or refused (docs/network.md). */
   | { type: "egress"; host: string; port: number; allowed: boolean }
@@ -102,6 +117,12 @@ export interface RunTaskOptions {
   runId?: string | undefined;
   /** e.g. "cordon 0.1.0", for the system prompt. */
   agentName?: string | undefined;
+  /**
+   * Another agent program run in the sandbox instead of cordon's loop (`agents.*.runtime`), or
+   * how to choose it from the plan; `model` and `tools` are then unused.
+   */
+  agentRuntime?:
+    AgentRuntime | ((plan: PlannedRun) => Promise<AgentRuntime | undefined>) | undefined;
 }
 
 /**
@@ -129,9 +150,16 @@ export async function runTask(options: RunTaskOptions): Promise<RunResult> {
 
   let plan: PlannedRun;
   let model: ModelClient;
+  let agentRuntime: AgentRuntime | undefined;
   try {
     plan = typeof options.plan === "function" ? await options.plan() : options.plan;
-    model = typeof options.model === "function" ? await options.model() : options.model;
+    agentRuntime =
+      typeof options.agentRuntime === "function"
+        ? await options.agentRuntime(plan)
+        : options.agentRuntime;
+    // Another agent program calls its model itself (Claude Code: through the model gateway).
+    if (agentRuntime) model = agentRuntimeModel;
+    else model = typeof options.model === "function" ? await options.model() : options.model;
   } catch (error) {
     // Nothing ran: still one run-start and one run-end, so every consumer sees the outcome.
     const sessionKey = options.requestedSessionKey ?? "";
@@ -151,7 +179,17 @@ export async function runTask(options: RunTaskOptions): Promise<RunResult> {
     warnings: [...plan.warnings],
   });
 
-  const run: RunContext = { runId, plan, model, modelId, emit, logger, eventsLog, startedAt };
+  const run: RunContext = {
+    runId,
+    plan,
+    model,
+    modelId,
+    emit,
+    logger,
+    eventsLog,
+    startedAt,
+    agentRuntime,
+  };
   const lanes = options.lanes ?? new SessionLanes();
   try {
     return await lanes.run(plan.sessionKey, () => runInLane(options, run), options.signal);
@@ -183,6 +221,7 @@ interface RunContext {
   eventsLog: RunEventsLog;
   /** `Date.now()` when the run began. */
   startedAt: number;
+  agentRuntime: AgentRuntime | undefined;
 }
 
 async function runInLane(options: RunTaskOptions, run: RunContext): Promise<RunResult> {
@@ -230,6 +269,10 @@ async function runInLane(options: RunTaskOptions, run: RunContext): Promise<RunR
 
 async function runLocked(options: RunTaskOptions, run: RunContext): Promise<RunResult> {
   const { runId, plan, modelId, emit, logger } = run;
+  await run.agentRuntime?.prepare?.({
+    signal: options.signal,
+    onProgress: (progress) => emit({ type: "sandbox-progress", ...progress }),
+  });
   const lease = await options.sandboxes.acquire(plan, {
     signal: options.signal,
     onProgress: (progress) => emit({ type: "sandbox-progress", ...progress }),
@@ -246,6 +289,21 @@ async function runLocked(options: RunTaskOptions, run: RunContext): Promise<RunR
       detail: describeSandbox(plan, lease),
       warnings: [...(lease.warnings ?? [])],
     });
+    if (run.agentRuntime) {
+      return await run.agentRuntime.run({
+        runId,
+        sessionKey: plan.sessionKey,
+        plan,
+        lease,
+        startedAt: run.startedAt,
+        prompt: promptText(options.prompt),
+        modelId,
+        limits: options.limits,
+        signal: options.signal,
+        emit,
+        logger,
+      });
+    }
     const toolset = bindToolset(options.tools, plan, sandbox, logger);
     session = await JsonlSession.open({
       stateDir: options.stateDir,
@@ -356,6 +414,12 @@ function describeSandbox(plan: PlannedRun, lease: ProvidedSandbox): string {
     spec.workspaceAccess === "none" && spec.seed ? "none, seeded copy" : spec.workspaceAccess;
   const state = lease.fresh ? "new" : "reused";
   return `${state}, scope ${spec.scope}, workspace ${access}, network ${spec.docker.network}`;
+}
+
+/** The task as text, for an agent program that takes text (images are left out). */
+function promptText(prompt: string | UserContentBlock[]): string {
+  if (typeof prompt === "string") return prompt;
+  return prompt.flatMap((block) => (block.type === "text" ? [block.text] : [])).join("\n\n");
 }
 
 /**

@@ -22,7 +22,19 @@ export interface ProvidedSandbox {
    * cannot pause.
    */
   freeze?: (<T>(fn: () => Promise<T>) => Promise<T>) | undefined;
+  /**
+   * The host's own address on the sandbox's internal network, and that network's subnet: where a
+   * host-side service (cordon's model gateway) listens for this sandbox only. Undefined when the
+   * sandbox has no such network (no egress) or the backend has none.
+   */
+  hostAddress?: (() => Promise<HostAddress | undefined>) | undefined;
   release(): Promise<void>;
+}
+
+/** An address of the host on a sandbox's network (IPv4 or IPv6) and the network's subnet (CIDR). */
+export interface HostAddress {
+  address: string;
+  subnet: string;
 }
 
 export interface ProvideSandboxOptions {

@@ -36,6 +36,11 @@ export {
 } from "./inventory.js";
 export {
   EgressProxies,
+  anthropicApiUrl,
+  startModelGateway,
+  type ModelGateway,
+  type ModelGatewayCall,
+  type ModelGatewayOptions,
   parseEgressLine,
   squidConfig,
   upstreamProxyFromEnv,
@@ -49,3 +54,4 @@ export {
   type InteractiveExecRequest,
   type TerminalSize,
 } from "./interactive-exec.js";
+export { AgentImage, agentImageNames, type AgentImageName } from "./agent-image.js";

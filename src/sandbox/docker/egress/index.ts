@@ -8,3 +8,10 @@ export { parseEgressLine, type EgressDecision } from "./access-log.js";
 export { squidConfig } from "./squid-config.js";
 export { upstreamProxyFromEnv, type UpstreamProxy } from "./upstream-proxy.js";
 export { EgressProxyImage, egressProxyImageRepository } from "./proxy-image.js";
+export {
+  anthropicApiUrl,
+  startModelGateway,
+  type ModelGateway,
+  type ModelGatewayCall,
+  type ModelGatewayOptions,
+} from "./model-gateway.js";

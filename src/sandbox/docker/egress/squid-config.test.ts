@@ -24,6 +24,18 @@ describe("egress proxy configuration", () => {
     expect(config).not.toContain("cache_peer");
   });
 
+  it("an empty list (the model gateway's network only) admits no host at all", () => {
+    const config = squidConfig({ allow: [], proxyPort: 3128 });
+    expect(config).not.toContain("allowed_hosts");
+    expect(
+      config
+        .split("\n")
+        .filter((line) => line.startsWith("http_access"))
+        .at(-1),
+    ).toBe("http_access deny all");
+    expect(config.split("\n").filter((line) => line.startsWith("http_access allow"))).toEqual([]);
+  });
+
   it("goes through the host's upstream proxy, direct only for its NO_PROXY hosts", () => {
     const upstream = upstreamProxyFromEnv({
       HTTPS_PROXY: "http://user:p%40ss@proxy.corp.example:8080",

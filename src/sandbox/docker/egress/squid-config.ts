@@ -36,14 +36,19 @@ export function squidConfig(
     "logfile_rotate 0",
     `logformat cordon ${accessLogTag} %rm %>rd %>rP %>Hs %Ss`,
     "access_log stdio:/dev/stdout cordon",
-    `acl allowed_hosts dstdom_regex -n -i ${egress.allow.map(hostRegex).join(" ")}`,
     "acl CONNECT method CONNECT",
     "acl https_port port 443",
     "acl http_port port 80",
     "http_access deny to_localhost",
     "http_access deny CONNECT !https_port",
     "http_access deny !CONNECT !http_port",
-    "http_access allow allowed_hosts",
+    // An empty list (a sandbox on the network only for cordon's model gateway) admits nothing.
+    ...(egress.allow.length > 0
+      ? [
+          `acl allowed_hosts dstdom_regex -n -i ${egress.allow.map(hostRegex).join(" ")}`,
+          "http_access allow allowed_hosts",
+        ]
+      : []),
     "http_access deny all",
     "via off",
     "forwarded_for delete",

@@ -1,0 +1,9 @@
+export {
+  ClaudeCodeRuntime,
+  disallowedClaudeCodeTools,
+  hostModelAccess,
+  type ClaudeCodeRuntimeOptions,
+  type HostModelAccess,
+} from "./claude-code.js";
+export { ClaudeCodeEvents } from "./claude-code-events.js";
+export { CommandRuntime, type CommandRuntimeSpec } from "./command.js";

@@ -1,0 +1,135 @@
+import Anthropic from "@anthropic-ai/sdk";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+
+import {
+  startMessagesApiServer,
+  type MessagesApiServer,
+} from "../../../../test/support/messages-api-server.js";
+import { startModelGateway, type ModelGateway, type ModelGatewayCall } from "./model-gateway.js";
+
+const realKey = "sk-ant-real-key-that-stays-on-the-host";
+
+describe("model gateway", () => {
+  let server: MessagesApiServer;
+  let gateway: ModelGateway;
+  let calls: ModelGatewayCall[];
+
+  beforeEach(async () => {
+    server = await startMessagesApiServer();
+    calls = [];
+    gateway = await startModelGateway({
+      listenAddress: "127.0.0.1",
+      clientSubnet: "127.0.0.0/8",
+      upstream: server.url,
+      credential: { apiKey: realKey },
+      onCall: (call) => calls.push(call),
+    });
+  });
+  afterEach(async () => {
+    await gateway.close();
+    await server.close();
+  });
+
+  it("streams a Messages call through with the real key in place of the placeholder", async () => {
+    server.enqueue({
+      kind: "message",
+      content: [{ type: "text", text: "hello from upstream" }],
+      usage: { input_tokens: 42, output_tokens: 7 },
+    });
+    const client = new Anthropic({ baseURL: gateway.url, apiKey: gateway.placeholderKey });
+    const message = await client.messages
+      .stream({
+        model: "claude-test",
+        max_tokens: 100,
+        messages: [{ role: "user", content: "hi" }],
+      })
+      .finalMessage();
+
+    expect(message.content).toEqual([
+      expect.objectContaining({ type: "text", text: "hello from upstream" }),
+    ]);
+    expect(server.requests).toHaveLength(1);
+    expect(server.requests[0]?.headers["x-api-key"]).toBe(realKey);
+    expect(JSON.stringify(server.requests[0]?.headers)).not.toContain(gateway.placeholderKey);
+    expect(calls).toEqual([
+      {
+        method: "POST",
+        path: "/v1/messages",
+        model: "claude-test",
+        status: 200,
+        inputTokens: 42,
+        outputTokens: 7,
+      },
+    ]);
+  });
+
+  it("refuses a call without this run's placeholder key, and never forwards it", async () => {
+    const response = await fetch(`${gateway.url}/v1/messages`, {
+      method: "POST",
+      headers: { "x-api-key": "cordon-gateway-guessed", "content-type": "application/json" },
+      body: JSON.stringify({ model: "m", max_tokens: 1, messages: [] }),
+    });
+    expect(response.status).toBe(401);
+    expect(server.requests).toHaveLength(0);
+    expect(calls[0]).toMatchObject({
+      status: 401,
+      refused: expect.stringContaining("placeholder") as string,
+    });
+  });
+
+  it("refuses every path but the Messages API with 403", async () => {
+    for (const [method, path] of [
+      ["GET", "/v1/models"],
+      ["POST", "/v1/files"],
+      ["POST", "/v1/messages/batches"],
+      ["GET", "/v1/messages"],
+      ["POST", "/v1/../v1/organizations/keys"],
+    ] as const) {
+      const response = await fetch(`${gateway.url}${path}`, {
+        method,
+        headers: { "x-api-key": gateway.placeholderKey },
+        ...(method === "POST" ? { body: "{}" } : {}),
+      });
+      expect(response.status, `${method} ${path}`).toBe(403);
+    }
+    expect(server.requests).toHaveLength(0);
+  });
+
+  it("refuses a caller outside the sandbox's network even with the key", async () => {
+    const elsewhere = await startModelGateway({
+      listenAddress: "127.0.0.1",
+      clientSubnet: "10.200.0.0/16",
+      upstream: server.url,
+      credential: { apiKey: realKey },
+    });
+    try {
+      const response = await fetch(`${elsewhere.url}/v1/messages`, {
+        method: "POST",
+        headers: { "x-api-key": elsewhere.placeholderKey },
+        body: "{}",
+      });
+      expect(response.status).toBe(403);
+      expect(server.requests).toHaveLength(0);
+    } finally {
+      await elsewhere.close();
+    }
+  });
+
+  it("passes the upstream's error status and body through", async () => {
+    server.enqueue({
+      kind: "error",
+      status: 429,
+      errorType: "rate_limit_error",
+      message: "slow down",
+    });
+    const response = await fetch(`${gateway.url}/v1/messages?beta=true`, {
+      method: "POST",
+      headers: { "x-api-key": gateway.placeholderKey, "content-type": "application/json" },
+      body: JSON.stringify({ model: "claude-test", max_tokens: 1, messages: [] }),
+    });
+    expect(response.status).toBe(429);
+    expect(await response.json()).toMatchObject({ error: { message: "slow down" } });
+    expect(server.requests[0]?.path).toBe("/v1/messages?beta=true");
+    expect(calls[0]).toMatchObject({ status: 429, model: "claude-test" });
+  });
+});
