@@ -3,6 +3,7 @@ import type Docker from "dockerode";
 import { SandboxError, SandboxStartError, sleep } from "../../common/index.js";
 import { dockerMessageOf, dockerStatusOf, toSandboxError } from "./docker-errors.js";
 import type { DockerEngine } from "./engine.js";
+import { executorContainerPath } from "./resident/executor-binary.js";
 
 /** How often a container being removed by someone else is looked at again, and how long. */
 const removalPollMs = 250;
@@ -113,15 +114,23 @@ export class SandboxContainers {
   }
 
   /**
-   * Whether commands run in the container (from any process): an idle sandbox runs only its init
-   * and `sleep infinity`. When Docker cannot tell, it counts as busy: never destroy on doubt.
+   * Whether commands run in the container (from any process): an idle sandbox runs only its init,
+   * `sleep infinity` and cordon's resident executor (which lives as long as the container). When
+   * Docker cannot tell, it counts as busy: never destroy on doubt.
    */
   async isBusy(containerId: string): Promise<boolean> {
     try {
       const top = (await this.engine.client.getContainer(containerId).top()) as {
-        Processes?: unknown[][];
+        Titles?: string[];
+        Processes?: string[][];
       };
-      return (top.Processes?.length ?? 0) > 2;
+      const command = (top.Titles ?? []).findIndex(
+        (title) => title === "CMD" || title === "COMMAND",
+      );
+      const working = (top.Processes ?? []).filter(
+        (row) => !(row[command] ?? "").startsWith(executorContainerPath),
+      );
+      return working.length > 2;
     } catch {
       return true;
     }
