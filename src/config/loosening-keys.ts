@@ -172,6 +172,9 @@ export const untrustedKeyRules: Readonly<Record<string, KeyRule>> = {
     unless(true),
   ),
   "sandbox.workspaceRoot": loosening("moves where cordon writes private workspaces on the host"),
+  "sandbox.prune.stopIdleMinutes": safe(
+    "when idle containers are stopped; not what they can reach",
+  ),
   "sandbox.prune.idleHours": safe("when idle containers are removed; not what they can reach"),
   "sandbox.prune.maxAgeDays": safe("when old containers are removed; not what they can reach"),
 

@@ -78,7 +78,7 @@ export const configDefaults = {
     /** Ignored paths of the workspace copied into the seeded copy (e.g. node_modules). */
     carry: [] as string[],
     protectGitDir: true,
-    prune: { idleHours: 24, maxAgeDays: 7 },
+    prune: { stopIdleMinutes: 30, idleHours: 24, maxAgeDays: 7 },
     egress: { allow: [] as string[], trustHostCertificates: false },
   },
   docker: {
@@ -236,6 +236,16 @@ function sandboxSchema<F extends Flavour>(flavour: F) {
   const s = configDefaults.sandbox;
   const docker = dockerSchema(flavour);
   const prune = z.strictObject({
+    stopIdleMinutes: field(
+      flavour,
+      z
+        .number()
+        .nonnegative()
+        .describe(
+          "Stop (not remove) a container idle this long, so it holds no memory; the next acquire starts it again with its files. 0 = never",
+        ),
+      s.prune.stopIdleMinutes,
+    ),
     idleHours: field(flavour, z.number().nonnegative(), s.prune.idleHours),
     maxAgeDays: field(flavour, z.number().nonnegative(), s.prune.maxAgeDays),
   });

@@ -87,7 +87,7 @@ export function explainPlan(plan: RunPlan): string {
     }
     const prune = sandbox.prune;
     lines.push(
-      `  prune        idle ${prune.idleMs ? `${prune.idleMs / 3_600_000} h` : "never"}, max age ${prune.maxAgeMs ? `${prune.maxAgeMs / 86_400_000} d` : "never"}`,
+      `  prune        stop when idle ${prune.stopIdleMs ? `${prune.stopIdleMs / 60_000} min` : "never"}, remove when idle ${prune.idleMs ? `${prune.idleMs / 3_600_000} h` : "never"}, max age ${prune.maxAgeMs ? `${prune.maxAgeMs / 86_400_000} d` : "never"}`,
     );
   }
 

@@ -914,12 +914,17 @@ describe("the config hash", () => {
 });
 
 describe("prune and exec settings", () => {
-  it("converts hours and days to milliseconds", () => {
-    expect(plan({}).sandbox.prune).toEqual({ idleMs: 24 * 3_600_000, maxAgeMs: 7 * 86_400_000 });
+  it("converts minutes, hours and days to milliseconds", () => {
+    expect(plan({}).sandbox.prune).toEqual({
+      stopIdleMs: 30 * 60_000,
+      idleMs: 24 * 3_600_000,
+      maxAgeMs: 7 * 86_400_000,
+    });
     expect(
-      plan({ agents: { list: [{ id: "a", sandbox: { prune: { idleHours: 0.5 } } }] } }).sandbox
-        .prune,
-    ).toEqual({ idleMs: 1_800_000, maxAgeMs: 7 * 86_400_000 });
+      plan({
+        agents: { list: [{ id: "a", sandbox: { prune: { idleHours: 0.5, stopIdleMinutes: 0 } } }] },
+      }).sandbox.prune,
+    ).toEqual({ stopIdleMs: 0, idleMs: 1_800_000, maxAgeMs: 7 * 86_400_000 });
   });
 
   it("layers exec settings: global, agents.defaults, agent", () => {

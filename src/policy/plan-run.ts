@@ -105,7 +105,7 @@ export interface RunPlan {
     workspaceAccess: WorkspaceAccess;
     /** Present iff enabled. */
     spec?: SandboxSpec;
-    prune: { idleMs: number; maxAgeMs: number };
+    prune: { stopIdleMs: number; idleMs: number; maxAgeMs: number };
     /** Lines for `explain`: each setting, where it came from and which key changes it. */
     explanation: string[];
     /** Config key that decided mode, scope and workspace access. */
@@ -247,6 +247,7 @@ export function planRun(input: PlanRunInput): RunPlan {
   explanation.push(reason);
 
   const prune = {
+    stopIdleMs: agent.sandbox.prune.stopIdleMinutes * 60_000,
     idleMs: agent.sandbox.prune.idleHours * hourMs,
     maxAgeMs: agent.sandbox.prune.maxAgeDays * 24 * hourMs,
   };

@@ -17,17 +17,11 @@ import { packageRoot } from "../../src/common/index.js";
 import { createRunner } from "../../src/runner/index.js";
 import { demoRepo } from "../support/demo-repo.js";
 import { dockerClient, requireSandboxImage } from "../support/docker.js";
+import { builtCli, runBuiltCordon, runProcess } from "../support/spawn-cordon.js";
 import { removeStateDirectory } from "../support/state-directory.js";
 
-const cli = path.join(packageRoot(), "dist", "cli", "main.js");
 const ptySession = path.join(packageRoot(), "test", "support", "pty-session.py");
 const suffix = `${process.pid}-${Date.now().toString(36)}`;
-
-interface Finished {
-  code: number | null;
-  stdout: Buffer;
-  stderr: string;
-}
 
 describe("cordon exec -i/-t and --rm", () => {
   let home: string;
@@ -48,20 +42,10 @@ describe("cordon exec -i/-t and --rm", () => {
     return key;
   }
 
-  function run(command: string, args: string[], input?: Buffer | string): Promise<Finished> {
-    const child = spawn(command, args, { env: env(), cwd: repo, stdio: "pipe" });
-    const stdout: Buffer[] = [];
-    let stderr = "";
-    child.stdout.on("data", (chunk: Buffer) => stdout.push(chunk));
-    child.stderr.setEncoding("utf8").on("data", (chunk: string) => (stderr += chunk));
-    child.stdin.end(input);
-    return new Promise((resolve) =>
-      child.on("close", (code) => resolve({ code, stdout: Buffer.concat(stdout), stderr })),
-    );
-  }
-
+  const run = (command: string, args: string[], input?: Buffer | string) =>
+    runProcess(command, args, { env: env(), cwd: repo, input });
   const cordon = (args: string[], input?: Buffer | string) =>
-    run(process.execPath, [cli, ...args], input);
+    runBuiltCordon(args, { env: env(), cwd: repo, input });
 
   async function containerOf(sessionKey: string): Promise<string> {
     const plan = await createRunner({ env: env(), workspace: repo }).plan({ sessionKey });
@@ -145,7 +129,7 @@ describe("cordon exec -i/-t and --rm", () => {
       steps,
       "--",
       process.execPath,
-      cli,
+      builtCli,
       "exec",
       "-it",
       "--session",
@@ -166,6 +150,34 @@ describe("cordon exec -i/-t and --rm", () => {
     expect(result.exitCode).toBe(3);
     // Raw mode was given back: the next command at this terminal gets line editing and echo.
     expect(result).toMatchObject({ canonical: true, echo: true });
+  });
+
+  it("an interrupted exec -i leaves nothing running in the sandbox (docker exec would leave the command)", async () => {
+    const key = session("hangup");
+    const child = spawn(
+      process.execPath,
+      [builtCli, "exec", "-i", "--session", key, "--", "cat; echo never"],
+      { env: env(), cwd: repo, stdio: ["pipe", "pipe", "pipe"] },
+    );
+    const exited = new Promise<number | null>((resolve) => child.on("exit", resolve));
+    // Its stdin stays open: cat waits on it.
+    child.stdin.write("still here\n");
+    const name = await containerOf(key);
+    const processes = async () => {
+      const top = (await dockerClient()
+        .getContainer(name)
+        .top()
+        .catch(() => ({ Processes: [] }))) as { Processes: string[][] };
+      return top.Processes.map((row) => row.at(-1) ?? "");
+    };
+    await expect
+      .poll(processes, { timeout: 60_000 })
+      .toContainEqual(expect.stringMatching(/^cat$/));
+    child.kill("SIGTERM");
+    expect(await exited).toBe(130);
+    await expect
+      .poll(processes, { timeout: 30_000 })
+      .not.toContainEqual(expect.stringMatching(/^(cat|\/bin\/sh -c cat)/));
   });
 
   it("the command's last stderr line cannot run into cordon's own: cordon's line starts a new line", async () => {

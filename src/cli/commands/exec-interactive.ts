@@ -42,7 +42,13 @@ export async function runInteractiveCommand(options: InteractiveCommand): Promis
   process.on("exit", restoreTerminal);
   let onResize: (() => void) | undefined;
   let session: Awaited<ReturnType<typeof startInteractiveExec>> | undefined;
-  const onAbort = (): void => session?.detach();
+  const onAbort = (): void => void session?.hangUp();
+  // The terminal itself went away (a closed window): hang the command up too, then go.
+  const onHangUp = (): void => {
+    restoreTerminal();
+    void (session?.hangUp() ?? Promise.resolve()).finally(() => process.exit(128 + 1));
+  };
+  process.once("SIGHUP", onHangUp);
   try {
     session = await startInteractiveExec(DockerEngine.fromEnv(options.env), {
       containerName: options.containerName,
@@ -71,6 +77,7 @@ export async function runInteractiveCommand(options: InteractiveCommand): Promis
     return options.signal.aborted ? interruptedExitCode : exitCode;
   } finally {
     options.signal.removeEventListener("abort", onAbort);
+    process.off("SIGHUP", onHangUp);
     if (onResize) stdout.off("resize", onResize);
     restoreTerminal();
     process.off("exit", restoreTerminal);

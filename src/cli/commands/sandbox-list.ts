@@ -9,6 +9,7 @@ import {
 } from "../../sandbox/index.js";
 import type { CliContext } from "../context.js";
 import { ago, formatTable } from "../render/table.js";
+import { driftOf, type SandboxDrift } from "./sandbox-drift.js";
 
 /** The inventory of the state directory and engine the environment names. */
 export function inventoryFor(context: CliContext): SandboxInventory {
@@ -20,7 +21,17 @@ export function inventoryFor(context: CliContext): SandboxInventory {
   });
 }
 
-function formatSandboxes(sandboxes: SandboxSummary[]): string {
+/** A sandbox as `sandbox list --json` prints it: the inventory's summary and its drift. */
+type ListedSandbox = SandboxSummary & { drift: SandboxDrift };
+
+/** The DRIFT column: "no", or "yes: why" (several reasons joined), or "?: why". */
+function driftCell(drift: SandboxDrift): string {
+  if (drift.drifted === false) return "no";
+  const short = drift.reasons.map((reason) => reason.replace(/ \(.*\)$/, "").replace(/:.*$/, ""));
+  return `${drift.drifted ? "yes" : "?"}: ${short.join("; ")}`;
+}
+
+function formatSandboxes(sandboxes: ListedSandbox[]): string {
   return formatTable(
     [
       "NAME",
@@ -30,8 +41,7 @@ function formatSandboxes(sandboxes: SandboxSummary[]): string {
       "AGENT",
       "SESSION",
       "WORKSPACE",
-      "IMAGE",
-      "CONFIG",
+      "DRIFT",
       "EGRESS",
       "CREATED",
       "LAST USED",
@@ -44,8 +54,7 @@ function formatSandboxes(sandboxes: SandboxSummary[]): string {
       s.agent,
       s.session,
       s.workspace || "?",
-      s.imageStatus,
-      s.configStatus,
+      driftCell(s.drift),
       s.egress ? `${s.egress.allow.join(",")} via ${s.egress.proxy} (${s.egress.state})` : "none",
       ago(s.createdAt),
       ago(s.lastUsedAt),
@@ -57,11 +66,31 @@ export function registerSandboxListCommand(sandbox: Command, context: CliContext
   sandbox
     .command("list")
     .description(
-      "the sandboxes of this state directory (CORDON_HOME): scope, key, agent, session, workspace, state, whether image and config are current, created, last used",
+      "the sandboxes of this state directory (CORDON_HOME): scope, key, agent, session, workspace, state, drift from the current config and image (and why), created, last used",
     )
     .option("--json", "print as JSON")
-    .action(async (options: { json?: boolean }) => {
-      const sandboxes = await inventoryFor(context).list();
+    .option(
+      "--config <path>",
+      "compare with this config file (default: each project's own, as `cordon run` there finds it)",
+    )
+    .action(async (options: { json?: boolean; config?: string }) => {
+      const summaries = await inventoryFor(context).list();
+      const drift = await driftOf(summaries, {
+        env: context.env,
+        configPath: options.config,
+        logger: context.logger,
+      });
+      const sandboxes = summaries.map((summary): ListedSandbox => {
+        const found = drift.get(summary.name) ?? { drifted: null, reasons: [] };
+        // The plan, where there is one, is what the next acquire compares with.
+        const configStatus =
+          found.expectedConfigHash === undefined
+            ? summary.configStatus
+            : found.expectedConfigHash === summary.configHash
+              ? "current"
+              : "stale";
+        return { ...summary, configStatus, drift: found };
+      });
       if (options.json) {
         context.stdout(`${JSON.stringify(sandboxes, null, 2)}\n`);
         return;

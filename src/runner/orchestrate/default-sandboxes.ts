@@ -9,6 +9,7 @@ import {
   type DockerEngine,
   type UpstreamProxy,
 } from "../../sandbox/index.js";
+import { sandboxesHeldByRuns } from "../session/index.js";
 import type { PlannedRun } from "./planned-run.js";
 import type {
   HostAddress,
@@ -40,6 +41,11 @@ export function defaultSandboxes(options: DefaultSandboxesOptions): SandboxProvi
     logger: options.logger,
     upstreamProxy: options.upstreamProxy,
     imageOptions: { baseImage: options.baseImage },
+    // Session locks say which sandboxes live runs of any process hold: never stopped or pruned.
+    holders: async () => {
+      const held = await sandboxesHeldByRuns(options.stateDir);
+      return (sandbox) => held.holderOf(sandbox);
+    },
     createSandbox: (container) =>
       new DockerSandbox({
         engine: options.engine,

@@ -31,7 +31,7 @@ export interface PlannedRun {
     /** Present exactly when `enabled`. */
     spec?: SandboxSpec | undefined;
     /** Idle and age limits of this agent's sandboxes (ms; 0 = none), applied when acquiring. */
-    prune?: { idleMs: number; maxAgeMs: number } | undefined;
+    prune?: { stopIdleMs?: number; idleMs: number; maxAgeMs: number } | undefined;
   };
   tools: {
     allowed: readonly string[];

@@ -55,3 +55,9 @@ export {
   type TerminalSize,
 } from "./interactive-exec.js";
 export { AgentImage, agentImageNames, type AgentImageName } from "./agent-image.js";
+export {
+  stopIdleSandboxes,
+  type IdleStopOptions,
+  type IdleStopReport,
+  type SandboxHolders,
+} from "./idle-stop.js";

@@ -1,3 +1,4 @@
+import { randomUUID } from "node:crypto";
 import type { Duplex } from "node:stream";
 
 import type Docker from "dockerode";
@@ -38,11 +39,25 @@ export interface InteractiveExec {
   /** Tells the pseudo-terminal its new size (the command gets SIGWINCH). */
   resize(size: TerminalSize): Promise<void>;
   /**
-   * Closes the connection. With a TTY the command's terminal hangs up (SIGHUP); without one its
-   * stdin ends and its output goes nowhere — as when `docker exec -i` is interrupted.
+   * Hangs up: the command's process group gets SIGHUP (as when a terminal closes) and the
+   * connection is closed. Docker itself would leave it running, e.g. a shell waiting on a
+   * terminal nobody holds, which would keep the sandbox busy for good.
    */
-  detach(): void;
+  hangUp(): Promise<void>;
 }
+
+/** Where the command's pid is kept, so a hang-up can reach its process group. */
+const pidDirectory = "/tmp/.cordon/interactive";
+
+/**
+ * Records the pid, then becomes the command (`exec`: the same process, so the process group
+ * and the terminal's foreground group are the command's own; runc makes every exec a session
+ * leader).
+ */
+const recordPid = `mkdir -p ${pidDirectory} && echo $$ > "$0" && exec "$@"`;
+/** SIGHUP to the recorded process group; the pid file goes either way. */
+const hangUpGroup =
+  'p=$(cat "$0" 2>/dev/null) && [ -n "$p" ] && kill -HUP -- "-$p" 2>/dev/null; rm -f "$0"';
 
 /**
  * One command in a sandbox with the caller's stdin attached and, with `tty`, a pseudo-terminal:
@@ -56,11 +71,12 @@ export async function startInteractiveExec(
 ): Promise<InteractiveExec> {
   const container = engine.client.getContainer(request.containerName);
   const attachStdin = request.stdin !== undefined;
+  const pidFile = `${pidDirectory}/${randomUUID()}.pid`;
   let exec: Docker.Exec;
   let socket: Duplex;
   try {
     exec = await container.exec({
-      Cmd: request.cmd,
+      Cmd: ["/bin/sh", "-c", recordPid, pidFile, ...request.cmd],
       User: request.user,
       WorkingDir: request.workingDir,
       Env: request.env ?? [],
@@ -94,7 +110,12 @@ export async function startInteractiveExec(
   if (request.stdin) feedStdin(request.stdin, socket);
 
   const exitCode = ended.then(
-    () => (detached ? -1 : exitCodeOf(exec, request.containerName)),
+    async () => {
+      if (detached) return -1;
+      const code = await exitCodeOf(exec, request.containerName);
+      await runQuietly(container, request.user, ["/bin/sh", "-c", 'rm -f "$0"', pidFile]);
+      return code;
+    },
     (error: unknown) => {
       throw toSandboxError(error, `stream a command's output from ${request.containerName}`);
     },
@@ -108,8 +129,9 @@ export async function startInteractiveExec(
       // Refused once the command has ended; a size no longer matters then.
       await exec.resize({ h: rows, w: columns }).catch(() => undefined);
     },
-    detach: () => {
+    hangUp: async () => {
       detached = true;
+      await runQuietly(container, request.user, ["/bin/sh", "-c", hangUpGroup, pidFile]);
       socket.destroy();
     },
   };
@@ -135,6 +157,27 @@ function feedStdin(stdin: NodeJS.ReadableStream, socket: Duplex): void {
     // Our stdin no longer has a reader; let the process exit instead of waiting on it.
     stdin.pause();
   });
+}
+
+/** Runs a short housekeeping command to its end; a failure only means it could not help. */
+async function runQuietly(container: Docker.Container, user: string, cmd: string[]): Promise<void> {
+  try {
+    const exec = await container.exec({
+      Cmd: cmd,
+      User: user,
+      AttachStdout: true,
+      AttachStderr: true,
+    });
+    const stream = await exec.start({ hijack: true, stdin: false });
+    await new Promise<void>((resolve) => {
+      stream.on("end", resolve);
+      stream.on("close", resolve);
+      stream.on("error", () => resolve());
+      stream.resume();
+    });
+  } catch {
+    // The container is gone or stopped: so is the command.
+  }
 }
 
 async function exitCodeOf(exec: Docker.Exec, containerName: string): Promise<number> {

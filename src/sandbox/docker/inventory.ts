@@ -18,6 +18,7 @@ import { toSandboxError } from "./docker-errors.js";
 import type { DockerEngine } from "./engine.js";
 import { SandboxContainers } from "./manager-containers.js";
 import { SandboxRecords, type SandboxRecord } from "./records.js";
+import type { SandboxHolders } from "./idle-stop.js";
 import { SandboxImage, sandboxImageRepository, type SandboxImageOptions } from "./sandbox-image.js";
 import { EgressProxies } from "./egress/index.js";
 
@@ -49,6 +50,8 @@ export interface SandboxSummary {
   createdAt: string;
   /** The last acquire or release, from the record; the creation time when there is none. */
   lastUsedAt: string;
+  /** When cordon stopped it for being idle, while it stays stopped; the next acquire starts it. */
+  idleStoppedAt?: string | undefined;
   /** Its egress proxy, when it has an allowlist (docs/network.md). */
   egress?: { proxy: string; state: string; allow: string[] } | undefined;
 }
@@ -92,6 +95,8 @@ export interface PruneOptions {
   dryRun?: boolean | undefined;
   /** Names never removed (the sandboxes a manager holds right now). */
   keep?: ReadonlySet<string> | undefined;
+  /** What live runs of any process hold: never removed either. */
+  holders?: SandboxHolders | undefined;
   /**
    * Remove stopped, dead and never-started containers whatever the limits say (default true, what
    * `cordon sandbox prune` does). False: they go only when idle or old, like running ones.
@@ -239,6 +244,7 @@ export class SandboxInventory {
 
     for (const sandbox of summaries) {
       if (options.keep?.has(sandbox.name)) continue;
+      if (options.holders?.({ name: sandbox.name, session: sandbox.session })) continue;
       const reason = await this.pruneReason(sandbox, options, now, report);
       if (!reason) continue;
       const entry: RemovedSandbox = {
@@ -277,7 +283,8 @@ export class SandboxInventory {
   ): Promise<string | undefined> {
     const age = now - Date.parse(sandbox.createdAt);
     const running = sandbox.state === "running" || sandbox.state === "paused";
-    if (!running && options.stopped !== false) {
+    // A sandbox cordon stopped for being idle is resting, not broken: the limits decide for it.
+    if (!running && options.stopped !== false && !sandbox.idleStoppedAt) {
       if (sandbox.state === "exited" || sandbox.state === "dead") return sandbox.state;
       // A container only just created may be about to be started by another process.
       if (sandbox.state === "created" && age > orphanGraceMs) return "never started";
@@ -464,6 +471,9 @@ function summarize(
   };
   const workspace = labels[labelKeys.privateWorkspace];
   if (workspace) summary.privateWorkspace = workspace;
+  if (record?.idleStoppedAt && container.State === "exited") {
+    summary.idleStoppedAt = record.idleStoppedAt;
+  }
   return summary;
 }
 
@@ -481,9 +491,16 @@ class ImageFreshness {
     if (image.startsWith(`${sandboxImageRepository}:`)) {
       const current = await this.currentBuiltinTag();
       if (current === undefined) return "unknown";
-      return current === image ? "current" : "stale";
+      if (current !== image) return "stale";
+      // The same tag rebuilt (`cordon image build --force`) names another image now.
     }
-    // A configured image: stale when its reference now names another image (a newer pull/build).
+    // Stale when its reference now names another image (a rebuild, a newer pull) or none.
+    const current = await this.idOf(image);
+    if (current === undefined) return "stale";
+    return current === imageId ? "current" : "stale";
+  }
+
+  private idOf(image: string): Promise<string | undefined> {
     let id = this.ids.get(image);
     if (!id) {
       id = this.engine.client
@@ -495,9 +512,7 @@ class ImageFreshness {
         );
       this.ids.set(image, id);
     }
-    const current = await id;
-    if (current === undefined) return "stale";
-    return current === imageId ? "current" : "stale";
+    return id;
   }
 
   private currentBuiltinTag(): Promise<string | undefined> {

@@ -28,6 +28,7 @@ import { SandboxContainers } from "./manager-containers.js";
 import { ImageResolver, type ResolvedImage } from "./manager-image.js";
 import { KeyedLock } from "./manager-lock.js";
 import { SandboxRecords } from "./records.js";
+import { stopIdleSandboxes, type SandboxHolders } from "./idle-stop.js";
 import { assertWorkspaceWritable, hostPermissionsHold } from "./workspace-probe.js";
 import type { SandboxImageOptions } from "./sandbox-image.js";
 import { EgressProxies, type EgressDecision, type UpstreamProxy } from "./egress/index.js";
@@ -114,6 +115,11 @@ export interface DockerSandboxManagerOptions {
    */
   prune?: AutoPruneOptions | undefined;
   /**
+   * What live runs of other processes hold (their session locks): sandboxes an automatic idle
+   * stop or prune must leave alone though their records look idle. Asked once per sweep.
+   */
+  holders?: (() => Promise<SandboxHolders>) | undefined;
+  /**
    * How often the records of held sandboxes are marked used (ms, default 60 000), so a prune in
    * another process never takes a long-held sandbox for an idle one.
    */
@@ -126,6 +132,8 @@ export interface DockerSandboxManagerOptions {
 }
 
 export interface AutoPruneOptions {
+  /** Stop (not remove) running sandboxes unused for longer than this (ms); 0 or unset = never. */
+  stopIdleMs?: number | undefined;
   /** Unused for longer than this (ms); 0 or unset = no idle limit. */
   idleMs?: number | undefined;
   /** Created longer ago than this (ms); 0 or unset = no age limit. */
@@ -174,6 +182,7 @@ export class DockerSandboxManager {
   private readonly inventory: SandboxInventory;
   private readonly egress: EgressProxies;
   private readonly autoPrune: AutoPruneOptions | undefined;
+  private readonly liveRunHolders: (() => Promise<SandboxHolders>) | undefined;
   private readonly heartbeatMs: number;
   private readonly diskWatchdogMs: number | undefined;
   private heartbeat: NodeJS.Timeout | undefined;
@@ -213,6 +222,7 @@ export class DockerSandboxManager {
       logger: this.logger,
     });
     this.autoPrune = options.prune;
+    this.liveRunHolders = options.holders;
     this.heartbeatMs = options.heartbeatMs ?? 60_000;
     this.diskWatchdogMs = options.diskWatchdogMs;
   }
@@ -256,6 +266,9 @@ export class DockerSandboxManager {
     let watchdog: DiskWatchdog | undefined;
     const settled = await this.locks.run(spec.containerName, async () => {
       throwIfAborted(signal, "sandbox acquire");
+      // Used from now on: an idle stop in another process reads the record again right before
+      // stopping, and leaves this one running.
+      await this.touchRecord(spec.containerName);
       await this.prepareWorkspace(spec, { signal, progress, warn });
       // A workspace already over a budget the kernel does not enforce: no sandbox starts on it.
       watchdog = await DiskWatchdog.for({
@@ -400,20 +413,64 @@ export class DockerSandboxManager {
     }
   }
 
-  /** Starts a background prune when limits are set and one is due; failures are only logged. */
+  /**
+   * Starts a background sweep when limits are set and one is due: idle sandboxes stopped, then
+   * idle or old ones pruned. Failures are only logged.
+   */
   private maybePrune(settings: AutoPruneOptions | undefined): void {
+    const stopIdleMs = settings?.stopIdleMs || undefined;
     const idleMs = settings?.idleMs || undefined;
     const maxAgeMs = settings?.maxAgeMs || undefined;
-    if (idleMs === undefined && maxAgeMs === undefined) return;
+    if (stopIdleMs === undefined && idleMs === undefined && maxAgeMs === undefined) return;
     const now = Date.now();
     const everyMs = settings?.everyMs ?? this.autoPrune?.everyMs ?? 300_000;
     if (now - this.lastPruneAt < everyMs) return;
     this.lastPruneAt = now;
-    const work = this.inventory
+    const work = this.sweep({ stopIdleMs, idleMs, maxAgeMs }).finally(() =>
+      this.background.delete(work),
+    );
+    this.background.add(work);
+  }
+
+  private async sweep(limits: {
+    stopIdleMs: number | undefined;
+    idleMs: number | undefined;
+    maxAgeMs: number | undefined;
+  }): Promise<void> {
+    const { stopIdleMs, idleMs, maxAgeMs } = limits;
+    const holders = await this.liveRunHolders?.().catch((error: unknown) => {
+      this.logger.warn({ err: error }, "cannot read which sandboxes live runs hold");
+      return undefined;
+    });
+    // Unreadable locks: a sandbox a live run may hold is never stopped or removed on a guess.
+    if (this.liveRunHolders && !holders) return;
+    if (stopIdleMs !== undefined) {
+      await stopIdleSandboxes({
+        engine: this.engine,
+        stateDirectory: this.stateDirectory,
+        idleMs: stopIdleMs,
+        keep: new Set(this.holders.keys()),
+        holders,
+        logger: this.logger,
+      }).then(
+        (report) => {
+          if (report.stopped.length > 0) {
+            this.logger.info(
+              { stopped: report.stopped.map((s) => s.name) },
+              "stopped idle sandboxes",
+            );
+          }
+        },
+        (error: unknown) => this.logger.warn({ err: error }, "stopping idle sandboxes failed"),
+      );
+    }
+    if (idleMs === undefined && maxAgeMs === undefined) return;
+    await this.inventory
       .prune({
         idleMs,
         maxAgeMs,
         keep: new Set(this.holders.keys()),
+        holders,
         // Unasked, only what the limits say goes: a stopped sandbox or a workspace whose
         // container was removed by hand keeps its work until it is idle too.
         stopped: false,
@@ -432,9 +489,7 @@ export class DockerSandboxManager {
           }
         },
         (error: unknown) => this.logger.warn({ err: error }, "automatic sandbox prune failed"),
-      )
-      .finally(() => this.background.delete(work));
-    this.background.add(work);
+      );
   }
 
   private async prepareWorkspace(

@@ -23,6 +23,11 @@ const sandboxRecordSchema = z.object({
   privateWorkspace: z.string().optional(),
   createdAt: z.string(),
   lastUsedAt: z.string(),
+  /**
+   * When cordon stopped the container for being idle (see idle-stop.ts); the next acquire starts
+   * it again and writes the record anew, without it.
+   */
+  idleStoppedAt: z.string().optional(),
 });
 
 export type SandboxRecord = z.infer<typeof sandboxRecordSchema>;

@@ -1,0 +1,113 @@
+import path from "node:path";
+
+import type Docker from "dockerode";
+
+import { createSilentLogger, messageOf, type Logger } from "../../common/index.js";
+import { labelKeys } from "./container-options.js";
+import { dockerStatusOf, toSandboxError } from "./docker-errors.js";
+import type { DockerEngine } from "./engine.js";
+import { SandboxContainers } from "./manager-containers.js";
+import { SandboxRecords } from "./records.js";
+
+/**
+ * Who holds a sandbox outside this process: a reason to keep it running (e.g. the live run whose
+ * session lock says it uses it), or undefined. `session` is the container's session label.
+ */
+export type SandboxHolders = (sandbox: { name: string; session: string }) => string | undefined;
+
+export interface IdleStopOptions {
+  engine: DockerEngine;
+  /** The state directory whose sandboxes are looked at (their `cordon.home` label). */
+  stateDirectory: string;
+  /** Stop sandboxes unused for longer than this (ms); must be positive. */
+  idleMs: number;
+  /** Names this process holds: never stopped. */
+  keep?: ReadonlySet<string> | undefined;
+  /** What live runs of other processes hold: never stopped. */
+  holders?: SandboxHolders | undefined;
+  logger?: Logger | undefined;
+  /** "Now", for tests. */
+  now?: Date | undefined;
+}
+
+export interface IdleStopReport {
+  stopped: { name: string; lastUsedAt: string }[];
+  /** Idle by their records, but kept running, with why. */
+  skipped: { name: string; reason: string }[];
+}
+
+/** How long `docker stop` waits after SIGTERM; an idle sandbox runs only init and `sleep`. */
+const stopGraceSeconds = 5;
+
+/**
+ * Stops (never removes) the running sandboxes of a state directory that nobody used for `idleMs`,
+ * so they hold no memory; the private workspace and the container's writable layer stay, and the
+ * next acquire starts the container again (the manager starts a cleanly stopped one in place).
+ *
+ * Never stopped: a sandbox this process holds, one a live run of any process holds (its session
+ * lock), one with commands running in it (`docker top`: an `exec -it` shell, a background server),
+ * and one whose record was touched meanwhile (read again right before the stop). What is lost is
+ * what a stop always loses: processes, and the tmpfs mounts (/tmp, HOME).
+ */
+export async function stopIdleSandboxes(options: IdleStopOptions): Promise<IdleStopReport> {
+  const report: IdleStopReport = { stopped: [], skipped: [] };
+  const now = (options.now ?? new Date()).getTime();
+  const logger = options.logger ?? createSilentLogger();
+  const records = new SandboxRecords(options.stateDirectory);
+  const containers = new SandboxContainers(options.engine);
+  const idleSince = async (container: Docker.ContainerInfo, name: string) => {
+    const record = await records.read(name);
+    const lastUsedAt = record?.lastUsedAt ?? container.Labels[labelKeys.createdAt];
+    const idle = lastUsedAt !== undefined && now - Date.parse(lastUsedAt) > options.idleMs;
+    return { idle, lastUsedAt: lastUsedAt ?? "" };
+  };
+
+  for (const container of await runningSandboxes(options)) {
+    const name = (container.Names[0] ?? container.Id).replace(/^\//, "");
+    if (options.keep?.has(name) || !(await idleSince(container, name)).idle) continue;
+    const holder = options.holders?.({ name, session: container.Labels[labelKeys.session] ?? "" });
+    if (holder) {
+      report.skipped.push({ name, reason: holder });
+      continue;
+    }
+    if (await containers.isBusy(container.Id)) {
+      report.skipped.push({ name, reason: "idle by its record, but commands run in it" });
+      continue;
+    }
+    // An acquire in another process marks the record used before it uses the container.
+    const again = await idleSince(container, name);
+    if (!again.idle) continue;
+    try {
+      await options.engine.client.getContainer(container.Id).stop({ t: stopGraceSeconds });
+    } catch (error) {
+      // 304: already stopped; 404: removed meanwhile. Either way there is nothing to stop.
+      const status = dockerStatusOf(error);
+      if (status !== 304 && status !== 404) {
+        report.skipped.push({ name, reason: `cannot stop it: ${messageOf(error)}` });
+      }
+      continue;
+    }
+    await records
+      .update(name, (record) => ({ ...record, idleStoppedAt: new Date(now).toISOString() }))
+      .catch(() => undefined);
+    logger.debug({ sandbox: name, lastUsedAt: again.lastUsedAt }, "stopped an idle sandbox");
+    report.stopped.push({ name, lastUsedAt: again.lastUsedAt });
+  }
+  return report;
+}
+
+async function runningSandboxes(options: IdleStopOptions): Promise<Docker.ContainerInfo[]> {
+  try {
+    return await options.engine.client.listContainers({
+      filters: {
+        status: ["running"],
+        label: [
+          `${labelKeys.managed}=true`,
+          `${labelKeys.home}=${path.resolve(options.stateDirectory)}`,
+        ],
+      },
+    });
+  } catch (error) {
+    throw toSandboxError(error, "list the sandbox containers");
+  }
+}
