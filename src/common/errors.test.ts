@@ -19,6 +19,12 @@ describe("the error tree", () => {
     expect(exitCodeOf(new AbortedError("stop"))).toBe(130);
     expect(exitCodeOf(new Error("bug"))).toBe(ExitCode.internal);
     expect(exitCodeOf("thrown string")).toBe(ExitCode.internal);
+    // A state directory cordon cannot write is the machine's state: exit 3, with its remedy.
+    const unwritable = Object.assign(new Error("EACCES: permission denied, mkdir '/srv/c'"), {
+      code: "EACCES",
+      path: "/srv/c",
+    });
+    expect(exitCodeOf(unwritable)).toBe(ExitCode.sandbox);
   });
 
   it("keeps the fix, the cause and a literal code", () => {

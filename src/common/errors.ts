@@ -112,7 +112,10 @@ export class InternalError extends CordonError {
 
 /** The exit code for any thrown value. */
 export function exitCodeOf(error: unknown): ExitCode {
-  return CordonError.is(error) ? error.exitCode : ExitCode.internal;
+  if (CordonError.is(error)) return error.exitCode;
+  // A host file system cordon cannot write (CORDON_HOME unwritable, a full disk) is the
+  // machine's state, not a bug in cordon: an infrastructure failure, with its remedy.
+  return systemErrorFix(error) === undefined ? ExitCode.internal : ExitCode.sandbox;
 }
 
 /**

@@ -313,6 +313,43 @@ describe("cordon as any uid", () => {
     }
   });
 
+  it("as uid 1001, fix-tests with a CORDON_HOME it cannot write exits 3 naming the path and the remedy", async () => {
+    const who = await invoker(1001);
+    // A state directory another user made (root's, mode 755): readable, not writable for 1001.
+    const home = path.join(who.root, "root-owned-home");
+    await mkdir(home, { mode: 0o755 });
+    const out = path.join(who.root, "unwritable-home-out");
+    const failed = await cordon(
+      who,
+      [
+        "fix-tests",
+        "--test-cmd",
+        "python3 -m unittest",
+        "--model-script",
+        example("demo", "script.json"),
+        "--out",
+        out,
+      ],
+      { CORDON_HOME: home },
+    );
+    expect(failed.exitCode, failed.stderr).toBe(3);
+    expect(failed.stdout).toContain("EACCES: permission denied");
+    expect(failed.stderr).toMatch(
+      new RegExp(
+        `fix: make ${home}/\\S+ writable for the user running cordon \\(uid 1001\\), or set CORDON_HOME to a directory that user owns`,
+      ),
+    );
+    // Nothing to clean up is not news: no "could not remove the sandbox" lines.
+    expect(failed.stderr).not.toContain("could not remove");
+    const result = JSON.parse(await readFile(path.join(out, "result.json"), "utf8")) as {
+      status: string;
+      exitCode: number;
+      fix?: string;
+    };
+    expect(result).toMatchObject({ status: "error", exitCode: 3 });
+    expect(result.fix).toContain("set CORDON_HOME");
+  });
+
   it("as uid 1001, the disk budget is watched (no mount without root) and a copy past it starts no sandbox", async () => {
     const who = await invoker(1001);
     const config = path.join(who.root, "config.json5");

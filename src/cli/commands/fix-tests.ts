@@ -89,9 +89,11 @@ export function registerFixTestsCommand(program: Command, context: CliContext): 
       );
       const progress = createRunRenderer({
         format: "text",
-        // The agent's answer is progress here; stdout carries the result only.
+        // The agent's answer is progress here; stdout carries the result only. It is narrated
+        // on stderr already, so it is not printed there a second time.
         stdout: context.stderr,
         stderr: context.stderr,
+        narrationShowsAnswer: true,
       });
       const result = await withInterrupt(context, (signal) =>
         fixTests({
@@ -116,6 +118,7 @@ export function registerFixTestsCommand(program: Command, context: CliContext): 
       );
       if (flags.json) context.stdout(`${JSON.stringify(result, null, 2)}\n`);
       else context.stdout(`${result.message}\n`);
+      if (result.fix) context.stderr(`  fix: ${result.fix}\n`);
       context.stderr(`artifacts: ${path.resolve(flags.out)}\n`);
       context.exitCode = result.exitCode;
     });

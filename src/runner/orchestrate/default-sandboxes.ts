@@ -97,7 +97,9 @@ export function defaultSandboxes(options: DefaultSandboxesOptions): SandboxProvi
     acquire,
     async discard(plan, discardOptions = {}) {
       const name = plan.sandbox.spec?.containerName;
-      if (name) await inventory.remove(name, discardOptions);
+      // Nothing to discard is done, like a 404 on remove (fix-tests discards what may never have started).
+      if (!name || !(await inventory.exists(name))) return;
+      await inventory.remove(name, discardOptions);
     },
   };
 }

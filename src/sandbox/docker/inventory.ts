@@ -173,6 +173,12 @@ export class SandboxInventory {
     return summaries.sort((a, b) => a.name.localeCompare(b.name));
   }
 
+  /** Whether there is anything of a sandbox by this name to remove: a container or a record. */
+  async exists(name: string): Promise<boolean> {
+    if (await this.containers.inspect(name)) return true;
+    return (await this.records.read(name).catch(() => undefined)) !== undefined;
+  }
+
   /**
    * Removes one sandbox by name: its container (whatever its state), its private workspace
    * (unless `keepWorkspace`), then its record. A cordon container of another state directory is

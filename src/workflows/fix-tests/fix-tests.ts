@@ -1,9 +1,11 @@
 import { randomUUID } from "node:crypto";
 
 import {
+  CordonError,
   ExitCode,
   exitCodeOf,
   messageOf,
+  systemErrorFix,
   type ExitCode as ExitCodeValue,
 } from "../../common/index.js";
 import { parsePatch, takeChanges, type PatchedFile } from "../../changes/index.js";
@@ -110,6 +112,8 @@ export interface FixTestsResult {
   status: FixTestsStatus;
   exitCode: ExitCodeValue;
   message: string;
+  /** Status `error`: what to do about it, when cordon knows (e.g. an unwritable CORDON_HOME). */
+  fix?: string | undefined;
   testCommand: string;
   sessionKey: string;
   before?: TestRun | undefined;
@@ -552,6 +556,8 @@ export async function fixTests(options: FixTestsOptions): Promise<FixTestsResult
       exitCode: options.signal?.aborted ? ExitCode.interrupted : exitCodeOf(error),
       message: messageOf(error),
     });
+    const fix = CordonError.is(error) ? error.fix : systemErrorFix(error);
+    if (fix !== undefined) result.fix = fix;
     return result;
   } finally {
     durations.total = Date.now() - started;
