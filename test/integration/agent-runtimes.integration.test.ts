@@ -293,6 +293,74 @@ describe("agent runtimes: Claude Code and a command, in cordon's sandbox", () =>
     expect(git(repo, "status", "--porcelain")).toBe("");
   });
 
+  it("fix-tests --runtime claude-code verifies Claude Code's patch as cordon's own: a fix passes, a test edit fails", async () => {
+    /** Claude Code reads a file and replaces one line of it, then says it is done. */
+    const readThenEdit = (file: string, from: string, to: string) => {
+      server.enqueue(
+        {
+          kind: "message",
+          content: [
+            {
+              type: "tool_use",
+              id: "toolu_r",
+              name: "Read",
+              input: { file_path: `/workspace/${file}` },
+            },
+          ],
+        },
+        {
+          kind: "message",
+          content: [
+            {
+              type: "tool_use",
+              id: "toolu_e",
+              name: "Edit",
+              input: { file_path: `/workspace/${file}`, old_string: from, new_string: to },
+            },
+          ],
+        },
+        { kind: "message", content: [{ type: "text", text: "Done." }] },
+      );
+    };
+    const fixTests = async (name: string) => {
+      const out = path.join(home, name);
+      const run = await runCordon(
+        [
+          "fix-tests",
+          "--runtime",
+          "claude-code",
+          "--workspace",
+          repo,
+          "--test-cmd",
+          "python3 -m unittest -v",
+          "--out",
+          out,
+        ],
+        env(),
+      );
+      const result = JSON.parse(await readFile(path.join(out, "result.json"), "utf8")) as {
+        status: string;
+        exitCode: number;
+        sessionKey: string;
+        filesChanged: { path: string }[];
+      };
+      sessions.push(result.sessionKey, `${result.sessionKey}-verify`);
+      return { run, result };
+    };
+
+    readThenEdit("pricing.py", "    return subtotal + discount", "    return subtotal - discount");
+    const fixed = await fixTests("fixed");
+    expect(fixed.run.exitCode, fixed.run.stderr).toBe(0);
+    expect(fixed.result).toMatchObject({ status: "fixed", exitCode: 0 });
+    expect(fixed.result.filesChanged.map((file) => file.path)).toEqual(["pricing.py"]);
+
+    readThenEdit("test_pricing.py", "discount_percent=10), 1800)", "discount_percent=10), 2200)");
+    const cheat = await fixTests("cheat");
+    expect(cheat.run.exitCode, cheat.run.stderr).toBe(8);
+    expect(cheat.result.exitCode).toBe(8);
+    expect(git(repo, "status", "--porcelain")).toBe("");
+  });
+
   it("a command runtime: a small script agent gets the task, edits the copy, and its exit code decides", async () => {
     const agent = [
       "import sys, pathlib",
