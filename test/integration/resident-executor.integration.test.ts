@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 
 import { SandboxError } from "../../src/common/index.js";
+import { DockerEngine, DockerSandbox } from "../../src/sandbox/index.js";
 import { startDockerToolSandbox, type DockerToolSandbox } from "../support/tool-runner.js";
 
 /** A bash line printing the resident executor's pid (empty when none runs). */
@@ -42,6 +43,19 @@ describe("resident executor", () => {
     expect(new TextDecoder().decode(await sandbox.readFile("notes/a.txt"))).toBe("first\n");
     expect(await sandbox.stat("notes/a.txt")).toMatchObject({ type: "file", size: 6 });
     expect((await sandbox.exec("stat -c '%u %a' notes/a.txt")).stdout).toBe("1000 644\n");
+  });
+
+  it("is one per container: a second sandbox object over it (a new lease) shares it", async () => {
+    const other = new DockerSandbox({
+      engine: new DockerEngine(),
+      containerId: box.container.id,
+      containerName: box.sandbox.id,
+      workdir: "/workspace",
+      user: "1000:1000",
+      executor: "resident",
+    });
+    expect((await other.exec("echo from-other")).stdout).toBe("from-other\n");
+    expect((await box.sandbox.exec("pgrep -c -x executor")).stdout).toBe("1\n");
   });
 
   it("gives each command its own pipes: nothing of the executor's is open in it", async () => {

@@ -218,7 +218,6 @@ static void spawn(uint32_t id, char *payload, uint32_t length) {
   int attach = flags & 1;
   if (!c || pipe2(out, O_CLOEXEC) < 0 || pipe2(err, O_CLOEXEC) < 0 ||
       (attach && pipe2(in, O_CLOEXEC) < 0)) {
-    const char *why = c ? strerror(errno) : "too many commands at once";
     for (int i = 0; i < 2; i++) {
       if (out[i] >= 0) close(out[i]);
       if (err[i] >= 0) close(err[i]);
@@ -226,7 +225,8 @@ static void spawn(uint32_t id, char *payload, uint32_t length) {
     }
     free(argv);
     free(extra);
-    send_frame(RES_FAILED, id, why, strlen(why));
+    /* Out of slots or descriptors: this call goes by plain exec, which has its own. */
+    send_frame(RES_UNHANDLED, id, NULL, 0);
     return;
   }
   char **env = merged_env(extra);

@@ -115,6 +115,7 @@ export class ResidentConnection {
   #heartbeat: NodeJS.Timeout | undefined;
   #lastHeardAt = 0;
   #pingOutstanding = false;
+  #onStopped: (() => void) | undefined;
 
   private constructor(exec: ExecTransport, logger: Logger) {
     this.#exec = exec;
@@ -151,6 +152,12 @@ export class ResidentConnection {
 
   get alive(): boolean {
     return this.#alive;
+  }
+
+  /** Called once when the executor stops (or at once if it has). */
+  onStopped(listener: () => void): void {
+    if (!this.#alive) listener();
+    else this.#onStopped = listener;
   }
 
   async #start(): Promise<void> {
@@ -380,6 +387,7 @@ export class ResidentConnection {
   #died(why: string): void {
     if (!this.#alive) return;
     this.#alive = false;
+    this.#onStopped?.();
     clearInterval(this.#heartbeat);
     this.#frames.close();
     this.#logger.debug({ why }, "resident executor stopped");

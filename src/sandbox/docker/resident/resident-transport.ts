@@ -21,6 +21,14 @@ const maxFailedStarts = 3;
 const maxFastWriteBytes = 16 * 1024 * 1024;
 
 /**
+ * The live executors of this process, one per container and user: every sandbox object over the
+ * same container (a new lease per run in a long-lived process) shares it, rather than leaving one
+ * more executor in the container each time.
+ */
+const connections = new Map<string, ResidentConnection>();
+const openings = new Map<string, Promise<ResidentConnection | undefined>>();
+
+/**
  * The exec transport of a container with a resident executor: commands and file scripts start
  * over the executor's open stream instead of one Docker exec each, and read, write and stat take
  * the executor's fast paths. Whatever the executor cannot do goes by plain exec (`exec`): stdin
@@ -31,8 +39,8 @@ export class ResidentTransport implements ExecTransport {
   readonly fastFiles: FastFileOperations;
   readonly #exec: ContainerExec;
   readonly #logger: Logger;
-  #connection: ResidentConnection | undefined;
-  #opening: Promise<ResidentConnection | undefined> | undefined;
+  /** Whether an executor ever ran for this transport (later starts do not hold up a call). */
+  #hadConnection = false;
   #failedStarts = 0;
 
   constructor(exec: ContainerExec, logger: Logger) {
@@ -109,14 +117,26 @@ export class ResidentTransport implements ExecTransport {
    * calls. The first call waits for the first start (it costs what one plain exec would).
    */
   #ready(): Promise<ResidentConnection | undefined> {
-    if (this.#connection?.alive) return Promise.resolve(this.#connection);
-    if (this.#opening) return this.#opening;
+    const key = `${this.#exec.containerId}\0${this.#exec.user}`;
+    const live = connections.get(key);
+    if (live?.alive) {
+      this.#hadConnection = true;
+      return Promise.resolve(live);
+    }
+    if (live) connections.delete(key);
+    const inFlight = openings.get(key);
+    if (inFlight) return inFlight;
     if (this.#failedStarts >= maxFailedStarts) return Promise.resolve(undefined);
-    const first = this.#connection === undefined && this.#failedStarts === 0;
+    const first = !this.#hadConnection && this.#failedStarts === 0;
+    if (this.#hadConnection) this.#logger.debug("resident executor stopped; starting a new one");
     const opening = ResidentConnection.open(this.#exec, this.#logger).then(
       (connection) => {
         this.#failedStarts = 0;
-        this.#connection = connection;
+        this.#hadConnection = true;
+        connections.set(key, connection);
+        connection.onStopped(() => {
+          if (connections.get(key) === connection) connections.delete(key);
+        });
         return connection;
       },
       (error: unknown) => {
@@ -129,8 +149,10 @@ export class ResidentTransport implements ExecTransport {
         return undefined;
       },
     );
-    this.#opening = opening.finally(() => (this.#opening = undefined));
-    if (this.#connection) this.#logger.debug("resident executor stopped; starting a new one");
-    return first ? this.#opening : Promise.resolve(undefined);
+    openings.set(
+      key,
+      opening.finally(() => openings.delete(key)),
+    );
+    return first ? opening : Promise.resolve(undefined);
   }
 }
