@@ -169,12 +169,12 @@ function section<F extends Flavour, T extends z.ZodType>(flavour: F, schema: T):
 }
 
 const bindObject = z.strictObject({
-  /** Absolute host path (or `~/…`). */
-  source: text,
-  /** Absolute path inside the container. */
-  target: text,
-  /** Default true: binds are read-only unless asked otherwise. */
-  readOnly: z.boolean().optional(),
+  source: text.describe("Absolute host path (or ~/…); must lie inside bindRoots"),
+  target: text.describe("Absolute path inside the container"),
+  readOnly: z
+    .boolean()
+    .optional()
+    .describe("Mount read-only (the default: binds are read-only unless this is false)"),
 });
 const bind = z.union([
   text.describe('"/host/path:/container/path[:ro|rw]", read-only unless ":rw"'),
@@ -183,49 +183,184 @@ const bind = z.union([
 
 const ulimit = z.union([
   z.number().int().nonnegative(),
-  z.strictObject({ soft: z.number().int().nonnegative(), hard: z.number().int().nonnegative() }),
+  z.strictObject({
+    soft: z.number().int().nonnegative().describe("The soft limit, which processes may raise"),
+    hard: z.number().int().nonnegative().describe("The hard limit, the ceiling of the soft one"),
+  }),
 ]);
 
 function dockerSchema<F extends Flavour>(flavour: F) {
   const d = configDefaults.docker;
   return z
     .strictObject({
-      image: text.optional(),
+      image: text
+        .optional()
+        .describe("Image reference; default cordon-sandbox:<hash> from `cordon image build`"),
       containerPrefix: field(
         flavour,
-        z.string().regex(/^[a-z0-9][a-z0-9_.-]{0,19}$/, {
-          error: "a container prefix is 1-20 lowercase letters, digits, '_', '.' or '-'",
-        }),
+        z
+          .string()
+          .regex(/^[a-z0-9][a-z0-9_.-]{0,19}$/, {
+            error: "a container prefix is 1-20 lowercase letters, digits, '_', '.' or '-'",
+          })
+          .describe("Container name prefix (1-20 of a-z 0-9 _ . -)"),
         d.containerPrefix,
       ),
-      workdir: field(flavour, text, d.workdir),
-      readOnlyRoot: field(flavour, z.boolean(), d.readOnlyRoot),
-      tmpfs: field(flavour, z.record(z.string(), text.nullable()), { ...d.tmpfs }),
-      network: field(flavour, text, d.network),
-      user: field(flavour, text, d.user),
-      capDrop: field(flavour, z.array(text), [...d.capDrop]),
-      env: field(flavour, z.record(z.string(), z.string().refine(noNul).nullable()), {}),
-      memory: field(flavour, byteSize, d.memory),
-      memorySwap: byteSize.optional(),
-      cpus: field(flavour, z.number().positive().max(1024), d.cpus),
-      pidsLimit: field(flavour, z.number().int().min(1).max(4_194_304), d.pidsLimit),
-      ulimits: field(flavour, z.partialRecord(z.enum(ulimitNames), ulimit), {}),
-      seccompProfile: text.optional(),
-      apparmorProfile: text.optional(),
-      dns: field(flavour, z.array(z.union([z.ipv4(), z.ipv6()])), []),
-      extraHosts: field(flavour, z.array(text), []),
-      binds: field(flavour, z.array(bind), []),
-      bindRoots: z.array(text).optional(),
-      executor: field(flavour, z.enum(["resident", "exec"]), d.executor),
+      workdir: field(
+        flavour,
+        text.describe("Where the workspace is mounted and commands start"),
+        d.workdir,
+      ),
+      readOnlyRoot: field(
+        flavour,
+        z
+          .boolean()
+          .describe("Read-only root file system: writes go to the workspace and the tmpfs mounts"),
+        d.readOnlyRoot,
+      ),
+      tmpfs: field(
+        flavour,
+        z
+          .record(z.string(), text.nullable())
+          .describe(
+            "Mount point → tmpfs options (rw,nosuid,nodev,size=…); null removes an inherited one",
+          ),
+        { ...d.tmpfs },
+      ),
+      network: field(
+        flavour,
+        text.describe(
+          '"none" (default: loopback only), "bridge" or a network name; host and container:<name> need a dangerouslyAllow key',
+        ),
+        d.network,
+      ),
+      user: field(
+        flavour,
+        text.describe(
+          "uid[:gid] the sandbox runs as; \"auto\": cordon's own uid for a private copy, else the mounted workspace's owner (never root)",
+        ),
+        d.user,
+      ),
+      capDrop: field(
+        flavour,
+        z.array(text).describe("Linux capabilities dropped (none can be added)"),
+        [...d.capDrop],
+      ),
+      env: field(
+        flavour,
+        z
+          .record(z.string(), z.string().refine(noNul).nullable())
+          .describe(
+            "The sandbox's whole environment (nothing comes from the host); null removes an inherited one; credential-like names are refused",
+          ),
+        {},
+      ),
+      memory: field(
+        flavour,
+        byteSize.describe('Memory limit: bytes, or "512m", "1.5g" (powers of 1024)'),
+        d.memory,
+      ),
+      memorySwap: byteSize
+        .optional()
+        .describe(
+          "Memory plus swap; default equal to memory (no swap); less than memory is an error",
+        ),
+      cpus: field(flavour, z.number().positive().max(1024).describe("CPU limit in cores"), d.cpus),
+      pidsLimit: field(
+        flavour,
+        z
+          .number()
+          .int()
+          .min(1)
+          .max(4_194_304)
+          .describe("Most processes in the container (a fork bomb stops here)"),
+        d.pidsLimit,
+      ),
+      ulimits: field(
+        flavour,
+        z
+          .partialRecord(z.enum(ulimitNames), ulimit)
+          .describe("Resource limits: { nofile: 1024 } or { nofile: { soft: 1024, hard: 2048 } }"),
+        {},
+      ),
+      seccompProfile: text
+        .optional()
+        .describe(
+          '"default" or an absolute path to a profile; "unconfined" needs dangerouslyAllowUnconfined. Default: Docker\'s',
+        ),
+      apparmorProfile: text
+        .optional()
+        .describe(
+          'An AppArmor profile name; "unconfined" needs dangerouslyAllowUnconfined. Default: Docker\'s',
+        ),
+      dns: field(
+        flavour,
+        z.array(z.union([z.ipv4(), z.ipv6()])).describe("DNS server addresses"),
+        [],
+      ),
+      extraHosts: field(
+        flavour,
+        z.array(text).describe('"host:ip" entries for /etc/hosts ("host:host-gateway" works)'),
+        [],
+      ),
+      binds: field(
+        flavour,
+        z
+          .array(bind)
+          .describe(
+            'Extra bind mounts: "/host:/container[:ro|rw]" or { source, target, readOnly }; read-only unless rw',
+          ),
+        [],
+      ),
+      bindRoots: z
+        .array(text)
+        .optional()
+        .describe(
+          "Directories bind sources must lie in; default: the agent workspace and the home directory",
+        ),
+      executor: field(
+        flavour,
+        z
+          .enum(["resident", "exec"])
+          .describe(
+            "How calls reach the container: resident (cordon's executor, one stream, no Docker exec per call) or exec (one Docker exec per call)",
+          ),
+        d.executor,
+      ),
       runtime: z
         .string()
         .regex(/^[A-Za-z0-9_.-]+$/)
-        .optional(),
-      dangerouslyAllowHostNetwork: field(flavour, z.boolean(), false),
-      dangerouslyAllowContainerNamespaceJoin: field(flavour, z.boolean(), false),
-      dangerouslyAllowUnconfined: field(flavour, z.boolean(), false),
-      dangerouslyAllowExternalBindSources: field(flavour, z.boolean(), false),
-      dangerouslyAllowEnvNames: field(flavour, z.array(text), []),
+        .optional()
+        .describe('The OCI runtime, e.g. "runsc" for gVisor; default: the engine\'s'),
+      dangerouslyAllowHostNetwork: field(
+        flavour,
+        z.boolean().describe('Allow network "host": the sandbox shares the host\'s network'),
+        false,
+      ),
+      dangerouslyAllowContainerNamespaceJoin: field(
+        flavour,
+        z
+          .boolean()
+          .describe(
+            'Allow network "container:<name>": join another container\'s network namespace',
+          ),
+        false,
+      ),
+      dangerouslyAllowUnconfined: field(
+        flavour,
+        z.boolean().describe('Allow "unconfined" seccomp or AppArmor profiles'),
+        false,
+      ),
+      dangerouslyAllowExternalBindSources: field(
+        flavour,
+        z.boolean().describe("Allow bind sources outside bindRoots (protected paths stay refused)"),
+        false,
+      ),
+      dangerouslyAllowEnvNames: field(
+        flavour,
+        z.array(text).describe("Credential-like env names to pass to the sandbox anyway"),
+        [],
+      ),
     })
     .describe(
       "Container settings; under scope `shared` only agents.defaults.sandbox.docker counts",
@@ -246,8 +381,16 @@ function sandboxSchema<F extends Flavour>(flavour: F) {
         ),
       s.prune.stopIdleMinutes,
     ),
-    idleHours: field(flavour, z.number().nonnegative(), s.prune.idleHours),
-    maxAgeDays: field(flavour, z.number().nonnegative(), s.prune.maxAgeDays),
+    idleHours: field(
+      flavour,
+      z.number().nonnegative().describe("Remove a container idle this long, in hours. 0 = never"),
+      s.prune.idleHours,
+    ),
+    maxAgeDays: field(
+      flavour,
+      z.number().nonnegative().describe("Remove a container this old, in days. 0 = never"),
+      s.prune.maxAgeDays,
+    ),
   });
   const egress = z
     .strictObject({
@@ -260,53 +403,138 @@ function sandboxSchema<F extends Flavour>(flavour: F) {
           ),
         [...s.egress.allow],
       ),
-      trustHostCertificates: field(flavour, z.boolean(), s.egress.trustHostCertificates),
+      trustHostCertificates: field(
+        flavour,
+        z
+          .boolean()
+          .describe(
+            "Mount the host's CA bundle and point SSL_CERT_FILE, NODE_EXTRA_CA_CERTS, PIP_CERT and REQUESTS_CA_BUNDLE at it (networks that inspect TLS)",
+          ),
+        s.egress.trustHostCertificates,
+      ),
     })
     .describe("Network by allowlist: an egress proxy admits only these hosts (docs/network.md)");
   return z.strictObject({
-    mode: field(flavour, z.enum(sandboxModes), s.mode),
-    scope: field(flavour, z.enum(sandboxScopes), s.scope),
-    workspaceAccess: field(flavour, z.enum(workspaceAccessModes), s.workspaceAccess),
-    seed: field(flavour, z.boolean(), s.seed),
-    workspaceRoot: text.optional(),
+    mode: field(
+      flavour,
+      z
+        .enum(sandboxModes)
+        .describe(
+          "Which sessions are sandboxed: off (tools on the host, confined to the workspace; trusted use only), non-main (all but the agent's main session), all",
+        ),
+      s.mode,
+    ),
+    scope: field(
+      flavour,
+      z
+        .enum(sandboxScopes)
+        .describe("Which sessions of a workspace share one container: session, agent or shared"),
+      s.scope,
+    ),
+    workspaceAccess: field(
+      flavour,
+      z
+        .enum(workspaceAccessModes)
+        .describe(
+          "none: a private /workspace (a seeded copy); ro: the workspace read-only at /agent; rw: the workspace read-write at /workspace",
+        ),
+      s.workspaceAccess,
+    ),
+    seed: field(
+      flavour,
+      z
+        .boolean()
+        .describe(
+          "With workspaceAccess none: the private workspace starts as a copy of the workspace (review with cordon diff)",
+        ),
+      s.seed,
+    ),
+    workspaceRoot: text
+      .optional()
+      .describe("Where private workspaces live; default <state dir>/workspaces"),
     disk: field(flavour, diskSize, s.disk),
     carry: field(flavour, carryList, s.carry),
-    protectGitDir: field(flavour, z.boolean(), s.protectGitDir),
-    prune: section(flavour, prune),
+    protectGitDir: field(
+      flavour,
+      z
+        .boolean()
+        .describe(
+          "With rw: mount the workspace's .git read-only, so the agent cannot plant hooks or config your git runs later",
+        ),
+      s.protectGitDir,
+    ),
+    prune: section(flavour, prune.describe("When idle or old containers are stopped and removed")),
     egress: section(flavour, egress),
     docker: section(flavour, docker),
   });
 }
 
+const allowList = toolNameList
+  .optional()
+  .describe(
+    "Only these tools (names, aliases, group:<name>, globs); an empty list means every tool",
+  );
+const alsoAllowList = toolNameList.optional().describe("Tools added to the profile and to allow");
+const denyList = toolNameList.optional().describe("Never these tools; deny always wins");
 const toolLayer = z.strictObject({
-  allow: toolNameList.optional(),
-  alsoAllow: toolNameList.optional(),
-  deny: toolNameList.optional(),
+  allow: allowList,
+  alsoAllow: alsoAllowList,
+  deny: denyList,
 });
 
 const execSettings = z.strictObject({
-  /** Default exec timeout in seconds (a call may ask for less). */
-  timeoutSec: z.number().int().min(1).max(3600).optional(),
-  /** Cap on the output an exec keeps, in bytes. */
-  maxOutputBytes: z.number().int().min(1024).optional(),
+  timeoutSec: z
+    .number()
+    .int()
+    .min(1)
+    .max(3600)
+    .optional()
+    .describe("Default exec timeout in seconds, 1-3600 (a call may ask for less)"),
+  maxOutputBytes: z
+    .number()
+    .int()
+    .min(1024)
+    .optional()
+    .describe("Cap on the output an exec keeps, in bytes (its head and tail)"),
 });
 
 function toolsSchema<F extends Flavour>(flavour: F) {
   return z.strictObject({
-    profile: field(flavour, z.enum(toolProfiles), configDefaults.tools.profile),
-    allow: toolNameList.optional(),
-    alsoAllow: toolNameList.optional(),
-    deny: toolNameList.optional(),
-    /** Applied only when the session is sandboxed. */
-    sandbox: z.strictObject({ tools: toolLayer.optional() }).optional(),
-    exec:
-      flavour === "defaults"
-        ? execSettings.prefault({ timeoutSec: configDefaults.tools.execTimeoutSec })
-        : execSettings.optional(),
+    profile: field(
+      flavour,
+      z
+        .enum(toolProfiles)
+        .describe(
+          "The base tool set: minimal (read, ls, find, grep), coding (group:fs and group:runtime), full (every tool)",
+        ),
+      configDefaults.tools.profile,
+    ),
+    allow: allowList,
+    alsoAllow: alsoAllowList,
+    deny: denyList,
+    sandbox: z
+      .strictObject({
+        tools: toolLayer
+          .optional()
+          .describe("allow / alsoAllow / deny applied on top, only in sandboxed sessions"),
+      })
+      .optional()
+      .describe("Tool rules for sandboxed sessions only"),
+    exec: (flavour === "defaults"
+      ? execSettings.prefault({ timeoutSec: configDefaults.tools.execTimeoutSec })
+      : execSettings.optional()
+    ).describe("Settings of the exec tool"),
     /** Longest one tool call may run before it is stopped (its command killed), in seconds. */
     callTimeoutSec: field(
       flavour,
-      z.number().int().min(1).max(86_400),
+      z
+        .number()
+        .int()
+        .min(1)
+        .max(86_400)
+        .describe(
+          "Longest one tool call may run, in seconds (1-86400): past it its command is killed and the model gets an error result",
+        ),
       configDefaults.tools.callTimeoutSec,
     ),
   });
@@ -316,12 +544,18 @@ const envVariableName = z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/, {
   message: "must be an environment variable name (letters, digits, _)",
 });
 
+const primaryModel = text.describe("The model a run calls first, e.g. claude-sonnet-4-6");
+const fallbackModels = z
+  .array(text)
+  .describe("Models tried in order when the current one keeps failing");
 const modelObject = z.strictObject({
-  primary: text.optional(),
-  fallbacks: z.array(text).optional(),
+  primary: primaryModel.optional(),
+  fallbacks: fallbackModels.optional(),
 });
 /** `"claude-…"` or `{ primary, fallbacks }`. */
-const modelRef = z.union([text, modelObject]);
+const modelRef = z
+  .union([text, modelObject])
+  .describe('A model id ("claude-sonnet-4-6") or { primary, fallbacks }');
 
 /** A workspace file, relative to the workspace: no absolute path, no `..`, no NUL. */
 const workspaceFile = text.refine(
@@ -330,16 +564,21 @@ const workspaceFile = text.refine(
 );
 const promptMode = z.enum(promptModes);
 /** The workspace files read into the system prompt, and how much of each. */
-const bootstrapSchema = z.strictObject({
-  files: z.array(workspaceFile).optional(),
-  /** Bytes of one file, 1 to 1 MiB. */
-  maxBytes: z
-    .number()
-    .int()
-    .positive()
-    .max(1024 * 1024)
-    .optional(),
-});
+const bootstrapSchema = z
+  .strictObject({
+    files: z
+      .array(workspaceFile)
+      .describe("Workspace files read into the system prompt, in order (relative paths, no ..)")
+      .optional(),
+    maxBytes: z
+      .number()
+      .int()
+      .positive()
+      .max(1024 * 1024)
+      .describe("Most bytes of each bootstrap file in the prompt (1 to 1 MiB); the rest is cut")
+      .optional(),
+  })
+  .describe("The workspace files read into the system prompt");
 
 /**
  * The agent program (docs/runtimes.md): cordon's own loop, Claude Code, or any command; each runs
@@ -350,8 +589,14 @@ const agentRuntime = z
   .union([
     z.enum(agentRuntimes),
     z.strictObject({
-      command: z.array(text).min(1),
-      prompt: z.enum(["argument", "stdin"]).optional(),
+      command: z
+        .array(text)
+        .min(1)
+        .describe("The agent program and its arguments, run in the sandbox"),
+      prompt: z
+        .enum(["argument", "stdin"])
+        .optional()
+        .describe("How the task reaches it: as its last argument (default) or on stdin"),
     }),
   ])
   .describe(
@@ -361,19 +606,30 @@ const agentRuntime = z
 export type AgentRuntimeName = (typeof agentRuntimes)[number];
 export type AgentRuntimeConfig = z.infer<typeof agentRuntime>;
 
+const thinking = z
+  .enum(thinkingLevels)
+  .describe("How much the model thinks before answering (off, minimal, low, medium, high, …)");
+const promptModeField = promptMode.describe(
+  "How much the system prompt says: full, minimal (of the bootstrap files only AGENTS.md and TOOLS.md) or none",
+);
 const agentEntry = z.strictObject({
-  id: agentId,
-  /** The agent used when none is named; at most one. */
-  default: z.boolean().optional(),
-  name: text.optional(),
-  workspace: text.optional(),
+  id: agentId.describe('The agent id, written any way, used normalised ("Ops Team" → ops-team)'),
+  default: z
+    .boolean()
+    .optional()
+    .describe("The agent used when none is named (at most one; else the first)"),
+  name: text.optional().describe("A display name"),
+  workspace: text.optional().describe("This agent's workspace on the host"),
   model: modelRef.optional(),
   runtime: agentRuntime.optional(),
-  sandbox: sandboxSchema("partial").optional(),
-  tools: toolsSchema("partial").optional(),
-  /** How much the model thinks before answering (docs/configuration.md: the token budgets). */
-  thinking: z.enum(thinkingLevels).optional(),
-  promptMode: promptMode.optional(),
+  sandbox: sandboxSchema("partial")
+    .optional()
+    .describe("Sandbox keys overriding agents.defaults.sandbox for this agent"),
+  tools: toolsSchema("partial")
+    .optional()
+    .describe("Tool rules overriding agents.defaults.tools key by key (lists replace)"),
+  thinking: thinking.optional(),
+  promptMode: promptModeField.optional(),
   bootstrap: bootstrapSchema.optional(),
 });
 
@@ -408,56 +664,74 @@ function checkAgentList(list: unknown, ctx: z.RefinementCtx): void {
 }
 
 const agentDefaults = z.strictObject({
-  /** The agent workspace; default: the working directory cordon runs in. */
-  workspace: text.optional(),
+  workspace: text
+    .optional()
+    .describe("The agent workspace on the host; default: the working directory cordon runs in"),
   model: modelRef.optional(),
-  thinking: z.enum(thinkingLevels).optional(),
+  thinking: thinking.optional(),
   runtime: agentRuntime.optional(),
-  sandbox: sandboxSchema("defaults").prefault({}),
-  tools: toolsSchema("partial").optional(),
-  /** full (default): every section and bootstrap file; minimal: AGENTS.md and TOOLS.md; none. */
-  promptMode: promptMode.default("full"),
+  sandbox: sandboxSchema("defaults")
+    .prefault({})
+    .describe("Sandbox settings for every agent, with the built-in defaults"),
+  tools: toolsSchema("partial").optional().describe("The tool rules every agent starts from"),
+  promptMode: promptModeField.default("full"),
   bootstrap: z
     .strictObject({
       files: bootstrapSchema.shape.files.unwrap().default([...configDefaults.bootstrap.files]),
       maxBytes: bootstrapSchema.shape.maxBytes.unwrap().default(configDefaults.bootstrap.maxBytes),
     })
-    .prefault({}),
+    .prefault({})
+    .describe("The workspace files read into the system prompt"),
 });
 
 export const cordonConfigSchema = z.strictObject({
-  $schema: z.string().optional(),
+  $schema: z.string().optional().describe("The JSON Schema this file follows (editor support)"),
   model: z
     .union([
       text,
       z.strictObject({
-        primary: text.default(configDefaults.model.primary),
-        fallbacks: z.array(text).default([]),
+        primary: primaryModel.default(configDefaults.model.primary),
+        fallbacks: fallbackModels.default([]),
         /**
          * Variables holding the API keys, used in turn (one name or a list); default
          * ANTHROPIC_API_KEYS, else ANTHROPIC_API_KEY. Keys themselves never go in a file.
          */
-        apiKeyEnv: z.union([envVariableName, z.array(envVariableName).min(1)]).optional(),
+        apiKeyEnv: z
+          .union([envVariableName, z.array(envVariableName).min(1)])
+          .optional()
+          .describe(
+            "Environment variables holding API keys, used in turn; default ANTHROPIC_API_KEYS, else ANTHROPIC_API_KEY",
+          ),
       }),
     ])
-    .default({ primary: configDefaults.model.primary, fallbacks: [] }),
-  tools: toolsSchema("defaults").prefault({}),
+    .default({ primary: configDefaults.model.primary, fallbacks: [] })
+    .describe('The model: an id ("claude-sonnet-4-6") or { primary, fallbacks, apiKeyEnv }'),
+  tools: toolsSchema("defaults")
+    .prefault({})
+    .describe("Which tools the agent gets (profile, allow, deny) and their settings"),
   fixTests: z
     .strictObject({
-      /** Globs of more files `cordon fix-tests` protects as test harness (`*.sql`, `db/**`). */
-      protect: z.array(text).default([]),
+      protect: z
+        .array(text)
+        .default([])
+        .describe("Globs of more files cordon fix-tests protects as test harness (*.sql, db/**)"),
     })
-    .prefault({}),
+    .prefault({})
+    .describe("Settings of cordon fix-tests"),
   agents: z
     .strictObject({
-      defaults: agentDefaults.prefault({}),
+      defaults: agentDefaults
+        .prefault({})
+        .describe("Settings every agent starts from (the environment and flags beat them)"),
       list: z
         .array(agentEntry)
         // Runs even when entries have other problems, so every issue is reported at once.
         .superRefine(checkAgentList, { when: () => true })
-        .default([]),
+        .default([])
+        .describe("The agents; without a list there is one agent, main"),
     })
-    .prefault({}),
+    .prefault({})
+    .describe("The agents and their defaults"),
 });
 
 /** The config as the file and flags may write it (everything optional). */
