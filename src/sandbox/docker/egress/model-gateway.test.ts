@@ -63,6 +63,29 @@ describe("model gateway", () => {
     ]);
   });
 
+  it("streams as the upstream sends (not buffered), and a client that goes away ends the upstream call", async () => {
+    server.enqueue({ kind: "hang" });
+    const disconnected = server.disconnected();
+    const abort = new AbortController();
+    const response = await fetch(`${gateway.url}/v1/messages`, {
+      method: "POST",
+      headers: { "x-api-key": gateway.placeholderKey, "content-type": "application/json" },
+      body: JSON.stringify({ model: "claude-test", max_tokens: 1, stream: true, messages: [] }),
+      signal: abort.signal,
+    });
+    expect(response.status).toBe(200);
+    // The upstream never finishes this answer: its first delta arriving means nothing waits for the end.
+    const decoder = new TextDecoder();
+    let seen = "";
+    for await (const chunk of response.body as AsyncIterable<Uint8Array>) {
+      seen += decoder.decode(chunk, { stream: true });
+      if (seen.includes("thinking about it")) break;
+    }
+    expect(seen).toContain("thinking about it");
+    abort.abort();
+    await disconnected;
+  });
+
   it("refuses a call without this run's placeholder key, and never forwards it", async () => {
     const response = await fetch(`${gateway.url}/v1/messages`, {
       method: "POST",
