@@ -5,7 +5,7 @@
  * gives the terminal back in cooked mode; `--rm` on run and exec leaves no container or private
  * copy behind, whether the run succeeded or failed.
  */
-import { spawn } from "node:child_process";
+import { execFileSync, spawn } from "node:child_process";
 import { createHash, randomBytes } from "node:crypto";
 import { access, mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
@@ -193,6 +193,39 @@ describe("cordon exec -i/-t and --rm", () => {
     expect(forged.stderr).toContain(
       "all good, says \ncordon: the command timed out and was killed\n",
     );
+  });
+
+  it("a workspace file name with terminal escapes is shown, never obeyed, in exec's progress lines", async () => {
+    // Seeding skips a FIFO and names it in a warning: the name is the repository's choice.
+    const workspace = await mkdtemp(path.join(tmpdir(), "cordon-hostile-names-"));
+    try {
+      await writeFile(path.join(workspace, "README"), "plain\n");
+      const evil = "evil\u001b]2;pwned\u0007\u001b[2K\rcordon: all fine";
+      execFileSync("mkfifo", [path.join(workspace, evil)]);
+      const key = session("names");
+      const result = await cordon([
+        "exec",
+        "--workspace",
+        workspace,
+        "--session",
+        key,
+        "--",
+        "true",
+      ]);
+      expect(result.code, result.stderr).toBe(0);
+      expect(result.stderr).toContain(
+        "evil\\u001b]2;pwned\\u0007\\u001b[2K\\u000dcordon: all fine (",
+      );
+      // eslint-disable-next-line no-control-regex
+      expect(result.stderr).not.toMatch(/[\u0000-\u0009\u000b-\u001f]/);
+      const plan = await createRunner({ env: env(), workspace }).plan({ sessionKey: key });
+      await dockerClient()
+        .getContainer(plan.sandbox.spec?.containerName ?? "")
+        .remove({ force: true })
+        .catch(() => undefined);
+    } finally {
+      await rm(workspace, { recursive: true, force: true });
+    }
   });
 
   it("run --rm and exec --rm leave no container and no private copy, after a success and after a failure", async () => {

@@ -18,6 +18,7 @@ import {
 import type { Runner } from "../../runner/index.js";
 import type { CliContext } from "../context.js";
 import { withInterrupt } from "../interrupt.js";
+import { printable } from "../printable.js";
 import { addPlanOptions, runnerFromFlags, type PlanFlags } from "../runner-flags.js";
 import { inventoryFor } from "./sandbox-list.js";
 
@@ -88,15 +89,6 @@ async function sessionChanges(
   } finally {
     await lease.release();
   }
-}
-
-/** A name the agent chose, with control characters (terminal escapes, CR) shown, not obeyed. */
-function printable(name: string): string {
-  return name.replace(
-    // eslint-disable-next-line no-control-regex
-    /[\u0000-\u001f\u007f-\u009f]/g,
-    (char) => `\\u${char.charCodeAt(0).toString(16).padStart(4, "0")}`,
-  );
 }
 
 function describeFiles(files: readonly PatchedFile[]): string {

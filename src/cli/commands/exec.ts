@@ -8,6 +8,7 @@ import type { ExecResult, Sandbox } from "../../sandbox/index.js";
 import { quoteShellArg } from "../../tools/index.js";
 import type { CliContext } from "../context.js";
 import { withInterrupt } from "../interrupt.js";
+import { printable } from "../printable.js";
 import { addPlanOptions, carryOption, runnerFromFlags, type PlanFlags } from "../runner-flags.js";
 import { durationOf } from "../flag-parsers.js";
 import { runInteractiveCommand } from "./exec-interactive.js";
@@ -170,7 +171,8 @@ export function registerExecCommand(program: Command, context: CliContext): void
           agentId: flags.agent,
           sessionKey: flags.session,
           signal,
-          onProgress: (progress) => context.stderr(`· ${progress.message}\n`),
+          // Progress names files of the workspace (a skipped FIFO's name): shown, never obeyed.
+          onProgress: (progress) => context.stderr(`· ${printable(progress.message)}\n`),
         });
         try {
           context.exitCode =

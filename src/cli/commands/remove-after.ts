@@ -14,18 +14,22 @@ export async function removeSandboxAfter(
   runner: Runner,
   plan: RunPlan,
   request: PlanRequest,
+  options: { quiet?: boolean | undefined } = {},
 ): Promise<void> {
+  const say = (line: string): void => {
+    if (!options.quiet) context.stderr(line);
+  };
   const spec = plan.sandbox.spec;
   if (!plan.sandbox.enabled || !spec) return;
   try {
     const held = await sandboxesHeldByRuns(runner.stateDir);
     const holder = held.holderOf({ name: spec.containerName, session: spec.sessionKey });
     if (holder) {
-      context.stderr(`· --rm: kept ${spec.containerName}, ${holder}\n`);
+      say(`· --rm: kept ${spec.containerName}, ${holder}\n`);
       return;
     }
     await runner.discardSandbox(request);
-    context.stderr(`· --rm: removed ${spec.containerName} and its private copy\n`);
+    say(`· --rm: removed ${spec.containerName} and its private copy\n`);
   } catch (error) {
     context.stderr(`cordon: --rm could not remove ${spec.containerName}: ${messageOf(error)}\n`);
   }

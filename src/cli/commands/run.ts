@@ -156,7 +156,7 @@ export function registerRunCommand(program: Command, context: CliContext): void 
         const request = { agentId: flags.agent, sessionKey: flags.session };
         // A plan that cannot be made (a bad config) made no sandbox either.
         const plan = await runner.plan(request).catch(() => undefined);
-        if (plan) await removeSandboxAfter(context, runner, plan, request);
+        if (plan) await removeSandboxAfter(context, runner, plan, request, { quiet: flags.quiet });
       }
       context.exitCode = result.exitCode;
     });
