@@ -15,6 +15,8 @@ export interface CliContext {
   outputShared: boolean;
   /** All of standard input (for `cordon run -`). */
   readStdin: () => Promise<string>;
+  /** Standard input as it arrives (`cordon run --input-format stream-json`); default the process's. */
+  stdinStream?: (() => NodeJS.ReadableStream) | undefined;
   /**
    * Set by a command that finishes without throwing but is not a success: one of `ExitCode`, or
    * the command's own code for `cordon exec`.

@@ -21,6 +21,8 @@ export interface CliOutput {
   stderr: (text: string) => void;
   /** Standard input; default the process's. */
   readStdin?: (() => Promise<string>) | undefined;
+  /** Standard input as a stream; default the process's. */
+  stdinStream?: (() => NodeJS.ReadableStream) | undefined;
   /** Whether stdout and stderr reach the same place (see `CliContext.outputShared`). */
   outputShared?: boolean | undefined;
 }
@@ -80,6 +82,7 @@ export async function runCli(
       stdout: output.stdout,
       stderr: output.stderr,
       readStdin: output.readStdin ?? readProcessStdin,
+      stdinStream: output.stdinStream ?? (() => process.stdin),
       outputShared: output.outputShared ?? false,
       exitCode: ExitCode.success,
     };

@@ -4,12 +4,19 @@ import { Option, type Command } from "commander";
 
 import { ConfigError, SandboxError } from "../../common/index.js";
 import { thinkingLevels, type ThinkingLevel } from "../../config/index.js";
-import { failedRunResult, type RunResult, type RunnerEvent } from "../../runner/index.js";
+import {
+  failedRunResult,
+  MessageQueue,
+  type RunResult,
+  type RunnerEvent,
+  type UserContentBlock,
+} from "../../runner/index.js";
 import type { CliContext } from "../context.js";
 import { withInterrupt } from "../interrupt.js";
 import { addPlanOptions, carryOption, runnerFromFlags, type PlanFlags } from "../runner-flags.js";
 import { createRunRenderer, outputFormats, type OutputFormat } from "../render/run-renderer.js";
 import { durationOf, nameList, positiveInteger } from "../flag-parsers.js";
+import { StreamJsonInput } from "../stream-json-input.js";
 import { removeSandboxAfter } from "./remove-after.js";
 
 interface RunFlags extends PlanFlags {
@@ -27,12 +34,27 @@ interface RunFlags extends PlanFlags {
   setupAllowHost?: string[];
   rm?: boolean;
   thinking?: ThinkingLevel;
+  inputFormat: InputFormat;
 }
 
-/** The task text: the argument, or all of stdin for `-` (or no argument with piped input). */
-async function readPrompt(context: CliContext, argument: string | undefined): Promise<string> {
+const inputFormats = ["text", "stream-json"] as const;
+type InputFormat = (typeof inputFormats)[number];
+
+/**
+ * The task: the argument, or all of stdin for `-` (or no argument with piped input); with
+ * `--input-format stream-json`, the argument or else the first message on stdin.
+ */
+async function readPrompt(
+  context: CliContext,
+  argument: string | undefined,
+  input: StreamJsonInput | undefined,
+): Promise<string | UserContentBlock[]> {
+  if (input) {
+    const first = argument !== undefined && argument !== "-" ? argument : await input.next();
+    if (first !== undefined) return first;
+  }
   const fromStdin = argument === "-" || (argument === undefined && !process.stdin.isTTY);
-  const prompt = fromStdin ? await context.readStdin() : (argument ?? "");
+  const prompt = input ? "" : fromStdin ? await context.readStdin() : (argument ?? "");
   if (prompt.trim().length === 0) {
     throw new ConfigError("no task given", {
       fix: 'pass the task as an argument (cordon run "fix the failing test") or on stdin with `-`',
@@ -64,6 +86,14 @@ export function registerRunCommand(program: Command, context: CliContext): void 
         .default("text"),
     )
     .option("-q, --quiet", "text mode: only the final answer (and a failure's error), no progress")
+    .addOption(
+      new Option(
+        "--input-format <format>",
+        'stream-json: user messages as JSON lines on stdin while the run goes ({"type":"user","message":{"role":"user","content":"…"}}); one arriving while tools run steers, one after the answer starts another round, EOF ends',
+      )
+        .choices(inputFormats)
+        .default("text"),
+    )
     .option(
       "--allow-tools <names>",
       "only these tools (comma-separated; narrows the policy)",
@@ -88,13 +118,16 @@ export function registerRunCommand(program: Command, context: CliContext): void 
       "if another run holds the session, exit 3 at once instead of waiting for it",
     )
     .action(async (promptArgument: string | undefined, flags: RunFlags) => {
-      const renderer = createRunRenderer({
-        format: flags.outputFormat,
-        quiet: flags.quiet,
-        narrationShowsAnswer: context.outputShared,
-        stdout: context.stdout,
-        stderr: context.stderr,
-      });
+      // One renderer a run: each run of a stream-json conversation has its own start and end.
+      const newRenderer = () =>
+        createRunRenderer({
+          format: flags.outputFormat,
+          quiet: flags.quiet,
+          narrationShowsAnswer: context.outputShared,
+          stdout: context.stdout,
+          stderr: context.stderr,
+        });
+      const renderer = newRenderer();
       // Machine readers get their one result (stream-json: run-start … run-end) even so.
       const reportWithoutRun = (result: RunResult): RunResult => {
         const events: RunnerEvent[] = [
@@ -104,9 +137,15 @@ export function registerRunCommand(program: Command, context: CliContext): void 
         for (const event of events) renderer.onEvent(event);
         return result;
       };
-      let prompt: string;
+      const input =
+        flags.inputFormat === "stream-json"
+          ? new StreamJsonInput(context.stdinStream?.() ?? process.stdin, (message) =>
+              context.stderr(`cordon: ${message}\n`),
+            )
+          : undefined;
+      let prompt: string | UserContentBlock[];
       try {
-        prompt = await readPrompt(context, promptArgument);
+        prompt = await readPrompt(context, promptArgument, input);
       } catch (error) {
         const result = reportWithoutRun(failedRunResult(randomUUID(), flags.session ?? "", error));
         context.exitCode = result.exitCode;
@@ -138,19 +177,28 @@ export function registerRunCommand(program: Command, context: CliContext): void 
             return reportWithoutRun(failedRunResult(randomUUID(), flags.session ?? "", error));
           }
         }
-        return runner.run({
-          prompt,
-          agentId: flags.agent,
-          sessionKey: flags.session,
-          modelId: flags.model,
-          limits: { maxTurns: flags.maxTurns, timeoutMs: flags.timeout },
-          thinking: flags.thinking,
-          allowTools: flags.allowTools,
-          denyTools: flags.denyTools,
-          waitForSession: flags.wait,
-          signal,
-          onEvent: (event) => renderer.onEvent(event),
-        });
+        let runs = 0;
+        const runOnce = (
+          task: string | UserContentBlock[],
+          steering?: MessageQueue,
+        ): Promise<RunResult> => {
+          const rendered = runs++ === 0 ? renderer : newRenderer();
+          return runner.run({
+            prompt: task,
+            agentId: flags.agent,
+            sessionKey: flags.session,
+            modelId: flags.model,
+            limits: { maxTurns: flags.maxTurns, timeoutMs: flags.timeout },
+            thinking: flags.thinking,
+            allowTools: flags.allowTools,
+            denyTools: flags.denyTools,
+            waitForSession: flags.wait,
+            signal,
+            onEvent: (event) => rendered.onEvent(event),
+            steering,
+          });
+        };
+        return input ? runConversation(input, prompt, runOnce) : runOnce(prompt);
       });
       if (flags.rm) {
         const request = { agentId: flags.agent, sessionKey: flags.session };
@@ -160,4 +208,31 @@ export function registerRunCommand(program: Command, context: CliContext): void 
       }
       context.exitCode = result.exitCode;
     });
+}
+
+/**
+ * Runs on one session for as long as stdin sends messages (`--input-format stream-json`). While
+ * a run goes, each message that arrives is queued as steering: after the tool call in progress
+ * the turn's other calls are skipped and the message goes to the model, or, when the model is
+ * writing its answer, it becomes another round of the same run. A message that arrives after a
+ * run ended (or too late for it) starts the next run on the session; EOF ends the whole when the
+ * run in progress ends. A run that fails ends it too: its exit code is the command's.
+ */
+async function runConversation(
+  input: StreamJsonInput,
+  first: string | UserContentBlock[],
+  runOnce: (task: string | UserContentBlock[], steering: MessageQueue) => Promise<RunResult>,
+): Promise<RunResult> {
+  let task: string | UserContentBlock[] | undefined = first;
+  for (;;) {
+    const steering = new MessageQueue();
+    input.deliverTo((message) => steering.push(message));
+    const result = await runOnce(task, steering);
+    input.deliverTo(undefined);
+    if (result.exitCode !== 0) return result;
+    // Messages the run did not take (they came as it ended) are the next task, in order.
+    const late = steering.drain();
+    task = late.length > 0 ? late.flat() : await input.next();
+    if (task === undefined) return result;
+  }
 }
