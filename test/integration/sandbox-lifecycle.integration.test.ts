@@ -114,7 +114,17 @@ describe("idle sandboxes and drift", () => {
     );
     const idle = `idle-${suffix}`;
     const held = `held-${suffix}`;
-    const made = await cordon(repo, "exec", "--session", idle, "--", "echo kept > kept.txt");
+    // With an egress proxy, which holds memory too.
+    const made = await cordon(
+      repo,
+      "exec",
+      "--session",
+      idle,
+      "--allow-host",
+      "example.com",
+      "--",
+      "echo kept > kept.txt",
+    );
     expect(made.code, made.stderr).toBe(0);
 
     // A live run between turns: its tool call has ended, it waits for the model (a server that
@@ -157,6 +167,7 @@ describe("idle sandboxes and drift", () => {
     const idleName = await containerOf(repo, idle);
     const heldName = await containerOf(repo, held);
     expect(await stateOf(idleName)).toBe("exited");
+    expect(await stateOf(`${idleName}-egress`)).toBe("exited");
     expect(await stateOf(heldName)).toBe("running");
     const sandboxes = await listed(repo);
     expect(sandboxes.get(idleName)).toMatchObject({ state: "exited" });
@@ -167,10 +178,21 @@ describe("idle sandboxes and drift", () => {
     expect(pruned.code, pruned.stderr).toBe(0);
     expect(await stateOf(idleName)).toBe("exited");
 
-    const back = await cordon(repo, "exec", "--session", idle, "--", "cat", "kept.txt");
+    const back = await cordon(
+      repo,
+      "exec",
+      "--session",
+      idle,
+      "--allow-host",
+      "example.com",
+      "--",
+      "cat",
+      "kept.txt",
+    );
     expect(back.code, back.stderr).toBe(0);
     expect(back.stdout.toString()).toBe("kept\n");
     expect(await stateOf(idleName)).toBe("running");
+    expect(await stateOf(`${idleName}-egress`)).toBe("running");
 
     run.kill("SIGINT");
     await exited;

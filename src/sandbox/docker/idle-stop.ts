@@ -8,6 +8,7 @@ import { dockerStatusOf, toSandboxError } from "./docker-errors.js";
 import type { DockerEngine } from "./engine.js";
 import { SandboxContainers } from "./manager-containers.js";
 import { SandboxRecords } from "./records.js";
+import { egressLabels } from "./egress/egress-proxies.js";
 
 /**
  * Who holds a sandbox outside this process: a reason to keep it running (e.g. the live run whose
@@ -43,6 +44,7 @@ const stopGraceSeconds = 5;
  * Stops (never removes) the running sandboxes of a state directory that nobody used for `idleMs`,
  * so they hold no memory; the private workspace and the container's writable layer stay, and the
  * next acquire starts the container again (the manager starts a cleanly stopped one in place).
+ * Its egress proxy, if it has one, is stopped with it.
  *
  * Never stopped: a sandbox this process holds, one a live run of any process holds (its session
  * lock), one with commands running in it (`docker top`: an `exec -it` shell, a background server),
@@ -90,10 +92,41 @@ export async function stopIdleSandboxes(options: IdleStopOptions): Promise<IdleS
     await records
       .update(name, (record) => ({ ...record, idleStoppedAt: new Date(now).toISOString() }))
       .catch(() => undefined);
+    await stopEgressProxy(options, name, report);
     logger.debug({ sandbox: name, lastUsedAt: again.lastUsedAt }, "stopped an idle sandbox");
     report.stopped.push({ name, lastUsedAt: again.lastUsedAt });
   }
   return report;
+}
+
+/**
+ * Its egress proxy serves nobody while it is stopped; the next acquire starts a fresh one
+ * (EgressProxies.ensure replaces a proxy that is not running).
+ */
+async function stopEgressProxy(
+  options: IdleStopOptions,
+  sandbox: string,
+  report: IdleStopReport,
+): Promise<void> {
+  const home = path.resolve(options.stateDirectory);
+  try {
+    const proxies = await options.engine.client.listContainers({
+      filters: {
+        status: ["running"],
+        label: [`${egressLabels.sandbox}=${sandbox}`, `${egressLabels.home}=${home}`],
+      },
+    });
+    for (const proxy of proxies) {
+      await options.engine.client.getContainer(proxy.Id).stop({ t: stopGraceSeconds });
+    }
+  } catch (error) {
+    if (dockerStatusOf(error) !== 304 && dockerStatusOf(error) !== 404) {
+      report.skipped.push({
+        name: `${sandbox} egress proxy`,
+        reason: `cannot stop it: ${messageOf(error)}`,
+      });
+    }
+  }
 }
 
 async function runningSandboxes(options: IdleStopOptions): Promise<Docker.ContainerInfo[]> {
