@@ -265,14 +265,14 @@ describe("agent runtimes: Claude Code and a command, in cordon's sandbox", () =>
 
   it("Claude Code whose API call fails ends as cordon's own loop would: model_error, exit 4", async () => {
     const key = session("claude-error");
-    server.enqueue(
-      ...Array<Parameters<MessagesApiServer["enqueue"]>[0]>(12).fill({
-        kind: "error",
-        status: 400,
-        errorType: "invalid_request_error",
-        message: "this model does not exist",
-      }),
-    );
+    // A 400 is not retried: one answer is all Claude Code asks for (the server answers any
+    // further call with a 400 of its own, so a retry would end the same way).
+    server.enqueue({
+      kind: "error",
+      status: 400,
+      errorType: "invalid_request_error",
+      message: "this model does not exist",
+    });
     const run = await runCordon(
       [
         "run",
@@ -290,6 +290,7 @@ describe("agent runtimes: Claude Code and a command, in cordon's sandbox", () =>
     );
     expect(run.exitCode, run.stderr).toBe(4);
     expect(JSON.parse(run.stdout)).toMatchObject({ status: "model_error", exitCode: 4 });
+    expect(server.pending).toBe(0);
     expect(git(repo, "status", "--porcelain")).toBe("");
   });
 
