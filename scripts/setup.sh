@@ -5,6 +5,8 @@
 #   3. a Docker engine (Debian's engine, installed and started when none answers and we are root)
 #   4. the sandbox image (built by `cordon image build`, skipped when its inputs are unchanged;
 #      a debootstrapped base when the official base image cannot be pulled)
+#   5. with CORDON_RUNTIME=runsc: gVisor (Debian's runsc), registered with the engine and proven
+#      to start a container (docs/gvisor.md)
 # Idempotent: a second run does nothing but check. Each step prints what it does and how long it
 # took; a failing step names the fix and exits non-zero. Nothing is skipped silently.
 set -euo pipefail
@@ -17,6 +19,13 @@ OFFICIAL_BASE="${CORDON_OFFICIAL_BASE_IMAGE:-debian:bookworm-slim}"
 LOCAL_BASE="${CORDON_LOCAL_BASE_IMAGE:-cordon-base:bookworm}"
 DEBIAN_MIRROR="${CORDON_DEBIAN_MIRROR:-http://deb.debian.org/debian}"
 DOCKERD_LOG="${CORDON_DOCKERD_LOG:-/var/log/cordon-dockerd.log}"
+# gVisor (CORDON_RUNTIME=runsc): the flags runsc runs with, and the daemon.json that registers it.
+# ptrace works without KVM (runsc's KVM platform hangs in nested VMs); --network=host makes gVisor
+# use the container's own network namespace (Docker's none or bridge) instead of its netstack,
+# whose set-up fails in some VMs ("cannot run with network enabled in root network namespace").
+RUNTIME="${CORDON_RUNTIME:-}"
+RUNSC_FLAGS="${CORDON_RUNSC_FLAGS:---platform=ptrace --network=host}"
+DAEMON_JSON="${CORDON_DOCKER_DAEMON_JSON:-/etc/docker/daemon.json}"
 
 step_started=0
 step() { step_started=$(date +%s%N); printf '==> %s\n' "$*" >&2; }
@@ -96,6 +105,79 @@ apt_install() {
     return 1
   fi
   rm -f "$log"
+}
+
+# Writes the runsc entry of daemon.json's "runtimes", keeping everything else in the file; prints
+# "changed" when it wrote something. A dockerd started later reads it; a running one on SIGHUP.
+write_runsc_registration() {
+  node - "$DAEMON_JSON" "$(command -v runsc)" $RUNSC_FLAGS <<'JS'
+const fs = require("node:fs");
+const path = require("node:path");
+const [file, runsc, ...args] = process.argv.slice(2);
+let config = {};
+try {
+  config = JSON.parse(fs.readFileSync(file, "utf8"));
+} catch (error) {
+  if (error.code !== "ENOENT") throw new Error(`${file} is not valid JSON: ${error.message}`);
+}
+const wanted = { path: runsc, runtimeArgs: args };
+if (JSON.stringify(config.runtimes?.runsc) === JSON.stringify(wanted)) process.exit(0);
+config.runtimes = { ...config.runtimes, runsc: wanted };
+fs.mkdirSync(path.dirname(file), { recursive: true });
+fs.writeFileSync(`${file}.cordon-tmp`, `${JSON.stringify(config, null, 2)}\n`);
+fs.renameSync(`${file}.cordon-tmp`, file);
+console.log("changed");
+JS
+}
+
+engine_runtimes() { docker info --format '{{range $name, $_ := .Runtimes}}{{$name}} {{end}}' 2>/dev/null; }
+
+# Before the engine step, so a dockerd that setup starts reads the registration at once.
+ensure_gvisor_installed() {
+  case "$RUNTIME" in
+    "" | runc) return ;;
+    runsc) ;;
+    *) fail "CORDON_RUNTIME=$RUNTIME is not a runtime setup knows" \
+      "use CORDON_RUNTIME=runsc (gVisor), or register $RUNTIME with the engine yourself" ;;
+  esac
+  step "gVisor (runsc)"
+  if ! command -v runsc >/dev/null; then
+    [[ "$(id -u)" == 0 ]] && command -v apt-get >/dev/null ||
+      fail "runsc (gVisor) is not installed" "install gVisor (Debian: apt-get install runsc; https://gvisor.dev/docs/user_guide/install/), then rerun"
+    apt_install runsc || fail "apt-get install runsc failed" "check access to Debian's package mirror"
+  fi
+  runsc_registration_changed="$(write_runsc_registration)" ||
+    fail "could not register runsc in $DAEMON_JSON" "fix or remove that file, then rerun scripts/setup.sh"
+  done_step "$(runsc --version | head -n1); ${runsc_registration_changed:+registered in $DAEMON_JSON, }flags: $RUNSC_FLAGS"
+}
+
+# After the engine step: a running engine reloads daemon.json's runtimes on SIGHUP (no restart:
+# the containers of other work keep running), then a container must really start under runsc.
+ensure_gvisor_registered() {
+  [[ "$RUNTIME" == runsc ]] || return 0
+  step "gVisor registered with the engine"
+  if [[ -n $runsc_registration_changed || " $(engine_runtimes) " != *" runsc "* ]]; then
+    [[ "$(id -u)" == 0 ]] && pidof dockerd >/dev/null ||
+      fail "the engine does not run runsc with $DAEMON_JSON's flags" \
+        "reload the engine's configuration (as root: kill -HUP \$(pidof dockerd); or restart Docker)"
+    kill -HUP $(pidof dockerd)
+    local deadline=$((SECONDS + 20))
+    until [[ " $(engine_runtimes) " == *" runsc "* ]]; do
+      (( SECONDS < deadline )) || fail "dockerd did not pick up runsc after SIGHUP" "read $DOCKERD_LOG"
+      sleep 0.5
+    done
+  fi
+  gvisor_starts ||
+    fail "a container does not start under runsc: $gvisor_error" \
+      "try other runsc flags in CORDON_RUNSC_FLAGS (now: $RUNSC_FLAGS); docs/gvisor.md"
+  done_step "runsc starts containers (flags: $RUNSC_FLAGS)"
+}
+
+# The sandbox image under runsc with no network: what every cordon sandbox needs first.
+runsc_registration_changed=""
+gvisor_error=""
+gvisor_starts() {
+  gvisor_error="$(docker run --rm --runtime runsc --network none --entrypoint true cordon-sandbox:latest 2>&1)"
 }
 
 ensure_docker_engine() {
@@ -203,10 +285,12 @@ main() {
   ensure_build
   ensure_executor
   [[ "$only" == "node" ]] && return
+  ensure_gvisor_installed
   ensure_docker_engine
   ensure_host_ripgrep
   ensure_base_image
   ensure_sandbox_image
+  ensure_gvisor_registered
 }
 
 main "$@"

@@ -1,4 +1,5 @@
 import { formatByteSize } from "../config/index.js";
+import { gvisorBoundaryNote, isGvisorRuntime } from "../sandbox/docker/gvisor.js";
 import { bootstrapFilesFor } from "./bootstrap-files.js";
 import type { RunPlan } from "./plan-run.js";
 import { credentialLikeName } from "./sandbox-env.js";
@@ -50,7 +51,15 @@ export function explainPlan(plan: RunPlan): string {
         `  ulimits      ${d.ulimits.map((u) => `${u.name}=${u.soft}:${u.hard}`).join(", ")}`,
       );
     }
-    if (d.runtime) lines.push(`  runtime      ${d.runtime}`);
+    if (d.runtime) {
+      const gvisor = isGvisorRuntime(d.runtime);
+      lines.push(`  runtime      ${d.runtime}${gvisor ? ` (${gvisorBoundaryNote})` : ""}`);
+      if (gvisor) {
+        lines.push(
+          `               pids limit ${d.pidsLimit} is RLIMIT_NPROC inside gVisor; docs/gvisor.md`,
+        );
+      }
+    }
     if (d.executor === "resident") {
       lines.push(
         "  executor     resident: cordon's executor mounted read-only at /.cordon/executor, one exec for the session",

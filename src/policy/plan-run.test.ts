@@ -617,6 +617,15 @@ describe("docker settings", () => {
     expect(plan(withDocker(docker)).sandbox.spec?.docker).toMatchObject(expected);
   });
 
+  it("explain says that under gVisor its kernel, not Docker's seccomp profile, is the boundary", () => {
+    const text = explainPlan(plan(withDocker({ runtime: "runsc" })));
+    expect(text).toContain(
+      "runtime      runsc (gVisor: its user-space kernel is the boundary; Docker's seccomp profile is not applied under it)",
+    );
+    expect(text).toMatch(/pids limit \d+ is RLIMIT_NPROC inside gVisor/);
+    expect(explainPlan(plan(withDocker({ runtime: "runc" })))).not.toContain("gVisor");
+  });
+
   it.each([
     [{ network: "host" }, /network: "host" shares the host's network/],
     [{ network: "HOST" }, /network: "host"|network: "HOST"/],

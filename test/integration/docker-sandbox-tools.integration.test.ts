@@ -14,7 +14,10 @@ import {
   requireSandboxImage,
   testLabel,
 } from "../support/docker.js";
-import { testSandboxSpec } from "../support/sandbox-spec.js";
+import { testRuntime, testSandboxSpec } from "../support/sandbox-spec.js";
+
+/** CORDON_TEST_RUNTIME=runsc: the same tools under gVisor (docs/gvisor.md). */
+const gvisor = testRuntime !== undefined && /^runsc/.test(testRuntime);
 
 /**
  * The nine built-in tools over a real DockerSandbox (workspaceAccess ro: the agent workspace
@@ -125,7 +128,8 @@ describe("the built-in tools on a DockerSandbox", () => {
     expect(edit.text).toMatch(/read-only/);
     const exec = await run("exec", { command: "echo x > /agent/new.txt" });
     expect(exec.isError).toBe(true);
-    expect(exec.text).toMatch(/Read-only file system/);
+    // The agent's own command sees the kernel's error: EACCES under gVisor, EROFS under runc.
+    expect(exec.text).toMatch(gvisor ? /Permission denied/ : /Read-only file system/);
   });
 
   it("a symlink to a host path reaches nothing of the host", async () => {
@@ -146,7 +150,8 @@ describe("the built-in tools on a DockerSandbox", () => {
     expect(page.text).toContain("150001");
   });
 
-  it("the process tool drives a background process", async () => {
+  // Under gVisor (runsc 2022-12) a background process wedged the sandbox: docs/gvisor.md.
+  it.skipIf(gvisor)("the process tool drives a background process", async () => {
     const started = await run("exec", {
       command: 'while read -r line; do echo "echo:$line"; done',
       background: true,

@@ -4,7 +4,13 @@ import path from "node:path";
 
 import { describe, expect, it } from "vitest";
 
+import { dockerClient } from "../support/docker.js";
 import { runCordon } from "../support/run-cli.js";
+
+const engineRuntimes = Object.keys(
+  ((await dockerClient().info()) as { Runtimes?: Record<string, unknown> }).Runtimes ?? {},
+);
+const engineHasRuntime = (name: string) => engineRuntimes.includes(name);
 
 interface Report {
   ok: boolean;
@@ -19,11 +25,15 @@ describe("cordon doctor", () => {
       ["node", "ok"],
       ["docker", "ok"],
       ["image", "ok"],
+      ["runtime", "ok"],
       ["executor", "ok"],
       ["state", "ok"],
       ["disk", "ok"],
     ]);
     expect(run.exitCode).toBe(0);
+    expect(report.checks.find((c) => c.name === "runtime")?.detail).toMatch(
+      /^the engine's default \(runc\); registered: .*runc/,
+    );
     expect(report.checks.find((c) => c.name === "docker")?.detail).toMatch(/API 1\.\d+/);
     // The disk check made, mounted and removed a real image: nothing of it is left behind.
     expect(report.checks.find((c) => c.name === "disk")?.detail).toMatch(
@@ -31,6 +41,31 @@ describe("cordon doctor", () => {
     );
     expect(await readFile("/proc/self/mountinfo", "utf8")).not.toContain(".doctor-disk-");
   });
+
+  it("fails the runtime check with the setup command when the runtime asked for is not registered", async () => {
+    const run = await runCordon(["doctor", "--json"], { CORDON_RUNTIME: "runsc-unregistered" });
+    const report = JSON.parse(run.stdout) as Report;
+    const runtime = report.checks.find((c) => c.name === "runtime");
+    expect(run.exitCode).toBe(3);
+    expect(runtime?.status).toBe("fail");
+    expect(runtime?.detail).toMatch(/runsc-unregistered is not registered with the engine/);
+    expect(runtime?.fix).toMatch(/scripts\/setup\.sh with CORDON_RUNTIME=runsc/);
+  });
+
+  // CI registers gVisor (CORDON_RUNTIME=runsc scripts/setup.sh); elsewhere this needs the same.
+  it.runIf(engineHasRuntime("runsc"))(
+    "with CORDON_RUNTIME=runsc starts a container under gVisor and says what its boundary is",
+    async () => {
+      const run = await runCordon(["doctor", "--json"], { CORDON_RUNTIME: "runsc" });
+      const report = JSON.parse(run.stdout) as Report;
+      const runtime = report.checks.find((c) => c.name === "runtime");
+      expect(runtime?.status).toBe("ok");
+      expect(runtime?.detail).toMatch(
+        /^runsc runs containers; gVisor: .*seccomp profile is not applied/,
+      );
+      expect(run.exitCode).toBe(0);
+    },
+  );
 
   it("is red with a fix, exit 3, when no engine answers", async () => {
     const run = await runCordon(["doctor", "--json"], {

@@ -1,8 +1,15 @@
 import type { DockerSettings, SandboxSpec } from "../../src/sandbox/index.js";
 
+/**
+ * The container runtime of the tests' sandboxes: CORDON_TEST_RUNTIME=runsc runs them under gVisor
+ * (the second CI pass, scripts/test-gvisor.sh); unset, the engine's default.
+ */
+export const testRuntime = process.env["CORDON_TEST_RUNTIME"] || undefined;
+
 /** DESIGN.md §5 defaults, spelled out for tests that need a spec without the policy layer. */
 export function hardenedDockerSettings(overrides: Partial<DockerSettings> = {}): DockerSettings {
   return {
+    ...(testRuntime ? { runtime: testRuntime } : {}),
     containerPrefix: "cordon",
     workdir: "/workspace",
     readOnlyRoot: true,

@@ -12,6 +12,10 @@ import {
   SandboxImage,
   workspaceDiskFor,
   baseImageFromEnv,
+  gvisorBoundaryNote,
+  isGvisorRuntime,
+  probeRuntime,
+  type DockerEngineInfo,
 } from "../../sandbox/index.js";
 import type { CliContext } from "../context.js";
 import { loadCliConfig } from "../plan-context.js";
@@ -128,13 +132,58 @@ function checkExecutor(): DoctorCheck {
       };
 }
 
-/** Runs every check; never throws. */
-export async function runDoctor(env: NodeJS.ProcessEnv): Promise<DoctorReport> {
+/**
+ * The container runtime asked for (`sandbox.docker.runtime`, or CORDON_RUNTIME as setup reads
+ * it): registered with the engine, and a container really starts under it.
+ */
+async function checkRuntime(
+  engine: DockerEngine,
+  info: DockerEngineInfo,
+  runtime: string | undefined,
+  image: string | undefined,
+): Promise<DoctorCheck> {
+  const registered = `registered: ${info.runtimes.join(", ") || "(none listed)"}`;
+  if (!runtime) {
+    return {
+      name: "runtime",
+      status: "ok",
+      detail: `the engine's default (${info.defaultRuntime || "runc"}); ${registered}`,
+    };
+  }
+  if (!info.runtimes.includes(runtime)) {
+    return {
+      name: "runtime",
+      status: "fail",
+      detail: `${runtime} is not registered with the engine (${registered})`,
+      fix: isGvisorRuntime(runtime)
+        ? "run scripts/setup.sh with CORDON_RUNTIME=runsc: it installs gVisor and registers it (docs/gvisor.md)"
+        : `register ${runtime} with the engine (daemon.json "runtimes"), or unset sandbox.docker.runtime`,
+    };
+  }
+  if (!image) {
+    return { name: "runtime", status: "skipped", detail: `${runtime}: needs the sandbox image` };
+  }
+  try {
+    await probeRuntime(engine, runtime, image);
+  } catch (error) {
+    return failed("runtime", error);
+  }
+  const note = isGvisorRuntime(runtime) ? `; ${gvisorBoundaryNote}` : "";
+  return { name: "runtime", status: "ok", detail: `${runtime} runs containers${note}` };
+}
+
+/** Runs every check; never throws. `runtime`: the one the config asks for, if any. */
+export async function runDoctor(
+  env: NodeJS.ProcessEnv,
+  runtime: string | undefined = env["CORDON_RUNTIME"] || undefined,
+): Promise<DoctorReport> {
   const checks: DoctorCheck[] = [checkNode(process.versions.node)];
   const engine = DockerEngine.fromEnv(env);
   let dockerOk = false;
+  let engineInfo: DockerEngineInfo | undefined;
   try {
     const info = await engine.ping();
+    engineInfo = info;
     dockerOk = true;
     checks.push({
       name: "docker",
@@ -145,10 +194,12 @@ export async function runDoctor(env: NodeJS.ProcessEnv): Promise<DoctorReport> {
     checks.push(failed("docker", error));
   }
   if (dockerOk) {
+    let presentImage: string | undefined;
     try {
       const image = await new SandboxImage(engine, {
         baseImage: baseImageFromEnv(env),
       }).status();
+      if (image.present) presentImage = image.tag;
       checks.push(
         image.present
           ? {
@@ -166,8 +217,10 @@ export async function runDoctor(env: NodeJS.ProcessEnv): Promise<DoctorReport> {
     } catch (error) {
       checks.push(failed("image", error));
     }
+    if (engineInfo) checks.push(await checkRuntime(engine, engineInfo, runtime, presentImage));
   } else {
     checks.push({ name: "image", status: "skipped", detail: "needs a Docker engine" });
+    checks.push({ name: "runtime", status: "skipped", detail: "needs a Docker engine" });
   }
   checks.push(checkExecutor());
   const state = await checkStateDirectory(stateDirectory(env));
@@ -183,18 +236,21 @@ export async function runDoctor(env: NodeJS.ProcessEnv): Promise<DoctorReport> {
 /** The working directory's config: loads, and is trusted or loosens nothing (`cordon run` would start). */
 async function checkConfig(
   context: CliContext,
-): Promise<{ source: ConfigSource | null; check?: DoctorCheck }> {
+): Promise<{ source: ConfigSource | null; check?: DoctorCheck; runtime?: string | undefined }> {
+  const fromEnv = context.env["CORDON_RUNTIME"] || undefined;
   try {
     const loaded = await loadCliConfig(context);
-    if (!loaded.source) return { source: null };
+    const runtime = loaded.config.agents.defaults.sandbox.docker.runtime ?? fromEnv;
+    if (!loaded.source) return { source: null, runtime };
     const { source } = loaded;
     return {
+      runtime,
       source,
       check: { name: "config", status: "ok", detail: `${source.file} ${describeSource(source)}` },
     };
   } catch (error) {
     const source = error instanceof UntrustedConfigError ? error.source : null;
-    return { source, check: failed("config", error) };
+    return { source, check: failed("config", error), runtime: fromEnv };
   }
 }
 
@@ -235,11 +291,12 @@ export function registerDoctorCommand(program: Command, context: CliContext): vo
   program
     .command("doctor")
     .description(
-      "check Node.js, the Docker engine, the sandbox image, the state directory and the disk budget",
+      "check Node.js, the Docker engine, the sandbox image, the container runtime, the state directory and the disk budget",
     )
     .option("--json", "print the report as JSON")
     .action(async (options: { json?: boolean }) => {
-      const report = withConfigCheck(await runDoctor(context.env), await checkConfig(context));
+      const config = await checkConfig(context);
+      const report = withConfigCheck(await runDoctor(context.env, config.runtime), config);
       context.stdout(
         options.json ? `${JSON.stringify(report, null, 2)}\n` : formatDoctorReport(report),
       );

@@ -1,7 +1,8 @@
 import type Docker from "dockerode";
 
 import { SandboxStartError } from "../../common/index.js";
-import type { SandboxSpec } from "../spec.js";
+import type { SandboxSpec, UlimitSpec } from "../spec.js";
+import { gvisorProcessLimits, isGvisorRuntime } from "./gvisor.js";
 import { hostsMountTarget } from "./hosts-file.js";
 import { executorContainerPath, residentExecutorBinary } from "./resident/executor-binary.js";
 
@@ -99,8 +100,7 @@ export function createContainerOptions(
     Memory: docker.memoryBytes,
     MemorySwap: docker.memorySwapBytes,
     NanoCpus: Math.round(docker.cpus * 1e9),
-    PidsLimit: docker.pidsLimit,
-    Ulimits: docker.ulimits.map((u) => ({ Name: u.name, Soft: u.soft, Hard: u.hard })),
+    ...processLimits(docker.pidsLimit, docker.ulimits, docker.runtime),
     Mounts: mounts,
     Dns: [...docker.dns],
     // Dropped by the engine when the network is disabled: the hosts file carries them then.
@@ -148,4 +148,29 @@ function executorMounts(input: ContainerOptionsInput): Docker.MountSettings[] {
   const binary = "executorBinary" in input ? input.executorBinary : residentExecutorBinary();
   if (binary === undefined) return [];
   return [{ Type: "bind", Source: binary, Target: executorContainerPath, ReadOnly: true }];
+}
+
+/**
+ * The pids limit and ulimits. Under gVisor the pids limit becomes RLIMIT_NPROC inside the sandbox
+ * with a larger host-side backstop (see `gvisorProcessLimits`): Docker's pids limit there counts
+ * the sentry's threads, and reaching it kills the whole sandbox.
+ */
+function processLimits(
+  pidsLimit: number,
+  ulimits: readonly UlimitSpec[],
+  runtime: string | undefined,
+): Pick<Docker.HostConfig, "PidsLimit" | "Ulimits"> {
+  const toDocker = (u: UlimitSpec) => ({ Name: u.name, Soft: u.soft, Hard: u.hard });
+  if (!isGvisorRuntime(runtime)) return { PidsLimit: pidsLimit, Ulimits: ulimits.map(toDocker) };
+  const limits = gvisorProcessLimits(
+    pidsLimit,
+    ulimits.find((u) => u.name === "nproc"),
+  );
+  return {
+    PidsLimit: limits.hostPidsLimit,
+    Ulimits: [
+      ...ulimits.filter((u) => u.name !== "nproc").map(toDocker),
+      { Name: "nproc", Soft: limits.nproc.soft, Hard: limits.nproc.hard },
+    ],
+  };
 }

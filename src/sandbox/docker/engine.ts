@@ -9,6 +9,9 @@ export interface DockerEngineInfo {
   operatingSystem: string;
   storageDriver: string;
   cgroupVersion: string;
+  /** The runtimes the engine has registered (`runc`, and `runsc` once setup registered gVisor). */
+  runtimes: string[];
+  defaultRuntime: string;
 }
 
 export interface DockerEngineOptions {
@@ -54,14 +57,17 @@ export class DockerEngine {
       await this.client.ping();
       const [version, info] = await Promise.all([
         this.client.version(),
-        this.client.info() as Promise<Record<string, string | undefined>>,
+        this.client.info() as Promise<Record<string, unknown>>,
       ]);
+      const text = (key: string) => (typeof info[key] === "string" ? info[key] : "");
       return {
         serverVersion: version.Version,
         apiVersion: version.ApiVersion,
-        operatingSystem: info["OperatingSystem"] ?? "",
-        storageDriver: info["Driver"] ?? "",
-        cgroupVersion: info["CgroupVersion"] ?? "",
+        operatingSystem: text("OperatingSystem"),
+        storageDriver: text("Driver"),
+        cgroupVersion: text("CgroupVersion"),
+        runtimes: Object.keys((info["Runtimes"] as Record<string, unknown> | undefined) ?? {}),
+        defaultRuntime: text("DefaultRuntime"),
       };
     } catch (error) {
       throw toSandboxError(error, "answer a ping");

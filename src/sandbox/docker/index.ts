@@ -61,3 +61,5 @@ export {
   type IdleStopReport,
   type SandboxHolders,
 } from "./idle-stop.js";
+export { gvisorBoundaryNote, isGvisorRuntime } from "./gvisor.js";
+export { probeRuntime } from "./runtime-probe.js";

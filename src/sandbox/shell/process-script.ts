@@ -51,7 +51,8 @@ op_read() { # root id mode max
   [[ -d $dir ]] || fail not_found "no background process $2"
   status_of "$dir"
   # Size after status: once exited, the output read here is complete.
-  size=$(stat -c %s -- "$dir/out" 2>/dev/null) || size=0
+  # wc, not stat: coreutils stat fails under gVisor (statx with AT_NO_AUTOMOUNT is EINVAL there).
+  size=$(wc -c <"$dir/out" 2>/dev/null) || size=0
   if [[ $3 == poll && -r $dir/polled ]]; then read -r from <"$dir/polled"; fi
   ((from > size)) && from=$size
   count=$((size - from))
