@@ -111,6 +111,14 @@ export const environmentVariables: readonly EnvironmentVariable[] = [
     ...image,
   },
   {
+    name: "CORDON_RUNTIME",
+    purpose:
+      "the container runtime of the sandboxes, e.g. runsc for gVisor (scripts/setup.sh installs and registers it)",
+    configKey: "agents.defaults.sandbox.docker.runtime",
+    accepts: "a runtime name registered with the engine, such as runsc",
+    valid: (value: string) => /^[A-Za-z0-9_.-]+$/.test(value),
+  },
+  {
     name: "CORDON_BASE_IMAGE",
     purpose: "the base image cordon builds its sandbox image from; default debian:bookworm-slim",
     ...image,

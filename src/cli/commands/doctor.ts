@@ -173,10 +173,7 @@ async function checkRuntime(
 }
 
 /** Runs every check; never throws. `runtime`: the one the config asks for, if any. */
-export async function runDoctor(
-  env: NodeJS.ProcessEnv,
-  runtime: string | undefined = env["CORDON_RUNTIME"] || undefined,
-): Promise<DoctorReport> {
+export async function runDoctor(env: NodeJS.ProcessEnv, runtime?: string): Promise<DoctorReport> {
   const checks: DoctorCheck[] = [checkNode(process.versions.node)];
   const engine = DockerEngine.fromEnv(env);
   let dockerOk = false;
@@ -237,6 +234,7 @@ export async function runDoctor(
 async function checkConfig(
   context: CliContext,
 ): Promise<{ source: ConfigSource | null; check?: DoctorCheck; runtime?: string | undefined }> {
+  // CORDON_RUNTIME is a config layer; read directly too, for when the config does not load.
   const fromEnv = context.env["CORDON_RUNTIME"] || undefined;
   try {
     const loaded = await loadCliConfig(context);
