@@ -189,6 +189,14 @@ export const untrustedKeyRules: Readonly<Record<string, KeyRule>> = {
   "sandbox.docker.image": loosening(
     "runs the sandbox from another local image, which may hold credentials or run as root",
   ),
+  // Building is running the repository's code on this machine with network access (Docker's
+  // default bridge), outside the sandbox's hardening: only a file the user trusts may ask for it.
+  "sandbox.docker.dockerfile": loosening(
+    "builds an image from a Dockerfile in the workspace: the build runs the repository's code on your machine with network access",
+  ),
+  "sandbox.docker.devcontainer": loosening(
+    "builds an image from a devcontainer.json in the workspace: the build runs the repository's code on your machine with network access",
+  ),
   "sandbox.docker.containerPrefix": safe(
     "names containers; cordon adopts only containers labelled with its own state directory",
   ),

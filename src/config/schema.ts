@@ -189,6 +189,21 @@ const ulimit = z.union([
   }),
 ]);
 
+/** `sandbox.docker.dockerfile`: a path, or the path with its build context and arguments. */
+const projectDockerfile = z.union([
+  text.describe("Dockerfile path relative to the workspace; its directory is the build context"),
+  z.strictObject({
+    file: text.describe("Dockerfile path relative to the workspace"),
+    context: text
+      .optional()
+      .describe("build context relative to the workspace; default the Dockerfile's directory"),
+    args: z
+      .record(z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/), z.string().refine(noNul))
+      .optional()
+      .describe("build arguments (--build-arg NAME=value)"),
+  }),
+]);
+
 function dockerSchema<F extends Flavour>(flavour: F) {
   const d = configDefaults.docker;
   return z
@@ -196,6 +211,12 @@ function dockerSchema<F extends Flavour>(flavour: F) {
       image: text
         .optional()
         .describe("Image reference; default cordon-sandbox:<hash> from `cordon image build`"),
+      dockerfile: projectDockerfile
+        .optional()
+        .describe("Build the sandbox image from the project's Dockerfile (docs/images.md)"),
+      devcontainer: text
+        .optional()
+        .describe("Build the sandbox image from the project's devcontainer.json (docs/images.md)"),
       containerPrefix: field(
         flavour,
         z

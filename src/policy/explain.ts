@@ -35,7 +35,7 @@ export function explainPlan(plan: RunPlan): string {
     lines.push(`  scope key    ${spec.scopeKey}`);
     lines.push(`  project      ${spec.agentWorkspace} (hashed into the scope key after "@")`);
     lines.push(`  config hash  ${spec.configHash}`);
-    lines.push(`  image        ${d.image ?? "built-in sandbox image (cordon image build)"}`);
+    lines.push(`  image        ${describeImage(d)}`);
     lines.push(`  user         ${d.user}`);
     lines.push(`  workdir      ${d.workdir}`);
     lines.push(
@@ -159,4 +159,13 @@ function describePrompt(plan: RunPlan): string {
   return files.length > 0
     ? `${promptMode}; workspace files ${files.join(", ")} (read in the sandbox, ${formatByteSize(bootstrap.maxBytes)} each at most)`
     : `${promptMode}; no workspace files`;
+}
+
+/** Which image the container runs, and who asked for it. */
+function describeImage(docker: NonNullable<RunPlan["sandbox"]["spec"]>["docker"]): string {
+  const project = docker.projectImage;
+  if (project) {
+    return `project image cordon-project-<slug>:<hash>, built from ${project.file} (${project.configKey}; see docs/images.md)`;
+  }
+  return docker.image ?? "built-in sandbox image (cordon image build)";
 }

@@ -8,6 +8,7 @@ import { containerNameOf, scopeKeyOf, workspaceIdOf } from "./container-name.js"
 import { planCarry } from "./carry.js";
 import { resolveDiskBudget } from "./disk-budget.js";
 import { resolveDockerSettings } from "./docker-settings.js";
+import { planProjectImage } from "./project-image.js";
 import { planEgress } from "./egress.js";
 import { withOfflineDefaults } from "./offline-defaults.js";
 import { planMounts, type HostEntryKind } from "./mount-plan.js";
@@ -440,6 +441,13 @@ function planSandbox(context: SandboxPlanContext): SandboxSpec {
     invokingUser: input.invokingUser,
     problems,
     warnings,
+  });
+  settings.projectImage = planProjectImage({
+    docker,
+    key: agent.dockerKey,
+    workspace,
+    problems,
+    explanation,
   });
   const network = planEgress({
     config: agent.sandbox.egress,

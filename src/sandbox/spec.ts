@@ -28,10 +28,33 @@ export interface UlimitSpec {
   hard: number;
 }
 
+/**
+ * A sandbox image cordon builds from the project (`sandbox.docker.dockerfile` or
+ * `sandbox.docker.devcontainer`, docs/images.md), tagged `cordon-project-<slug>:<hash of inputs>`.
+ * Paths are absolute host paths the policy layer checked to lie inside the workspace; the builder
+ * reads them without following links.
+ */
+export interface ProjectImageSpec {
+  /** Which key asked for it: a Dockerfile, or a devcontainer.json that names an image or one. */
+  source: "dockerfile" | "devcontainer";
+  /** The config key, for messages: `agents.defaults.sandbox.docker.dockerfile`. */
+  configKey: string;
+  /** Absolute path of the Dockerfile or devcontainer.json. */
+  file: string;
+  /** The agent workspace: nothing outside it is read or sent to the engine. */
+  workspace: string;
+  /** Absolute build context (dockerfile only; a devcontainer.json names its own). */
+  context?: string | undefined;
+  /** Build arguments (dockerfile only). */
+  args?: Record<string, string> | undefined;
+}
+
 /** Container settings (the `sandbox.docker` config section, resolved). */
 export interface DockerSettings {
   /** Image reference; undefined = the built-in sandbox image (cordon-sandbox:<hash>). */
   image?: string | undefined;
+  /** Build the image from the project instead (exclusive with `image`). */
+  projectImage?: ProjectImageSpec | undefined;
   /** Container name prefix. Default "cordon". */
   containerPrefix: string;
   /** Working directory inside the container. Default "/workspace". */

@@ -41,6 +41,7 @@ function formatSandboxes(sandboxes: ListedSandbox[]): string {
       "AGENT",
       "SESSION",
       "WORKSPACE",
+      "IMAGE",
       "DRIFT",
       "EGRESS",
       "CREATED",
@@ -54,6 +55,8 @@ function formatSandboxes(sandboxes: ListedSandbox[]): string {
       s.agent,
       s.session,
       s.workspace || "?",
+      // Which image: a project's cordon-project-<name>:<hash> names the build it runs.
+      s.image,
       driftCell(s.drift),
       s.egress ? `${s.egress.allow.join(",")} via ${s.egress.proxy} (${s.egress.state})` : "none",
       ago(s.createdAt),

@@ -11,6 +11,13 @@ export {
   type SandboxImageStatus,
 } from "./sandbox-image.js";
 export { describeImageBuildEvent } from "./image-build-progress.js";
+export {
+  ProjectImages,
+  parseDevcontainer,
+  projectImageRepositoryPrefix,
+  type Devcontainer,
+  type ResolvedProjectImage,
+} from "./project-image/index.js";
 export { dockerFix } from "./docker-errors.js";
 export { DockerSandbox, type DockerSandboxOptions } from "./docker-sandbox.js";
 export type { CopyTreeOutOptions, CopyTreeOutResult } from "./files/tree-transfer.js";

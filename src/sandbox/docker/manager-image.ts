@@ -1,8 +1,13 @@
+import { tmpdir } from "node:os";
+import path from "node:path";
+
 import { AbortedError, ImageError, throwIfAborted } from "../../common/index.js";
 import { dockerStatusOf, toSandboxError } from "./docker-errors.js";
 import type { DockerEngine } from "./engine.js";
 import { describeImageBuildEvent } from "./image-build-progress.js";
 import { SandboxImage, type SandboxImageOptions } from "./sandbox-image.js";
+import { ProjectImages } from "./project-image/index.js";
+import type { DockerSettings } from "../spec.js";
 
 export interface ImageResolverOptions {
   engine: DockerEngine;
@@ -10,6 +15,8 @@ export interface ImageResolverOptions {
   builtinImage?: string | undefined;
   /** How to build the built-in image when it is missing. */
   imageOptions?: SandboxImageOptions | undefined;
+  /** cordon's state directory: project image logs, context snapshots and preflight marks. */
+  stateDirectory?: string | undefined;
 }
 
 /** An image that exists on the engine. */
@@ -18,6 +25,13 @@ export interface ResolvedImage {
   reference: string;
   /** The image id the reference names now; a container made from another id is stale. */
   id: string;
+  /**
+   * Environment the image's source asks for (a devcontainer.json's containerEnv and remoteEnv),
+   * under the sandbox's own: part of the tag, so a change is a new container.
+   */
+  env?: Record<string, string> | undefined;
+  /** What the user should know about the image (ignored devcontainer fields). */
+  notes?: string[] | undefined;
 }
 
 /**
@@ -27,8 +41,44 @@ export interface ResolvedImage {
  */
 export class ImageResolver {
   private readonly resolved = new Map<string, Promise<ResolvedImage>>();
+  private readonly projects: ProjectImages;
+  /** The last resolve of each project image (and user), so builds of one project never overlap. */
+  private readonly projectQueue = new Map<string, Promise<ResolvedImage>>();
 
-  constructor(private readonly options: ImageResolverOptions) {}
+  constructor(private readonly options: ImageResolverOptions) {
+    this.projects = new ProjectImages({
+      engine: options.engine,
+      stateDirectory: options.stateDirectory ?? path.join(tmpdir(), "cordon"),
+      ensureDefaultImage: () => this.resolve(undefined),
+    });
+  }
+
+  /**
+   * The image a sandbox's settings ask for: the project's own (`projectImage`, built when its
+   * inputs changed, docs/images.md), else `image` or the built-in one as `resolve` does. The
+   * project image is looked at on every call (a Dockerfile edit is a new tag); the preflight
+   * runs as the sandbox user.
+   */
+  async resolveFor(
+    docker: Pick<DockerSettings, "image" | "projectImage" | "user">,
+    options: { signal?: AbortSignal | undefined; onOutput?: (text: string) => void } = {},
+  ): Promise<ResolvedImage> {
+    if (docker.projectImage === undefined) return this.resolve(docker.image, options);
+    const key = `${docker.projectImage.file}|${docker.user}`;
+    // One build at a time per project in this process; a later call looks again (inputs may
+    // have changed in between), which costs a read and a hash, not a build.
+    const previous = this.projectQueue.get(key) ?? Promise.resolve();
+    const next = previous
+      .catch(() => undefined)
+      .then(() =>
+        this.projects.resolve(docker.projectImage!, {
+          user: docker.user,
+          onOutput: options.onOutput,
+        }),
+      );
+    this.projectQueue.set(key, next);
+    return untilAborted(next, options.signal);
+  }
 
   async resolve(
     configured: string | undefined,

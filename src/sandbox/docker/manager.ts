@@ -199,6 +199,7 @@ export class DockerSandboxManager {
     this.createSandbox = options.createSandbox;
     this.images = new ImageResolver({
       engine: options.engine,
+      stateDirectory: this.stateDirectory,
       builtinImage: options.image,
       imageOptions: {
         logDirectory: path.join(this.stateDirectory, "logs"),
@@ -257,10 +258,11 @@ export class DockerSandboxManager {
     const hostPermissions = (this.hostPermissions ??= hostPermissionsHold(this.engine.client));
     // The image first: it is the first thing that talks to Docker, so a missing engine fails
     // here, before anything is written to disk.
-    const image = await this.images.resolve(spec.docker.image, {
+    const image = await this.images.resolveFor(spec.docker, {
       signal,
       onOutput: (text) => progress("image", text),
     });
+    for (const note of image.notes ?? []) warn(note, "image");
 
     const acquiredAt = Date.now();
     let watchdog: DiskWatchdog | undefined;
@@ -687,7 +689,10 @@ export class DockerSandboxManager {
     // The network and proxy first: the container is created on that network.
     await this.egress.ensure(spec, { onProgress: (message) => progress("start", message) });
     const options = createContainerOptions({
-      spec,
+      // The image's own environment (a devcontainer's containerEnv) under the sandbox's.
+      spec: image.env
+        ? { ...spec, docker: { ...spec.docker, env: { ...image.env, ...spec.docker.env } } }
+        : spec,
       image: image.reference,
       createdAt: new Date().toISOString(),
       extraLabels: this.extraLabels,

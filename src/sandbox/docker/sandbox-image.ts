@@ -4,13 +4,13 @@ import { mkdir, mkdtemp, readFile, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { Readable } from "node:stream";
-import { stripVTControlCharacters } from "node:util";
 
 import { pack } from "tar-stream";
 
 import { ImageError, packageRoot, throwIfAborted } from "../../common/index.js";
 import { dockerStatusOf, toSandboxError } from "./docker-errors.js";
 import type { DockerEngine } from "./engine.js";
+import { followImageBuild } from "./image-build-stream.js";
 import { fetchRuntimePackages } from "./image-runtime-packages.js";
 
 /** The repository every built sandbox image is tagged under. */
@@ -80,13 +80,6 @@ interface ResolvedBase {
   image: string;
   id: string;
   source: "local" | "pulled";
-}
-
-interface BuildStreamEvent {
-  stream?: string;
-  status?: string;
-  error?: string;
-  errorDetail?: { message?: string };
 }
 
 const setupFix =
@@ -228,52 +221,11 @@ export class SandboxImage {
     } catch (error) {
       throw toSandboxError(error, "start the image build");
     }
-    await this.followBuild(stream, log, emit);
-  }
-
-  /**
-   * Writes the engine's output to the log (without the colour codes the engine adds to stderr)
-   * and turns its `Step N/M : ...` lines into step events: a progress line, not thousands of
-   * apt lines.
-   */
-  private followBuild(
-    stream: NodeJS.ReadableStream,
-    log: WriteStream,
-    emit: (event: ImageBuildEvent) => void,
-  ): Promise<void> {
-    let failure: string | undefined;
-    return new Promise((resolve, reject) => {
-      this.engine.client.modem.followProgress(
-        stream,
-        (error) => {
-          if (error) reject(toSandboxError(error, "build the sandbox image"));
-          else if (failure)
-            reject(
-              new ImageError(`the sandbox image build failed: ${failure}`, {
-                fix: "read the build log; `cordon image build --force` retries",
-              }),
-            );
-          else resolve();
-        },
-        (event: BuildStreamEvent) => {
-          // The engine reports a failed RUN as an error event on a stream that still ends
-          // normally, so every event is checked, not just the end.
-          const message = event.errorDetail?.message ?? event.error;
-          if (message) failure ??= stripVTControlCharacters(message).trim();
-          const text = stripVTControlCharacters(event.stream ?? event.status ?? message ?? "");
-          if (text === "") return;
-          log.write(text.endsWith("\n") ? text : `${text}\n`);
-          const step = /^Step (\d+)\/(\d+) : (.*)$/m.exec(text);
-          if (step) {
-            emit({
-              type: "step",
-              step: Number(step[1]),
-              total: Number(step[2]),
-              instruction: step[3]!.trim(),
-            });
-          }
-        },
-      );
+    await followImageBuild(this.engine.client.modem, stream, {
+      log,
+      emit,
+      what: "the sandbox image",
+      fix: "read the build log; `cordon image build --force` retries",
     });
   }
 
