@@ -102,10 +102,15 @@ describe("project images", () => {
       images
         .flatMap((image) => image.RepoTags ?? [])
         .map((tag) =>
-          docker
-            .getImage(tag)
-            .remove()
-            .catch(() => undefined),
+          // The engine sometimes never answers an image removal under load; a leftover tag is
+          // harmless (its name carries this run's pid), a hook that never ends is not.
+          Promise.race([
+            docker
+              .getImage(tag)
+              .remove()
+              .catch(() => undefined),
+            new Promise((resolve) => setTimeout(resolve, 60_000).unref()),
+          ]),
         ),
     );
     await removeStateDirectory(home);
@@ -190,11 +195,12 @@ describe("project images", () => {
     );
     expect(changed.exitCode, changed.stderr).toBe(0);
     expect(changed.stderr).toContain("building the project image");
-    expect(changed.stderr).toMatch(
-      /was made from image cordon-project-rates-yaml-\d+:\w+ .*; recreating it/,
+    expect(changed.stdout, changed.stderr).toContain("image 2");
+    const rebuilt = (await projectImages(repo)).filter((tag) => tag !== built);
+    expect(rebuilt).toHaveLength(1);
+    expect((await runCordon(["sandbox", "list"], env())).stdout).toContain(
+      `${rebuilt[0]} (current)`,
     );
-    expect(changed.stdout).toContain("image 2");
-    expect(await projectImages(repo)).toHaveLength(2);
   }, 600_000);
 
   it("a devcontainer.json with build.dockerfile: its context, arguments and containerEnv; the rest noted", async () => {
