@@ -265,12 +265,12 @@ describe("project images", () => {
       ],
       env(),
     );
-    // fix-tests prints its result (the error and its fix) on stdout.
+    // fix-tests prints its result on stdout, the fix on stderr.
     expect(noGit.exitCode, noGit.stderr).toBe(3);
     expect(noGit.stdout).toMatch(
       /the project image cordon-project-rates-broken-\d+:\w+, built from images\/no-git\.Dockerfile \(agents\.defaults\.sandbox\.docker\.dockerfile\), cannot run a sandbox: it has no git/,
     );
-    expect(noGit.stdout).toMatch(/Fix: start the Dockerfile FROM cordon-sandbox:latest/);
+    expect(noGit.stderr).toMatch(/fix: start the Dockerfile FROM cordon-sandbox:latest/);
 
     const noBash = await runCordon(
       [

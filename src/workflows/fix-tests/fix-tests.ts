@@ -4,7 +4,6 @@ import {
   CordonError,
   ExitCode,
   exitCodeOf,
-  CordonError,
   messageOf,
   systemErrorFix,
   type ExitCode as ExitCodeValue,
@@ -555,12 +554,7 @@ export async function fixTests(options: FixTestsOptions): Promise<FixTestsResult
     Object.assign(result, {
       status: "error",
       exitCode: options.signal?.aborted ? ExitCode.interrupted : exitCodeOf(error),
-      // The remedy too: a CI log shows this message and nothing else (a project image's
-      // preflight names what to install).
-      message:
-        CordonError.is(error) && error.fix
-          ? `${error.message}. Fix: ${error.fix}`
-          : messageOf(error),
+      message: messageOf(error),
     });
     const fix = CordonError.is(error) ? error.fix : systemErrorFix(error);
     if (fix !== undefined) result.fix = fix;
