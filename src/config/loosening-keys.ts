@@ -106,6 +106,9 @@ export const untrustedKeyRules: Readonly<Record<string, KeyRule>> = {
   "bootstrap.maxBytes": safe("how much of each bootstrap file the prompt holds"),
   default: safe("picks which agent runs; its settings are checked like every other"),
   name: safe("a display name"),
+  contextWindow: safe(
+    "when the session is compacted; a wrong value only compacts early or fails at the API",
+  ),
   thinking: safe(
     "how much the model thinks (tokens it spends); it opens no way out of the sandbox",
   ),

@@ -569,6 +569,15 @@ const primaryModel = text.describe("The model a run calls first, e.g. claude-son
 const fallbackModels = z
   .array(text)
   .describe("Models tried in order when the current one keeps failing");
+const contextWindow = z
+  .number()
+  .int()
+  .min(2048)
+  .max(10_000_000)
+  .describe(
+    "The model's context window in tokens (default 200000); a request that would not fit is compacted first",
+  );
+
 const modelObject = z.strictObject({
   primary: primaryModel.optional(),
   fallbacks: fallbackModels.optional(),
@@ -652,6 +661,8 @@ const agentEntry = z.strictObject({
   thinking: thinking.optional(),
   promptMode: promptModeField.optional(),
   bootstrap: bootstrapSchema.optional(),
+  /** The model's context window in tokens; requests that would not fit are compacted first. */
+  contextWindow: contextWindow.optional(),
 });
 
 /** Agent ids are unique and at most one agent is the default. */
@@ -691,6 +702,7 @@ const agentDefaults = z.strictObject({
   model: modelRef.optional(),
   thinking: thinking.optional(),
   runtime: agentRuntime.optional(),
+  contextWindow: contextWindow.optional(),
   sandbox: sandboxSchema("defaults")
     .prefault({})
     .describe("Sandbox settings for every agent, with the built-in defaults"),

@@ -95,6 +95,8 @@ export interface RunPlan {
     writtenId?: string | undefined;
     promptMode: PromptMode;
     bootstrap: { files: string[]; maxBytes: number };
+    /** The model's context window in tokens (`agents.*.contextWindow`); absent = 200 000. */
+    contextWindow?: number;
   };
   sessionKey: string;
   sandbox: {
@@ -326,6 +328,7 @@ export function planRun(input: PlanRunInput): RunPlan {
   };
   if (agent.name !== undefined) plan.agent.name = agent.name;
   if (agent.thinking !== undefined) plan.agent.thinking = agent.thinking;
+  if (agent.contextWindow !== undefined) plan.agent.contextWindow = agent.contextWindow;
   if (spec) plan.sandbox.spec = spec;
   return plan;
 }

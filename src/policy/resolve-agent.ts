@@ -60,6 +60,8 @@ export interface ResolvedAgent {
   };
   /** `thinking` of the agent, else of `agents.defaults`; undefined = off. */
   thinking?: ThinkingLevel | undefined;
+  /** `contextWindow` (tokens) of the agent, else of `agents.defaults`; undefined = the loop's. */
+  contextWindow?: number | undefined;
 }
 
 /** Picks the agent: the named one, else the `default: true` one, else the first, else `main`. */
@@ -208,6 +210,7 @@ export function resolveAgent(config: CordonConfig, agentId: string | undefined):
     id: picked.id,
     writtenId: writtenId !== undefined && writtenId !== picked.id ? writtenId : undefined,
     thinking: entry?.thinking ?? defaults.thinking,
+    contextWindow: entry?.contextWindow ?? defaults.contextWindow,
     name: entry?.name,
     index,
     isDefault: entry === undefined || index === pickAgent(config, undefined).index,

@@ -171,6 +171,77 @@ describe("the agent runtime through the built CLI", () => {
     });
   });
 
+  describe("context (host mode)", () => {
+    it("a long session is compacted in chunks before the request that would not fit; the newest message goes verbatim", async () => {
+      const roomy = await configFile({ agents: { defaults: { sandbox: { mode: "off" } } } });
+      const history = (n: number) => `OLD-${n} ${"notes from a long investigation. ".repeat(625)}`;
+      for (const n of [1, 2, 3, 4]) {
+        const earlier = await cordonRun(
+          ["--config", roomy, "--session", "long", history(n)],
+          [text(`noted ${n}`)],
+        );
+        expect(earlier.code).toBe(0);
+      }
+      // The same session with a 24k-token window: ~20k tokens of history, the system prompt, the
+      // tool schemas and 8192 of max_tokens do not fit, so the guard compacts before sending.
+      const tight = await configFile({
+        agents: { defaults: { sandbox: { mode: "off" }, contextWindow: 24_000 } },
+      });
+      let summaries = 0;
+      const newest = "NEWEST: now add the changelog entry for the pricing fix";
+      const run = await cordonRun(
+        ["--config", tight, "--session", "long", newest],
+        [text("changelog entry added")],
+        {
+          respond: (body) => {
+            if (!JSON.stringify(body["system"]).includes("summarise")) return undefined;
+            const merging = JSON.stringify(body["messages"]).includes("Part 1:");
+            summaries += 1;
+            return text(
+              merging ? "MERGED: four long notes, nothing changed yet" : `part ${summaries}`,
+            );
+          },
+        },
+      );
+      expect(run.code).toBe(0);
+      const compaction = run.events.find((event) => event.type === "compaction");
+      expect(compaction).toMatchObject({ attempt: 1 });
+      expect(Number(compaction?.["chunks"])).toBeGreaterThan(1);
+      // One summary call per chunk, then the merge.
+      expect(summaries).toBe(Number(compaction?.["chunks"]) + 1);
+      const last = run.api.requests.at(-1)?.body as { messages: { content: unknown }[] };
+      const sent = JSON.stringify(last.messages);
+      expect(JSON.stringify(last.messages[0])).toMatch(/MERGED: four long notes/);
+      expect(sent).not.toContain("OLD-1");
+      // (The wire adds cache_control to the last block; the text is the user's, untouched.)
+      expect(last.messages.at(-1)?.content).toMatchObject([{ type: "text", text: newest }]);
+      expect(run.events.at(-1)).toMatchObject({ status: "completed" });
+    });
+
+    it("a role-ordering error is reported as such: no fallback, no hint about the model name", async () => {
+      const config = await configFile({
+        model: { primary: "primary-model", fallbacks: ["backup-model"] },
+        agents: { defaults: { sandbox: { mode: "off" } } },
+      });
+      const run = await cordonRun(
+        ["--config", config, "--session", "roles", "--output-format", "text", "go"],
+        [
+          {
+            kind: "error",
+            status: 400,
+            errorType: "invalid_request_error",
+            message:
+              'messages: roles must alternate between "user" and "assistant", but found multiple "user" roles in a row',
+          },
+        ],
+      );
+      expect(run.code).toBe(4);
+      expect(run.api.requests).toHaveLength(1);
+      expect(run.stderr).toMatch(/messages are out of order/);
+      expect(run.stderr).not.toMatch(/falling back|model name/);
+    });
+  });
+
   it("a tool call past tools.callTimeoutSec is stopped in the sandbox and reported to the model", async () => {
     await requireSandboxImage();
     const config = await configFile({ tools: { callTimeoutSec: 2 } });

@@ -71,6 +71,11 @@ export interface MessagesApiServerOptions {
    * queued response, as the real API does for a model that does not support the budget.
    */
   thinkingLimits?: Readonly<Record<string, number>>;
+  /**
+   * Answers a request itself, before the queue (e.g. every summary call of a compaction, however
+   * many chunks there are); undefined leaves it to the queue.
+   */
+  respond?: ((body: Record<string, unknown>) => ScriptedResponse | undefined) | undefined;
 }
 
 export interface MessagesApiServer {
@@ -142,7 +147,9 @@ export async function startMessagesApiServer(
       return;
     }
     const response =
-      (apiKey !== undefined ? keyQueues.get(apiKey)?.shift() : undefined) ?? queue.shift();
+      options.respond?.(fields) ??
+      (apiKey !== undefined ? keyQueues.get(apiKey)?.shift() : undefined) ??
+      queue.shift();
     if (!response) {
       sendError(res, 400, "invalid_request_error", "test server: no scripted response left");
       return;

@@ -195,10 +195,12 @@ export function createRunRenderer(options: RunRendererOptions): RunRenderer {
         );
         break;
       case "compaction":
-        progress(`· compacted ${String(event["summarizedMessages"])} older messages\n`);
+        progress(
+          `· compacted ${String(event["summarizedMessages"])} older messages${Number(event["chunks"]) > 1 ? ` in ${String(event["chunks"])} parts` : ""}\n`,
+        );
         break;
       case "session-reset":
-        progress(`· session reset: ${String(event["reason"])}\n`);
+        progress(`· session reset: ${String(event["message"] ?? event["reason"])}\n`);
         break;
       case "run-end": {
         endText();

@@ -304,7 +304,61 @@ describe("runAgentLoop", () => {
     expect(JSON.stringify(reopened.messages()[0])).toMatch(/SUMMARY/);
   });
 
-  it("resets the session once when compaction fails, then gives up with context_overflow", async () => {
+  it("compacts before sending a request the context window would not hold", async () => {
+    const session = await openSession();
+    for (let i = 0; i < 6; i++) {
+      await session.append({ role: "user", content: [{ type: "text", text: "x".repeat(4000) }] });
+      await session.append({ role: "assistant", content: [{ type: "text", text: `reply ${i}` }] });
+    }
+    const { result, model, events } = await run(
+      {
+        version: 1,
+        turns: [
+          text("SUMMARY part 1"),
+          text("SUMMARY part 2"),
+          text("SUMMARY part 3"),
+          text("MERGED SUMMARY"),
+          text("answered within the window"),
+        ],
+      },
+      { session, contextWindowTokens: 7000, limits: { maxOutputTokens: 2000 } },
+    );
+    expect(result.status).toBe("completed");
+    // The first requests sent were the summary calls: nothing went out that would not have fit.
+    // Three chunks of the older turns (each under 40% of the window), then their merge.
+    expect(model.requests.slice(0, 4).map((r) => r.system)).toEqual(
+      Array(4).fill(expect.stringMatching(/summarise/)),
+    );
+    expect(JSON.stringify(model.requests[3]?.messages)).toMatch(/Part 3:\\nSUMMARY part 3/);
+    expect(events.filter((e) => e.type === "compaction")).toMatchObject([{ chunks: 3 }]);
+    const next = model.requests[4]?.messages ?? [];
+    expect(JSON.stringify(next[0])).toMatch(/MERGED SUMMARY/);
+    expect(JSON.stringify(next.at(-1))).toMatch(/do the task/);
+  });
+
+  it("reports a role-ordering error with its own message, without falling back", async () => {
+    const { result, model, events } = await run(
+      {
+        version: 1,
+        turns: [
+          {
+            error: {
+              kind: "invalid_request",
+              message: 'messages: roles must alternate between "user" and "assistant"',
+            },
+          },
+        ],
+      },
+      { fallbackModels: [{ modelId: "backup" }] },
+    );
+    expect(result).toMatchObject({ status: "model_error", exitCode: 4 });
+    expect(result.message).toMatch(/out of order/);
+    expect(result.fix).not.toMatch(/model name/);
+    expect(events.some((e) => e.type === "fallback")).toBe(false);
+    expect(model.requests).toHaveLength(1);
+  });
+
+  it("resets the session once when three compactions fail, then gives up with context_overflow", async () => {
     const session = await openSession();
     await session.append({ role: "user", content: [{ type: "text", text: "EARLIER-MESSAGE" }] });
     await session.append({ role: "assistant", content: [{ type: "text", text: "ok" }] });
@@ -313,14 +367,19 @@ describe("runAgentLoop", () => {
         version: 1,
         turns: [
           { error: { kind: "context_overflow" } },
-          { error: { kind: "context_overflow" } }, // the summary call fails too
+          // Three compaction attempts, each keeping less; every summary call fails too.
+          { error: { kind: "context_overflow" } },
+          { error: { kind: "context_overflow" } },
+          { error: { kind: "context_overflow" } },
           { error: { kind: "context_overflow" } }, // after the reset
         ],
       },
       { session },
     );
-    expect(events.find((e) => e.type === "session-reset")).toBeDefined();
-    const afterReset = model.requests[2]?.messages ?? [];
+    const reset = events.find((e) => e.type === "session-reset");
+    // The user is told what happened and how to avoid it.
+    expect(reset?.type === "session-reset" && reset.message).toMatch(/dropped.*--session NAME/s);
+    const afterReset = model.requests[4]?.messages ?? [];
     expect(JSON.stringify(afterReset)).toMatch(/dropped/);
     expect(JSON.stringify(afterReset)).toMatch(/do the task/);
     expect(JSON.stringify(afterReset)).not.toMatch(/EARLIER-MESSAGE/);

@@ -20,7 +20,7 @@ import {
 } from "../model/index.js";
 import type { AppendMeta, TranscriptItem } from "../session/index.js";
 import { syntheticToolResult } from "../session/index.js";
-import { compactTranscript } from "./compaction.js";
+import { compactTranscript, estimateRequestTokens, NothingToCompactError } from "./compaction.js";
 import type { MessageQueue } from "./message-queue.js";
 import {
   defaultRecoveryLimits,
@@ -111,8 +111,16 @@ export interface AgentLoopOptions {
   retryDelayMs?: number | undefined;
   /** Longest wait we accept from a retry-after header, in ms. Default 60_000. */
   maxRetryDelayMs?: number | undefined;
-  /** Share of the transcript's tokens compaction keeps verbatim. Default 0.3. */
+  /**
+   * Share of the transcript's tokens the first compaction keeps verbatim; each further attempt
+   * keeps half as much. Default 0.3.
+   */
   compactionKeepShare?: number | undefined;
+  /**
+   * The model's context window in tokens. Before each call the request is estimated and, when it
+   * would not fit with the answer's max_tokens, compacted first. Default 200 000.
+   */
+  contextWindowTokens?: number | undefined;
   /**
    * When the run began (`Date.now()`), for the result's `durationMs`: a caller that waited for a
    * sandbox or a session lock first passes its own start. Default: when the loop starts.
@@ -148,6 +156,7 @@ interface LoopRun {
     maxOutputTokens: number;
     timeoutMs: number | undefined;
     toolTimeoutMs: number;
+    contextWindowTokens: number;
   };
   readonly recoveryLimits: RecoveryLimits;
   /** The caller's signal and the run's own timeout, combined. */
@@ -230,6 +239,7 @@ function startRun(options: AgentLoopOptions, timedOut: AbortSignal): LoopRun {
       maxOutputTokens: options.limits?.maxOutputTokens ?? 8192,
       timeoutMs: options.limits?.timeoutMs,
       toolTimeoutMs: options.limits?.toolTimeoutMs ?? defaultToolTimeoutMs,
+      contextWindowTokens: options.contextWindowTokens ?? 200_000,
     },
     recoveryLimits: {
       ...defaultRecoveryLimits,
@@ -270,6 +280,7 @@ async function turnLoop(run: LoopRun): Promise<RunResult> {
   for (;;) {
     stopIfAborted(run);
     checkBudgets(run);
+    if (await compactedAhead(run)) continue;
     let turn: ModelTurn;
     try {
       turn = await callModel(run);
@@ -320,6 +331,30 @@ function checkBudgets(run: LoopRun): void {
       "Raise the token budget (limits.maxTokens), or continue with the same --session.",
     );
   }
+}
+
+/**
+ * The guard before each call: when the request (estimated at four characters a token) and its
+ * max_tokens would not fit the context window, recover as from an overflow (compact, then the
+ * reset) before sending it. True when it recovered, so the loop estimates again.
+ */
+async function compactedAhead(run: LoopRun): Promise<boolean> {
+  const estimate = estimateRequestTokens({
+    system: run.options.systemPrompt,
+    tools: run.options.toolset.specs,
+    messages: run.session.messages(),
+  });
+  const thinking = thinkingOptionsOf(run.recovery.thinking);
+  const needed = estimate + maxTokensFor(run.limits.maxOutputTokens, thinking);
+  if (needed <= run.limits.contextWindowTokens) return false;
+  await recover(
+    run,
+    new ModelApiError(
+      `the next request would need about ${needed} tokens, over the context window of ${run.limits.contextWindowTokens}`,
+      { kind: "context_overflow" },
+    ),
+  );
+  return true;
 }
 
 /** One model call, streamed; text and thinking deltas are emitted as they come. */
@@ -584,15 +619,20 @@ async function applyRecovery(
   }
 }
 
-/** Summarises the older part of the session; false (logged) when that failed. */
+/**
+ * Summarises the older part of the session; false (logged) when that failed. Each attempt keeps
+ * half as much verbatim as the last; when nothing older is left, later attempts are skipped.
+ */
 async function compact(run: LoopRun): Promise<boolean> {
+  const attempt = run.recovery.compactions;
+  const keepShare = (run.options.compactionKeepShare ?? 0.3) / 2 ** (attempt - 1);
   try {
     const result = await compactTranscript({
       model: run.client,
       modelId: run.modelId,
       transcript: run.session.transcript(),
-      tools: run.options.toolset.specs,
-      keepShare: run.options.compactionKeepShare,
+      keepShare,
+      contextWindowTokens: run.limits.contextWindowTokens,
       signal: run.signal,
     });
     addUsage(run, result.usage, run.modelId);
@@ -601,17 +641,25 @@ async function compact(run: LoopRun): Promise<boolean> {
       type: "compaction",
       summarizedMessages: result.summarizedMessages,
       keptMessages: result.keptMessages,
+      chunks: result.chunks,
+      attempt,
     });
     run.logger.info({ ...result, summary: undefined }, "compacted the session");
     return true;
   } catch (error) {
     stopIfAborted(run);
-    run.logger.warn({ err: messageOf(error) }, "compaction failed");
+    if (error instanceof NothingToCompactError) {
+      run.recovery.compactions = run.recoveryLimits.maxCompactions;
+    }
+    run.logger.warn({ err: messageOf(error), attempt }, "compaction failed");
     return false;
   }
 }
 
-/** Drops the session's history, telling the model why; the run's prompt is repeated after it. */
+/**
+ * Drops the session's history, telling the model why (the run's prompt is repeated after it) and
+ * the user what happened and how to avoid it (the session-reset event).
+ */
 async function resetSession(run: LoopRun, reason: string): Promise<void> {
   const notice =
     "The earlier conversation in this session was dropped: it no longer fit the model's " +
@@ -619,7 +667,15 @@ async function resetSession(run: LoopRun, reason: string): Promise<void> {
     (run.prompt ? " with the task below." : "; ask the user to restate the task if it is unclear.");
   await run.session.appendReset(notice);
   if (run.prompt) await run.session.append({ role: "user", content: run.prompt });
-  run.emit({ type: "session-reset", reason });
+  run.emit({
+    type: "session-reset",
+    reason,
+    message:
+      `The session's earlier conversation was dropped: it did not fit the model's context window ` +
+      `(${reason}) and ${run.recovery.compactions > 0 ? "compacting it did not help" : "it could not be compacted"}; the model continues from the task alone. ` +
+      "To avoid this, give long tasks a session of their own (--session NAME), keep AGENTS.md short, " +
+      "and have commands print less (pipe long output to a file and read parts of it).",
+  });
   run.logger.warn({ reason }, "reset the session after a context overflow");
 }
 

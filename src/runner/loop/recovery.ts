@@ -29,7 +29,7 @@ export interface RecoveryLimits {
 }
 
 export const defaultRecoveryLimits: RecoveryLimits = {
-  maxCompactions: 1,
+  maxCompactions: 3,
   retryDelayMs: 2000,
   maxRetryDelayMs: 60_000,
 };

@@ -143,8 +143,16 @@ export type RunEvent =
   | { type: "thinking-downgrade"; error: string; to: string }
   /** A tool call ran past `tools.callTimeoutSec` and was stopped; its result says so. */
   | { type: "tool-timeout"; toolCallId: string; name: string; timeoutMs: number }
-  | { type: "compaction"; summarizedMessages: number; keptMessages: number }
-  | { type: "session-reset"; reason: string }
+  /** The older messages were summarised in `chunks` parts (attempt n of up to 3 this run). */
+  | {
+      type: "compaction";
+      summarizedMessages: number;
+      keptMessages: number;
+      chunks: number;
+      attempt: number;
+    }
+  /** The history was dropped; `message` tells the user what happened and how to avoid it. */
+  | { type: "session-reset"; reason: string; message: string }
   | { type: "steering"; messages: number; skippedToolCalls: number }
   | { type: "follow-up"; messages: number }
   | ({ type: "run-end" } & RunResult);

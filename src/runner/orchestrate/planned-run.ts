@@ -20,6 +20,8 @@ export interface PlannedRun {
     promptMode?: SystemPromptMode | undefined;
     /** Workspace files read into the prompt and the most bytes of each; default the built-in set. */
     bootstrap?: { files: readonly string[]; maxBytes: number } | undefined;
+    /** The model's context window in tokens (`agents.*.contextWindow`); default 200 000. */
+    contextWindow?: number | undefined;
   };
   sessionKey: string;
   sandbox: {

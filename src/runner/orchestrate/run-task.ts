@@ -338,6 +338,7 @@ async function runLocked(options: RunTaskOptions, run: RunContext): Promise<RunR
         toolTimeoutMs: options.limits?.toolTimeoutMs ?? plan.tools.callTimeoutMs,
       },
       thinking: options.thinking ?? plan.agent.thinking,
+      contextWindowTokens: plan.agent.contextWindow,
       signal: options.signal,
       logger,
       runId,
