@@ -135,7 +135,7 @@ engine_runtimes() { docker info --format '{{range $name, $_ := .Runtimes}}{{$nam
 # Before the engine step, so a dockerd that setup starts reads the registration at once.
 ensure_gvisor_installed() {
   case "$RUNTIME" in
-    "" | runc) return ;;
+    "" | runc) return 0 ;;
     runsc) ;;
     *) fail "CORDON_RUNTIME=$RUNTIME is not a runtime setup knows" \
       "use CORDON_RUNTIME=runsc (gVisor), or register $RUNTIME with the engine yourself" ;;
