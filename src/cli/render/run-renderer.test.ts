@@ -58,6 +58,26 @@ describe("run renderer", () => {
     expect(line("no such file\n[exit code 1, 0.1s]", "read")).toBe("  error: no such file\n");
   });
 
+  it("text: terminal codes in tool lines, progress and egress hosts are shown, not obeyed", () => {
+    const hostile = "\u001b[2J\u001b]0;pwned\u0007ok\rcordon: fake";
+    const out = render("text", [
+      { type: "tool-call", name: "exec", input: { command: `echo ${hostile}` } },
+      {
+        type: "tool-result",
+        name: "read",
+        isError: false,
+        content: [{ type: "text", text: hostile }],
+      },
+      { type: "sandbox-progress", message: `seeded ${hostile}` },
+      { type: "sandbox-ready", container: "c", detail: "d", warnings: [`skipped ${hostile}`] },
+      { type: "egress", host: hostile, port: 443, allowed: false },
+    ]).stderr;
+    // Newlines end cordon's own lines; no other control character is left.
+    expect([...out].filter((c) => c < " " && c !== "\n")).toEqual([]);
+    expect(out).toContain("\\u001b[2J");
+    expect(out.split("\n").filter((line) => line.startsWith("cordon:"))).toEqual([]);
+  });
+
   it("text, quiet: the answer, and nothing on stderr but a failure", () => {
     const quiet = (list: { type: string; [k: string]: unknown }[]) => {
       let stdout = "";

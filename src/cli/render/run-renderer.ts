@@ -1,4 +1,5 @@
 import { formatCost, type RunCost } from "../../runner/model/index.js";
+import { printable } from "../printable.js";
 
 /**
  * Renders run events for `cordon run` and friends: `text` prints the final answer alone on stdout
@@ -45,7 +46,8 @@ const previewLength = 160;
 
 function preview(value: unknown): string {
   const text = typeof value === "string" ? value : JSON.stringify(value);
-  const oneLine = text.replace(/\s+/g, " ").trim();
+  // Tool input and output come from the agent and the container: never obeyed as terminal codes.
+  const oneLine = printable(text.replace(/\s+/g, " ").trim());
   return oneLine.length > previewLength ? `${oneLine.slice(0, previewLength - 1)}…` : oneLine;
 }
 
@@ -133,17 +135,18 @@ export function createRunRenderer(options: RunRendererOptions): RunRenderer {
         break;
       }
       case "sandbox-progress":
-        progress(`· ${String(event["message"])}\n`);
+        progress(`· ${printable(String(event["message"]))}\n`);
         break;
       case "sandbox-ready":
         progress(`· sandbox ${String(event["container"])} (${String(event["detail"])})\n`);
+        // Warnings may name workspace files (a FIFO, a link): shown, never obeyed.
         for (const warning of Array.isArray(event["warnings"]) ? event["warnings"] : []) {
-          progress(`  warning: ${String(warning)}\n`);
+          progress(`  warning: ${printable(String(warning))}\n`);
         }
         break;
       case "egress":
         progress(
-          `· egress ${event["allowed"] ? "allowed" : "REFUSED"}: ${String(event["host"])}:${String(event["port"])}\n`,
+          `· egress ${event["allowed"] ? "allowed" : "REFUSED"}: ${printable(String(event["host"]))}:${String(event["port"])}\n`,
         );
         break;
       case "model-gateway": {
