@@ -3,3 +3,4 @@ export * from "./abort.js";
 export * from "./logger.js";
 export * from "./paths.js";
 export * from "./process-identity.js";
+export * from "./exclusive-file.js";

@@ -1,16 +1,18 @@
 import { randomUUID } from "node:crypto";
 import { constants } from "node:fs";
-import { link, mkdir, open, readFile, rename, unlink, writeFile } from "node:fs/promises";
+import { mkdir, open, readFile, rename, writeFile } from "node:fs/promises";
 import path from "node:path";
 
 import { z } from "zod";
 
 import {
+  createExclusive,
   currentProcessIdentity,
   processState,
   sleep,
   type Logger,
   type ProcessIdentity,
+  unlinkIfPresent,
 } from "../../common/index.js";
 import { cooldownStepsMs, maxCooldownMs, type KeyUsage, type KeyUsages } from "./key-pool.js";
 
@@ -193,20 +195,6 @@ async function takeLock(file: string, logger: Logger | undefined): Promise<HeldL
   }
 }
 
-async function createExclusive(file: string, contents: string): Promise<boolean> {
-  const temporary = `${file}.${process.pid}.${randomUUID()}.tmp`;
-  await writeFile(temporary, contents, { mode: 0o600, flag: "wx" });
-  try {
-    await link(temporary, file);
-    return true;
-  } catch (error) {
-    if ((error as NodeJS.ErrnoException).code === "EEXIST") return false;
-    throw error;
-  } finally {
-    await unlinkIfPresent(temporary);
-  }
-}
-
 /** The lock's holder: "missing" when there is no lock, "unreadable" when cordon did not write it. */
 async function readHolder(
   file: string,
@@ -222,13 +210,5 @@ async function readHolder(
     return parsed.success ? parsed.data : "unreadable";
   } catch {
     return "unreadable";
-  }
-}
-
-async function unlinkIfPresent(file: string): Promise<void> {
-  try {
-    await unlink(file);
-  } catch (error) {
-    if ((error as NodeJS.ErrnoException).code !== "ENOENT") throw error;
   }
 }

@@ -1,5 +1,5 @@
 import { randomUUID } from "node:crypto";
-import { link, mkdir, readFile, rename, unlink, writeFile } from "node:fs/promises";
+import { link, mkdir, readFile, rename } from "node:fs/promises";
 import path from "node:path";
 
 import { z } from "zod";
@@ -7,10 +7,12 @@ import { z } from "zod";
 import {
   CordonError,
   ExitCode,
+  createExclusive,
   currentProcessIdentity,
   processState,
   sleep,
   throwIfAborted,
+  unlinkIfPresent,
 } from "../../common/index.js";
 import { sessionFiles } from "./session-name.js";
 
@@ -107,7 +109,7 @@ export async function acquireSessionLock(options: AcquireSessionLockOptions): Pr
   for (;;) {
     throwIfAborted(options.signal, `waiting for session ${options.sessionKey}`);
     holder.since = new Date().toISOString();
-    if (await createExclusive(file, holder)) return heldLock(file, holder);
+    if (await createExclusive(file, lockText(holder))) return heldLock(file, holder);
     const current = await readHolder(file);
     if (current === "missing") continue;
     if (current === "unreadable") {
@@ -160,23 +162,9 @@ function heldLock(file: string, holder: SessionLockHolder): SessionLock {
   };
 }
 
-/**
- * Creates `file` holding `record`, failing with false when it exists. The record is written to a
- * private temporary file first and linked into place: link(2) fails on an existing name, and the
- * lock is never seen empty or half-written.
- */
-async function createExclusive(file: string, record: SessionLockHolder): Promise<boolean> {
-  const temporary = `${file}.${process.pid}.${randomUUID()}.tmp`;
-  await writeFile(temporary, `${JSON.stringify(record)}\n`, { mode: 0o600, flag: "wx" });
-  try {
-    await link(temporary, file);
-    return true;
-  } catch (error) {
-    if ((error as NodeJS.ErrnoException).code === "EEXIST") return false;
-    throw error;
-  } finally {
-    await unlinkIfPresent(temporary);
-  }
+/** A lock file's text: its holder as one JSON line. */
+function lockText(record: SessionLockHolder): string {
+  return `${JSON.stringify(record)}\n`;
 }
 
 async function readHolder(file: string): Promise<SessionLockHolder | "missing" | "unreadable"> {
@@ -211,7 +199,7 @@ export async function breakStaleLock(
   breaker: SessionLockHolder,
 ): Promise<void> {
   const breakFile = `${file}.break`;
-  if (!(await createExclusive(breakFile, breaker))) {
+  if (!(await createExclusive(breakFile, lockText(breaker)))) {
     const other = await readHolder(breakFile);
     // A breaker that died between its two steps leaves its file; it is removed the same careful
     // way (moved aside and checked), and the next pass of the caller tries again.
@@ -243,12 +231,4 @@ async function removeIfStill(file: string, expected: SessionLockHolder): Promise
     await link(aside, file).catch(() => undefined);
   }
   await unlinkIfPresent(aside);
-}
-
-async function unlinkIfPresent(file: string): Promise<void> {
-  try {
-    await unlink(file);
-  } catch (error) {
-    if ((error as NodeJS.ErrnoException).code !== "ENOENT") throw error;
-  }
 }

@@ -1,0 +1,30 @@
+import { randomUUID } from "node:crypto";
+import { link, unlink, writeFile } from "node:fs/promises";
+
+/**
+ * Creates `file` holding `contents`, or returns false when it exists: what a lock file needs.
+ * The contents go to a private temporary file first, which is linked into place — link(2) fails on
+ * an existing name, so the file is never seen empty or half-written.
+ */
+export async function createExclusive(file: string, contents: string): Promise<boolean> {
+  const temporary = `${file}.${process.pid}.${randomUUID()}.tmp`;
+  await writeFile(temporary, contents, { mode: 0o600, flag: "wx" });
+  try {
+    await link(temporary, file);
+    return true;
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === "EEXIST") return false;
+    throw error;
+  } finally {
+    await unlinkIfPresent(temporary);
+  }
+}
+
+/** Removes `file`; one that is already gone is not an error. */
+export async function unlinkIfPresent(file: string): Promise<void> {
+  try {
+    await unlink(file);
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code !== "ENOENT") throw error;
+  }
+}
