@@ -42,8 +42,11 @@ export interface BenchContext {
   readonly signal: AbortSignal;
   /** A runner on the default configuration (seeding off), sandboxes from `manager`. */
   runner(model?: ModelClient): Runner;
-  /** The sandbox spec the default configuration plans for session `name` of this run. */
-  spec(name: string): Promise<SandboxSpec>;
+  /**
+   * The sandbox spec the default configuration plans for session `name` of this run; with
+   * `runtime`, planned as `sandbox.docker.runtime` set to it (e.g. "runsc").
+   */
+  spec(name: string, options?: { runtime?: string }): Promise<SandboxSpec>;
   /** The session key of session `name` of this run. */
   sessionKey(name: string): string;
   /** A container name for a baseline container, labelled and removed like cordon's. */
@@ -68,7 +71,11 @@ export class BenchSetupError extends Error {}
  * a private workspace, hardened per DESIGN.md §5) with seeding off, so "a new session" measures
  * the container and not a copy of a workspace (which is empty here anyway).
  */
-const benchConfig = { agents: { defaults: { sandbox: { seed: false } } } };
+function benchConfig(runtime?: string): Record<string, unknown> {
+  return {
+    agents: { defaults: { sandbox: { seed: false, ...(runtime ? { docker: { runtime } } : {}) } } },
+  };
+}
 
 export async function openBenchContext(options: OpenBenchContextOptions): Promise<BenchContext> {
   const runId = randomBytes(4).toString("hex");
@@ -117,16 +124,22 @@ export async function openBenchContext(options: OpenBenchContextOptions): Promis
   };
   const env: NodeJS.ProcessEnv = { CORDON_HOME: home, CORDON_CONFIG: "" };
   if (process.env["DOCKER_HOST"]) env["DOCKER_HOST"] = process.env["DOCKER_HOST"];
-  const runner = (model?: ModelClient): Runner =>
+  const runnerOn = (runtime: string | undefined, model?: ModelClient): Runner =>
     createRunner({
       cwd: workspace,
       env,
       workspace,
-      configOverrides: benchConfig,
+      configOverrides: benchConfig(runtime),
       sandboxes,
       ...(model ? { model } : {}),
     });
-  const planner = runner();
+  const runner = (model?: ModelClient): Runner => runnerOn(undefined, model);
+  const planners = new Map<string | undefined, Runner>();
+  const plannerFor = (runtime: string | undefined): Runner => {
+    let planner = planners.get(runtime);
+    if (!planner) planners.set(runtime, (planner = runnerOn(runtime)));
+    return planner;
+  };
   const sessionKey = (name: string): string => `bench-${runId}-${name}`;
 
   let closing: Promise<void> | undefined;
@@ -144,8 +157,8 @@ export async function openBenchContext(options: OpenBenchContextOptions): Promis
     signal: options.signal,
     runner,
     sessionKey,
-    async spec(name) {
-      const plan = await planner.plan({ sessionKey: sessionKey(name) });
+    async spec(name, specOptions = {}) {
+      const plan = await plannerFor(specOptions.runtime).plan({ sessionKey: sessionKey(name) });
       if (!plan.sandbox.spec)
         throw new Error(`the bench plan is not sandboxed: ${plan.sandbox.reason}`);
       return plan.sandbox.spec;

@@ -8,6 +8,7 @@ export const figureNames = [
   "concurrency",
   "agent-loop",
   "long-session",
+  "gvisor",
 ] as const;
 
 export type FigureName = (typeof figureNames)[number];

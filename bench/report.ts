@@ -25,6 +25,8 @@ export interface FigureResult {
   details: Record<string, number | string>;
   /** Set when the figure could not be measured at all. */
   error?: string;
+  /** Set when the figure does not apply to this engine (e.g. no runsc); not a failure. */
+  skipped?: string;
 }
 
 export interface BenchReport {
@@ -62,6 +64,10 @@ export function renderTable(report: BenchReport): string {
   for (const figure of report.figures) {
     if (figure.error) {
       rows.push([figure.name, `FAILED: ${figure.error}`, "", "", "", "", ""]);
+      continue;
+    }
+    if (figure.skipped) {
+      rows.push([figure.name, `skipped: ${figure.skipped}`, "", "", "", "", ""]);
       continue;
     }
     for (const comparison of figure.comparisons) {

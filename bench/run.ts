@@ -9,6 +9,7 @@ import { files } from "./figures/files.js";
 import { agentLoop } from "./figures/agent-loop.js";
 import { carry } from "./figures/carry.js";
 import { firstResult } from "./figures/first-result.js";
+import { gvisor } from "./figures/gvisor.js";
 import { longSession } from "./figures/long-session.js";
 import { seededSession } from "./figures/seeded-session.js";
 import { warmExec } from "./figures/warm-exec.js";
@@ -27,6 +28,7 @@ const figures: Record<
   concurrency: { title: "32 concurrent sessions × 10 execs", run: concurrency },
   "agent-loop": { title: "agent-loop overhead per tool call", run: agentLoop },
   "long-session": { title: "1000 sequential tool calls: drift and memory", run: longSession },
+  gvisor: { title: "gVisor (runsc) against runc", run: gvisor },
 };
 
 export interface RunBenchOptions extends BenchOptions {
