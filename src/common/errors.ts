@@ -80,6 +80,15 @@ export class ImageError extends SandboxError {
   override readonly code = "image_error";
 }
 
+/**
+ * The sandbox cannot do what the task needs before any agent turn (a `--setup-cmd` that fails, a
+ * missing command, module or network): the environment, not the code. Exit 9, as `fix-tests`.
+ */
+export class EnvironmentError extends CordonError {
+  readonly code = "environment_error";
+  readonly exitCode = ExitCode.environment;
+}
+
 /** A command ran past its time limit and was killed. */
 export class CommandTimeoutError extends CordonError {
   readonly code = "command_timeout";

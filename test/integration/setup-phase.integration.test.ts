@@ -143,4 +143,37 @@ describe("fix-tests with a setup phase", () => {
     expect(result.setupRuns?.[0]?.refused).toContain("registry.yarnpkg.com");
     expect(result.message).toMatch(/--setup-allow-host registry\.yarnpkg\.com/);
   }, 600_000);
+
+  it("run --setup-cmd that fails ends as fix-tests does: setup_failed, exit 9, no model call", async () => {
+    const run = await runCordon(
+      [
+        "run",
+        "--workspace",
+        repo,
+        "--config",
+        trustConfig,
+        "--session",
+        "setup-refused",
+        "--rm",
+        "--setup-cmd",
+        "curl -fsS -o /dev/null https://registry.yarnpkg.com/mocha",
+        "--setup-allow-host",
+        "registry.npmjs.org",
+        // A model call would fail the script (it has no turns): the run must not get there.
+        "--model-script",
+        fixture("fix-tests", "no-turns.json"),
+        "--output-format",
+        "json",
+        "fix the slug",
+      ],
+      env(),
+    );
+    const result = JSON.parse(run.stdout) as ResultJson & { turns: number };
+    expect(result.status, `${result.message}\n${run.stderr}`).toBe("setup_failed");
+    expect(run.exitCode).toBe(9);
+    expect(result.exitCode).toBe(9);
+    expect(result.turns).toBe(0);
+    expect(result.message).toMatch(/--setup-allow-host registry\.yarnpkg\.com/);
+    expect(run.stderr).toMatch(/setup egress REFUSED: registry\.yarnpkg\.com:443/);
+  }, 600_000);
 });

@@ -2,7 +2,7 @@ import { randomUUID } from "node:crypto";
 
 import { Option, type Command } from "commander";
 
-import { ConfigError, SandboxError } from "../../common/index.js";
+import { ConfigError, EnvironmentError } from "../../common/index.js";
 import { thinkingLevels, type ThinkingLevel } from "../../config/index.js";
 import {
   failedRunResult,
@@ -16,6 +16,7 @@ import { withInterrupt } from "../interrupt.js";
 import { addPlanOptions, carryOption, runnerFromFlags, type PlanFlags } from "../runner-flags.js";
 import { createRunRenderer, outputFormats, type OutputFormat } from "../render/run-renderer.js";
 import { durationOf, nameList, positiveInteger } from "../flag-parsers.js";
+import { printable } from "../printable.js";
 import { StreamJsonInput } from "../stream-json-input.js";
 import { removeSandboxAfter } from "./remove-after.js";
 
@@ -166,12 +167,13 @@ export function registerRunCommand(program: Command, context: CliContext): void 
             signal,
             onEgress: (d) =>
               context.stderr(
-                `· setup egress ${d.allowed ? "allowed" : "REFUSED"}: ${d.host}:${d.port}\n`,
+                `· setup egress ${d.allowed ? "allowed" : "REFUSED"}: ${printable(d.host)}:${d.port}\n`,
               ),
           }).catch((error: unknown) => failedRunResult(randomUUID(), flags.session ?? "", error));
           if ("runId" in setup) return reportWithoutRun(setup);
           if (setup.exitCode !== 0) {
-            const error = new SandboxError(setupFailureMessage(setup), {
+            // Exit 9, as fix-tests: the environment cannot be prepared, the code is not at fault.
+            const error = new EnvironmentError(setupFailureMessage(setup), {
               fix: "fix the setup command, or allow what it needs with --setup-allow-host",
             });
             return reportWithoutRun(failedRunResult(randomUUID(), flags.session ?? "", error));

@@ -20,6 +20,7 @@ import type {
  * - `policy_blocked`: the run was refused by policy before it started;
  * - `config_error`: the configuration or the request was invalid (nothing ran);
  * - `sandbox_error`: the sandbox could not be provided (Docker down, image missing, start failed);
+ * - `setup_failed`: the run's `--setup-cmd` failed (before any agent turn), as in `fix-tests`;
  * - `internal_error`: a bug.
  */
 export type RunStatus =
@@ -34,6 +35,7 @@ export type RunStatus =
   | "policy_blocked"
   | "config_error"
   | "sandbox_error"
+  | "setup_failed"
   | "internal_error";
 
 /** The process exit code for a run status (DESIGN.md §7). */
@@ -58,6 +60,8 @@ export function exitCodeForStatus(status: RunStatus): ExitCode {
       return ExitCode.usage;
     case "sandbox_error":
       return ExitCode.sandbox;
+    case "setup_failed":
+      return ExitCode.environment;
     case "internal_error":
       return ExitCode.internal;
   }

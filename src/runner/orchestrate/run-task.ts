@@ -458,6 +458,9 @@ function statusForError(error: unknown): RunStatus {
       return "config_error";
     case ExitCode.sandbox:
       return "sandbox_error";
+    // A run's one environment failure is its setup command (`EnvironmentError` from `run`).
+    case ExitCode.environment:
+      return "setup_failed";
     case ExitCode.policy:
       return "policy_blocked";
     case ExitCode.model:
