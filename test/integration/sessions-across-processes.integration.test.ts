@@ -3,6 +3,8 @@
  * CLI, a scripted model whose tool calls run long enough in a real sandbox for the runs to overlap.
  * The second run waits for the first (naming it), or exits 3 with `--no-wait`; a run killed with
  * SIGKILL leaves a lock the next run takes over; and the transcript stays one the API accepts.
+ * A first run that must still be running holds a gate (its command waits for a file the test
+ * creates in its container), never a sleep the machine's load could outlast.
  */
 import { spawn, type ChildProcess } from "node:child_process";
 import { mkdtemp, rm, writeFile } from "node:fs/promises";
@@ -21,7 +23,7 @@ import {
   type SessionEntry,
 } from "../../src/runner/index.js";
 import { demoRepo } from "../support/demo-repo.js";
-import { dockerClient, requireSandboxImage } from "../support/docker.js";
+import { dockerClient, execIn, requireSandboxImage } from "../support/docker.js";
 import { removeStateDirectory } from "../support/state-directory.js";
 
 interface Envelope {
@@ -48,6 +50,17 @@ const exec = (command: string): Turn => ({
   content: [{ type: "tool_use", name: "exec", input: { command } }],
 });
 const say = (text: string): Turn => ({ content: [{ type: "text", text }] });
+/** A command that runs until the test opens its gate (`openGate`), then prints `<name>-released`. */
+const gated = (name: string): string =>
+  `until [ -e /tmp/gate-${name} ]; do sleep 0.1; done; echo ${name}-released`;
+/** Lets a `gated(name)` command in this container finish. */
+async function openGate(container: unknown, name: string): Promise<void> {
+  const opened = await execIn(dockerClient().getContainer(String(container)), [
+    "touch",
+    `/tmp/gate-${name}`,
+  ]);
+  expect(opened.exitCode, opened.stderr).toBe(0);
+}
 
 describe("one session, several cordon processes", () => {
   let home: string;
@@ -129,6 +142,15 @@ describe("one session, several cordon processes", () => {
     ]);
   }
 
+  /** Waits until the process has printed a line matching `pattern` (on stderr by default). */
+  async function waitForOutput(
+    child: CliProcess,
+    pattern: RegExp,
+    stream: "stdout" | "stderr" = "stderr",
+  ): Promise<void> {
+    await expect.poll(() => child[stream](), { timeout: 60_000, interval: 100 }).toMatch(pattern);
+  }
+
   function sessionName(name: string): string {
     const session = `${name}-${suffix}`;
     sessions.push(session);
@@ -200,12 +222,40 @@ describe("one session, several cordon processes", () => {
 
   it("a second run on a busy session waits for the first, naming it, and the transcript stays valid", async () => {
     const session = sessionName("overlap");
-    const first = await run(session, [exec("sleep 2; echo first-slept"), say("first done")]);
+    const first = await run(session, [exec(gated("first")), say("first done")]);
+    const ready = await first.waitFor("sandbox-ready");
     await first.waitFor("tool-call");
     const second = await run(session, [exec("echo second-ran"), say("second done")], {
       format: "text",
     });
+    await waitForOutput(second, /waiting for it to finish/);
 
+    // While it waits, ps lists it as waiting for the first run.
+    const ps = cordon(["ps", "--json"]);
+    expect(await ps.exited).toBe(0);
+    const listed = JSON.parse(ps.stdout()) as Record<string, unknown>[];
+    const firstRunId = (await first.waitFor("run-start"))["runId"];
+    expect(listed).toContainEqual(
+      expect.objectContaining({ sessionKey: `agent:main:${session}`, state: "running" }),
+    );
+    expect(listed).toContainEqual(
+      expect.objectContaining({
+        sessionKey: `agent:main:${session}`,
+        pid: second.child.pid,
+        state: "waiting",
+        waitingFor: firstRunId,
+        turns: 0,
+      }),
+    );
+    const table = cordon(["ps"]);
+    expect(await table.exited).toBe(0);
+    expect(table.stdout()).toMatch(
+      new RegExp(
+        `${second.child.pid} .* waiting for the session \\(held by pid ${first.child.pid}`,
+      ),
+    );
+
+    await openGate(ready["container"], "first");
     expect(await first.exited).toBe(0);
     expect(await second.exited).toBe(0);
     expect(second.stdout()).toContain("second done");
@@ -216,7 +266,7 @@ describe("one session, several cordon processes", () => {
     // The first run's call got its real result, not an "interrupted" one from the second run.
     const results = transcript.flatMap((e) => e.content.filter((b) => b.type === "tool_result"));
     expect(results).toHaveLength(2);
-    expect(JSON.stringify(results[0])).toContain("first-slept");
+    expect(JSON.stringify(results[0])).toContain("first-released");
     expect(JSON.stringify(results[1])).toContain("second-ran");
     expect(results.every((r) => r.type === "tool_result" && !r.isError)).toBe(true);
     expect(second.stderr()).toMatch(
@@ -229,7 +279,8 @@ describe("one session, several cordon processes", () => {
 
   it("--no-wait on a busy session exits 3 at once, naming the session; the running one is untouched", async () => {
     const session = sessionName("nowait");
-    const first = await run(session, [exec("sleep 2; echo first-slept"), say("first done")]);
+    const first = await run(session, [exec(gated("nowait")), say("first done")]);
+    const ready = await first.waitFor("sandbox-ready");
     await first.waitFor("tool-call");
     const impatient = await run(session, [say("never asked")], {
       format: "text",
@@ -239,6 +290,7 @@ describe("one session, several cordon processes", () => {
     expect(await impatient.exited).toBe(3);
     expect(impatient.stderr()).toContain(`Session agent:main:${session} is in use by another run`);
     expect(impatient.stderr()).toContain(`pid ${first.child.pid}`);
+    await openGate(ready["container"], "nowait");
     expect(await first.exited).toBe(0);
     const transcript = await (await filesOf(session)).entries();
     expectValidTranscript(transcript);
@@ -247,7 +299,7 @@ describe("one session, several cordon processes", () => {
 
   it("the lock of a run killed with SIGKILL is taken over by the next run, which repairs the transcript", async () => {
     const session = sessionName("killed");
-    const first = await run(session, [exec("sleep 2; echo never-seen"), say("never said")]);
+    const first = await run(session, [exec(gated("killed")), say("never said")]);
     await first.waitFor("tool-call");
     const { files, entries } = await filesOf(session);
     first.child.kill("SIGKILL");
@@ -272,13 +324,15 @@ describe("one session, several cordon processes", () => {
 
   it("ps shows a live run with its sandbox, and logs -f follows it until it ends", async () => {
     const session = sessionName("watched");
-    const running = await run(session, [exec("sleep 3; echo watched-slept"), say("watched done")]);
+    const running = await run(session, [exec(gated("watched")), say("watched done")]);
     const ready = await running.waitFor("sandbox-ready");
     await running.waitFor("tool-call");
 
     const ps = cordon(["ps", "--json"]);
     const follow = cordon(["logs", "-f", "--workspace", repo, "--session", session]);
     expect(await ps.exited).toBe(0);
+    // logs -f has printed what happened so far, and follows.
+    await waitForOutput(follow, /→ exec until/, "stdout");
     expect(JSON.parse(ps.stdout())).toContainEqual(
       expect.objectContaining({
         sessionKey: `agent:main:${session}`,
@@ -286,15 +340,17 @@ describe("one session, several cordon processes", () => {
         state: "running",
         sandbox: ready["container"],
         workspace: repo,
-        doing: "running exec sleep 3; echo watched-slept",
+        // (Cut to 60 characters.)
+        doing: expect.stringMatching(/^running exec until \[ -e \/tmp\/gate-watched \]/) as unknown,
       }),
     );
 
+    await openGate(ready["container"], "watched");
     expect(await follow.exited).toBe(0);
     expect(await running.exited).toBe(0);
     // Started while the tool ran, it printed what came after: the result and the final answer.
-    expect(follow.stdout()).toContain("→ exec sleep 3; echo watched-slept");
-    expect(follow.stdout()).toContain("exit 0: watched-slept");
+    expect(follow.stdout()).toContain(`→ exec ${gated("watched")}`);
+    expect(follow.stdout()).toContain("exit 0: watched-released");
     expect(follow.stdout()).toContain("watched done");
     expect(follow.stdout()).toContain("ended: completed · 2 turns");
 
@@ -313,5 +369,21 @@ describe("one session, several cordon processes", () => {
     // The same records, with the same seq, as the run's own stream-json (less the deltas).
     const streamed = running.events.filter((event) => !event.type.endsWith("-delta"));
     expect(records.map((r) => [r["seq"], r.type])).toEqual(streamed.map((e) => [e["seq"], e.type]));
+  });
+
+  it("logs shows what the agent and its commands wrote, control characters as \\uXXXX, never raw", async () => {
+    const session = sessionName("escapes");
+    const answer = "done \u001b[2J\u001b]0;owned\u0007\rcordon: forged line";
+    const run1 = await run(session, [exec("printf 'out\\033[31mred\\r\\n'"), say(answer)]);
+    expect(await run1.exited).toBe(0);
+
+    const logs = cordon(["logs", "--workspace", repo, "--session", session]);
+    expect(await logs.exited).toBe(0);
+    const shown = logs.stdout();
+    expect(shown).toContain("done \\u001b[2J\\u001b]0;owned\\u0007\\u000dcordon: forged line");
+    expect(shown).toContain("exit 0: out\\u001b[31mred");
+    // eslint-disable-next-line no-control-regex
+    expect(shown).not.toMatch(/[\u0000-\u0008\u000b-\u001f\u007f]/);
+    expect(shown).toContain("ended: completed");
   });
 });

@@ -8,6 +8,7 @@ import {
   type RunEventRecord,
 } from "../../runner/index.js";
 import type { CliContext } from "../context.js";
+import { printableLines } from "../printable.js";
 import { createRunRenderer, type RunRenderer } from "../render/run-renderer.js";
 import { resolveSession } from "../resolve-session.js";
 import type { PlanFlags } from "../runner-flags.js";
@@ -25,20 +26,25 @@ const followPollMs = 200;
  * rendering of each run (everything to stdout: here the events are the command's result), under
  * a header line per run. The text of a model call comes from its `assistant-message` (the file
  * keeps no deltas).
+ *
+ * The records hold what the agent and its container wrote (answers, commands, outputs, errors):
+ * in text mode every line is shown through `printableLines`, so a stored escape sequence or CR is
+ * printed as `\u001b`/`\u000d`, never obeyed by the terminal of whoever reads the log.
  */
 function createLogPrinter(context: CliContext, json: boolean): (record: RunEventRecord) => void {
   let renderer: RunRenderer | undefined;
+  const stdout = (text: string): void => context.stdout(printableLines(text));
   return (record) => {
     if (json) {
       context.stdout(`${JSON.stringify(record)}\n`);
       return;
     }
     if (record.type === "run-start" || renderer === undefined) {
-      context.stdout(`── run ${record.runId} · ${record.ts} ──\n`);
+      stdout(`── run ${record.runId} · ${record.ts} ──\n`);
       renderer = createRunRenderer({
         format: "text",
-        stdout: context.stdout,
-        stderr: context.stdout,
+        stdout,
+        stderr: stdout,
         narrationShowsAnswer: true,
       });
     }
@@ -55,7 +61,7 @@ function createLogPrinter(context: CliContext, json: boolean): (record: RunEvent
     if (record.type === "run-end") {
       const usage = record["usage"] as { inputTokens?: number; outputTokens?: number } | undefined;
       const tokens = (usage?.inputTokens ?? 0) + (usage?.outputTokens ?? 0);
-      context.stdout(
+      stdout(
         `── ended: ${String(record["status"])} · ${String(record["turns"])} turns · ${tokens} tokens ──\n`,
       );
     }

@@ -3,8 +3,15 @@ import { hostname } from "node:os";
 import type { Command } from "commander";
 
 import { stateDirectory } from "../../common/index.js";
-import { listLockedSessions, readRunActivity, type LockedSession } from "../../runner/index.js";
+import {
+  listLockedSessions,
+  listWaitingRuns,
+  readRunActivity,
+  type LockedSession,
+  type WaitingRun,
+} from "../../runner/index.js";
 import type { CliContext } from "../context.js";
+import { printable } from "../printable.js";
 import { ago, formatTable } from "../render/table.js";
 
 /** One run in progress, as `cordon ps --json` prints it. */
@@ -15,10 +22,16 @@ export interface RunningRun {
   workspace?: string | undefined;
   pid: number;
   host: string;
-  /** When the run took the session. */
+  /** When the run took the session (a waiting run: when it began to wait). */
   since: string;
-  /** `running`; with `--all` also `dead` (its process is gone; the next run takes the lock over); `unknown` when held on another host. */
-  state: "running" | "dead" | "unknown";
+  /**
+   * `running`; `waiting` for the session another run holds (`waitingFor` names that run); with
+   * `--all` also `dead` (its process is gone; the next run takes the lock over); `unknown` when
+   * held on another host.
+   */
+  state: "running" | "waiting" | "dead" | "unknown";
+  /** A waiting run: the run holding the session. */
+  waitingFor?: string | undefined;
   /** Its container (or `host` in sandbox mode off), once the sandbox is ready. */
   sandbox?: string | undefined;
   turns: number;
@@ -47,18 +60,44 @@ async function describeRun(locked: LockedSession): Promise<RunningRun> {
   };
 }
 
+/** A waiting run has written no events yet (it writes them once it holds the session). */
+function describeWaiting(waiting: WaitingRun, holders: readonly LockedSession[]): RunningRun {
+  const { waiter } = waiting;
+  const holder = holders.find((locked) => locked.lockFile === waiting.lockFile)?.holder;
+  return {
+    sessionKey: waiter.sessionKey,
+    runId: waiter.runId,
+    agentId: waiter.agentId,
+    workspace: waiter.workspace,
+    pid: waiter.pid,
+    host: waiter.host,
+    since: waiter.since,
+    state: "waiting",
+    waitingFor: holder?.runId,
+    turns: 0,
+    doing: holder
+      ? `waiting for the session (held by pid ${holder.pid}, run ${holder.runId.slice(0, 8)})`
+      : "waiting for the session",
+  };
+}
+
 export function registerPsCommand(program: Command, context: CliContext): void {
   program
     .command("ps")
     .description(
-      "runs in progress (of every project under CORDON_HOME): session, pid, since when, sandbox, what each is doing",
+      "runs in progress (of every project under CORDON_HOME), and runs waiting for a busy session: session, pid, since when, sandbox, what each is doing",
     )
     .option("--all", "also locks left by runs whose process is gone")
     .option("--json", "print as JSON")
     .action(async (options: { all?: boolean; json?: boolean }) => {
-      const locked = await listLockedSessions({ stateDir: stateDirectory(context.env) });
+      const stateDir = stateDirectory(context.env);
+      const locked = await listLockedSessions({ stateDir });
+      const waiting = await listWaitingRuns({ stateDir });
       const shown = locked.filter((lock) => options.all || lock.state !== "dead");
-      const runs = await Promise.all(shown.map(describeRun));
+      const runs = [
+        ...(await Promise.all(shown.map(describeRun))),
+        ...waiting.map((run) => describeWaiting(run, locked)),
+      ];
       if (options.json) {
         context.stdout(`${JSON.stringify(runs, null, 2)}\n`);
         return;
@@ -73,12 +112,13 @@ export function registerPsCommand(program: Command, context: CliContext): void {
           runs.map((run) => [
             run.sessionKey,
             run.state,
-            run.host === hostname() ? String(run.pid) : `${run.pid}@${run.host}`,
+            run.host === hostname() ? String(run.pid) : `${run.pid}@${printable(run.host)}`,
             ago(run.since),
             run.sandbox ?? "-",
             String(run.turns),
-            run.doing,
-            run.workspace ?? "?",
+            // What a run does names the agent's own commands: shown, never obeyed.
+            printable(run.doing),
+            printable(run.workspace ?? "?"),
           ]),
         ),
       );

@@ -3,7 +3,7 @@ import path from "node:path";
 
 import { processState } from "../../common/index.js";
 import { readRunEvents, type RunEventRecord } from "./run-events-log.js";
-import { readSessionLock, type SessionLockHolder } from "./session-lock.js";
+import { readSessionLock, waitingSuffix, type SessionLockHolder } from "./session-lock.js";
 import { sessionsRoot } from "./session-name.js";
 
 /** A session lock found on disk: a run in progress, or one that died holding it. */
@@ -16,15 +16,46 @@ export interface LockedSession {
   eventsFile: string;
 }
 
-/** Every session lock under the state directory, in every project, oldest first. */
-export async function listLockedSessions(options: { stateDir: string }): Promise<LockedSession[]> {
-  const root = sessionsRoot(options.stateDir);
+/** A run waiting for a session another run holds (it has no lock yet; see `waitingFile`). */
+export interface WaitingRun {
+  /** The waiting run, as its lock will name it. */
+  waiter: SessionLockHolder;
+  /** The lock it waits for. */
+  lockFile: string;
+}
+
+/** The sessions directories under the state directory: the root and one per project. */
+async function sessionFolders(stateDir: string): Promise<string[]> {
+  const root = sessionsRoot(stateDir);
   const folders = [root];
   for (const name of await entriesOf(root)) {
     if (/^[0-9a-f]{1,64}$/.test(name)) folders.push(path.join(root, name));
   }
+  return folders;
+}
+
+/**
+ * Runs (of any process) waiting for a session, oldest first. A file left by a waiter that died
+ * (SIGKILL) is skipped: it waits for nothing.
+ */
+export async function listWaitingRuns(options: { stateDir: string }): Promise<WaitingRun[]> {
+  const found: WaitingRun[] = [];
+  for (const folder of await sessionFolders(options.stateDir)) {
+    for (const name of await entriesOf(folder)) {
+      const at = name.indexOf(`.lock${waitingSuffix}`);
+      if (at < 0) continue;
+      const waiter = await readSessionLock(path.join(folder, name)).catch(() => undefined);
+      if (!waiter || processState(waiter) === "dead") continue;
+      found.push({ waiter, lockFile: path.join(folder, name.slice(0, at + ".lock".length)) });
+    }
+  }
+  return found.sort((a, b) => a.waiter.since.localeCompare(b.waiter.since));
+}
+
+/** Every session lock under the state directory, in every project, oldest first. */
+export async function listLockedSessions(options: { stateDir: string }): Promise<LockedSession[]> {
   const found: LockedSession[] = [];
-  for (const folder of folders) {
+  for (const folder of await sessionFolders(options.stateDir)) {
     for (const name of await entriesOf(folder)) {
       if (!name.endsWith(".lock")) continue;
       const lockFile = path.join(folder, name);

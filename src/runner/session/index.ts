@@ -37,10 +37,12 @@ export {
 } from "./run-events-log.js";
 export {
   listLockedSessions,
+  listWaitingRuns,
   readRunActivity,
   summarizeRun,
   type LockedSession,
   type RunActivity,
+  type WaitingRun,
 } from "./active-runs.js";
 export { findSession, type FindSessionOptions } from "./find-session.js";
 export { sandboxesHeldByRuns, type HeldSandboxes } from "./held-sandboxes.js";

@@ -12,8 +12,10 @@ import {
   acquireSessionLock,
   breakStaleLock,
   readSessionLock,
+  waitingFile,
   type SessionLockHolder,
 } from "./session-lock.js";
+import { listWaitingRuns } from "./active-runs.js";
 import { sessionFiles } from "./session-name.js";
 
 const sessionKey = "agent:main:lock-test";
@@ -82,6 +84,52 @@ describe("the session lock", () => {
     expect((await readSessionLock(lockFile))?.runId).toBe("run-2");
     await lock.release();
     expect(await readSessionLock(lockFile)).toBeUndefined();
+  });
+
+  it("a waiting run is listed as waiting for the lock until it holds it; a dead waiter's file is not", async () => {
+    const first = await acquire("run-1");
+    // A waiter killed while it waited left its file behind.
+    const deadWaiter = waitingFile(lockFile, { pid: deadPid(), runId: "run-killed" });
+    await writeFile(
+      deadWaiter,
+      JSON.stringify({ ...first.holder, pid: deadPid(), runId: "run-killed", startTicks: 1 }),
+    );
+    let announce: () => void = () => undefined;
+    const announced = new Promise<void>((resolve) => (announce = resolve));
+    const second = acquire("run-2", { onWait: () => announce() });
+    await announced;
+
+    expect(await listWaitingRuns({ stateDir })).toEqual([
+      {
+        waiter: expect.objectContaining({
+          runId: "run-2",
+          pid: process.pid,
+          sessionKey,
+        }) as unknown,
+        lockFile,
+      },
+    ]);
+    await first.release();
+    const lock = await second;
+    expect(await listWaitingRuns({ stateDir })).toEqual([]);
+    await expect(readFile(waitingFile(lockFile, lock.holder), "utf8")).rejects.toThrow(/ENOENT/);
+    await lock.release();
+  });
+
+  it("a run that stops waiting (aborted) leaves no waiting file", async () => {
+    const first = await acquire("run-1");
+    const controller = new AbortController();
+    const second = acquireSessionLock({
+      stateDir,
+      sessionKey,
+      runId: "run-2",
+      pollMs: 10,
+      signal: controller.signal,
+      onWait: () => controller.abort(),
+    });
+    await expect(second).rejects.toThrow();
+    expect(await listWaitingRuns({ stateDir })).toEqual([]);
+    await first.release();
   });
 
   it("without waiting, a held session is an error with exit code 3 that names the session and the holder", async () => {

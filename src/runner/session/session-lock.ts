@@ -1,5 +1,5 @@
 import { randomUUID } from "node:crypto";
-import { link, mkdir, readFile, rename } from "node:fs/promises";
+import { link, mkdir, readFile, rename, writeFile } from "node:fs/promises";
 import path from "node:path";
 
 import { z } from "zod";
@@ -88,8 +88,20 @@ export function describeHolder(holder: SessionLockHolder): string {
 }
 
 /**
+ * The file a run leaves beside the lock while it waits for it (`<name>.lock.wait.<pid>.<runId>`):
+ * its own identity, so `cordon ps` lists runs that wait as well as the one that holds the session.
+ * It only informs; it never orders the waiters (whoever polls first after the release wins).
+ */
+export function waitingFile(lockFile: string, waiter: { pid: number; runId: string }): string {
+  return `${lockFile}${waitingSuffix}${waiter.pid}.${waiter.runId}`;
+}
+
+/** What follows a lock file's name in the name of a waiting run's file. */
+export const waitingSuffix = ".wait.";
+
+/**
  * Takes the session's lock, waiting (polling) while a live run holds it and taking over a lock
- * whose process is gone.
+ * whose process is gone. While it waits, a `waitingFile` says so.
  */
 export async function acquireSessionLock(options: AcquireSessionLockOptions): Promise<SessionLock> {
   const file = sessionFiles(options.stateDir, options.sessionKey, options.project).lock;
@@ -105,6 +117,26 @@ export async function acquireSessionLock(options: AcquireSessionLockOptions): Pr
   if (options.agentId !== undefined) holder.agentId = options.agentId;
   if (options.workspace !== undefined) holder.workspace = options.workspace;
   const pollMs = options.pollMs ?? 200;
+  let waiting: string | undefined;
+  try {
+    return await takeLock(file, holder, pollMs, options, async () => {
+      if (waiting !== undefined) return;
+      waiting = waitingFile(file, holder);
+      // Best effort: a run that cannot say it waits still waits.
+      await writeFile(waiting, lockText(holder), { mode: 0o600 }).catch(() => undefined);
+    });
+  } finally {
+    if (waiting !== undefined) await unlinkIfPresent(waiting).catch(() => undefined);
+  }
+}
+
+async function takeLock(
+  file: string,
+  holder: SessionLockHolder,
+  pollMs: number,
+  options: AcquireSessionLockOptions,
+  markWaiting: () => Promise<void>,
+): Promise<SessionLock> {
   let announced: string | undefined;
   for (;;) {
     throwIfAborted(options.signal, `waiting for session ${options.sessionKey}`);
@@ -132,6 +164,7 @@ export async function acquireSessionLock(options: AcquireSessionLockOptions): Pr
     }
     if (announced !== current.runId) {
       announced = current.runId;
+      await markWaiting();
       options.onWait?.(current);
     }
     await sleep(pollMs, options.signal);
