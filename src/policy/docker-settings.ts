@@ -208,9 +208,20 @@ export function resolveDockerSettings(input: DockerSettingsInput): DockerSetting
   };
   const homeTmpfs = tmpfs[sandboxHomeDirectory];
   const owner = parseContainerUser(user);
-  if (homeTmpfs !== undefined && owner && !/(^|,)(uid|gid)=/.test(homeTmpfs)) {
+  if (homeTmpfs !== undefined && !/(^|,)(uid|gid|mode)=/.test(homeTmpfs)) {
     // A tmpfs is root's unless told otherwise, and the sandbox has no capability to chown it.
-    tmpfs[sandboxHomeDirectory] = `${homeTmpfs},uid=${owner.uid},gid=${owner.gid}`;
+    // A user named in the image ("node") has a uid only the image knows, and the policy reads
+    // no image: its HOME is writable for any user instead, sticky like /tmp (the container runs
+    // that one user; sticky keeps even a second one from removing its files). The engine's
+    // runtime (runc) gives a tmpfs the mode of a directory the image already has there, so this
+    // holds only in images without their own /home/sandbox, which the warning says.
+    if (owner) tmpfs[sandboxHomeDirectory] = `${homeTmpfs},uid=${owner.uid},gid=${owner.gid}`;
+    else if (!isRootUser(user)) {
+      tmpfs[sandboxHomeDirectory] = `${homeTmpfs},mode=1777`;
+      warnings.push(
+        `${key("user")}="${user}" is a name, so cordon cannot give HOME (${sandboxHomeDirectory}) to its uid: HOME is made writable for any user, which holds only if the image has no ${sandboxHomeDirectory} of its own (cordon's image has one, for uid 1000); give the uid ("1000:1000") to be sure`,
+      );
+    }
   }
 
   return {

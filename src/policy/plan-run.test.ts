@@ -728,6 +728,17 @@ describe("docker settings", () => {
     const explicit = plan(withDocker({ user: "2000" }), asRunner).sandbox.spec?.docker;
     expect(explicit?.user).toBe("2000");
     expect(explicit?.tmpfs["/home/sandbox"]).toMatch(/,uid=2000,gid=2000$/);
+    // A user named in the image has no uid the policy can know: HOME is writable for any user.
+    const namedPlan = plan(withDocker({ user: "node" }), asRunner);
+    const named = namedPlan.sandbox.spec?.docker;
+    expect(named?.user).toBe("node");
+    expect(named?.tmpfs["/home/sandbox"]).toBe("rw,nosuid,nodev,exec,size=512m,mode=1777");
+    expect(namedPlan.warnings).toContainEqual(
+      expect.stringMatching(/docker\.user="node" is a name.*give the uid/),
+    );
+    expect(
+      plan(withDocker({ user: "root" }), asRunner).sandbox.spec?.docker.tmpfs["/home/sandbox"],
+    ).toBe("rw,nosuid,nodev,exec,size=512m");
   });
 
   it("leaves a HOME tmpfs the config gives an owner, and a removed one removed", () => {
@@ -735,6 +746,10 @@ describe("docker settings", () => {
     const owned = withDocker({ tmpfs: { "/home/sandbox": "rw,size=8m,uid=7" } });
     expect(plan(owned, asRunner).sandbox.spec?.docker.tmpfs["/home/sandbox"]).toBe(
       "rw,size=8m,uid=7",
+    );
+    const moded = withDocker({ tmpfs: { "/home/sandbox": "rw,size=8m,mode=700" } });
+    expect(plan(moded, asRunner).sandbox.spec?.docker.tmpfs["/home/sandbox"]).toBe(
+      "rw,size=8m,mode=700",
     );
     const removed = withDocker({ tmpfs: { "/home/sandbox": null } });
     expect(plan(removed, asRunner).sandbox.spec?.docker.tmpfs).not.toHaveProperty("/home/sandbox");
