@@ -317,8 +317,8 @@ describe("sandbox.disk where the machine cannot mount (the watchdog)", () => {
       /! sandbox\.disk is not enforced: cordon runs without the right to mount/,
     );
 
-    // The agent fills the workspace and keeps running: the watchdog (every 10 s) stops it.
-    const started = Date.now();
+    // The agent fills the workspace and keeps running: the watchdog (every 10 s) stops it. That
+    // "survived" never prints is the proof it was stopped, not a clock (tests assert outcomes).
     const filled = await inSandbox(
       "dd if=/dev/zero of=/workspace/fill bs=1M count=100 2>/dev/null; sleep 60; echo survived",
     );
@@ -329,7 +329,6 @@ describe("sandbox.disk where the machine cannot mount (the watchdog)", () => {
     expect(filled.stderr).toMatch(
       /the sandbox wrote 1\d\d MiB to its private workspace .*more than sandbox\.disk allows \(64 MiB\); cordon stopped it/,
     );
-    expect(Date.now() - started).toBeLessThan(40_000);
 
     const again = await inSandbox("echo started");
     expect(again.exitCode).toBe(3);
