@@ -58,6 +58,7 @@ else
   # --all stays inside this CORDON_HOME: only the demo's own sandbox goes. Its private copy is a
   # mounted disk image (sandbox.disk), which `sandbox rm` unmounts before deleting.
   cordon sandbox rm --all >/dev/null || true
+  # shellcheck disable=SC2016 # the backquotes mark a command in the message; nothing expands
   printf '    (the sandbox is removed; CORDON_DEMO_KEEP=1 keeps it, to try `cordon apply`)\n' >&2
 fi
 printf '\n==> demo finished with exit code %d; files kept in %s\n' "$status" "$work" >&2

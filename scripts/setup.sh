@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Brings a machine to the point where cordon runs and its tests pass:
 #   1. npm dependencies (installed when missing or stale)
-#   2. the TypeScript build (dist/) and the resident executor (dist/executor, a static C binary)
+#   2. the TypeScript build (dist/) and the resident executor (dist/executor, a static C binary);
+#      and, for `npm run check`, shellcheck
 #   3. a Docker engine (Debian's engine, installed and started when none answers and we are root)
 #   4. the sandbox image (built by `cordon image build`, skipped when its inputs are unchanged;
 #      a debootstrapped base when the official base image cannot be pulled)
@@ -73,6 +74,8 @@ ensure_build() {
   step "building TypeScript (dist/)"
   node_modules/.bin/tsc -p tsconfig.build.json >&2 ||
     fail "the TypeScript build failed" "run 'npx tsc -p tsconfig.build.json' and fix the errors it prints"
+  bash scripts/copy-shell-scripts.sh ||
+    fail "copying the shell scripts into dist/ failed" "run 'bash scripts/copy-shell-scripts.sh' and fix what it prints"
   done_step "built"
 }
 
@@ -110,6 +113,8 @@ apt_install() {
 # Writes the runsc entry of daemon.json's "runtimes", keeping everything else in the file; prints
 # "changed" when it wrote something. A dockerd started later reads it; a running one on SIGHUP.
 write_runsc_registration() {
+  # RUNSC_FLAGS is a list of flags: split on purpose.
+  # shellcheck disable=SC2086
   node - "$DAEMON_JSON" "$(command -v runsc)" $RUNSC_FLAGS <<'JS'
 const fs = require("node:fs");
 const path = require("node:path");
@@ -142,7 +147,7 @@ ensure_gvisor_installed() {
   esac
   step "gVisor (runsc)"
   if ! command -v runsc >/dev/null; then
-    [[ "$(id -u)" == 0 ]] && command -v apt-get >/dev/null ||
+    { [[ "$(id -u)" == 0 ]] && command -v apt-get >/dev/null; } ||
       fail "runsc (gVisor) is not installed" "install gVisor (Debian: apt-get install runsc; https://gvisor.dev/docs/user_guide/install/), then rerun"
     apt_install runsc || fail "apt-get install runsc failed" "check access to Debian's package mirror"
   fi
@@ -157,10 +162,12 @@ ensure_gvisor_registered() {
   [[ "$RUNTIME" == runsc ]] || return 0
   step "gVisor registered with the engine"
   if [[ -n $runsc_registration_changed || " $(engine_runtimes) " != *" runsc "* ]]; then
-    [[ "$(id -u)" == 0 ]] && pidof dockerd >/dev/null ||
+    { [[ "$(id -u)" == 0 ]] && pidof dockerd >/dev/null; } ||
       fail "the engine does not run runsc with $DAEMON_JSON's flags" \
         "reload the engine's configuration (as root: kill -HUP \$(pidof dockerd); or restart Docker)"
-    kill -HUP $(pidof dockerd)
+    local pids
+    read -r -a pids <<<"$(pidof dockerd)"
+    kill -HUP "${pids[@]}"
     local deadline=$((SECONDS + 20))
     until [[ " $(engine_runtimes) " == *" runsc "* ]]; do
       (( SECONDS < deadline )) || fail "dockerd did not pick up runsc after SIGHUP" "read $DOCKERD_LOG"
@@ -264,6 +271,22 @@ ensure_sandbox_image() {
 }
 
 # ripgrep on the host: the grep tool uses it in mode off (in a sandbox it comes with the image).
+# `npm run check` runs shellcheck (scripts/check-shell.sh) over the bash cordon sends into sandboxes.
+ensure_shellcheck() {
+  step "shellcheck (npm run check)"
+  if command -v shellcheck >/dev/null 2>&1; then
+    done_step "present"
+    return
+  fi
+  if [[ "$(id -u)" == 0 ]] && command -v apt-get >/dev/null 2>&1; then
+    apt_install shellcheck || fail "apt-get install shellcheck failed" "check access to Debian's package mirror"
+    done_step "installed (Debian shellcheck)"
+    return
+  fi
+  # Not fatal: cordon runs without it; only the check needs it, and says so.
+  done_step "missing: install shellcheck (Debian: apt-get install shellcheck) for npm run check"
+}
+
 ensure_host_ripgrep() {
   step "ripgrep on the host (grep tool in sandbox mode off)"
   if command -v rg >/dev/null 2>&1; then
@@ -284,6 +307,7 @@ main() {
   ensure_npm_dependencies
   ensure_build
   ensure_executor
+  ensure_shellcheck
   [[ "$only" == "node" ]] && return
   ensure_gvisor_installed
   ensure_docker_engine

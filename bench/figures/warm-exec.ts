@@ -1,6 +1,6 @@
 import { DockerSandbox } from "../../src/sandbox/index.js";
 import { scriptInvocation } from "../../src/sandbox/shell/command-line.js";
-import { execWrapperScript } from "../../src/sandbox/shell/exec-wrapper.js";
+import { shellScript } from "../../src/sandbox/shell/shell-scripts.js";
 import type { BenchContext } from "../context.js";
 import { compare, timeInTurns } from "../measure.js";
 import { withTarget, type FigureResult } from "../report.js";
@@ -41,7 +41,7 @@ export async function warmExec(ctx: BenchContext): Promise<FigureResult> {
         // around it inside the container (cwd checks, process-tree sweep), and the rest.
         shell: () => ctx.baselines.apiExec(container, ["bash", "-lc", "true"]),
         wrapper: (run) => {
-          const { cmd, env } = scriptInvocation(execWrapperScript, [
+          const { cmd, env } = scriptInvocation(shellScript("execWrapper"), [
             "run",
             `bench${run + 10}`,
             lease.sandbox.workdir,

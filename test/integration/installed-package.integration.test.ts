@@ -93,6 +93,10 @@ describe("the packed and installed package", () => {
         "package/dist/cli/main.js",
         "package/dist/index.d.ts",
         "package/images/sandbox.Dockerfile",
+        // The bash programs sent into sandboxes, beside the modules that send them.
+        "package/dist/sandbox/shell/exec-wrapper.sh",
+        "package/dist/sandbox/shell/process-script.sh",
+        "package/dist/sandbox/docker/files/file-script.sh",
         "package/docs/configuration.md",
       ]),
     );

@@ -13,7 +13,8 @@ import {
   newRunId,
   scriptInvocation,
 } from "../shell/command-line.js";
-import { execWrapperScript, throwIfRefused, wrapperRefusalStatus } from "../shell/exec-wrapper.js";
+import { throwIfRefused, wrapperRefusalStatus } from "../shell/exec-wrapper.js";
+import { shellScript } from "../shell/shell-scripts.js";
 import {
   keptLogs,
   OutputCapture,
@@ -85,7 +86,7 @@ export async function runHostCommand(
   const started = performance.now();
   const child = spawnScript(
     context,
-    execWrapperScript,
+    shellScript("execWrapper"),
     ["run", id, cwd, paths.root, commandWithEnv(command, options.env)],
     options.stdin === undefined ? "ignore" : "pipe",
   );
@@ -128,7 +129,7 @@ export async function runHostCommand(
     if (stopReason) return;
     stopReason = reason;
     killing = (async () => {
-      const killer = spawnScript(context, execWrapperScript, ["kill", id], "ignore");
+      const killer = spawnScript(context, shellScript("execWrapper"), ["kill", id], "ignore");
       await once(killer, "close").catch(() => undefined);
       const timer = setTimeout(() => killGroup(child), killGraceMs);
       await closed.catch(() => undefined);

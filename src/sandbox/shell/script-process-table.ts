@@ -10,8 +10,8 @@ import type {
   SignalOption,
 } from "../sandbox.js";
 import { commandWithEnv, interpretStatus, newRunId, scriptInvocation } from "./command-line.js";
-import { execWrapperScript, throwIfRefused } from "./exec-wrapper.js";
-import { processScript } from "./process-script.js";
+import { throwIfRefused } from "./exec-wrapper.js";
+import { shellScript } from "./shell-scripts.js";
 import type { ScriptRunner } from "./script-runner.js";
 
 export interface ScriptProcessTableOptions {
@@ -56,7 +56,7 @@ export class ScriptProcessTable implements ProcessTable {
     const cwd = posix.resolve(this.#options.workdir, options.cwd ?? ".");
     const startedAt = new Date().toISOString();
     const result = await this.#runner.run(
-      this.#invocation(execWrapperScript, [
+      this.#invocation(shellScript("execWrapper"), [
         "spawn",
         id,
         cwd,
@@ -115,7 +115,10 @@ export class ScriptProcessTable implements ProcessTable {
     // Known id first, so an unknown one fails with not_found rather than silently killing nothing.
     const before = await this.#info(id, options);
     if (before.state === "running") {
-      await this.#runner.run(this.#invocation(execWrapperScript, ["kill", id]), options.signal);
+      await this.#runner.run(
+        this.#invocation(shellScript("execWrapper"), ["kill", id]),
+        options.signal,
+      );
       await this.#script(["wait", this.#options.directory, id], options);
     }
     this.#options.logger.debug({ process: id }, "background process killed");
@@ -172,7 +175,7 @@ export class ScriptProcessTable implements ProcessTable {
     stdin?: Uint8Array,
   ): Promise<{ stdout: Buffer }> {
     const result = await this.#runner.run(
-      { ...this.#invocation(processScript, args), stdin },
+      { ...this.#invocation(shellScript("processTable"), args), stdin },
       options.signal,
     );
     if (result.exitCode !== 0) {

@@ -3,26 +3,23 @@ import { execFileSync, spawnSync } from "node:child_process";
 import { describe, expect, it } from "vitest";
 
 import { SandboxError } from "../../common/index.js";
-import { fileScript } from "../docker/files/file-script.js";
 import { commandWithEnv, interpretStatus, quoteWord } from "./command-line.js";
-import { execWrapperScript } from "./exec-wrapper.js";
 import { HeadTailBytes, OutputCapture, type OutputLog } from "./output-capture.js";
-import { processScript } from "./process-script.js";
+import { shellScript, shellScriptFiles } from "./shell-scripts.js";
 
 const bytes = (text: string): Uint8Array => new TextEncoder().encode(text);
 
 describe("the shell scripts", () => {
-  it.each([
-    ["exec wrapper", execWrapperScript],
-    ["process script", processScript],
-    ["file script", fileScript],
-  ])("the %s is valid bash (escaping in the template literal survived)", (_name, script) => {
-    const check = spawnSync("bash", ["-n"], { input: script, encoding: "utf8" });
-    expect(check.stderr).toBe("");
-    expect(check.status).toBe(0);
-    // A `\n` that lost its backslash would have become a line break inside a printf format.
-    expect(script).not.toMatch(/printf '[^'\n]*\n[^']*'/);
-  });
+  it.each(shellScriptFiles())(
+    "$name ($file) is valid bash, read from its .sh file",
+    ({ name, file }) => {
+      const script = shellScript(name);
+      expect(script.startsWith("#!/usr/bin/env bash\n")).toBe(true);
+      const check = spawnSync("bash", ["-n", file], { encoding: "utf8" });
+      expect(check.stderr).toBe("");
+      expect(check.status).toBe(0);
+    },
+  );
 });
 
 describe("commandWithEnv", () => {

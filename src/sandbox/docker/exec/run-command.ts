@@ -8,12 +8,8 @@ import {
   newRunId,
   scriptInvocation,
 } from "../../shell/command-line.js";
-import {
-  execWrapperScript,
-  oomMarkerPath,
-  throwIfRefused,
-  wrapperRefusalStatus,
-} from "../../shell/exec-wrapper.js";
+import { oomMarkerPath, throwIfRefused, wrapperRefusalStatus } from "../../shell/exec-wrapper.js";
+import { shellScript } from "../../shell/shell-scripts.js";
 import { keptLogs, OutputCapture, type OutputLog } from "../../shell/output-capture.js";
 import { ChunkChannel } from "./chunk-channel.js";
 import type { ExecTransport } from "./exec-transport.js";
@@ -62,7 +58,7 @@ export async function runCommand(
   const started = performance.now();
   logger.debug({ run: id, cwd }, "exec starting");
   const running = await transport.start({
-    ...scriptInvocation(execWrapperScript, ["run", id, cwd, "/", script]),
+    ...scriptInvocation(shellScript("execWrapper"), ["run", id, cwd, "/", script]),
     stdin,
     onOutput: (stream, chunk) => capture.push(stream, chunk),
   });
@@ -138,7 +134,7 @@ export async function runCommand(
 
 /** Kills every process of run (or background process) `id`. */
 export async function killTree(transport: ExecTransport, id: string): Promise<void> {
-  await transport.run(scriptInvocation(execWrapperScript, ["kill", id]));
+  await transport.run(scriptInvocation(shellScript("execWrapper"), ["kill", id]));
 }
 
 /**

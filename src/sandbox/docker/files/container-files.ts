@@ -16,7 +16,7 @@ import { scriptInvocation } from "../../shell/command-line.js";
 import type { ExecTransport } from "../exec/exec-transport.js";
 import { fileErrorFrom } from "./file-errors.js";
 import { SizedContent } from "./sized-content.js";
-import { fileScript } from "./file-script.js";
+import { shellScript } from "../../shell/shell-scripts.js";
 
 const defaultMaxReadBytes = 64 * 1024 * 1024;
 const defaultListLimit = 10_000;
@@ -142,7 +142,7 @@ export class ContainerFiles {
     stdin?: Uint8Array,
     onStdout?: (chunk: Uint8Array) => void,
   ): Promise<{ stdout: Buffer }> {
-    const invocation = scriptInvocation(fileScript, [operation, path, ...args]);
+    const invocation = scriptInvocation(shellScript("fileOperations"), [operation, path, ...args]);
     const result = await this.transport.run(
       {
         cmd: invocation.cmd,

@@ -1,23 +1,22 @@
-/**
- * The bash program behind every file operation of a DockerSandbox, run inside the container as
- * the container user: `cordon OP ARGS...` (see `scriptInvocation`). Paths arrive as arguments (never
- * spliced into shell text) and always absolute, so none can be read as an option. The kernel of the
- * container decides everything: read-only mounts, tmpfs, permissions, where symlinks lead.
- *
- * Protocol: exit 0 with the result on stdout; exit 3 with `cordon-file-error:REASON:DETAIL` on
- * stderr for a failure the script named; any other status with a coreutils message on stderr,
- * mapped by its strerror text (the locale is C).
- *
- * Metadata comes from find -printf, never coreutils stat: stat asks statx for AT_NO_AUTOMOUNT,
- * which gVisor (Debian's runsc) refuses with EINVAL. A write under a read-only mount is refused by
- * the script itself, from /proc/self/mounts, because gVisor reports EACCES there, not EROFS.
- */
-export const fileScript = `
+#!/usr/bin/env bash
+# The bash program behind every file operation of a DockerSandbox, run inside the container as
+# the container user: `cordon OP ARGS...` (sent like the exec wrapper: see exec-wrapper.sh). Paths
+# arrive as arguments (never spliced into shell text) and always absolute, so none can be read as
+# an option. The kernel of the container decides everything: read-only mounts, tmpfs,
+# permissions, where symlinks lead.
+#
+# Protocol: exit 0 with the result on stdout; exit 3 with `cordon-file-error:REASON:DETAIL` on
+# stderr for a failure the script named; any other status with a coreutils message on stderr,
+# mapped by its strerror text (the locale is C).
+#
+# Metadata comes from find -printf, never coreutils stat: stat asks statx for AT_NO_AUTOMOUNT,
+# which gVisor (Debian's runsc) refuses with EINVAL. A write under a read-only mount is refused by
+# the script itself, from /proc/self/mounts, because gVisor reports EACCES there, not EROFS.
 unset CORDON_SCRIPT
 set -u
 # Exit 3 with one line naming a reason; any other failure is a coreutils message on stderr that
 # the caller maps by its strerror text (the locale is C, so the text is stable).
-fail() { printf 'cordon-file-error:%s:%s\\n' "$1" "$2" >&2; exit 3; }
+fail() { printf 'cordon-file-error:%s:%s\n' "$1" "$2" >&2; exit 3; }
 
 # Fails the way the kernel would when nothing is reachable at $1 (missing, a file in the way, no
 # search permission): find's message carries the reason.
@@ -31,14 +30,14 @@ explain_missing() {
 meta() { find "$1" "$2" -maxdepth 0 -printf "$3"; }
 
 # Fails read_only when the deepest mount holding $1 is mounted read-only. $1 is absolute; it
-# need not exist yet. Mount points in /proc/self/mounts escape a space as \\040 (printf %b).
+# need not exist yet. Mount points in /proc/self/mounts escape a space as \040 (printf %b).
 refuse_read_only_mount() {
   local path=$1/ point options best="" best_options=""
   # Fields: device, mount point, type, options, dump, pass.
   while read -r _ point _ options _; do
     printf -v point '%b' "$point"
     [[ $point == / ]] || point=$point/
-    if [[ $path == "$point"* && \${#point} -ge \${#best} ]]; then
+    if [[ $path == "$point"* && ${#point} -ge ${#best} ]]; then
       best=$point
       best_options=,$options,
     fi
@@ -57,7 +56,7 @@ op_read() { # path max
   ((size > $2)) && fail too_large "$size bytes"
   # The size first, so the caller can hold the content in one buffer of the right length; one
   # byte past the limit tells it the file grew past the limit while being read.
-  printf '%s\\n' "$size"
+  printf '%s\n' "$size"
   # dd with 1 MiB blocks, not head -c (8 KiB writes): every write is a frame of the exec stream,
   # and fewer, larger frames are what makes reading a big file as fast as docker cp.
   exec dd if="$1" bs=1M iflag=count_bytes count="$(($2 + 1))" status=none
@@ -68,8 +67,8 @@ op_write() { # path mode create-parents size; the content arrives on stdin
   # Writing through a symbolic link writes its target, as an editor would.
   if [[ -L $target ]]; then target=$(readlink -m -- "$target") || exit 1; fi
   refuse_read_only_mount "$target"
-  dir=\${target%/*}
-  dir=\${dir:-/}
+  dir=${target%/*}
+  dir=${dir:-/}
   if [[ ! -d $dir ]]; then
     if [[ -e $dir ]]; then fail not_directory "$dir is not a directory"; fi
     if [[ $3 != 1 ]]; then explain_missing "$dir"; fi
@@ -93,7 +92,7 @@ op_write() { # path mode create-parents size; the content arrives on stdin
       cat -- "$tmp" >"$target" || exit 1
       exit 0
     fi
-    printf '%s\\n' "$err" >&2
+    printf '%s\n' "$err" >&2
     exit 1
   fi
   trap - EXIT
@@ -108,13 +107,13 @@ op_stat() { # path; prints KIND|SIZE|MODE|MTIME, KIND in stat's words (the proto
       *) kind=other ;;
     esac
     printf '%s|' "$kind"
-    exec find -L "$1" -maxdepth 0 -printf '%s|%m|%T@\\n'
+    exec find -L "$1" -maxdepth 0 -printf '%s|%m|%T@\n'
   fi
-  if [[ -L $1 ]]; then exec find -P "$1" -maxdepth 0 -printf 'dangling|%s|%m|%T@\\n'; fi
+  if [[ -L $1 ]]; then exec find -P "$1" -maxdepth 0 -printf 'dangling|%s|%m|%T@\n'; fi
   err=$(find -L "$1" -maxdepth 0 -printf '' 2>&1 >/dev/null)
   case $err in
-    "" | *"No such file or directory"* | *"Not a directory"*) printf 'none\\n' ;;
-    *) printf '%s\\n' "$err" >&2 && exit 1 ;;
+    "" | *"No such file or directory"* | *"Not a directory"*) printf 'none\n' ;;
+    *) printf '%s\n' "$err" >&2 && exit 1 ;;
   esac
 }
 
@@ -124,7 +123,7 @@ op_list() { # path depth limit
   [[ -r $1 && -x $1 ]] || fail permission_denied "permission denied"
   # Entries that cannot be read further down are skipped, like ls -R does; one more than the
   # limit tells the caller the listing was cut.
-  find -H "$1" -mindepth 1 -maxdepth "$2" -printf '%P\\t%y\\t%s\\0' 2>/dev/null |
+  find -H "$1" -mindepth 1 -maxdepth "$2" -printf '%P\t%y\t%s\0' 2>/dev/null |
     sort -z | head -z -n "$(($3 + 1))"
   exit 0
 }
@@ -158,4 +157,3 @@ case $op in
   read | write | stat | list | mkdir | remove | rename) "op_$op" "$@" ;;
   *) fail other "unknown operation $op" ;;
 esac
-`;

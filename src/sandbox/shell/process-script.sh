@@ -1,24 +1,22 @@
-/**
- * The bash program behind the background-process table of a shell-backed sandbox. Each process
- * lives in a directory DIR made by the exec wrapper's `spawn` mode: `out` (output), `stdin` (a
- * fifo), `pid`, `started`, `command`, and `exit` once it ended; `polled` remembers how much output
- * a poll already returned. The sandbox is the source of truth, so a new sandbox object for the
- * same container sees the same processes.
- *
- * `cordon OP ROOT [ID] ARGS...` (see `scriptInvocation`), where ROOT holds one DIR per process:
- * - `list ROOT`: per process, NUL-separated: id, started, status ("running", "lost" or the exit
- *   status), command.
- * - `read ROOT ID MODE MAX`: MODE poll (from the last poll on, remembered) or log (from the start).
- *   Prints six NUL-terminated fields: status, FROM, TO, SKIPPED, started, command; then the bytes:
- *   all of FROM..TO when they fit in MAX, else the first and last MAX/2 bytes with SKIPPED bytes
- *   between them left out.
- * - `write ROOT ID`: stdin goes to the process's stdin.
- * - `wait ROOT ID`: prints the status once the process has ended (after `kill` of the wrapper).
- */
-export const processScript = `
+#!/usr/bin/env bash
+# The bash program behind the background-process table of a shell-backed sandbox (sent like the
+# exec wrapper: see exec-wrapper.sh). Each process lives in a directory DIR made by the exec
+# wrapper's `spawn` mode: `out` (output), `stdin` (a fifo), `pid`, `started`, `command`, and
+# `exit` once it ended; `polled` remembers how much output a poll already returned. The sandbox is
+# the source of truth, so a new sandbox object for the same container sees the same processes.
+#
+# `cordon OP ROOT [ID] ARGS...`, where ROOT holds one DIR per process:
+# - `list ROOT`: per process, NUL-separated: id, started, status ("running", "lost" or the exit
+#   status), command.
+# - `read ROOT ID MODE MAX`: MODE poll (from the last poll on, remembered) or log (from the start).
+#   Prints six NUL-terminated fields: status, FROM, TO, SKIPPED, started, command; then the bytes:
+#   all of FROM..TO when they fit in MAX, else the first and last MAX/2 bytes with SKIPPED bytes
+#   between them left out.
+# - `write ROOT ID`: stdin goes to the process's stdin.
+# - `wait ROOT ID`: prints the status once the process has ended (after `kill` of the wrapper).
 unset CORDON_SCRIPT
 set -u
-fail() { printf 'cordon-file-error:%s:%s\\n' "$1" "$2" >&2; exit 3; }
+fail() { printf 'cordon-file-error:%s:%s\n' "$1" "$2" >&2; exit 3; }
 
 status_of() { # dir; sets status
   local pid
@@ -36,12 +34,12 @@ status_of() { # dir; sets status
 op_list() { # root
   local dir status started command
   for dir in "$1"/*/; do
-    dir=\${dir%/}
+    dir=${dir%/}
     [[ -d $dir ]] || continue
     status_of "$dir"
     started=$(<"$dir/started") 2>/dev/null || started=
     command=$(<"$dir/command") 2>/dev/null || command=
-    printf '%s\\0%s\\0%s\\0%s\\0' "\${dir##*/}" "$started" "$status" "$command"
+    printf '%s\0%s\0%s\0%s\0' "${dir##*/}" "$started" "$status" "$command"
   done
   exit 0
 }
@@ -56,16 +54,16 @@ op_read() { # root id mode max
   if [[ $3 == poll && -r $dir/polled ]]; then read -r from <"$dir/polled"; fi
   ((from > size)) && from=$size
   count=$((size - from))
-  if [[ $3 == poll ]]; then printf '%s\\n' "$size" >"$dir/polled"; fi
+  if [[ $3 == poll ]]; then printf '%s\n' "$size" >"$dir/polled"; fi
   started=$(<"$dir/started") 2>/dev/null || started=
   command=$(<"$dir/command") 2>/dev/null || command=
   if ((count <= $4)); then
-    printf '%s\\0' "$status" "$from" "$size" 0 "$started" "$command"
+    printf '%s\0' "$status" "$from" "$size" 0 "$started" "$command"
     tail -c +"$((from + 1))" -- "$dir/out" | head -c "$count"
   else
     half=$(($4 / 2))
     skipped=$((count - 2 * half))
-    printf '%s\\0' "$status" "$from" "$size" "$skipped" "$started" "$command"
+    printf '%s\0' "$status" "$from" "$size" "$skipped" "$started" "$command"
     tail -c +"$((from + 1))" -- "$dir/out" | head -c "$half"
     tail -c +"$((size - half + 1))" -- "$dir/out" | head -c "$half"
   fi
@@ -91,7 +89,7 @@ op_wait() { # root id
     [[ $status != running ]] && break
     sleep 0.02
   done
-  printf '%s\\n' "$status"
+  printf '%s\n' "$status"
 }
 
 op=$1
@@ -100,4 +98,3 @@ case $op in
   list | read | write | wait) "op_$op" "$@" ;;
   *) fail other "unknown operation $op" ;;
 esac
-`;
