@@ -9,7 +9,7 @@ import {
   systemErrorFix,
   type Logger,
 } from "../../common/index.js";
-import type { Sandbox } from "../../sandbox/index.js";
+import type { ModelGatewayCall, Sandbox } from "../../sandbox/index.js";
 import { createToolset, type ToolDefinition, type Toolset } from "../../tools/index.js";
 import {
   exitCodeForStatus,
@@ -63,16 +63,7 @@ export type RunnerEvent =
    * A call the agent made through cordon's model gateway (docs/runtimes.md): forwarded with the
    * real key (`status` is the API's), or refused by the gateway (`refused` says why).
    */
-  | {
-      type: "model-gateway";
-      method: string;
-      path: string;
-      model?: string | undefined;
-      status: number;
-      refused?: string | undefined;
-      inputTokens?: number | undefined;
-      outputTokens?: number | undefined;
-    }
+  | ({ type: "model-gateway" } & ModelGatewayCall)
   /** A request the sandbox's egress proxy admitted or refused (docs/network.md). */
   | { type: "egress"; host: string; port: number; allowed: boolean }
   | {
