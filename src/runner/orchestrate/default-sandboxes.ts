@@ -112,11 +112,7 @@ async function networkHostAddress(
   engine: DockerEngine,
   network: string,
 ): Promise<HostAddress | undefined> {
-  const info = (await engine.client.getNetwork(network).inspect()) as {
-    IPAM?: { Config?: { Gateway?: string; Subnet?: string }[] };
-  };
-  const config = info.IPAM?.Config?.find((entry) => entry.Gateway && entry.Subnet);
-  return config?.Gateway && config.Subnet
-    ? { address: config.Gateway, subnet: config.Subnet }
-    : undefined;
+  const info = await engine.networks.inspect(network);
+  const config = info?.subnets[0];
+  return config ? { address: config.gateway, subnet: config.subnet } : undefined;
 }

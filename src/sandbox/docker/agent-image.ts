@@ -8,7 +8,6 @@ import { stripVTControlCharacters } from "node:util";
 import { pack } from "tar-stream";
 
 import { ImageError, packageRoot, throwIfAborted } from "../../common/index.js";
-import { dockerStatusOf, toSandboxError } from "./docker-errors.js";
 import type { DockerEngine } from "./engine.js";
 import { fetchRuntimePackages } from "./image-runtime-packages.js";
 import { SandboxImage, type SandboxImageOptions } from "./sandbox-image.js";
@@ -65,12 +64,10 @@ export class AgentImage {
     );
     const downloads = await mkdtemp(path.join(tmpdir(), "cordon-agent-image-"));
     try {
-      const info = (await this.engine.client.info().catch((error: unknown) => {
-        throw toSandboxError(error, "report its architecture");
-      })) as { Architecture?: string };
+      const { architecture } = await this.engine.system.describe();
       const files = await fetchRuntimePackages(
         this.pins,
-        info.Architecture ?? "x86_64",
+        architecture || "x86_64",
         downloads,
         options.signal,
       );
@@ -80,50 +77,32 @@ export class AgentImage {
         context.entry({ name: file.contextName, mode: 0o644 }, await readFile(file.path));
       }
       context.finalize();
-      const stream = await this.engine.client
-        .buildImage(Readable.from(context), {
-          t: tag,
-          buildargs: { SANDBOX_IMAGE: sandboxTag },
+      let failure: string | undefined;
+      let output = "";
+      await this.engine.images.build(
+        Readable.from(context),
+        {
+          tag,
+          buildArgs: { SANDBOX_IMAGE: sandboxTag },
           labels: { "cordon.image": `agent-${this.agent}`, "cordon.image.sandbox": sandboxTag },
-          rm: true,
-          forcerm: true,
-          ...(options.signal ? { abortSignal: options.signal } : {}),
-        })
-        .catch((error: unknown) => {
-          throw toSandboxError(error, "start the agent image build");
-        });
-      await this.follow(stream, progress);
-    } finally {
-      await rm(downloads, { recursive: true, force: true });
-    }
-    return tag;
-  }
-
-  private follow(stream: NodeJS.ReadableStream, progress: (message: string) => void) {
-    let failure: string | undefined;
-    let output = "";
-    return new Promise<void>((resolve, reject) => {
-      this.engine.client.modem.followProgress(
-        stream,
-        (error) => {
-          if (error) reject(toSandboxError(error, `build the ${this.agent} agent image`));
-          else if (failure) {
-            reject(
-              new ImageError(`the ${this.agent} agent image build failed: ${failure}`, {
-                fix: `its last output: ${output.trim().split("\n").slice(-5).join(" | ")}`,
-              }),
-            );
-          } else resolve();
+          signal: options.signal,
         },
-        (event: { stream?: string; error?: string; errorDetail?: { message?: string } }) => {
-          const message = event.errorDetail?.message ?? event.error;
-          if (message) failure ??= stripVTControlCharacters(message).trim();
+        (event) => {
+          if (event.error) failure ??= stripVTControlCharacters(event.error).trim();
           output = (output + stripVTControlCharacters(event.stream ?? "")).slice(-4000);
           const step = /^Step (\d+\/\d+) : (.*)$/m.exec(event.stream ?? "");
           if (step) progress(`${this.agent} agent image step ${step[1]}: ${step[2]?.trim() ?? ""}`);
         },
       );
-    });
+      if (failure) {
+        throw new ImageError(`the ${this.agent} agent image build failed: ${failure}`, {
+          fix: `its last output: ${output.trim().split("\n").slice(-5).join(" | ")}`,
+        });
+      }
+    } finally {
+      await rm(downloads, { recursive: true, force: true });
+    }
+    return tag;
   }
 
   private async tagOver(sandboxTag: string): Promise<string> {
@@ -141,12 +120,6 @@ export class AgentImage {
   }
 
   private async exists(reference: string): Promise<boolean> {
-    try {
-      await this.engine.client.getImage(reference).inspect();
-      return true;
-    } catch (error) {
-      if (dockerStatusOf(error) === 404) return false;
-      throw toSandboxError(error, `inspect image ${reference}`);
-    }
+    return (await this.engine.images.inspect(reference)) !== undefined;
   }
 }

@@ -1,7 +1,6 @@
-import type Docker from "dockerode";
-
 import { SandboxStartError } from "../../common/index.js";
 import type { SandboxSpec, UlimitSpec } from "../spec.js";
+import type { BindMount, ContainerHostConfig, CreateContainerRequest } from "./client/index.js";
 import { gvisorProcessLimits, isGvisorRuntime } from "./gvisor.js";
 import { hostsMountTarget } from "./hosts-file.js";
 import { executorContainerPath, residentExecutorBinary } from "./resident/executor-binary.js";
@@ -57,9 +56,7 @@ export interface ContainerOptionsInput {
  * No host namespace, no privileged mode, no Docker socket: nothing here can add them, and bind
  * sources were validated by the policy layer.
  */
-export function createContainerOptions(
-  input: ContainerOptionsInput,
-): Docker.ContainerCreateOptions {
+export function createContainerOptions(input: ContainerOptionsInput): CreateContainerRequest {
   const { spec, image } = input;
   const docker = spec.docker;
   const securityOpt = ["no-new-privileges:true"];
@@ -73,7 +70,7 @@ export function createContainerOptions(
   }
   if (docker.apparmorProfile) securityOpt.push(`apparmor=${docker.apparmorProfile}`);
   const networkDisabled = docker.network === "none" && input.hostsFile !== undefined;
-  const mounts: Docker.MountSettings[] = spec.mounts.map((mount) => ({
+  const mounts: BindMount[] = spec.mounts.map((mount) => ({
     Type: "bind" as const,
     Source: mount.source,
     Target: mount.target,
@@ -89,7 +86,7 @@ export function createContainerOptions(
   }
   mounts.push(...executorMounts(input));
 
-  const hostConfig: Docker.HostConfig = {
+  const hostConfig: ContainerHostConfig = {
     NetworkMode: docker.network,
     ReadonlyRootfs: docker.readOnlyRoot,
     Tmpfs: { ...docker.tmpfs },
@@ -143,7 +140,7 @@ export function createContainerOptions(
 }
 
 /** The resident executor, read-only: cordon's own binary, which nothing in the sandbox can replace. */
-function executorMounts(input: ContainerOptionsInput): Docker.MountSettings[] {
+function executorMounts(input: ContainerOptionsInput): BindMount[] {
   if (input.spec.docker.executor !== "resident") return [];
   const binary = "executorBinary" in input ? input.executorBinary : residentExecutorBinary();
   if (binary === undefined) return [];
@@ -159,7 +156,7 @@ function processLimits(
   pidsLimit: number,
   ulimits: readonly UlimitSpec[],
   runtime: string | undefined,
-): Pick<Docker.HostConfig, "PidsLimit" | "Ulimits"> {
+): Required<Pick<ContainerHostConfig, "PidsLimit" | "Ulimits">> {
   const toDocker = (u: UlimitSpec) => ({ Name: u.name, Soft: u.soft, Hard: u.hard });
   if (!isGvisorRuntime(runtime)) return { PidsLimit: pidsLimit, Ulimits: ulimits.map(toDocker) };
   const limits = gvisorProcessLimits(

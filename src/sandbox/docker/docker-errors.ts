@@ -1,4 +1,4 @@
-import { DockerUnavailableError, SandboxError } from "../../common/index.js";
+import { DockerUnavailableError, SandboxError, SandboxStartError } from "../../common/index.js";
 
 const unreachableCodes = new Set(["ENOENT", "ECONNREFUSED", "EACCES", "ECONNRESET", "EPIPE"]);
 
@@ -31,6 +31,19 @@ export function dockerStatusOf(error: unknown): number | undefined {
   if (typeof error === "object" && error !== null && "statusCode" in error) {
     const status = error.statusCode;
     if (typeof status === "number") return status;
+  }
+  return undefined;
+}
+
+/**
+ * The HTTP status behind an error from the engine clients: theirs are `SandboxError`s whose
+ * cause (or a cause's cause, once a caller has said what it was doing) is the engine's error.
+ */
+export function engineStatusOf(error: unknown): number | undefined {
+  for (let at = error, depth = 0; at !== undefined && depth < 4; depth += 1) {
+    const status = dockerStatusOf(at);
+    if (status !== undefined) return status;
+    at = at instanceof Error ? at.cause : undefined;
   }
   return undefined;
 }
@@ -71,4 +84,19 @@ export function toSandboxError(error: unknown, action: string): SandboxError {
       cause: error,
     },
   );
+}
+
+/** A create/start failure as a `SandboxStartError` with the remedy, or Docker being unreachable. */
+export function startError(error: unknown, action: string): SandboxError {
+  const mapped = toSandboxError(error, action);
+  if (mapped.code === "docker_unavailable") return mapped;
+  const detail = dockerMessageOf(error);
+  let fix =
+    "check the sandbox.docker settings (`cordon sandbox explain` shows them); `cordon doctor` checks the engine";
+  if (/runtime/i.test(detail)) {
+    fix = "check sandbox.docker.runtime: `docker info` lists the runtimes this engine has";
+  } else if (/bind source path|mount/i.test(detail)) {
+    fix = "check the sandbox mounts: every source must exist on the Docker host";
+  }
+  return new SandboxStartError(`cannot ${action}: ${detail}`, { fix, cause: error });
 }

@@ -81,7 +81,7 @@ export class DockerSandbox implements Sandbox {
     });
     const recover = options.recover;
     const plainExec = new ContainerExec(
-      options.engine.client,
+      options.engine.containers,
       options.containerId,
       options.containerName,
       options.user,

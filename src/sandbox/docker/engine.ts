@@ -1,6 +1,11 @@
-import Docker from "dockerode";
-
-import { toSandboxError } from "./docker-errors.js";
+import { connectDocker } from "./client/docker-engine-clients.js";
+import type {
+  ContainerClient,
+  EngineClients,
+  ImageClient,
+  NetworkClient,
+  SystemClient,
+} from "./client/index.js";
 
 /** What `ping` learns about the engine. */
 export interface DockerEngineInfo {
@@ -20,30 +25,30 @@ export interface DockerEngineOptions {
    * or `tcp://host:port`.
    */
   host?: string | undefined;
-}
-
-const defaultSocket = "/var/run/docker.sock";
-
-function clientFor(host: string | undefined): Docker {
-  if (!host) return new Docker({ socketPath: defaultSocket });
-  const url = new URL(host);
-  if (url.protocol === "unix:") return new Docker({ socketPath: url.pathname });
-  if (url.protocol === "tcp:" || url.protocol === "http:") {
-    return new Docker({ host: url.hostname, port: Number(url.port || 2375), protocol: "http" });
-  }
-  throw new Error(`unsupported DOCKER_HOST ${host}: use unix:///path or tcp://host:port`);
+  /** The clients to use instead of connecting to `host` (unit tests pass fakes). @internal */
+  clients?: EngineClients | undefined;
 }
 
 /**
- * cordon's handle on a Docker engine. Owns the dockerode client; nothing outside
- * `src/sandbox/docker` sees a dockerode type.
+ * cordon's handle on a Docker engine. It holds the engine clients (client/), the only code that
+ * speaks to Docker; nothing outside `src/sandbox/docker` sees them.
  */
 export class DockerEngine {
   /** @internal for the docker backend only. */
-  readonly client: Docker;
+  readonly containers: ContainerClient;
+  /** @internal */
+  readonly images: ImageClient;
+  /** @internal */
+  readonly networks: NetworkClient;
+  /** @internal */
+  readonly system: SystemClient;
 
   constructor(options: DockerEngineOptions = {}) {
-    this.client = clientFor(options.host);
+    const clients = options.clients ?? connectDocker(options.host);
+    this.containers = clients.containers;
+    this.images = clients.images;
+    this.networks = clients.networks;
+    this.system = clients.system;
   }
 
   /** The engine DOCKER_HOST names in `env`, else the default socket. */
@@ -53,24 +58,15 @@ export class DockerEngine {
 
   /** Fails with `DockerUnavailableError` (exit 3) when no engine answers. */
   async ping(): Promise<DockerEngineInfo> {
-    try {
-      await this.client.ping();
-      const [version, info] = await Promise.all([
-        this.client.version(),
-        this.client.info() as Promise<Record<string, unknown>>,
-      ]);
-      const text = (key: string) => (typeof info[key] === "string" ? info[key] : "");
-      return {
-        serverVersion: version.Version,
-        apiVersion: version.ApiVersion,
-        operatingSystem: text("OperatingSystem"),
-        storageDriver: text("Driver"),
-        cgroupVersion: text("CgroupVersion"),
-        runtimes: Object.keys((info["Runtimes"] as Record<string, unknown> | undefined) ?? {}),
-        defaultRuntime: text("DefaultRuntime"),
-      };
-    } catch (error) {
-      throw toSandboxError(error, "answer a ping");
-    }
+    const details = await this.system.describe();
+    return {
+      serverVersion: details.serverVersion,
+      apiVersion: details.apiVersion,
+      operatingSystem: details.operatingSystem,
+      storageDriver: details.storageDriver,
+      cgroupVersion: details.cgroupVersion,
+      runtimes: details.runtimes,
+      defaultRuntime: details.defaultRuntime,
+    };
   }
 }

@@ -1,12 +1,10 @@
 import path from "node:path";
 
-import type Docker from "dockerode";
-
 import { createSilentLogger, messageOf, type Logger } from "../../common/index.js";
 import { labelKeys } from "./container-options.js";
-import { dockerStatusOf, toSandboxError } from "./docker-errors.js";
+import type { ContainerSummary } from "./client/index.js";
+import { isBusy } from "./container-activity.js";
 import type { DockerEngine } from "./engine.js";
-import { SandboxContainers } from "./manager-containers.js";
 import { SandboxRecords } from "./records.js";
 import { egressLabels } from "./egress/egress-proxies.js";
 
@@ -56,23 +54,30 @@ export async function stopIdleSandboxes(options: IdleStopOptions): Promise<IdleS
   const now = (options.now ?? new Date()).getTime();
   const logger = options.logger ?? createSilentLogger();
   const records = new SandboxRecords(options.stateDirectory);
-  const containers = new SandboxContainers(options.engine);
-  const idleSince = async (container: Docker.ContainerInfo, name: string) => {
+  const containers = options.engine.containers;
+  const idleSince = async (container: ContainerSummary, name: string) => {
     const record = await records.read(name);
-    const lastUsedAt = record?.lastUsedAt ?? container.Labels[labelKeys.createdAt];
+    const lastUsedAt = record?.lastUsedAt ?? container.labels[labelKeys.createdAt];
     const idle = lastUsedAt !== undefined && now - Date.parse(lastUsedAt) > options.idleMs;
     return { idle, lastUsedAt: lastUsedAt ?? "" };
   };
 
-  for (const container of await runningSandboxes(options)) {
-    const name = (container.Names[0] ?? container.Id).replace(/^\//, "");
+  const running = await containers.list({
+    labels: [
+      `${labelKeys.managed}=true`,
+      `${labelKeys.home}=${path.resolve(options.stateDirectory)}`,
+    ],
+    runningOnly: true,
+  });
+  for (const container of running) {
+    const name = container.name;
     if (options.keep?.has(name) || !(await idleSince(container, name)).idle) continue;
-    const holder = options.holders?.({ name, session: container.Labels[labelKeys.session] ?? "" });
+    const holder = options.holders?.({ name, session: container.labels[labelKeys.session] ?? "" });
     if (holder) {
       report.skipped.push({ name, reason: holder });
       continue;
     }
-    if (await containers.isBusy(container.Id)) {
+    if (await isBusy(containers, container.id)) {
       report.skipped.push({ name, reason: "idle by its record, but commands run in it" });
       continue;
     }
@@ -80,13 +85,10 @@ export async function stopIdleSandboxes(options: IdleStopOptions): Promise<IdleS
     const again = await idleSince(container, name);
     if (!again.idle) continue;
     try {
-      await options.engine.client.getContainer(container.Id).stop({ t: stopGraceSeconds });
+      // Already stopped or removed meanwhile: there is nothing to stop.
+      if (!(await containers.stop(container.id, { graceSeconds: stopGraceSeconds }))) continue;
     } catch (error) {
-      // 304: already stopped; 404: removed meanwhile. Either way there is nothing to stop.
-      const status = dockerStatusOf(error);
-      if (status !== 304 && status !== 404) {
-        report.skipped.push({ name, reason: `cannot stop it: ${messageOf(error)}` });
-      }
+      report.skipped.push({ name, reason: `cannot stop it: ${messageOf(error)}` });
       continue;
     }
     await records
@@ -109,38 +111,19 @@ async function stopEgressProxy(
   report: IdleStopReport,
 ): Promise<void> {
   const home = path.resolve(options.stateDirectory);
+  const containers = options.engine.containers;
   try {
-    const proxies = await options.engine.client.listContainers({
-      filters: {
-        status: ["running"],
-        label: [`${egressLabels.sandbox}=${sandbox}`, `${egressLabels.home}=${home}`],
-      },
+    const proxies = await containers.list({
+      labels: [`${egressLabels.sandbox}=${sandbox}`, `${egressLabels.home}=${home}`],
+      runningOnly: true,
     });
     for (const proxy of proxies) {
-      await options.engine.client.getContainer(proxy.Id).stop({ t: stopGraceSeconds });
+      await containers.stop(proxy.id, { graceSeconds: stopGraceSeconds });
     }
   } catch (error) {
-    if (dockerStatusOf(error) !== 304 && dockerStatusOf(error) !== 404) {
-      report.skipped.push({
-        name: `${sandbox} egress proxy`,
-        reason: `cannot stop it: ${messageOf(error)}`,
-      });
-    }
-  }
-}
-
-async function runningSandboxes(options: IdleStopOptions): Promise<Docker.ContainerInfo[]> {
-  try {
-    return await options.engine.client.listContainers({
-      filters: {
-        status: ["running"],
-        label: [
-          `${labelKeys.managed}=true`,
-          `${labelKeys.home}=${path.resolve(options.stateDirectory)}`,
-        ],
-      },
+    report.skipped.push({
+      name: `${sandbox} egress proxy`,
+      reason: `cannot stop it: ${messageOf(error)}`,
     });
-  } catch (error) {
-    throw toSandboxError(error, "list the sandbox containers");
   }
 }

@@ -1,9 +1,8 @@
 import { randomUUID } from "node:crypto";
 import type { Duplex } from "node:stream";
 
-import type Docker from "dockerode";
-
 import { sleep } from "../../common/index.js";
+import type { ContainerClient, ExecStatus, StartedExec } from "./client/index.js";
 import { toSandboxError } from "./docker-errors.js";
 import type { DockerEngine } from "./engine.js";
 import { DemuxStream } from "./exec/demux-stream.js";
@@ -69,26 +68,19 @@ export async function startInteractiveExec(
   engine: DockerEngine,
   request: InteractiveExecRequest,
 ): Promise<InteractiveExec> {
-  const container = engine.client.getContainer(request.containerName);
+  const containers = engine.containers;
+  const container = request.containerName;
   const attachStdin = request.stdin !== undefined;
   const pidFile = `${pidDirectory}/${randomUUID()}.pid`;
-  let exec: Docker.Exec;
-  let socket: Duplex;
-  try {
-    exec = await container.exec({
-      Cmd: ["/bin/sh", "-c", recordPid, pidFile, ...request.cmd],
-      User: request.user,
-      WorkingDir: request.workingDir,
-      Env: request.env ?? [],
-      AttachStdin: attachStdin,
-      AttachStdout: true,
-      AttachStderr: true,
-      Tty: request.tty,
-    });
-    socket = await exec.start({ hijack: true, stdin: attachStdin, Tty: request.tty });
-  } catch (error) {
-    throw toSandboxError(error, `start a command in ${request.containerName}`);
-  }
+  const exec = await containers.exec(container, {
+    cmd: ["/bin/sh", "-c", recordPid, pidFile, ...request.cmd],
+    user: request.user,
+    workingDir: request.workingDir,
+    env: request.env ?? [],
+    attachStdin,
+    tty: request.tty,
+  });
+  const socket: Duplex = exec.stream;
 
   let detached = false;
   const ended = new Promise<void>((resolve, reject) => {
@@ -113,7 +105,12 @@ export async function startInteractiveExec(
     async () => {
       if (detached) return -1;
       const code = await exitCodeOf(exec, request.containerName);
-      await runQuietly(container, request.user, ["/bin/sh", "-c", 'rm -f "$0"', pidFile]);
+      await runQuietly(containers, container, request.user, [
+        "/bin/sh",
+        "-c",
+        'rm -f "$0"',
+        pidFile,
+      ]);
       return code;
     },
     (error: unknown) => {
@@ -126,12 +123,16 @@ export async function startInteractiveExec(
     exitCode,
     resize: async ({ rows, columns }) => {
       if (!request.tty || rows <= 0 || columns <= 0) return;
-      // Refused once the command has ended; a size no longer matters then.
-      await exec.resize({ h: rows, w: columns }).catch(() => undefined);
+      await exec.resize({ rows, columns });
     },
     hangUp: async () => {
       detached = true;
-      await runQuietly(container, request.user, ["/bin/sh", "-c", hangUpGroup, pidFile]);
+      await runQuietly(containers, container, request.user, [
+        "/bin/sh",
+        "-c",
+        hangUpGroup,
+        pidFile,
+      ]);
       socket.destroy();
     },
   };
@@ -160,15 +161,14 @@ function feedStdin(stdin: NodeJS.ReadableStream, socket: Duplex): void {
 }
 
 /** Runs a short housekeeping command to its end; a failure only means it could not help. */
-async function runQuietly(container: Docker.Container, user: string, cmd: string[]): Promise<void> {
+async function runQuietly(
+  containers: ContainerClient,
+  container: string,
+  user: string,
+  cmd: string[],
+): Promise<void> {
   try {
-    const exec = await container.exec({
-      Cmd: cmd,
-      User: user,
-      AttachStdout: true,
-      AttachStderr: true,
-    });
-    const stream = await exec.start({ hijack: true, stdin: false });
+    const { stream } = await containers.exec(container, { cmd, user, attachStdin: false });
     await new Promise<void>((resolve) => {
       stream.on("end", resolve);
       stream.on("close", resolve);
@@ -180,16 +180,16 @@ async function runQuietly(container: Docker.Container, user: string, cmd: string
   }
 }
 
-async function exitCodeOf(exec: Docker.Exec, containerName: string): Promise<number> {
+async function exitCodeOf(exec: StartedExec, containerName: string): Promise<number> {
   // The output can end a moment before the engine records the exit.
   for (let attempt = 0; attempt < 200; attempt++) {
-    let info: Docker.ExecInspectInfo;
+    let info: ExecStatus;
     try {
-      info = await exec.inspect();
+      info = await exec.status();
     } catch (error) {
       throw toSandboxError(error, `read a command's exit status in ${containerName}`);
     }
-    if (!info.Running && info.ExitCode !== null) return info.ExitCode;
+    if (!info.running && info.exitCode !== null) return info.exitCode;
     await sleep(attempt < 20 ? 5 : 25);
   }
   throw toSandboxError(

@@ -1,8 +1,6 @@
 import { lstat, readdir, realpath, rm } from "node:fs/promises";
 import path from "node:path";
 
-import type Docker from "dockerode";
-
 import { ConfigError, createSilentLogger, messageOf, type Logger } from "../../common/index.js";
 import {
   baselineGitDir,
@@ -13,10 +11,10 @@ import {
   seedMarkerPath,
   seedTempPrefix,
 } from "../workspace/index.js";
+import type { ContainerClient, ContainerSummary } from "./client/index.js";
+import { isBusy } from "./container-activity.js";
 import { labelKeys } from "./container-options.js";
-import { toSandboxError } from "./docker-errors.js";
 import type { DockerEngine } from "./engine.js";
-import { SandboxContainers } from "./manager-containers.js";
 import { SandboxRecords, type SandboxRecord } from "./records.js";
 import type { SandboxHolders } from "./idle-stop.js";
 import { SandboxImage, sandboxImageRepository, type SandboxImageOptions } from "./sandbox-image.js";
@@ -136,7 +134,7 @@ export class SandboxInventory {
   private readonly engine: DockerEngine;
   private readonly stateDirectory: string;
   private readonly records: SandboxRecords;
-  private readonly containers: SandboxContainers;
+  private readonly containers: ContainerClient;
   private readonly logger: Logger;
   private readonly egress: EgressProxies;
 
@@ -144,7 +142,7 @@ export class SandboxInventory {
     this.engine = options.engine;
     this.stateDirectory = path.resolve(options.stateDirectory);
     this.records = new SandboxRecords(this.stateDirectory);
-    this.containers = new SandboxContainers(options.engine);
+    this.containers = options.engine.containers;
     this.logger = options.logger ?? createSilentLogger();
     this.egress = new EgressProxies({
       engine: options.engine,
@@ -160,10 +158,10 @@ export class SandboxInventory {
     const proxies = new Map((await this.egress.list()).map((p) => [p.sandbox, p]));
     const summaries: SandboxSummary[] = [];
     for (const container of containers) {
-      const summary = summarize(container, records.get(nameOf(container)));
+      const summary = summarize(container, records.get(container.name));
       const proxy = proxies.get(summary.name);
       if (proxy) summary.egress = { proxy: proxy.name, state: proxy.state, allow: proxy.allow };
-      summary.imageStatus = await images.of(summary.image, container.ImageID);
+      summary.imageStatus = await images.of(summary.image, container.imageId);
       const expected = options.expectedConfigHash?.(summary);
       if (expected !== undefined) {
         summary.configStatus = expected === summary.configHash ? "current" : "stale";
@@ -198,18 +196,18 @@ export class SandboxInventory {
       await this.records.remove(name);
       return { name, reason: "requested", ...workspaces };
     }
-    const labels = info.Config.Labels ?? {};
+    const labels = info.labels;
     if (labels[labelKeys.managed] !== "true") {
       throw new ConfigError(`${name} is not a cordon sandbox; cordon does not remove it`, {
         fix: `remove it with \`docker rm -f ${name}\` if it is yours to remove`,
       });
     }
-    await this.containers.remove(info.Id, name);
+    await this.containers.remove(info.id, name);
     await this.egress.remove(name);
     const workspacePath = labels[labelKeys.privateWorkspace] ?? record?.privateWorkspace;
     const workspaces = await this.disposeWorkspace(workspacePath, options);
     await this.records.remove(name);
-    return { name, reason: "requested", containerId: info.Id, ...workspaces };
+    return { name, reason: "requested", containerId: info.id, ...workspaces };
   }
 
   private async disposeWorkspace(
@@ -232,7 +230,7 @@ export class SandboxInventory {
   async removeAll(options: { keepWorkspace?: boolean } = {}): Promise<RemovedSandbox[]> {
     const removed: RemovedSandbox[] = [];
     for (const container of await this.listContainers()) {
-      removed.push(await this.remove(nameOf(container), options));
+      removed.push(await this.remove(container.name, options));
     }
     return removed;
   }
@@ -297,7 +295,7 @@ export class SandboxInventory {
     }
     if (options.maxAgeMs !== undefined && age > options.maxAgeMs) return "max-age";
     if (options.idleMs !== undefined && now - Date.parse(sandbox.lastUsedAt) > options.idleMs) {
-      if (running && (await this.containers.isBusy(sandbox.containerId))) {
+      if (running && (await isBusy(this.containers, sandbox.containerId))) {
         report.skipped.push({
           name: sandbox.name,
           reason: "idle by its record, but commands run in it",
@@ -429,40 +427,26 @@ export class SandboxInventory {
     return path.join(this.stateDirectory, "sandboxes", `${record.containerName}.json`);
   }
 
-  private async listContainers(): Promise<Docker.ContainerInfo[]> {
-    try {
-      return await this.engine.client.listContainers({
-        all: true,
-        filters: {
-          label: [`${labelKeys.managed}=true`, `${labelKeys.home}=${this.stateDirectory}`],
-        },
-      });
-    } catch (error) {
-      throw toSandboxError(error, "list the sandbox containers");
-    }
+  private listContainers(): Promise<ContainerSummary[]> {
+    return this.containers.list({
+      labels: [`${labelKeys.managed}=true`, `${labelKeys.home}=${this.stateDirectory}`],
+    });
   }
 }
 
-function nameOf(container: Docker.ContainerInfo): string {
-  return (container.Names[0] ?? container.Id).replace(/^\//, "");
-}
-
-function summarize(
-  container: Docker.ContainerInfo,
-  record: SandboxRecord | undefined,
-): SandboxSummary {
-  const labels = container.Labels;
-  const createdAt = labels[labelKeys.createdAt] ?? new Date(container.Created * 1000).toISOString();
+function summarize(container: ContainerSummary, record: SandboxRecord | undefined): SandboxSummary {
+  const labels = container.labels;
+  const createdAt = labels[labelKeys.createdAt] ?? new Date(container.createdAtMs).toISOString();
   const configHash = labels[labelKeys.configHash] ?? "";
   const summary: SandboxSummary = {
-    name: nameOf(container),
-    containerId: container.Id,
+    name: container.name,
+    containerId: container.id,
     scope: labels[labelKeys.scope] ?? "",
     scopeKey: labels[labelKeys.scopeKey] ?? "",
     agent: labels[labelKeys.agent] ?? "",
     session: labels[labelKeys.session] ?? "",
-    state: container.State,
-    image: labels[labelKeys.image] ?? container.Image,
+    state: container.status,
+    image: labels[labelKeys.image] ?? container.image,
     imageStatus: "unknown",
     configHash,
     configStatus: record
@@ -477,7 +461,7 @@ function summarize(
   };
   const workspace = labels[labelKeys.privateWorkspace];
   if (workspace) summary.privateWorkspace = workspace;
-  if (record?.idleStoppedAt && container.State === "exited") {
+  if (record?.idleStoppedAt && container.status === "exited") {
     summary.idleStoppedAt = record.idleStoppedAt;
   }
   return summary;
@@ -509,13 +493,10 @@ class ImageFreshness {
   private idOf(image: string): Promise<string | undefined> {
     let id = this.ids.get(image);
     if (!id) {
-      id = this.engine.client
-        .getImage(image)
-        .inspect()
-        .then(
-          (info) => info.Id,
-          () => undefined,
-        );
+      id = this.engine.images.inspect(image).then(
+        (info) => info?.id,
+        () => undefined,
+      );
       this.ids.set(image, id);
     }
     return id;

@@ -7,27 +7,23 @@ import { ImageResolver } from "./manager-image.js";
 /** An engine whose image inspects answer when the test says so, counting the calls. */
 function fakeEngine() {
   const calls: string[] = [];
-  let answer!: (result: { Id: string } | { statusCode: number }) => void;
+  let answer!: (result: { Id: string } | "absent") => void;
   const engine = {
-    client: {
-      getImage: (reference: string) => ({
-        inspect: () => {
-          calls.push(reference);
-          return new Promise((resolve, reject) => {
-            answer = (result) =>
-              "Id" in result
-                ? resolve(result)
-                : // Shaped like dockerode's errors: an Error with the HTTP status.
-                  reject(Object.assign(new Error("no such image"), result));
-          });
-        },
-      }),
+    images: {
+      inspect: (reference: string) => {
+        calls.push(reference);
+        return new Promise((resolve) => {
+          // The image client's answer for a 404: no such image.
+          answer = (result) =>
+            resolve(result === "absent" ? undefined : { id: result.Id, labels: {}, env: [] });
+        });
+      },
     },
   } as unknown as DockerEngine;
   return {
     engine,
     calls,
-    answer: (result: { Id: string } | { statusCode: number }) => answer(result),
+    answer: (result: { Id: string } | "absent") => answer(result),
   };
 }
 
@@ -56,7 +52,7 @@ describe("ImageResolver", () => {
     const resolver = new ImageResolver({ engine });
     const missing = resolver.resolve("mine:2");
     await tick();
-    answer({ statusCode: 404 });
+    answer("absent");
     const error = await missing.catch((e: unknown) => e);
     expect(error).toBeInstanceOf(ImageError);
     expect((error as ImageError).fix).toContain("docker pull mine:2");

@@ -2,7 +2,6 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 
 import { AbortedError, ImageError, throwIfAborted } from "../../common/index.js";
-import { dockerStatusOf, toSandboxError } from "./docker-errors.js";
 import type { DockerEngine } from "./engine.js";
 import { describeImageBuildEvent } from "./image-build-progress.js";
 import { SandboxImage, type SandboxImageOptions } from "./sandbox-image.js";
@@ -107,15 +106,11 @@ export class ImageResolver {
     reference: string,
     missing: { what: string; fix: string },
   ): Promise<ResolvedImage> {
-    try {
-      const info = await this.options.engine.client.getImage(reference).inspect();
-      return { reference, id: info.Id };
-    } catch (error) {
-      if (dockerStatusOf(error) === 404) {
-        throw new ImageError(`${missing.what} is not on the Docker engine`, { fix: missing.fix });
-      }
-      throw toSandboxError(error, `inspect image ${reference}`);
+    const info = await this.options.engine.images.inspect(reference);
+    if (!info) {
+      throw new ImageError(`${missing.what} is not on the Docker engine`, { fix: missing.fix });
     }
+    return { reference, id: info.id };
   }
 
   private async builtin(options: {

@@ -1,13 +1,10 @@
 import { stat } from "node:fs/promises";
 import path from "node:path";
 
-import type Docker from "dockerode";
-
 import {
   SandboxError,
   SandboxStartError,
   createSilentLogger,
-  sleep,
   throwIfAborted,
   type Logger,
 } from "../../common/index.js";
@@ -19,14 +16,15 @@ import {
   describeCarry,
   ensurePrivateWorkspace,
 } from "../workspace/index.js";
+import type { ContainerClient, ContainerDetails } from "./client/index.js";
 import { createContainerOptions, labelKeys } from "./container-options.js";
 import { readSeccompProfile } from "./seccomp-profile.js";
 import { ensureHostsFile } from "./hosts-file.js";
 import type { DockerEngine } from "./engine.js";
 import { SandboxInventory } from "./inventory.js";
-import { SandboxContainers } from "./manager-containers.js";
 import { ImageResolver, type ResolvedImage } from "./manager-image.js";
 import { KeyedLock } from "./manager-lock.js";
+import { assertAdoptable, settleContainer, type Settled } from "./settle-container.js";
 import { SandboxRecords } from "./records.js";
 import { stopIdleSandboxes, type SandboxHolders } from "./idle-stop.js";
 import { assertWorkspaceWritable, hostPermissionsHold } from "./workspace-probe.js";
@@ -142,16 +140,6 @@ export interface AutoPruneOptions {
   everyMs?: number | undefined;
 }
 
-interface Settled {
-  info: Docker.ContainerInspectInfo;
-  fresh: boolean;
-  stale: boolean;
-}
-
-/** How often a container that another process is changing is looked at again, and how long. */
-const settleAttempts = 20;
-const settleDelayMs = 250;
-
 /**
  * Maps a scope key to a running, hardened container (DESIGN.md §5). Docker is the source of
  * truth: every acquire inspects the container by its name and decides from its labels and state
@@ -176,7 +164,7 @@ export class DockerSandboxManager {
   private readonly createSandbox: (container: ManagedContainer) => Sandbox;
   private readonly images: ImageResolver;
   private readonly records: SandboxRecords;
-  private readonly containers: SandboxContainers;
+  private readonly containers: ContainerClient;
   private readonly locks = new KeyedLock();
   private readonly holders = new Map<string, number>();
   private readonly inventory: SandboxInventory;
@@ -207,7 +195,7 @@ export class DockerSandboxManager {
       },
     });
     this.records = new SandboxRecords(this.stateDirectory);
-    this.containers = new SandboxContainers(options.engine);
+    this.containers = options.engine.containers;
     this.inventory = new SandboxInventory({
       engine: options.engine,
       stateDirectory: this.stateDirectory,
@@ -255,7 +243,7 @@ export class DockerSandboxManager {
     throwIfAborted(signal, "sandbox acquire");
 
     // Asked while the image is resolved; never fails (an engine that does not answer says no).
-    const hostPermissions = (this.hostPermissions ??= hostPermissionsHold(this.engine.client));
+    const hostPermissions = (this.hostPermissions ??= hostPermissionsHold(this.engine.system));
     // The image first: it is the first thing that talks to Docker, so a missing engine fails
     // here, before anything is written to disk.
     const image = await this.images.resolveFor(spec.docker, {
@@ -285,7 +273,7 @@ export class DockerSandboxManager {
       await watchdog?.assertWithinBudget(signal);
       const result = await this.settleContainer(spec, image, { signal, progress, log });
       // Before the lease exists, so no agent turn runs on a workspace it cannot write.
-      await assertWorkspaceWritable(this.engine.client, result.info.Id, spec, {
+      await assertWorkspaceWritable(this.containers, result.container.id, spec, {
         hostPermissionsHold: await hostPermissions,
         signal,
       });
@@ -322,9 +310,9 @@ export class DockerSandboxManager {
           "reuse",
         );
       }
-      await this.writeRecord(spec, image, settled.info, log);
+      await this.writeRecord(spec, image, settled.container, log);
       sandbox = this.createSandbox({
-        containerId: settled.info.Id,
+        containerId: settled.container.id,
         containerName: spec.containerName,
         workdir: spec.docker.workdir,
         user: spec.docker.user,
@@ -340,9 +328,9 @@ export class DockerSandboxManager {
               log,
             }),
           );
-          if (again.info.Id !== settled.info.Id)
-            await this.writeRecord(spec, image, again.info, log);
-          return again.info.Id;
+          if (again.container.id !== settled.container.id)
+            await this.writeRecord(spec, image, again.container, log);
+          return again.container.id;
         },
       });
     } catch (error) {
@@ -366,20 +354,20 @@ export class DockerSandboxManager {
   private async freeze<T>(spec: SandboxSpec, fn: () => Promise<T>): Promise<T> {
     const name = spec.containerName;
     const info = await this.containers.inspect(name);
-    if (info) this.assertAdoptable(info, spec);
+    if (info) assertAdoptable(info, spec, this.stateDirectory);
     // Nothing runs in a missing or stopped container.
-    if (!info?.State.Running) return fn();
-    if (info.State.Paused) {
+    if (!info?.state.running) return fn();
+    if (info.state.paused) {
       // Acquire resumes a pause left behind, so this is another command freezing it right now.
       throw new SandboxError(`${name} is paused by another cordon command taking its changes`, {
         fix: "run the command again when that one has finished",
       });
     }
-    await this.containers.pause(info.Id, name);
+    await this.containers.pause(info.id);
     try {
       const result = await fn();
-      const after = await this.containers.inspect(info.Id);
-      if (!after?.State.Paused) {
+      const after = await this.containers.inspect(info.id);
+      if (!after?.state.paused) {
         throw new SandboxError(
           `${name} was resumed while cordon read its workspace (by another cordon command or docker unpause), so what was read may be torn`,
           { fix: "run the command again" },
@@ -387,9 +375,9 @@ export class DockerSandboxManager {
       }
       return result;
     } finally {
-      await this.containers.unpause(info.Id, name).catch(async (error: unknown) => {
+      await this.containers.unpause(info.id).catch(async (error: unknown) => {
         // Already resumed (or gone) is fine; a container left frozen is not.
-        if ((await this.containers.inspect(info.Id))?.State.Paused) throw error;
+        if ((await this.containers.inspect(info.id))?.state.paused) throw error;
       });
     }
   }
@@ -534,7 +522,7 @@ export class DockerSandboxManager {
     }
   }
 
-  private async settleContainer(
+  private settleContainer(
     spec: SandboxSpec,
     image: ResolvedImage,
     context: {
@@ -544,186 +532,38 @@ export class DockerSandboxManager {
     },
   ): Promise<Settled> {
     const name = spec.containerName;
-    // Containers this call already started: found stopped again, it cannot run.
-    const started = new Set<string>();
-    const failedStarts = new Set<string>();
-    for (let attempt = 0; attempt < settleAttempts; attempt += 1) {
-      throwIfAborted(context.signal, "sandbox acquire");
-      const info = await this.containers.inspect(name);
-      if (!info) {
-        context.progress("create", `creating ${name}`);
-        const created = await this.create(spec, image, context.progress);
-        // A 409: another process created it between our inspect and create.
-        if (created) return { info: created, fresh: true, stale: false };
-        continue;
-      }
-      this.assertAdoptable(info, spec);
-      const state = info.State;
-      if (state.Status === "removing" || state.Restarting) {
-        await sleep(settleDelayMs, context.signal);
-        continue;
-      }
-      if (state.Status === "paused") {
-        await this.containers.unpause(info.Id, name);
-        continue;
-      }
-      if (!state.Running) {
-        // Never started (a process that crashed between create and start, or one about to
-        // start it: a second start is a no-op), or stopped on purpose (`docker stop`, an engine
-        // restart): start it again in place, once. tmpfs and processes are fresh anyway, and a
-        // writable root keeps what the agent installed.
-        const startable = state.Status === "created" || stoppedCleanly(state);
-        if (startable && !started.has(info.Id)) {
-          started.add(info.Id);
-          context.progress("start", `starting ${name}`);
-          try {
-            await this.containers.start(info.Id, name);
-            continue;
-          } catch (error) {
-            failedStarts.add(info.Id);
-            context.log.info({ err: error }, "a sandbox container does not start; replacing it");
-          }
-        } else if (state.Status === "created" && !failedStarts.has(info.Id)) {
-          // Our start returned, yet it still reads "created": another process's start of the
-          // same container is under way (the engine answers a second start before the first
-          // has finished). Wait for it; replacing it would pull it from under that process.
-          await sleep(settleDelayMs, context.signal);
-          continue;
-        }
-        const why = state.OOMKilled
-          ? "was killed for memory"
-          : state.Status === "created"
-            ? "does not start"
-            : `exited with code ${state.ExitCode}`;
-        context.progress("create", `${name} ${why}; replacing it with a fresh container`);
-        context.log.info(
-          { exitCode: state.ExitCode, oomKilled: state.OOMKilled },
-          "replacing a dead sandbox",
-        );
-        await this.touchRecord(name);
-        await this.containers.remove(info.Id, name);
-        continue;
-      }
-      const drift = this.driftOf(info, spec, image);
-      if (drift) {
-        if (this.holderCount(name) > 0 || (await this.containers.isBusy(info.Id))) {
-          return { info, fresh: false, stale: true };
-        }
-        context.progress("create", `${name} was made from ${drift}; recreating it`);
-        await this.touchRecord(name);
-        await this.containers.remove(info.Id, name);
-        continue;
-      }
-      // Its proxy may have been stopped or removed meanwhile (an engine restart, docker rm).
-      if (spec.egress) {
-        await this.egress.ensure(spec, {
+    return settleContainer({
+      containers: this.containers,
+      spec,
+      image,
+      stateDirectory: this.stateDirectory,
+      createRequest: async () =>
+        createContainerOptions({
+          // The image's own environment (a devcontainer's containerEnv) under the sandbox's.
+          spec: image.env
+            ? { ...spec, docker: { ...spec.docker, env: { ...image.env, ...spec.docker.env } } }
+            : spec,
+          image: image.reference,
+          createdAt: new Date().toISOString(),
+          extraLabels: this.extraLabels,
+          stateDirectory: this.stateDirectory,
+          seccompProfileJson: await readSeccompProfile(spec),
+          hostsFile:
+            spec.docker.network === "none"
+              ? await ensureHostsFile(this.stateDirectory, spec.docker.extraHosts)
+              : undefined,
+        }),
+      held: () => this.holderCount(name) > 0,
+      beforeReplace: () => this.touchRecord(name),
+      ensureEgress: () =>
+        this.egress.ensure(spec, {
           signal: context.signal,
           onProgress: (message) => context.progress("start", message),
-        });
-      }
-      context.progress("reuse", `reusing ${name}`);
-      return { info, fresh: false, stale: false };
-    }
-    throw new SandboxStartError(
-      `the sandbox container ${name} did not settle into a running state (another process keeps changing it)`,
-      { fix: `retry; if it persists, \`cordon sandbox rm ${name}\`` },
-    );
-  }
-
-  /** Refuses containers cordon must not use: not made by cordon, or made for something else. */
-  private assertAdoptable(info: Docker.ContainerInspectInfo, spec: SandboxSpec): void {
-    const labels = info.Config.Labels ?? {};
-    const name = spec.containerName;
-    if (labels[labelKeys.managed] !== "true") {
-      throw new SandboxStartError(
-        `a container named ${name} exists but cordon did not create it; cordon will not use or remove it`,
-        {
-          fix: `if it is not yours to keep, remove it with \`docker rm -f ${name}\`; otherwise change sandbox.docker.containerPrefix`,
-        },
-      );
-    }
-    const mismatch: string[] = [];
-    if (labels[labelKeys.scopeKey] !== spec.scopeKey) {
-      mismatch.push(`scope key ${labels[labelKeys.scopeKey] ?? "(none)"}, not ${spec.scopeKey}`);
-    }
-    if (labels[labelKeys.home] !== this.stateDirectory) {
-      mismatch.push(
-        `state directory ${labels[labelKeys.home] ?? "(none)"}, not ${this.stateDirectory}`,
-      );
-    }
-    if (mismatch.length > 0) {
-      throw new SandboxStartError(
-        `the container ${name} was made by cordon for something else (${mismatch.join("; ")}); cordon will not adopt it`,
-        { fix: `remove it with \`cordon sandbox rm ${name}\` (or \`docker rm -f ${name}\`)` },
-      );
-    }
-  }
-
-  /** What differs between a running container and the spec, or undefined when nothing does. */
-  private driftOf(
-    info: Docker.ContainerInspectInfo,
-    spec: SandboxSpec,
-    image: ResolvedImage,
-  ): string | undefined {
-    const labels = info.Config.Labels ?? {};
-    if (labels[labelKeys.configHash] !== spec.configHash) {
-      return `config ${labels[labelKeys.configHash] ?? "(none)"} (now ${spec.configHash})`;
-    }
-    // The id, not the tag: a tag that now names a newer build (or pull) is drift too.
-    if (labels[labelKeys.image] !== image.reference || info.Image !== image.id) {
-      return `image ${labels[labelKeys.image] ?? info.Config.Image} ${info.Image.slice(7, 19)} (now ${image.reference} ${image.id.slice(7, 19)})`;
-    }
-    return undefined;
-  }
-
-  /**
-   * Creates and starts the container; undefined on a name conflict. Anything it made is removed
-   * again when a later step fails, and the original error is what the caller sees.
-   */
-  private async create(
-    spec: SandboxSpec,
-    image: ResolvedImage,
-    progress: (phase: AcquirePhase, message: string) => void,
-  ): Promise<Docker.ContainerInspectInfo | undefined> {
-    const name = spec.containerName;
-    // The network and proxy first: the container is created on that network.
-    await this.egress.ensure(spec, { onProgress: (message) => progress("start", message) });
-    const options = createContainerOptions({
-      // The image's own environment (a devcontainer's containerEnv) under the sandbox's.
-      spec: image.env
-        ? { ...spec, docker: { ...spec.docker, env: { ...image.env, ...spec.docker.env } } }
-        : spec,
-      image: image.reference,
-      createdAt: new Date().toISOString(),
-      extraLabels: this.extraLabels,
-      stateDirectory: this.stateDirectory,
-      seccompProfileJson: await readSeccompProfile(spec),
-      hostsFile:
-        spec.docker.network === "none"
-          ? await ensureHostsFile(this.stateDirectory, spec.docker.extraHosts)
-          : undefined,
+        }),
+      signal: context.signal,
+      progress: context.progress,
+      log: context.log,
     });
-    const container = await this.containers.create(options);
-    if (!container) return undefined;
-    try {
-      progress("start", `starting ${name}`);
-      await this.containers.start(container.id, name);
-      const info = await container.inspect();
-      if (!info.State.Running) {
-        throw new SandboxStartError(
-          `the sandbox container ${name} stopped right after it started (exit code ${info.State.ExitCode}${info.State.Error ? `: ${info.State.Error}` : ""})`,
-          { fix: "the image must provide `sleep`; check sandbox.docker.image" },
-        );
-      }
-      return info;
-    } catch (error) {
-      await this.containers
-        .remove(container.id, name)
-        .catch((cleanup: unknown) =>
-          this.logger.warn({ err: cleanup, sandbox: name }, "cannot remove a sandbox that failed"),
-        );
-      throw error;
-    }
   }
 
   /**
@@ -739,22 +579,22 @@ export class DockerSandboxManager {
   private async writeRecord(
     spec: SandboxSpec,
     image: ResolvedImage,
-    info: Docker.ContainerInspectInfo,
+    container: ContainerDetails,
     log: Logger,
   ): Promise<void> {
-    const labels = info.Config.Labels ?? {};
+    const labels = container.labels;
     const now = new Date().toISOString();
     try {
       await this.records.write({
         version: 1,
         containerName: spec.containerName,
-        containerId: info.Id,
+        containerId: container.id,
         scopeKey: spec.scopeKey,
         configHash: labels[labelKeys.configHash] ?? "",
         wantedConfigHash: spec.configHash,
         wantedImage: image.reference,
         ...(spec.privateWorkspace ? { privateWorkspace: spec.privateWorkspace } : {}),
-        createdAt: labels[labelKeys.createdAt] ?? info.Created,
+        createdAt: labels[labelKeys.createdAt] ?? container.createdAt,
         lastUsedAt: now,
       });
     } catch (error) {
@@ -762,13 +602,4 @@ export class DockerSandboxManager {
       log.warn({ err: error }, "cannot write the sandbox record");
     }
   }
-}
-
-/**
- * Stopped on purpose rather than died: exit 0, or 143 (SIGTERM, what `docker stop` and an engine
- * shutdown send, forwarded by the init process). A kill (137), an OOM kill or any other exit
- * means the container died, and it is replaced.
- */
-function stoppedCleanly(state: Docker.ContainerInspectInfo["State"]): boolean {
-  return !state.OOMKilled && !state.Dead && (state.ExitCode === 0 || state.ExitCode === 143);
 }

@@ -16,15 +16,18 @@ export async function probeRuntime(
   const fix = isGvisorRuntime(runtime)
     ? "rerun setup with CORDON_RUNTIME=runsc (it installs runsc and registers it with runtime flags that start here); docs/gvisor.md"
     : `register the runtime ${runtime} with the engine (dockerd --add-runtime or daemon.json "runtimes")`;
-  let container;
+  const containers = engine.containers;
+  let container: string | undefined;
   try {
-    container = await engine.client.createContainer({
+    container = await containers.create({
       Image: image,
       Entrypoint: ["true"],
       Cmd: [],
       Labels: { "cordon.probe": "runtime" },
       HostConfig: { Runtime: runtime, NetworkMode: "none", AutoRemove: false },
     });
+    // Unnamed, so never a name conflict.
+    if (container === undefined) throw new Error("the engine created no container");
   } catch (error) {
     throw new SandboxStartError(`the engine cannot create a container under ${runtime}`, {
       fix,
@@ -32,10 +35,10 @@ export async function probeRuntime(
     });
   }
   try {
-    await container.start();
-    const result = (await container.wait()) as { StatusCode: number };
-    if (result.StatusCode !== 0) {
-      throw new Error(`\`true\` exited with status ${result.StatusCode}`);
+    await containers.start(container);
+    const status = await containers.wait(container);
+    if (status !== 0) {
+      throw new Error(`\`true\` exited with status ${status}`);
     }
   } catch (error) {
     const detail = error instanceof Error ? error.message : String(error);
@@ -43,6 +46,6 @@ export async function probeRuntime(
       fix,
     });
   } finally {
-    await container.remove({ force: true }).catch(() => undefined);
+    await containers.remove(container).catch(() => undefined);
   }
 }

@@ -11,9 +11,9 @@ import { SandboxImage } from "./sandbox-image.js";
 
 /** An engine that has one base image and no sandbox images. */
 const engine = {
-  client: {
-    getImage: () => ({ inspect: () => Promise.resolve({ Id: "sha256:base" }) }),
-    listImages: () => Promise.resolve([]),
+  images: {
+    inspect: () => Promise.resolve({ id: "sha256:base", labels: {}, env: [] }),
+    tags: () => Promise.resolve([]),
   },
 } as unknown as DockerEngine;
 

@@ -8,9 +8,8 @@ import { Readable } from "node:stream";
 import { pack } from "tar-stream";
 
 import { ImageError, packageRoot, throwIfAborted } from "../../common/index.js";
-import { dockerStatusOf, toSandboxError } from "./docker-errors.js";
 import type { DockerEngine } from "./engine.js";
-import { followImageBuild } from "./image-build-stream.js";
+import { buildImageLogged } from "./image-build-stream.js";
 import { fetchRuntimePackages } from "./image-runtime-packages.js";
 
 /** The repository every built sandbox image is tagged under. */
@@ -107,12 +106,7 @@ export class SandboxImage {
   async status(): Promise<SandboxImageStatus> {
     const base = await this.resolveBase({ pull: false });
     const tag = await this.tagFor(base);
-    const images = await this.engine.client
-      .listImages({ filters: { reference: [sandboxImageRepository] } })
-      .catch((error: unknown) => {
-        throw toSandboxError(error, "list images");
-      });
-    const tags = images.flatMap((image) => image.RepoTags ?? []);
+    const tags = await this.engine.images.tags(sandboxImageRepository);
     return {
       tag,
       present: tags.includes(tag),
@@ -160,12 +154,7 @@ export class SandboxImage {
     }
     // `latest` is a convenience for people running the image by hand; cordon itself always uses
     // the hashed tag.
-    await this.engine.client
-      .getImage(tag)
-      .tag({ repo: sandboxImageRepository, tag: "latest" })
-      .catch((error: unknown) => {
-        throw toSandboxError(error, `tag ${tag} as latest`);
-      });
+    await this.engine.images.tag(tag, sandboxImageRepository, "latest");
     emit({ type: "built", tag, durationMs: Date.now() - started });
     return tag;
   }
@@ -176,12 +165,10 @@ export class SandboxImage {
     emit: (event: ImageBuildEvent) => void,
     signal: AbortSignal | undefined,
   ): Promise<Readable> {
-    const info = (await this.engine.client.info().catch((error: unknown) => {
-      throw toSandboxError(error, "report its architecture");
-    })) as { Architecture?: string };
+    const { architecture } = await this.engine.system.describe();
     const files = await fetchRuntimePackages(
       this.runtimePinsPath,
-      info.Architecture ?? "x86_64",
+      architecture || "x86_64",
       downloads,
       signal,
     );
@@ -192,7 +179,7 @@ export class SandboxImage {
       context.entry({ name: file.contextName, mode: 0o644 }, await readFile(file.path));
     }
     context.finalize();
-    // tar-stream packs are streamx streams; Readable.from adapts them for dockerode.
+    // tar-stream packs are streamx streams; Readable.from makes a Node stream of one.
     return Readable.from(context);
   }
 
@@ -204,29 +191,26 @@ export class SandboxImage {
     emit: (event: ImageBuildEvent) => void,
     signal: AbortSignal | undefined,
   ): Promise<void> {
-    let stream: NodeJS.ReadableStream;
-    try {
-      stream = await this.engine.client.buildImage(context, {
-        t: tag,
-        buildargs: { BASE_IMAGE: base.image },
+    await buildImageLogged(
+      this.engine.images,
+      context,
+      {
+        tag,
+        buildArgs: { BASE_IMAGE: base.image },
         labels: {
           "cordon.image": "sandbox",
           "cordon.image.base": base.image,
           "cordon.image.base-id": base.id,
         },
-        rm: true,
-        forcerm: true,
-        ...(signal ? { abortSignal: signal } : {}),
-      });
-    } catch (error) {
-      throw toSandboxError(error, "start the image build");
-    }
-    await followImageBuild(this.engine.client.modem, stream, {
-      log,
-      emit,
-      what: "the sandbox image",
-      fix: "read the build log; `cordon image build --force` retries",
-    });
+        signal,
+      },
+      {
+        log,
+        emit,
+        what: "the sandbox image",
+        fix: "read the build log; `cordon image build --force` retries",
+      },
+    );
   }
 
   /** The tag is a hash of every build input: recipe version, base image id, Dockerfile, pins. */
@@ -250,13 +234,7 @@ export class SandboxImage {
   }
 
   private async inspectId(reference: string): Promise<string | undefined> {
-    try {
-      const info = await this.engine.client.getImage(reference).inspect();
-      return info.Id;
-    } catch (error) {
-      if (dockerStatusOf(error) === 404) return undefined;
-      throw toSandboxError(error, `inspect image ${reference}`);
-    }
+    return (await this.engine.images.inspect(reference))?.id;
   }
 
   private async resolveBase(options: {
@@ -287,12 +265,7 @@ export class SandboxImage {
 
   private async tryPull(image: string, signal?: AbortSignal): Promise<string | undefined> {
     try {
-      const stream = await this.engine.client.pull(image, signal ? { abortSignal: signal } : {});
-      await new Promise<void>((resolve, reject) => {
-        this.engine.client.modem.followProgress(stream, (error) =>
-          error ? reject(error) : resolve(),
-        );
-      });
+      await this.engine.images.pull(image, { signal });
       return await this.inspectId(image);
     } catch {
       // No registry (the normal case on isolated machines): the caller falls back or explains.

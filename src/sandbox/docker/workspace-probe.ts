@@ -1,11 +1,10 @@
 import { stat } from "node:fs/promises";
 import type { Stats } from "node:fs";
 
-import type Docker from "dockerode";
-
 import { SandboxStartError } from "../../common/index.js";
 import type { SandboxSpec } from "../spec.js";
 import { parseContainerUser, processUid } from "../workspace/index.js";
+import type { ContainerClient, SystemClient } from "./client/index.js";
 import { ContainerExec } from "./exec/container-exec.js";
 
 /**
@@ -13,12 +12,10 @@ import { ContainerExec } from "./exec/container-exec.js";
  * engine maps container uids to other host uids (userns-remap, rootless) or confines bind mounts
  * by label (SELinux). Asked once per manager; an engine that does not answer counts as "no".
  */
-export async function hostPermissionsHold(client: Docker): Promise<boolean> {
+export async function hostPermissionsHold(system: SystemClient): Promise<boolean> {
   try {
-    const info = (await client.info()) as { SecurityOptions?: string[] };
-    return !(info.SecurityOptions ?? []).some((option) =>
-      /^name=(userns|rootless|selinux)\b/.test(option),
-    );
+    const { securityOptions } = await system.describe();
+    return !securityOptions.some((option) => /^name=(userns|rootless|selinux)\b/.test(option));
   } catch {
     return false;
   }
@@ -34,7 +31,7 @@ export async function hostPermissionsHold(client: Docker): Promise<boolean> {
  * ACLs, a read-only mount, user namespaces and labels count as they will for the agent.
  */
 export async function assertWorkspaceWritable(
-  client: Docker,
+  client: ContainerClient,
   containerId: string,
   spec: SandboxSpec,
   options: { hostPermissionsHold: boolean; signal?: AbortSignal | undefined },

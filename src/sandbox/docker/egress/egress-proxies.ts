@@ -1,9 +1,7 @@
 import { createHash } from "node:crypto";
 import path from "node:path";
-import { PassThrough } from "node:stream";
 import { createInterface } from "node:readline";
-
-import type Docker from "dockerode";
+import type { Readable } from "node:stream";
 
 import {
   SandboxStartError,
@@ -13,9 +11,9 @@ import {
   type Logger,
 } from "../../../common/index.js";
 import type { EgressSpec, SandboxSpec } from "../../spec.js";
-import { dockerStatusOf, toSandboxError } from "../docker-errors.js";
+import type { ContainerClient, CreateContainerRequest, NetworkClient } from "../client/index.js";
+import { toSandboxError } from "../docker-errors.js";
 import type { DockerEngine } from "../engine.js";
-import { SandboxContainers } from "../manager-containers.js";
 import type { SandboxImageOptions } from "../sandbox-image.js";
 import { EgressProxyImage } from "./proxy-image.js";
 import { parseEgressLine, type EgressDecision } from "./access-log.js";
@@ -61,16 +59,16 @@ const readyTimeoutMs = 20_000;
  * decisions and lifetime never mix with another's, and removing a sandbox removes its way out.
  */
 export class EgressProxies {
-  private readonly engine: DockerEngine;
+  private readonly containers: ContainerClient;
+  private readonly networks: NetworkClient;
   private readonly stateDirectory: string;
-  private readonly containers: SandboxContainers;
   private readonly image: EgressProxyImage;
   private readonly logger: Logger;
 
   constructor(private readonly options: EgressProxiesOptions) {
-    this.engine = options.engine;
+    this.containers = options.engine.containers;
+    this.networks = options.engine.networks;
     this.stateDirectory = path.resolve(options.stateDirectory);
-    this.containers = new SandboxContainers(options.engine);
     this.image = new EgressProxyImage(options.engine, options.imageOptions);
     this.logger = options.logger ?? createSilentLogger();
   }
@@ -93,14 +91,11 @@ export class EgressProxies {
     const configHash = createHash("sha256").update(config).digest("hex").slice(0, 16);
     const existing = await this.containers.inspect(egress.proxyContainer);
     if (existing) {
-      this.assertOurs(existing.Config.Labels, egress.proxyContainer, spec.containerName);
-      if (
-        existing.State.Running &&
-        existing.Config.Labels?.[egressLabels.configHash] === configHash
-      ) {
+      this.assertOurs(existing.labels, egress.proxyContainer, spec.containerName);
+      if (existing.state.running && existing.labels[egressLabels.configHash] === configHash) {
         return;
       }
-      await this.containers.remove(existing.Id, egress.proxyContainer);
+      await this.containers.remove(existing.id, egress.proxyContainer);
     }
     await this.ensureNetwork(egress, spec.containerName);
     const image = await this.image.resolve((text) => options.onProgress?.(text));
@@ -108,10 +103,10 @@ export class EgressProxies {
     options.onProgress?.(
       `starting the egress proxy ${egress.proxyContainer} (${egress.allow.join(", ")})`,
     );
-    const container = await this.containers.create(
+    const id = await this.containers.create(
       this.proxyOptions(egress, spec.containerName, image, config, configHash),
     );
-    if (!container) {
+    if (id === undefined) {
       throw new SandboxStartError(
         `another process is creating the egress proxy ${egress.proxyContainer}`,
         {
@@ -120,13 +115,11 @@ export class EgressProxies {
       );
     }
     try {
-      await this.engine.client
-        .getNetwork(egress.network)
-        .connect({ Container: container.id, EndpointConfig: { Aliases: [egress.proxyHost] } });
-      await this.containers.start(container.id, egress.proxyContainer);
-      await this.waitReady(container.id, egress.proxyContainer, options.signal);
+      await this.containers.connect(egress.network, id, [egress.proxyHost]);
+      await this.containers.start(id, egress.proxyContainer);
+      await this.waitReady(id, egress.proxyContainer, options.signal);
     } catch (error) {
-      await this.containers.remove(container.id, egress.proxyContainer).catch(() => undefined);
+      await this.containers.remove(id, egress.proxyContainer).catch(() => undefined);
       throw error instanceof SandboxStartError
         ? error
         : toSandboxError(error, `start the egress proxy ${egress.proxyContainer}`);
@@ -135,43 +128,27 @@ export class EgressProxies {
 
   /** Removes the proxy and the network of a sandbox (after its container is gone); none is fine. */
   async remove(sandbox: string): Promise<void> {
-    const filters = {
-      label: [`${egressLabels.sandbox}=${sandbox}`, `${egressLabels.home}=${this.stateDirectory}`],
-    };
-    const proxies = await this.engine.client
-      .listContainers({ all: true, filters })
-      .catch((error: unknown) => {
-        throw toSandboxError(error, "list egress proxies");
-      });
-    for (const proxy of proxies) await this.containers.remove(proxy.Id, nameOf(proxy));
-    const networks = await this.engine.client.listNetworks({ filters }).catch((error: unknown) => {
-      throw toSandboxError(error, "list egress networks");
-    });
-    for (const network of networks) {
-      try {
-        await this.engine.client.getNetwork(network.Id).remove();
-      } catch (error) {
-        if (dockerStatusOf(error) !== 404)
-          throw toSandboxError(error, `remove the network ${network.Name}`);
-      }
+    const labels = [
+      `${egressLabels.sandbox}=${sandbox}`,
+      `${egressLabels.home}=${this.stateDirectory}`,
+    ];
+    const proxies = await this.containers.list({ labels });
+    for (const proxy of proxies) await this.containers.remove(proxy.id, proxy.name);
+    for (const network of await this.networks.list(labels)) {
+      await this.networks.remove(network.id);
     }
   }
 
   /** Every proxy of this state directory, for `sandbox list` and prune. */
   async list(): Promise<EgressProxySummary[]> {
-    const proxies = await this.engine.client
-      .listContainers({
-        all: true,
-        filters: { label: [egressLabels.sandbox, `${egressLabels.home}=${this.stateDirectory}`] },
-      })
-      .catch((error: unknown) => {
-        throw toSandboxError(error, "list egress proxies");
-      });
+    const proxies = await this.containers.list({
+      labels: [egressLabels.sandbox, `${egressLabels.home}=${this.stateDirectory}`],
+    });
     return proxies.map((proxy) => ({
-      name: nameOf(proxy),
-      sandbox: proxy.Labels[egressLabels.sandbox] ?? "",
-      state: proxy.State,
-      allow: (proxy.Labels[egressLabels.allow] ?? "").split(",").filter(Boolean),
+      name: proxy.name,
+      sandbox: proxy.labels[egressLabels.sandbox] ?? "",
+      state: proxy.status,
+      allow: (proxy.labels[egressLabels.allow] ?? "").split(",").filter(Boolean),
     }));
   }
 
@@ -180,22 +157,18 @@ export class EgressProxies {
    * of them was made (a network may be left without its proxy).
    */
   async owners(): Promise<{ sandbox: string; createdAtMs: number }[]> {
-    const filters = {
-      label: [egressLabels.sandbox, `${egressLabels.home}=${this.stateDirectory}`],
-    };
+    const labels = [egressLabels.sandbox, `${egressLabels.home}=${this.stateDirectory}`];
     const [proxies, networks] = await Promise.all([
-      this.engine.client.listContainers({ all: true, filters }),
-      this.engine.client.listNetworks({ filters }),
-    ]).catch((error: unknown) => {
-      throw toSandboxError(error, "list egress proxies and networks");
-    });
+      this.containers.list({ labels }),
+      this.networks.list(labels),
+    ]);
     const owners = new Map<string, number>();
     const add = (sandbox: string | undefined, createdAtMs: number) => {
       if (sandbox) owners.set(sandbox, Math.max(owners.get(sandbox) ?? 0, createdAtMs));
     };
-    for (const proxy of proxies) add(proxy.Labels[egressLabels.sandbox], proxy.Created * 1000);
+    for (const proxy of proxies) add(proxy.labels[egressLabels.sandbox], proxy.createdAtMs);
     for (const network of networks) {
-      add(network.Labels?.[egressLabels.sandbox], Date.parse(network.Created) || Date.now());
+      add(network.labels[egressLabels.sandbox], network.createdAtMs || Date.now());
     }
     return [...owners].map(([sandbox, createdAtMs]) => ({ sandbox, createdAtMs }));
   }
@@ -210,22 +183,12 @@ export class EgressProxies {
     onDecision: (decision: EgressDecision) => void,
   ): () => void {
     let stopped = false;
-    let stream: NodeJS.ReadableStream | undefined;
-    const container = this.engine.client.getContainer(egress.proxyContainer);
-    void container
-      .logs({
-        follow: true,
-        stdout: true,
-        stderr: false,
-        timestamps: true,
-        since: Math.floor(sinceMs / 1000),
-      })
-      .then((logs) => {
-        stream = logs;
-        if (stopped) return void (stream as unknown as { destroy(): void }).destroy();
-        const stdout = new PassThrough();
-        this.engine.client.modem.demuxStream(stream, stdout, new PassThrough());
-        stream.on("end", () => stdout.end());
+    let stream: Readable | undefined;
+    void this.containers
+      .followStdout(egress.proxyContainer, { sinceSeconds: Math.floor(sinceMs / 1000) })
+      .then((stdout) => {
+        stream = stdout;
+        if (stopped) return void stream.destroy();
         createInterface({ input: stdout }).on("line", (line) => {
           const space = line.indexOf(" ");
           // Docker's RFC 3339 time with nanoseconds; milliseconds are enough to drop older lines.
@@ -240,41 +203,30 @@ export class EgressProxies {
       );
     return () => {
       stopped = true;
-      (stream as unknown as { destroy?: () => void } | undefined)?.destroy?.();
+      stream?.destroy();
     };
   }
 
   private async ensureNetwork(egress: EgressSpec, sandbox: string): Promise<void> {
-    const network = this.engine.client.getNetwork(egress.network);
-    const found = await network.inspect().catch((error: unknown) => {
-      if (dockerStatusOf(error) === 404) return undefined;
-      throw toSandboxError(error, `inspect the network ${egress.network}`);
-    });
+    const found = await this.networks.inspect(egress.network);
     if (found) {
-      const info = found as { Internal?: boolean; Labels?: Record<string, string> };
-      this.assertOurs(info.Labels, egress.network, sandbox);
-      if (info.Internal) return;
+      this.assertOurs(found.labels, egress.network, sandbox);
+      if (found.internal) return;
       throw new SandboxStartError(`the network ${egress.network} is not internal`, {
         fix: `remove it (\`docker network rm ${egress.network}\`) and run again`,
       });
     }
-    try {
-      await this.engine.client.createNetwork({
-        Name: egress.network,
-        // No gateway out: the only thing a container on it reaches is what else is on it.
-        Internal: true,
-        CheckDuplicate: true,
-        Labels: { [egressLabels.sandbox]: sandbox, [egressLabels.home]: this.stateDirectory },
-      });
-    } catch (error) {
-      // Another process made it a moment ago.
-      if (dockerStatusOf(error) === 409) return;
-      throw toSandboxError(error, `create the internal network ${egress.network}`);
-    }
+    // False when another process made it a moment ago: fine either way.
+    await this.networks.create({
+      name: egress.network,
+      // No gateway out: the only thing a container on it reaches is what else is on it.
+      internal: true,
+      labels: { [egressLabels.sandbox]: sandbox, [egressLabels.home]: this.stateDirectory },
+    });
   }
 
   private assertOurs(
-    labels: Record<string, string> | undefined,
+    labels: Readonly<Record<string, string>> | undefined,
     name: string,
     sandbox: string,
   ): void {
@@ -297,7 +249,7 @@ export class EgressProxies {
     image: string,
     config: string,
     configHash: string,
-  ): Docker.ContainerCreateOptions {
+  ): CreateContainerRequest {
     return {
       name: egress.proxyContainer,
       Image: image,
@@ -336,16 +288,17 @@ export class EgressProxies {
     name: string,
     signal: AbortSignal | undefined,
   ): Promise<void> {
-    const container = this.engine.client.getContainer(id);
     const deadline = Date.now() + readyTimeoutMs;
     while (Date.now() < deadline) {
       throwIfAborted(signal, "egress proxy start");
-      const logs = (await container.logs({ stdout: true, stderr: true })).toString("utf8");
+      const logs = (await this.containers.logs(id, { stdout: true, stderr: true })).toString(
+        "utf8",
+      );
       if (logs.includes(readyMarker)) return;
-      const info = await container.inspect();
-      if (!info.State.Running) {
+      const info = await this.containers.inspect(id);
+      if (!info?.state.running) {
         throw new SandboxStartError(
-          `the egress proxy ${name} stopped (exit code ${info.State.ExitCode}): ${logs.trim().split("\n").slice(-3).join(" | ")}`,
+          `the egress proxy ${name} stopped (exit code ${info?.state.exitCode ?? "unknown: it is gone"}): ${logs.trim().split("\n").slice(-3).join(" | ")}`,
           { fix: "rebuild its image: `docker rmi` the cordon-egress-proxy tags and run again" },
         );
       }
@@ -358,8 +311,4 @@ export class EgressProxies {
       },
     );
   }
-}
-
-function nameOf(container: Docker.ContainerInfo): string {
-  return (container.Names[0] ?? container.Id).replace(/^\//, "");
 }

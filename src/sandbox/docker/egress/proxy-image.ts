@@ -6,7 +6,6 @@ import { Readable } from "node:stream";
 import { pack } from "tar-stream";
 
 import { ImageError, packageRoot } from "../../../common/index.js";
-import { dockerStatusOf, toSandboxError } from "../docker-errors.js";
 import type { DockerEngine } from "../engine.js";
 import { SandboxImage, type SandboxImageOptions } from "../sandbox-image.js";
 
@@ -50,51 +49,30 @@ export class EgressProxyImage {
     const context = pack();
     context.entry({ name: "Dockerfile", mode: 0o644 }, dockerfile);
     context.finalize();
-    let stream: NodeJS.ReadableStream;
-    try {
-      stream = await this.engine.client.buildImage(Readable.from(context), {
-        t: tag,
-        buildargs: { BASE_IMAGE: base.baseImage },
-        labels: { "cordon.image": "egress-proxy", "cordon.image.base-id": base.baseImageId },
-        rm: true,
-        forcerm: true,
-      });
-    } catch (error) {
-      throw toSandboxError(error, "start the egress proxy image build");
-    }
     const output: string[] = [];
-    await new Promise<void>((resolve, reject) => {
-      let failure: string | undefined;
-      this.engine.client.modem.followProgress(
-        stream,
-        (error) => {
-          if (error) reject(toSandboxError(error, "build the egress proxy image"));
-          else if (failure) {
-            reject(
-              new ImageError(`the egress proxy image build failed: ${failure}`, {
-                fix: `the last lines of the build: ${output.slice(-5).join(" | ")}; Debian's mirror must be reachable from the default bridge`,
-              }),
-            );
-          } else resolve();
-        },
-        (event: { stream?: string; error?: string; errorDetail?: { message?: string } }) => {
-          // A failed RUN arrives as an error event on a stream that still ends normally.
-          const message = event.errorDetail?.message ?? event.error;
-          if (message) failure ??= message.trim();
-          if (event.stream?.trim()) output.push(event.stream.trim());
-        },
-      );
-    });
+    let failure: string | undefined;
+    await this.engine.images.build(
+      Readable.from(context),
+      {
+        tag,
+        buildArgs: { BASE_IMAGE: base.baseImage },
+        labels: { "cordon.image": "egress-proxy", "cordon.image.base-id": base.baseImageId },
+      },
+      (event) => {
+        // A failed RUN arrives as an error event on a stream that still ends normally.
+        if (event.error) failure ??= event.error.trim();
+        if (event.stream?.trim()) output.push(event.stream.trim());
+      },
+    );
+    if (failure) {
+      throw new ImageError(`the egress proxy image build failed: ${failure}`, {
+        fix: `the last lines of the build: ${output.slice(-5).join(" | ")}; Debian's mirror must be reachable from the default bridge`,
+      });
+    }
     return tag;
   }
 
   private async exists(tag: string): Promise<boolean> {
-    try {
-      await this.engine.client.getImage(tag).inspect();
-      return true;
-    } catch (error) {
-      if (dockerStatusOf(error) === 404) return false;
-      throw toSandboxError(error, `inspect the image ${tag}`);
-    }
+    return (await this.engine.images.inspect(tag)) !== undefined;
   }
 }

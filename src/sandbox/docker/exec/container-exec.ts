@@ -1,10 +1,14 @@
 import type { Socket } from "node:net";
 import type { Duplex } from "node:stream";
 
-import type Docker from "dockerode";
-
 import { SandboxError, sleep } from "../../../common/index.js";
-import { dockerStatusOf, toSandboxError } from "../docker-errors.js";
+import type {
+  ContainerClient,
+  ContainerDetails,
+  ExecStatus,
+  StartedExec,
+} from "../client/index.js";
+import { engineStatusOf, toSandboxError } from "../docker-errors.js";
 import { DemuxStream } from "./demux-stream.js";
 import {
   runCollected,
@@ -28,24 +32,23 @@ export interface ContainerExecOptions {
 
 /** A start failure meaning the container is gone or stopped, not that the command failed. */
 function isContainerGone(error: unknown): boolean {
-  const cause = error instanceof SandboxError ? error.cause : error;
-  const status = dockerStatusOf(cause);
+  const status = engineStatusOf(error);
   return status === 404 || status === 409;
 }
 
 /**
- * The exec transport of one container, run as one user: create, start hijacked, demultiplex,
- * inspect, one Docker exec per process. The only place the Docker exec API is spoken; the
- * resident executor is started through it and falls back to it.
+ * The exec transport of one container, run as one user: one exec of the container client per
+ * process, its output demultiplexed, its exit status read once the output has ended. The tools'
+ * only way to start a process; the resident executor is started through it and falls back to it.
  */
 export class ContainerExec implements ExecTransport {
-  readonly #client: Docker;
+  readonly #client: ContainerClient;
   readonly #recover: ContainerRecovery | undefined;
   readonly #stopReason: (() => SandboxError | undefined) | undefined;
-  #container: Docker.Container;
+  #containerId: string;
 
   constructor(
-    client: Docker,
+    client: ContainerClient,
     containerId: string,
     readonly containerName: string,
     readonly user: string,
@@ -54,12 +57,12 @@ export class ContainerExec implements ExecTransport {
     this.#client = client;
     this.#recover = options.recover;
     this.#stopReason = options.stopReason;
-    this.#container = client.getContainer(containerId);
+    this.#containerId = containerId;
   }
 
   /** The current container's id (it changes when a dead container was replaced). */
   get containerId(): string {
-    return this.#container.id;
+    return this.#containerId;
   }
 
   async start(request: ExecRequest): Promise<RunningExec> {
@@ -70,31 +73,27 @@ export class ContainerExec implements ExecTransport {
       // fresh one for the same sandbox (same name, same private workspace) and start it there.
       if (!this.#recover || !isContainerGone(error)) throw error;
       const replacement = await this.#recover();
-      this.#container = this.#client.getContainer(replacement);
+      this.#containerId = replacement;
       return this.#start(request);
     }
   }
 
   async #start(request: ExecRequest): Promise<RunningExec> {
     const attachStdin = request.stdin !== undefined;
-    let exec: Docker.Exec;
-    let socket: Duplex;
+    let exec: StartedExec;
     try {
-      exec = await this.#container.exec({
-        Cmd: request.cmd,
-        User: this.user,
-        WorkingDir: request.workingDir ?? "/",
-        Env: request.env ?? [],
-        AttachStdin: attachStdin,
-        AttachStdout: true,
-        AttachStderr: true,
-        Tty: false,
+      exec = await this.#client.exec(this.#containerId, {
+        cmd: request.cmd,
+        user: this.user,
+        workingDir: request.workingDir ?? "/",
+        env: request.env ?? [],
+        attachStdin,
       });
-      socket = await exec.start({ hijack: true, stdin: attachStdin });
     } catch (error) {
       throw this.#failure(error, "start a command");
     }
 
+    const socket: Duplex = exec.stream;
     let detached = false;
     const demux = new DemuxStream(request.onOutput);
     const streamEnded = new Promise<void>((resolve, reject) => {
@@ -171,17 +170,17 @@ export class ContainerExec implements ExecTransport {
     }
   }
 
-  async #exitCodeOf(exec: Docker.Exec): Promise<number> {
+  async #exitCodeOf(exec: StartedExec): Promise<number> {
     // The output can end a moment before the engine records the exit.
     for (let attempt = 0; attempt < 200; attempt++) {
-      let info: Docker.ExecInspectInfo;
+      let info: ExecStatus;
       try {
-        info = await exec.inspect();
+        info = await exec.status();
       } catch (error) {
         throw this.#failure(error, "read a command's exit status");
       }
-      if (!info.Running && info.ExitCode !== null) return info.ExitCode;
-      if (!info.Running) break;
+      if (!info.running && info.exitCode !== null) return info.exitCode;
+      if (!info.running) break;
       await sleep(attempt < 20 ? 5 : 25);
     }
     throw await this.#containerGone("read a command's exit status");
@@ -189,17 +188,22 @@ export class ContainerExec implements ExecTransport {
 
   /** The clearest error for a failure: a stopped or missing container says so. */
   #failure(error: unknown, action: string): SandboxError {
-    const status = dockerStatusOf(error);
-    if (status === 404 || status === 409) {
-      return new SandboxError(
-        `the sandbox container ${this.containerName} is gone or not running (while trying to ${action})`,
-        {
-          cause: error,
-          fix: "run the command again: the next call starts a fresh sandbox; `cordon sandbox list` shows its state",
-        },
-      );
-    }
-    return toSandboxError(error, `${action} in ${this.containerName}`);
+    const status = engineStatusOf(error);
+    if (status === 404 || status === 409) return this.#notRunning(action, error);
+    // The engine's own error, named by this sandbox rather than the container's id.
+    const engineError =
+      error instanceof SandboxError && error.cause !== undefined ? error.cause : error;
+    return toSandboxError(engineError, `${action} in ${this.containerName}`);
+  }
+
+  #notRunning(action: string, cause?: unknown): SandboxError {
+    return new SandboxError(
+      `the sandbox container ${this.containerName} is gone or not running (while trying to ${action})`,
+      {
+        cause,
+        fix: "run the command again: the next call starts a fresh sandbox; `cordon sandbox list` shows its state",
+      },
+    );
   }
 
   /**
@@ -210,13 +214,14 @@ export class ContainerExec implements ExecTransport {
   async assertRunning(action: string, settleMs = 0): Promise<void> {
     const deadline = performance.now() + settleMs;
     for (;;) {
-      let running: boolean;
+      let container: ContainerDetails | undefined;
       try {
-        running = (await this.#container.inspect()).State.Running;
+        container = await this.#client.inspect(this.#containerId);
       } catch (error) {
         throw this.#failure(error, action);
       }
-      if (!running) throw await this.#containerGone(action);
+      if (!container) throw this.#notRunning(action);
+      if (!container.state.running) throw await this.#containerGone(action);
       if (performance.now() >= deadline) return;
       await sleep(50);
     }
@@ -227,11 +232,9 @@ export class ContainerExec implements ExecTransport {
     if (stoppedOnPurpose) return stoppedOnPurpose;
     let state: string;
     try {
-      const info = await this.#container.inspect();
-      state = info.State.Status;
+      state = (await this.#client.inspect(this.#containerId))?.state.status ?? "removed";
     } catch (error) {
-      if (dockerStatusOf(error) !== 404) return toSandboxError(error, action);
-      state = "removed";
+      return toSandboxError(error, action);
     }
     return new SandboxError(
       `the sandbox container ${this.containerName} stopped while running a command (state: ${state})`,

@@ -195,7 +195,7 @@ export class ContextSnapshot {
       archive.finalize();
     };
     fill().catch((error: unknown) => archive.destroy(error as Error));
-    // tar-stream packs are streamx streams; Readable.from adapts them for dockerode.
+    // tar-stream packs are streamx streams; Readable.from makes a Node stream of one for the engine client.
     return Readable.from(archive);
   }
 }

@@ -70,12 +70,12 @@ export async function preflightProjectImage(options: PreflightOptions): Promise<
 }
 
 async function runPreflight(options: PreflightOptions): Promise<string> {
-  const client = options.engine.client;
+  const containers = options.engine.containers;
   const script = await readFile(path.join(packageRoot(), "images", "project-image-preflight.sh"));
   throwIfAborted(options.signal, "project image preflight");
-  let container;
+  let container: string | undefined;
   try {
-    container = await client.createContainer({
+    container = await containers.create({
       Image: options.imageId,
       User: options.user,
       Entrypoint: ["/bin/sh", "-c", script.toString("utf8"), "preflight", options.userName ?? ""],
@@ -97,9 +97,14 @@ async function runPreflight(options: PreflightOptions): Promise<string> {
   } catch (error) {
     throw toSandboxError(error, `create a preflight container of ${options.reference}`);
   }
+  if (container === undefined) {
+    throw new ImageError(`a preflight container of ${options.reference} could not be created`, {
+      fix: "run again",
+    });
+  }
   try {
     try {
-      await container.start();
+      await containers.start(container);
     } catch (error) {
       // The engine cannot even start /bin/sh: the image has no shell at all.
       if (/\/bin\/sh|executable file not found|no such file/i.test(String(error))) {
@@ -107,11 +112,11 @@ async function runPreflight(options: PreflightOptions): Promise<string> {
       }
       throw toSandboxError(error, `start a preflight container of ${options.reference}`);
     }
-    await container.wait();
-    const logs = await container.logs({ stdout: true, stderr: true, follow: false });
-    return Buffer.isBuffer(logs) ? logs.toString("utf8") : String(logs);
+    await containers.wait(container);
+    // A TTY: the log is the output as it was written, no frames.
+    return (await containers.logs(container, { stdout: true, stderr: true })).toString("utf8");
   } finally {
-    await container.remove({ force: true }).catch(() => undefined);
+    await containers.remove(container).catch(() => undefined);
   }
 }
 

@@ -8,10 +8,10 @@ import { pack } from "tar-stream";
 
 import { ImageError, throwIfAborted } from "../../../common/index.js";
 import type { ProjectImageSpec } from "../../spec.js";
-import { dockerStatusOf, toSandboxError } from "../docker-errors.js";
+import type { ImageBuildRequest } from "../client/index.js";
 import type { DockerEngine } from "../engine.js";
 import { describeImageBuildEvent } from "../image-build-progress.js";
-import { followImageBuild } from "../image-build-stream.js";
+import { buildImageLogged } from "../image-build-stream.js";
 import { sandboxImageRepository } from "../sandbox-image.js";
 import { ContextSnapshot, contextDockerfileName, readWorkspaceFile } from "./build-context.js";
 import { parseDevcontainer, type Devcontainer } from "./devcontainer.js";
@@ -218,50 +218,34 @@ export class ProjectImages {
       const line = describeImageBuildEvent(event);
       if (line !== undefined) say(line);
     };
-    const follow = async (
-      stream: Promise<NodeJS.ReadableStream>,
-      quiet: boolean,
-    ): Promise<void> => {
-      let output: NodeJS.ReadableStream;
-      try {
-        output = await stream;
-      } catch (error) {
-        throw toSandboxError(error, "start the project image build");
-      }
-      await followImageBuild(this.options.engine.client.modem, output, {
+    const build = (context: Readable, request: ImageBuildRequest, quiet: boolean) =>
+      buildImageLogged(this.options.engine.images, context, request, {
         log,
         emit: quiet ? () => undefined : emit,
         what: `the project image ${reference} (from ${what})`,
         fix: `fix ${what} and run again (the full log is ${logFile})`,
       });
-    };
-    const common = {
-      t: reference,
-      rm: true,
-      forcerm: true,
-      ...(options.signal ? { abortSignal: options.signal } : {}),
-    };
+    const common = { tag: reference, signal: options.signal };
     try {
       let from = recipe.kind === "image" ? recipe.image : reference;
       if (recipe.kind === "build") {
-        await follow(
-          this.options.engine.client.buildImage(snapshot!.tar(recipe.dockerfile), {
+        await build(
+          snapshot!.tar(recipe.dockerfile),
+          {
             ...common,
             dockerfile: contextDockerfileName,
-            buildargs: recipe.args,
-            ...(recipe.target ? { target: recipe.target } : {}),
+            buildArgs: recipe.args,
+            target: recipe.target,
             labels: { "cordon.image": "project" },
-          }),
+          },
           false,
         );
         from = reference;
       }
       const last = await lastLayerContext(this.options.engine, from);
-      await follow(
-        this.options.engine.client.buildImage(last, {
-          ...common,
-          labels: { "cordon.image": "project", [finishedLabel]: "1" },
-        }),
+      await build(
+        last,
+        { ...common, labels: { "cordon.image": "project", [finishedLabel]: "1" } },
         true,
       );
     } catch (error) {
@@ -275,13 +259,8 @@ export class ProjectImages {
 
   /** The id `reference` names when it is a finished project image (cordon's last layer on). */
   private async finishedId(reference: string): Promise<string | undefined> {
-    try {
-      const info = await this.options.engine.client.getImage(reference).inspect();
-      return info.Config.Labels?.[finishedLabel] === "1" ? info.Id : undefined;
-    } catch (error) {
-      if (dockerStatusOf(error) === 404) return undefined;
-      throw toSandboxError(error, `inspect image ${reference}`);
-    }
+    const info = await this.options.engine.images.inspect(reference);
+    return info?.labels[finishedLabel] === "1" ? info.id : undefined;
   }
 
   /** The id of a base image, building cordon's own or pulling another when it is missing. */
@@ -290,12 +269,7 @@ export class ProjectImages {
     const present = await this.inspectId(image);
     if (present) return present;
     try {
-      const stream = await this.options.engine.client.pull(image);
-      await new Promise<void>((resolve, reject) => {
-        this.options.engine.client.modem.followProgress(stream, (error) =>
-          error ? reject(error) : resolve(),
-        );
-      });
+      await this.options.engine.images.pull(image);
     } catch {
       // No registry, or no such image: said below.
     }
@@ -310,12 +284,7 @@ export class ProjectImages {
   }
 
   private async inspectId(reference: string): Promise<string | undefined> {
-    try {
-      return (await this.options.engine.client.getImage(reference).inspect()).Id;
-    } catch (error) {
-      if (dockerStatusOf(error) === 404) return undefined;
-      throw toSandboxError(error, `inspect image ${reference}`);
-    }
+    return (await this.options.engine.images.inspect(reference))?.id;
   }
 }
 
@@ -382,17 +351,15 @@ function repositoryOf(image: string): string {
  * only: nothing runs, and the image needs no shell for it.
  */
 async function lastLayerContext(engine: DockerEngine, from: string): Promise<Readable> {
-  let info;
-  try {
-    info = await engine.client.getImage(from).inspect();
-  } catch (error) {
-    throw toSandboxError(error, `inspect image ${from}`);
+  const info = await engine.images.inspect(from);
+  if (!info) {
+    throw new ImageError(`the image ${from} is gone from the Docker engine`, {
+      fix: "run again: the project image is built anew",
+    });
   }
-  const imagePath = (info.Config.Env ?? [])
-    .find((entry) => entry.startsWith("PATH="))
-    ?.slice("PATH=".length);
+  const imagePath = info.env.find((entry) => entry.startsWith("PATH="))?.slice("PATH=".length);
   const archive = pack();
-  const lines = [`FROM ${info.Id}`];
+  const lines = [`FROM ${info.id}`];
   if (imagePath) {
     lines.push(`COPY image-path.sh ${imagePathScript}`);
     const quoted = `'${imagePath.replace(/'/g, `'\\''`)}'`;

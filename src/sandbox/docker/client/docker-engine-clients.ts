@@ -1,0 +1,246 @@
+import type { Readable } from "node:stream";
+
+import Docker from "dockerode";
+
+import { toSandboxError, dockerStatusOf } from "../docker-errors.js";
+import { DockerContainerClient } from "./docker-container-client.js";
+import type {
+  EngineClients,
+  EngineDetails,
+  ImageBuildRequest,
+  ImageBuildStreamEvent,
+  ImageClient,
+  ImageDetails,
+  NetworkClient,
+  NetworkDetails,
+  SystemClient,
+} from "./engine-clients.js";
+
+const defaultSocket = "/var/run/docker.sock";
+
+/**
+ * The clients of the engine at `host`, in DOCKER_HOST syntax (`unix:///path`, `tcp://host:port`;
+ * default the local socket). Connects lazily: nothing is sent until a client is used.
+ */
+export function connectDocker(host: string | undefined): EngineClients {
+  const docker = dockerFor(host);
+  return {
+    containers: new DockerContainerClient(docker),
+    images: new DockerImageClient(docker),
+    networks: new DockerNetworkClient(docker),
+    system: new DockerSystemClient(docker),
+  };
+}
+
+function dockerFor(host: string | undefined): Docker {
+  if (!host) return new Docker({ socketPath: defaultSocket });
+  const url = new URL(host);
+  if (url.protocol === "unix:") return new Docker({ socketPath: url.pathname });
+  if (url.protocol === "tcp:" || url.protocol === "http:") {
+    return new Docker({ host: url.hostname, port: Number(url.port || 2375), protocol: "http" });
+  }
+  throw new Error(`unsupported DOCKER_HOST ${host}: use unix:///path or tcp://host:port`);
+}
+
+/** Follows one of the engine's progress streams (build, pull) to its end. */
+function follow(
+  docker: Docker,
+  stream: NodeJS.ReadableStream,
+  onEvent: (event: ImageBuildStreamEvent) => void,
+): Promise<void> {
+  return new Promise((resolve, reject) => {
+    docker.modem.followProgress(
+      stream,
+      (error) => (error ? reject(error) : resolve()),
+      (event: {
+        stream?: string;
+        status?: string;
+        error?: string;
+        errorDetail?: { message?: string };
+      }) => {
+        const error = event.errorDetail?.message ?? event.error;
+        onEvent({
+          ...(event.stream !== undefined ? { stream: event.stream } : {}),
+          ...(event.status !== undefined ? { status: event.status } : {}),
+          ...(error !== undefined ? { error } : {}),
+        });
+      },
+    );
+  });
+}
+
+class DockerImageClient implements ImageClient {
+  constructor(private readonly docker: Docker) {}
+
+  async inspect(reference: string): Promise<ImageDetails | undefined> {
+    try {
+      const info = await this.docker.getImage(reference).inspect();
+      return { id: info.Id, labels: info.Config.Labels ?? {}, env: info.Config.Env ?? [] };
+    } catch (error) {
+      if (dockerStatusOf(error) === 404) return undefined;
+      throw toSandboxError(error, `inspect image ${reference}`);
+    }
+  }
+
+  async tags(repository: string): Promise<string[]> {
+    try {
+      const images = await this.docker.listImages({ filters: { reference: [repository] } });
+      return images.flatMap((image) => image.RepoTags ?? []);
+    } catch (error) {
+      throw toSandboxError(error, "list images");
+    }
+  }
+
+  async tag(reference: string, repository: string, tag: string): Promise<void> {
+    try {
+      await this.docker.getImage(reference).tag({ repo: repository, tag });
+    } catch (error) {
+      throw toSandboxError(error, `tag ${reference} as ${repository}:${tag}`);
+    }
+  }
+
+  async build(
+    context: Readable,
+    request: ImageBuildRequest,
+    onEvent: (event: ImageBuildStreamEvent) => void,
+  ): Promise<void> {
+    let stream: NodeJS.ReadableStream;
+    try {
+      stream = await this.docker.buildImage(context, {
+        t: request.tag,
+        ...(request.buildArgs ? { buildargs: request.buildArgs } : {}),
+        ...(request.labels ? { labels: request.labels } : {}),
+        ...(request.dockerfile ? { dockerfile: request.dockerfile } : {}),
+        ...(request.target ? { target: request.target } : {}),
+        rm: true,
+        forcerm: true,
+        ...(request.signal ? { abortSignal: request.signal } : {}),
+      });
+    } catch (error) {
+      throw toSandboxError(error, `start the build of ${request.tag}`);
+    }
+    try {
+      await follow(this.docker, stream, onEvent);
+    } catch (error) {
+      throw toSandboxError(error, `build ${request.tag}`);
+    }
+  }
+
+  async pull(reference: string, options: { signal?: AbortSignal | undefined } = {}): Promise<void> {
+    try {
+      const stream = await this.docker.pull(
+        reference,
+        options.signal ? { abortSignal: options.signal } : {},
+      );
+      await follow(this.docker, stream, () => undefined);
+    } catch (error) {
+      throw toSandboxError(error, `pull ${reference}`);
+    }
+  }
+}
+
+interface NetworkInfo {
+  Id: string;
+  Name: string;
+  Internal?: boolean;
+  Labels?: Record<string, string> | null;
+  Created?: string;
+  IPAM?: { Config?: { Gateway?: string; Subnet?: string }[] | null };
+}
+
+function networkOf(info: NetworkInfo): NetworkDetails {
+  return {
+    id: info.Id,
+    name: info.Name,
+    internal: info.Internal ?? false,
+    labels: info.Labels ?? {},
+    createdAtMs: (info.Created && Date.parse(info.Created)) || 0,
+    subnets: (info.IPAM?.Config ?? []).flatMap((entry) =>
+      entry.Gateway && entry.Subnet ? [{ subnet: entry.Subnet, gateway: entry.Gateway }] : [],
+    ),
+  };
+}
+
+class DockerNetworkClient implements NetworkClient {
+  constructor(private readonly docker: Docker) {}
+
+  async inspect(nameOrId: string): Promise<NetworkDetails | undefined> {
+    try {
+      return networkOf((await this.docker.getNetwork(nameOrId).inspect()) as NetworkInfo);
+    } catch (error) {
+      if (dockerStatusOf(error) === 404) return undefined;
+      throw toSandboxError(error, `inspect the network ${nameOrId}`);
+    }
+  }
+
+  async list(labels: string[]): Promise<NetworkDetails[]> {
+    try {
+      const networks = (await this.docker.listNetworks({
+        filters: { label: labels },
+      })) as NetworkInfo[];
+      return networks.map(networkOf);
+    } catch (error) {
+      throw toSandboxError(error, "list networks");
+    }
+  }
+
+  async create(request: {
+    name: string;
+    internal: boolean;
+    labels: Record<string, string>;
+  }): Promise<boolean> {
+    try {
+      await this.docker.createNetwork({
+        Name: request.name,
+        Internal: request.internal,
+        CheckDuplicate: true,
+        Labels: request.labels,
+      });
+      return true;
+    } catch (error) {
+      if (dockerStatusOf(error) === 409) return false;
+      throw toSandboxError(error, `create the network ${request.name}`);
+    }
+  }
+
+  async remove(nameOrId: string): Promise<void> {
+    try {
+      await this.docker.getNetwork(nameOrId).remove();
+    } catch (error) {
+      if (dockerStatusOf(error) !== 404) {
+        throw toSandboxError(error, `remove the network ${nameOrId}`);
+      }
+    }
+  }
+}
+
+class DockerSystemClient implements SystemClient {
+  constructor(private readonly docker: Docker) {}
+
+  async describe(): Promise<EngineDetails> {
+    try {
+      await this.docker.ping();
+      const [version, info] = await Promise.all([
+        this.docker.version(),
+        this.docker.info() as Promise<Record<string, unknown>>,
+      ]);
+      const text = (key: string) => (typeof info[key] === "string" ? info[key] : "");
+      const securityOptions = info["SecurityOptions"];
+      return {
+        serverVersion: version.Version,
+        apiVersion: version.ApiVersion,
+        operatingSystem: text("OperatingSystem"),
+        architecture: text("Architecture"),
+        storageDriver: text("Driver"),
+        cgroupVersion: text("CgroupVersion"),
+        runtimes: Object.keys((info["Runtimes"] as Record<string, unknown> | undefined) ?? {}),
+        defaultRuntime: text("DefaultRuntime"),
+        securityOptions: Array.isArray(securityOptions)
+          ? securityOptions.filter((o): o is string => typeof o === "string")
+          : [],
+      };
+    } catch (error) {
+      throw toSandboxError(error, "answer a ping");
+    }
+  }
+}
