@@ -73,6 +73,8 @@ describe("cordon help", () => {
     const unknown = await help("sandbox", "lsit");
     expect(unknown.code).toBe(2);
     expect(unknown.err).toMatch(/no command or help topic "sandbox lsit"/);
-    expect(unknown.err).toMatch(/topics are configuration, scripted-model, library, network/);
+    expect(unknown.err).toMatch(
+      /topics are configuration, scripted-model, library, network, images, runtimes, gvisor/,
+    );
   });
 });

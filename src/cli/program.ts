@@ -100,6 +100,15 @@ const helpTopics: Readonly<Record<string, { file: string; summary: string }>> = 
     file: "network.md",
     summary: "network by allowlist: sandbox.egress, --allow-host, the egress proxy, CA trust",
   },
+  images: {
+    file: "images.md",
+    summary: "project images: sandbox.docker.dockerfile, devcontainer.json, what an image needs",
+  },
+  runtimes: {
+    file: "runtimes.md",
+    summary: "another agent in the sandbox: --runtime claude-code, a command, the model gateway",
+  },
+  gvisor: { file: "gvisor.md", summary: "gVisor (runsc) as the sandbox's runtime" },
 };
 
 function topicList(): string {

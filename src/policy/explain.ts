@@ -56,7 +56,7 @@ export function explainPlan(plan: RunPlan): string {
       lines.push(`  runtime      ${d.runtime}${gvisor ? ` (${gvisorBoundaryNote})` : ""}`);
       if (gvisor) {
         lines.push(
-          `               pids limit ${d.pidsLimit} is RLIMIT_NPROC inside gVisor; docs/gvisor.md`,
+          `               pids limit ${d.pidsLimit} is RLIMIT_NPROC inside gVisor; cordon help gvisor`,
         );
       }
     }
@@ -165,7 +165,7 @@ function describePrompt(plan: RunPlan): string {
 function describeImage(docker: NonNullable<RunPlan["sandbox"]["spec"]>["docker"]): string {
   const project = docker.projectImage;
   if (project) {
-    return `project image cordon-project-<slug>:<hash>, built from ${project.file} (${project.configKey}; see docs/images.md)`;
+    return `project image cordon-project-<slug>:<hash>, built from ${project.file} (${project.configKey}; cordon help images)`;
   }
   return docker.image ?? "built-in sandbox image (cordon image build)";
 }

@@ -49,7 +49,9 @@ describe("cordon doctor", () => {
     expect(run.exitCode).toBe(3);
     expect(runtime?.status).toBe("fail");
     expect(runtime?.detail).toMatch(/runsc-unregistered is not registered with the engine/);
-    expect(runtime?.fix).toMatch(/scripts\/setup\.sh with CORDON_RUNTIME=runsc/);
+    expect(runtime?.fix).toMatch(
+      /cordon help gvisor.*CORDON_RUNTIME=runsc bash scripts\/setup\.sh/,
+    );
   });
 
   // CI registers gVisor (CORDON_RUNTIME=runsc scripts/setup.sh); elsewhere this needs the same.

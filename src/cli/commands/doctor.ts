@@ -156,7 +156,7 @@ async function checkRuntime(
       status: "fail",
       detail: `${runtime} is not registered with the engine (${registered})`,
       fix: isGvisorRuntime(runtime)
-        ? "run scripts/setup.sh with CORDON_RUNTIME=runsc: it installs gVisor and registers it (docs/gvisor.md)"
+        ? "install gVisor and register it with the engine (`cordon help gvisor`; from a clone, `CORDON_RUNTIME=runsc bash scripts/setup.sh` does both)"
         : `register ${runtime} with the engine (daemon.json "runtimes"), or unset sandbox.docker.runtime`,
     };
   }

@@ -37,7 +37,7 @@ export function registerImageCommand(program: Command, context: CliContext): voi
     .addOption(
       new Option(
         "--agent <name>",
-        "build the agent image instead: the sandbox image with that agent CLI (docs/runtimes.md)",
+        "build the agent image instead: the sandbox image with that agent CLI (`cordon help runtimes`)",
       ).choices(agentImageNames),
     )
     .action(async (options: { force?: boolean; json?: boolean; agent?: AgentImageName }) => {

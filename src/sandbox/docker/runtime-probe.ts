@@ -14,7 +14,7 @@ export async function probeRuntime(
   image: string,
 ): Promise<void> {
   const fix = isGvisorRuntime(runtime)
-    ? "rerun setup with CORDON_RUNTIME=runsc (it installs runsc and registers it with runtime flags that start here); docs/gvisor.md"
+    ? "rerun setup with CORDON_RUNTIME=runsc (it installs runsc and registers it with runtime flags that start here); `cordon help gvisor`"
     : `register the runtime ${runtime} with the engine (dockerd --add-runtime or daemon.json "runtimes")`;
   const containers = engine.containers;
   let container: string | undefined;

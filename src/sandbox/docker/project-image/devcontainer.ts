@@ -89,7 +89,7 @@ export function parseDevcontainer(file: string, text: string): Devcontainer {
       .map((issue) => `${issue.path.join(".") || "(top level)"}: ${issue.message}`)
       .join("; ");
     throw new ImageError(`${file} does not describe a container cordon can use: ${issues}`, {
-      fix: "fix the devcontainer.json (docs/images.md lists the fields cordon reads)",
+      fix: "fix the devcontainer.json (`cordon help images` lists the fields cordon reads)",
     });
   }
   const config = parsed.data;

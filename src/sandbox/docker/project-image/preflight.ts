@@ -125,7 +125,7 @@ function preflightFailure(options: PreflightOptions, missing: string[]): ImageEr
   return new ImageError(
     `the project image ${options.reference}, built from ${options.source}, cannot run a sandbox: it has no ${missing.join(", ")} for uid ${options.user}`,
     {
-      fix: `start the Dockerfile FROM ${sandboxImageRepository}:latest (cordon's own image has everything), or install them in the image (Debian: \`RUN apt-get install -y --no-install-recommends ${packages.join(" ")}\`); docs/images.md`,
+      fix: `start the Dockerfile FROM ${sandboxImageRepository}:latest (cordon's own image has everything), or install them in the image (Debian: \`RUN apt-get install -y --no-install-recommends ${packages.join(" ")}\`); see cordon help images`,
     },
   );
 }

@@ -278,7 +278,7 @@ export class ProjectImages {
     throw new ImageError(
       `the base image ${image} of ${what} is not on the Docker engine and cannot be pulled`,
       {
-        fix: `build or pull ${image}, or start ${what} FROM ${sandboxImageRepository}:latest (cordon's own image; docs/images.md)`,
+        fix: `build or pull ${image}, or start ${what} FROM ${sandboxImageRepository}:latest (cordon's own image; see cordon help images)`,
       },
     );
   }
