@@ -13,3 +13,5 @@ export const workspaceAccessModes = ["none", "ro", "rw"] as const;
 export const toolProfiles = ["minimal", "coding", "full"] as const;
 /** Thinking levels, none to most; each level's token budget is in runner/loop/thinking.ts. */
 export const thinkingLevels = ["off", "minimal", "low", "medium", "high", "xhigh"] as const;
+/** Which sessions the session tools show a sandboxed session. */
+export const sessionToolsVisibilities = ["spawned", "all"] as const;

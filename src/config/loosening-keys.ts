@@ -121,6 +121,28 @@ export const untrustedKeyRules: Readonly<Record<string, KeyRule>> = {
     unless("cordon"),
   ),
 
+  // A subagent runs with its own agent's settings: naming another agent may pick one whose
+  // sandbox is weaker, tools wider or workspace elsewhere. Only the user's file may name them.
+  "subagents.allowAgents": loosening(
+    "lets an agent start sessions of other agents, each with that agent's own tools, sandbox and workspace",
+    nonEmpty,
+  ),
+  "subagents.model": safe(
+    "which model a subagent calls; the endpoint and keys stay the environment's",
+  ),
+  "subagents.maxConcurrent": loosening(
+    `more than the built-in ${configDefaults.subagents.maxConcurrent} child runs at once takes more of the host (containers, model spend)`,
+    above(configDefaults.subagents.maxConcurrent),
+  ),
+  "tools.agentToAgent.enabled": loosening(
+    "lets a session's tools read and message sessions of other agents",
+    isTrue,
+  ),
+  "tools.agentToAgent.allow": loosening(
+    "names the agents whose sessions may be read and messaged",
+    nonEmpty,
+  ),
+
   "tools.profile": loosening(
     '"full" offers every registered tool, an embedder\'s own host-side tools included',
     unless("minimal", "coding"),
@@ -175,6 +197,10 @@ export const untrustedKeyRules: Readonly<Record<string, KeyRule>> = {
     unless(true),
   ),
   "sandbox.workspaceRoot": loosening("moves where cordon writes private workspaces on the host"),
+  "sandbox.sessionToolsVisibility": loosening(
+    '"all" lets a sandboxed session read and message every session of the project, the unsandboxed main session included',
+    unless("spawned"),
+  ),
   "sandbox.prune.stopIdleMinutes": safe(
     "when idle containers are stopped; not what they can reach",
   ),

@@ -4,6 +4,7 @@ import { normalizeAgentId } from "./agent-id.js";
 import {
   sandboxModes,
   sandboxScopes,
+  sessionToolsVisibilities,
   thinkingLevels,
   toolProfiles,
   workspaceAccessModes,
@@ -26,6 +27,7 @@ import { carryPathProblem } from "./carry-path.js";
 export {
   sandboxModes,
   sandboxScopes,
+  sessionToolsVisibilities,
   thinkingLevels,
   toolProfiles,
   workspaceAccessModes,
@@ -80,6 +82,11 @@ export const configDefaults = {
     protectGitDir: true,
     prune: { stopIdleMinutes: 30, idleHours: 24, maxAgeDays: 7 },
     egress: { allow: [] as string[], trustHostCertificates: false },
+    sessionToolsVisibility: "spawned" as const,
+  },
+  subagents: {
+    /** Child runs (sessions_spawn, sessions_send) in flight at once in one cordon process. */
+    maxConcurrent: 2,
   },
   docker: {
     containerPrefix: "cordon",
@@ -484,6 +491,15 @@ function sandboxSchema<F extends Flavour>(flavour: F) {
         ),
       s.protectGitDir,
     ),
+    sessionToolsVisibility: field(
+      flavour,
+      z
+        .enum(sessionToolsVisibilities)
+        .describe(
+          'Which sessions the session tools (sessions_list, sessions_history, sessions_send) show a sandboxed session: "spawned" (only the subagents it spawned) or "all" (every session of the project)',
+        ),
+      s.sessionToolsVisibility,
+    ),
     prune: section(flavour, prune.describe("When idle or old containers are stopped and removed")),
     egress: section(flavour, egress),
     docker: section(flavour, docker),
@@ -636,6 +652,37 @@ const agentRuntime = z
 export type AgentRuntimeName = (typeof agentRuntimes)[number];
 export type AgentRuntimeConfig = z.infer<typeof agentRuntime>;
 
+/** Agent ids a session of this agent may start subagents of (`sessions_spawn`). */
+const allowAgents = z
+  .array(z.union([z.literal("*"), agentId]))
+  .describe(
+    'Agent ids this agent may start subagents of with sessions_spawn ("*": any agent); default: only its own id',
+  );
+const subagentModel = text.describe(
+  "The model a subagent of this agent runs, unless sessions_spawn names one; default the agent's own model",
+);
+/** Per agent: whom it may spawn and with which model. */
+const agentSubagents = z
+  .strictObject({ allowAgents: allowAgents.optional(), model: subagentModel.optional() })
+  .describe("Subagents this agent may start (sessions_spawn)");
+/** For every agent, plus the lane all child runs of one process share. */
+const defaultSubagents = z
+  .strictObject({
+    allowAgents: allowAgents.optional(),
+    model: subagentModel.optional(),
+    maxConcurrent: z
+      .number()
+      .int()
+      .min(1)
+      .max(64)
+      .default(configDefaults.subagents.maxConcurrent)
+      .describe(
+        "Child runs (sessions_spawn, sessions_send) in flight at once in one cordon process, in a lane of their own (1-64)",
+      ),
+  })
+  .prefault({})
+  .describe("Subagents every agent may start, and the lane their runs share");
+
 const thinking = z
   .enum(thinkingLevels)
   .describe("How much the model thinks before answering (off, minimal, low, medium, high, …)");
@@ -663,6 +710,7 @@ const agentEntry = z.strictObject({
   bootstrap: bootstrapSchema.optional(),
   /** The model's context window in tokens; requests that would not fit are compacted first. */
   contextWindow: contextWindow.optional(),
+  subagents: agentSubagents.optional(),
 });
 
 /** Agent ids are unique and at most one agent is the default. */
@@ -707,7 +755,12 @@ const agentDefaults = z.strictObject({
     .prefault({})
     .describe("Sandbox settings for every agent, with the built-in defaults"),
   tools: toolsSchema("partial").optional().describe("The tool rules every agent starts from"),
-  promptMode: promptModeField.default("full"),
+  subagents: defaultSubagents,
+  promptMode: promptModeField
+    .optional()
+    .describe(
+      "How much the system prompt says: full, minimal (of the bootstrap files only AGENTS.md and TOOLS.md) or none; default full, minimal in subagent sessions",
+    ),
   bootstrap: z
     .strictObject({
       files: bootstrapSchema.shape.files.unwrap().default([...configDefaults.bootstrap.files]),
@@ -740,6 +793,27 @@ export const cordonConfigSchema = z.strictObject({
     .default({ primary: configDefaults.model.primary, fallbacks: [] })
     .describe('The model: an id ("claude-sonnet-4-6") or { primary, fallbacks, apiKeyEnv }'),
   tools: toolsSchema("defaults")
+    .extend({
+      agentToAgent: z
+        .strictObject({
+          enabled: z
+            .boolean()
+            .default(false)
+            .describe(
+              "Let session tools (sessions_list, sessions_history, sessions_send) reach sessions of other agents",
+            ),
+          allow: z
+            .array(z.union([z.literal("*"), agentId]))
+            .default([])
+            .describe(
+              'Agent ids whose sessions they may reach when enabled ("*": any; empty: none)',
+            ),
+        })
+        .prefault({})
+        .describe(
+          "Agent-to-agent: whether a session's tools may read or message sessions of other agents (a subagent it spawned is always its own)",
+        ),
+    })
     .prefault({})
     .describe("Which tools the agent gets (profile, allow, deny) and their settings"),
   fixTests: z
@@ -787,3 +861,4 @@ export type SandboxScope = (typeof sandboxScopes)[number];
 export type WorkspaceAccess = (typeof workspaceAccessModes)[number];
 export type ToolProfile = (typeof toolProfiles)[number];
 export type ThinkingLevel = (typeof thinkingLevels)[number];
+export type SessionToolsVisibility = (typeof sessionToolsVisibilities)[number];

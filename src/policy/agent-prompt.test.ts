@@ -56,10 +56,10 @@ describe("prompt modes", () => {
       bootstrap: { files, maxBytes: 4096 },
     });
     expect(explainPlan(plan(config))).toMatch(
-      /^prompt {4}minimal; workspace files AGENTS.md, TOOLS.md \(read in the sandbox, 4 KiB each at most\)$/m,
+      /^prompt {4}minimal; workspace files AGENTS.md, TOOLS.md \(read in the sandbox, 4 KiB each at most\) \(agents\.defaults\.promptMode\)$/m,
     );
     expect(explainPlan(plan(config, { agentId: "bare" }))).toMatch(
-      /^prompt {4}none; no workspace files$/m,
+      /^prompt {4}none; no workspace files \(agents\.list\[\d\]\.promptMode\)$/m,
     );
     expect(plan(config, { agentId: "notes" }).agent.bootstrap).toEqual({
       files: ["NOTES.md"],

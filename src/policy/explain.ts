@@ -18,7 +18,7 @@ export function explainPlan(plan: RunPlan): string {
   lines.push(
     `model     ${agent.model.primary}${agent.model.fallbacks.length ? ` (fallbacks: ${agent.model.fallbacks.join(", ")})` : ""}; thinking ${agent.thinking ?? "off"}`,
   );
-  lines.push(`prompt    ${describePrompt(plan)}`);
+  lines.push(`prompt    ${describePrompt(plan)} (${agent.promptModeKey})`);
   lines.push("");
   lines.push(`sandbox   ${sandbox.enabled ? "yes" : "NO"} — ${sandbox.reason}`);
   lines.push(
@@ -113,6 +113,9 @@ export function explainPlan(plan: RunPlan): string {
     `  exec timeout ${tools.exec.timeoutSec} s${tools.exec.maxOutputBytes ? `, output cap ${formatByteSize(tools.exec.maxOutputBytes)}` : ""}; any tool call stopped after ${tools.callTimeoutMs / 1000} s (tools.callTimeoutSec)`,
   );
 
+  lines.push("");
+  lines.push(...describeSubagents(plan));
+
   if (plan.warnings.length) {
     lines.push("");
     lines.push("warnings");
@@ -150,6 +153,51 @@ export function redactPlanSecrets(plan: RunPlan): RunPlan {
     ...plan,
     sandbox: { ...plan.sandbox, spec: { ...spec, docker: { ...spec.docker, env } } },
   };
+}
+
+/**
+ * Whom this session may spawn and where those children run, which sessions its session tools
+ * see, and whether other agents' sessions are reachable: the subagent policy, with its keys.
+ */
+function describeSubagents(plan: RunPlan): string[] {
+  const sub = plan.subagents;
+  const offered = ["sessions_spawn", "sessions_send", "sessions_list", "sessions_history"].filter(
+    (tool) => plan.tools.allowed.includes(tool),
+  );
+  const lines = [
+    `subagents ${offered.length > 0 ? `session tools allowed: ${offered.join(", ")}` : "no session tool allowed (add group:sessions to tools.alsoAllow)"}`,
+  ];
+  if (sub.isSubagentSession) {
+    lines.push("  this is a subagent's session: it cannot spawn (one level only)");
+  } else {
+    const targets = sub.targets.map((t) => {
+      const where = t.sandboxed
+        ? `sandboxed (${t.modeKey} "${t.mode}")`
+        : `NOT sandboxed (${t.modeKey} "off")`;
+      return `${t.agentId}: ${where}${t.refusedFromSandbox ? ", refused from this sandboxed session" : ""}`;
+    });
+    lines.push(
+      `  may spawn ${sub.allowAgents.join(", ") || "(none)"} (${sub.allowAgentsKey}); each child in its own session agent:<id>:sub:<run>`,
+    );
+    for (const target of targets) lines.push(`    ${target}`);
+    lines.push(
+      `  child runs share a lane of ${sub.maxConcurrent} (agents.defaults.subagents.maxConcurrent)${sub.model ? `; model ${sub.model} unless the spawn names one` : ""}`,
+    );
+  }
+  lines.push(
+    plan.sandbox.enabled
+      ? sub.visibility === "spawned"
+        ? `  session tools see only the subagents this session spawned (${sub.visibilityKey} "spawned")`
+        : `  session tools see every session of the project (${sub.visibilityKey} "all")`
+      : `  session tools see every session of the project (not sandboxed; ${sub.visibilityKey} applies to sandboxed sessions)`,
+  );
+  const a2a = sub.agentToAgent;
+  lines.push(
+    a2a.enabled
+      ? `  other agents' sessions: reachable for ${a2a.allow.join(", ") || "none"} (tools.agentToAgent.allow)`
+      : "  other agents' sessions: off limits, but for its own subagents (tools.agentToAgent.enabled false)",
+  );
+  return lines;
 }
 
 /** The prompt mode and the workspace files it reads (through the sandbox), each capped. */

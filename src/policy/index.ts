@@ -22,6 +22,19 @@ export {
   type ToolPolicyResult,
 } from "./tool-policy.js";
 export { mainSessionKey, normalizeSessionKey, maxSessionKeyLength } from "./session-key.js";
+export {
+  agentOfSessionKey,
+  childSandboxRefusal,
+  isSubagentSessionKey,
+  planSubagents,
+  spawnRefusal,
+  subagentSessionKey,
+  visibilityRefusal,
+  type SessionRequester,
+  type SessionTarget,
+  type SubagentPlan,
+  type SubagentTarget,
+} from "./subagent-policy.js";
 export { bootstrapFilesFor, minimalPromptFiles } from "./bootstrap-files.js";
 export {
   containerNameOf,

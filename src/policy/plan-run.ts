@@ -22,6 +22,7 @@ import {
 import { SandboxSettingsRefusedError } from "./policy-errors.js";
 import { resolveAgent, type ResolvedAgent } from "./resolve-agent.js";
 import { mainSessionKey, normalizeSessionKey } from "./session-key.js";
+import { isSubagentSessionKey, planSubagents, type SubagentPlan } from "./subagent-policy.js";
 import { builtinToolCatalog, type ToolCatalog } from "./tool-catalog.js";
 import {
   evaluateToolPolicy,
@@ -94,6 +95,8 @@ export interface RunPlan {
     /** The id as written, when normalising changed it (`explain` shows both). */
     writtenId?: string | undefined;
     promptMode: PromptMode;
+    /** Where promptMode came from (a subagent session defaults to minimal). */
+    promptModeKey: string;
     bootstrap: { files: string[]; maxBytes: number };
     /** The model's context window in tokens (`agents.*.contextWindow`); absent = 200 000. */
     contextWindow?: number;
@@ -122,6 +125,8 @@ export interface RunPlan {
     /** Longest one tool call may run (`tools.callTimeoutSec`), in ms. */
     callTimeoutMs: number;
   };
+  /** Whom this session may spawn and which sessions its session tools see (subagent-policy.ts). */
+  subagents: SubagentPlan;
   warnings: string[];
 }
 
@@ -136,6 +141,7 @@ function entries(
 function toolLayers(
   config: CordonConfig,
   agent: ResolvedAgent,
+  sessionKey: string,
   sandboxed: boolean,
   runTools: PlanRunInput["runTools"],
 ): ToolPolicyLayer[] {
@@ -173,6 +179,13 @@ function toolLayers(
         deny: entries(agent.tools.sandbox.deny),
       },
     );
+  }
+  if (isSubagentSessionKey(sessionKey)) {
+    // One level only: a subagent does its task, it does not start a tree of runs.
+    layers.push({
+      layer: "subagent",
+      deny: { entries: ["sessions_spawn"], configKey: "(subagent sessions cannot spawn)" },
+    });
   }
   if (runTools) {
     layers.push({
@@ -285,7 +298,7 @@ export function planRun(input: PlanRunInput): RunPlan {
         : []),
       ...(agent.tools.alsoAllow ? [entries(agent.tools.alsoAllow) as ToolEntries] : []),
     ],
-    layers: toolLayers(config, agent, enabled, input.runTools),
+    layers: toolLayers(config, agent, sessionKey, enabled, input.runTools),
   });
   warnings.push(...toolResult.warnings);
   if (toolResult.allowed.length === 0) {
@@ -312,7 +325,11 @@ export function planRun(input: PlanRunInput): RunPlan {
       workspaceId: workspaceIdOf(workspace),
       model: agent.model,
       ...(agent.writtenId !== undefined ? { writtenId: agent.writtenId } : {}),
-      promptMode: agent.promptMode,
+      promptMode: agent.ownPromptMode ?? (isSubagentSessionKey(sessionKey) ? "minimal" : "full"),
+      promptModeKey:
+        agent.ownPromptMode === undefined && isSubagentSessionKey(sessionKey)
+          ? "subagent sessions default to minimal"
+          : agent.promptModeKey,
       bootstrap: agent.bootstrap,
     },
     sessionKey,
@@ -324,6 +341,7 @@ export function planRun(input: PlanRunInput): RunPlan {
       exec,
       callTimeoutMs: agent.tools.callTimeoutSec * 1000,
     },
+    subagents: planSubagents({ config, agent, sessionKey, sandboxed: enabled }),
     warnings,
   };
   if (agent.name !== undefined) plan.agent.name = agent.name;

@@ -34,7 +34,6 @@ export interface ResolvedAgent {
   isDefault: boolean;
   workspace: string | undefined;
   model: { primary: string; fallbacks: string[] };
-  promptMode: PromptMode;
   /** Workspace files read into the system prompt, and the most bytes of each. */
   bootstrap: { files: string[]; maxBytes: number };
   sandbox: SandboxConfig;
@@ -62,6 +61,18 @@ export interface ResolvedAgent {
   thinking?: ThinkingLevel | undefined;
   /** `contextWindow` (tokens) of the agent, else of `agents.defaults`; undefined = the loop's. */
   contextWindow?: number | undefined;
+  /** Whom a session of this agent may spawn, and with which model (subagent-policy.ts). */
+  subagents: {
+    /** Agent ids as written (normalised when compared); undefined = only this agent's own id. */
+    allowAgents?: string[] | undefined;
+    /** The config key that set them (or would: `agents.defaults.subagents.allowAgents`). */
+    allowAgentsKey: string;
+    model?: string | undefined;
+  };
+  /** `promptMode` of the agent, else of `agents.defaults`; undefined = the session's default. */
+  ownPromptMode?: PromptMode | undefined;
+  /** Where `promptMode` came from, for explain. */
+  promptModeKey: string;
 }
 
 /** Picks the agent: the named one, else the `default: true` one, else the first, else `main`. */
@@ -216,7 +227,21 @@ export function resolveAgent(config: CordonConfig, agentId: string | undefined):
     isDefault: entry === undefined || index === pickAgent(config, undefined).index,
     workspace: entry?.workspace ?? defaults.workspace,
     model: modelOf([config.model, defaults.model, entry?.model]),
-    promptMode: entry?.promptMode ?? defaults.promptMode,
+    ownPromptMode: entry?.promptMode ?? defaults.promptMode,
+    promptModeKey:
+      entry?.promptMode !== undefined
+        ? `${agentPath}.promptMode`
+        : defaults.promptMode !== undefined
+          ? "agents.defaults.promptMode"
+          : "(built-in default)",
+    subagents: {
+      allowAgents: entry?.subagents?.allowAgents ?? defaults.subagents.allowAgents,
+      allowAgentsKey:
+        entry?.subagents?.allowAgents !== undefined
+          ? `${agentPath}.subagents.allowAgents`
+          : "agents.defaults.subagents.allowAgents",
+      model: entry?.subagents?.model ?? defaults.subagents.model,
+    },
     bootstrap: {
       files: [...(entry?.bootstrap?.files ?? defaults.bootstrap.files)],
       maxBytes: entry?.bootstrap?.maxBytes ?? defaults.bootstrap.maxBytes,

@@ -25,6 +25,10 @@ export const builtinToolNames = [
   "ls",
   "find",
   "grep",
+  "sessions_spawn",
+  "sessions_send",
+  "sessions_list",
+  "sessions_history",
 ] as const;
 
 export const builtinToolCatalog: ToolCatalog = Object.freeze({
@@ -32,6 +36,8 @@ export const builtinToolCatalog: ToolCatalog = Object.freeze({
   groups: {
     "group:fs": ["read", "write", "edit", "apply_patch", "ls", "find", "grep"],
     "group:runtime": ["exec", "process"],
+    // Not in "coding": every spawn is another model run (and container); opt in with alsoAllow.
+    "group:sessions": ["sessions_spawn", "sessions_send", "sessions_list", "sessions_history"],
   },
   aliases: { bash: "exec", "apply-patch": "apply_patch" },
   profiles: {

@@ -6,7 +6,9 @@ import { builtinToolCatalog, extendToolCatalog, resolveToolName } from "./tool-c
 import { evaluateToolPolicy } from "./tool-policy.js";
 import { plan } from "./testing/plan-fixtures.js";
 
+/** The coding profile: every tool but the session tools (group:sessions is opt-in). */
 const all = ["exec", "process", "read", "write", "edit", "apply_patch", "ls", "find", "grep"];
+const sessions = ["sessions_spawn", "sessions_send", "sessions_list", "sessions_history"];
 
 function allowed(config: unknown, runTools?: { allow?: string[]; deny?: string[] }): string[] {
   return plan(config, runTools ? { runTools } : {}).tools.allowed;
@@ -24,7 +26,7 @@ describe("profiles, groups and aliases", () => {
   it.each([
     ["coding", all],
     ["minimal", ["read", "ls", "find", "grep"]],
-    ["full", all],
+    ["full", [...all, ...sessions]],
   ])("profile %s allows %j", (profile, expected) => {
     expect(allowed({ tools: { profile } })).toEqual(expected);
   });
@@ -238,6 +240,7 @@ describe("an embedder's catalog", () => {
   it("adds tools that full allows and coding does not", () => {
     expect(plan({ tools: { profile: "full" } }, { catalog }).tools.allowed).toEqual([
       ...all,
+      ...sessions,
       "web_search",
       "Deploy",
     ]);

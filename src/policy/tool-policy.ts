@@ -1,7 +1,8 @@
 import { namesOf, resolveToolName, type ToolCatalog } from "./tool-catalog.js";
 
 /** Where a tool decision was made, in evaluation order. */
-export type ToolLayer = "profile" | "global" | "agent" | "sandbox" | "agent-sandbox" | "run";
+export type ToolLayer =
+  "profile" | "global" | "agent" | "sandbox" | "agent-sandbox" | "subagent" | "run";
 
 /** One tool's outcome with its provenance: which layer, which config key, and why. */
 export interface ToolDecision {

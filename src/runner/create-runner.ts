@@ -46,6 +46,7 @@ import {
   type PlannedRun,
 } from "./orchestrate/index.js";
 import { SessionLanes } from "./session/index.js";
+import { createSessionHost } from "./subagents/index.js";
 import { ClaudeCodeRuntime, CommandRuntime, hostModelAccess } from "./runtimes/index.js";
 
 export interface RunnerOptions {
@@ -342,6 +343,62 @@ export function createRunner(options: RunnerOptions = {}): Runner {
     return { plan: runPlan, lease };
   };
 
+  // Child runs (sessions_spawn, sessions_send) have a lane of their own: a parent holds its
+  // global slot while it waits for its child, so children taking global slots could deadlock.
+  let childLanes: Promise<SessionLanes> | undefined;
+  const subagentLanes = (): Promise<SessionLanes> =>
+    (childLanes ??= loadedConfig().then(
+      ({ config }) =>
+        new SessionLanes({ maxConcurrentRuns: config.agents.defaults.subagents.maxConcurrent }),
+    ));
+
+  const runOn = (request: RunRequest, runLanes: SessionLanes): Promise<RunResult> =>
+    runTask({
+      plan: () => plan(request),
+      model: modelClient,
+      modelId: request.modelId,
+      requestedSessionKey: request.sessionKey,
+      sandboxes,
+      tools,
+      stateDir,
+      prompt: request.prompt,
+      limits: request.limits,
+      thinking: request.thinking,
+      signal: request.signal,
+      onEvent: request.onEvent,
+      logger,
+      lanes: runLanes,
+      steering: request.steering,
+      followUps: request.followUps,
+      waitForSession: request.waitForSession,
+      agentRuntime: agentRuntimeFor,
+      sessionHost: ({ plan: runPlan, runId, emit }) =>
+        createSessionHost({
+          stateDir,
+          plan: runPlan,
+          runId,
+          emit,
+          logger,
+          planSession: (target) => plan(target),
+          runChild: async (child) =>
+            runOn(
+              {
+                prompt: child.prompt,
+                agentId: child.agentId,
+                sessionKey: child.sessionKey,
+                modelId: child.modelId,
+                limits: { timeoutMs: child.timeoutMs },
+                signal: child.signal,
+                onEvent: child.onEvent,
+              },
+              await subagentLanes(),
+            ),
+          discardSandbox: async (target) => {
+            await sandboxes.discard?.(await plan(target), {});
+          },
+        }),
+    });
+
   return {
     stateDir,
     plan,
@@ -372,26 +429,7 @@ export function createRunner(options: RunnerOptions = {}): Runner {
       }
     },
     run(request) {
-      return runTask({
-        plan: () => plan(request),
-        model: modelClient,
-        modelId: request.modelId,
-        requestedSessionKey: request.sessionKey,
-        sandboxes,
-        tools,
-        stateDir,
-        prompt: request.prompt,
-        limits: request.limits,
-        thinking: request.thinking,
-        signal: request.signal,
-        onEvent: request.onEvent,
-        logger,
-        lanes,
-        steering: request.steering,
-        followUps: request.followUps,
-        waitForSession: request.waitForSession,
-        agentRuntime: agentRuntimeFor,
-      });
+      return runOn(request, lanes);
     },
   };
 }

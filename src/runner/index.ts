@@ -4,3 +4,4 @@ export * from "./loop/index.js";
 export * from "./orchestrate/index.js";
 export * from "./create-runner.js";
 export * from "./create-sandbox.js";
+export * from "./subagents/index.js";

@@ -38,3 +38,4 @@ export {
   type FilePatch,
   type Hunk,
 } from "./patch/index.js";
+export * from "./sessions/index.js";

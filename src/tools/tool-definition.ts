@@ -2,6 +2,7 @@ import type { z } from "zod";
 import type { Logger } from "../common/index.js";
 import type { Sandbox } from "../sandbox/index.js";
 import type { ToolSessionState } from "./session-state.js";
+import type { SessionToolHost } from "./sessions/session-tool-host.js";
 
 /** What a tool gets to do its work: the sandbox (and nothing that can stop or destroy it). */
 export interface ToolContext {
@@ -17,6 +18,11 @@ export interface ToolContext {
    * `createToolset` supplies its own; without it a per-sandbox default is used.
    */
   session?: ToolSessionState | undefined;
+  /**
+   * The run's way to other sessions (spawn a subagent, message, list, read), for the session
+   * tools; the runner binds it to the requesting run. Absent outside an agent run.
+   */
+  sessions?: SessionToolHost | undefined;
 }
 
 export type ToolResultContent =

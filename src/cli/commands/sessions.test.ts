@@ -10,6 +10,7 @@ import {
   RunEventsLog,
   acquireSessionLock,
   sessionFiles,
+  writeRunRecord,
 } from "../../runner/index.js";
 import { runCli } from "../run-cli.js";
 
@@ -127,10 +128,10 @@ describe("cordon sessions", () => {
     const text = await cordon(["sessions", "list", "--workspace", workspace], home);
     const [header, row] = text.out.trim().split("\n");
     expect(header).toMatch(
-      /^SESSION\s+AGENT\s+LAST RUN\s+TURNS\s+TOKENS\s+LAST ACTIVITY\s+WORKSPACE$/,
+      /^SESSION\s+PARENT\s+AGENT\s+LAST RUN\s+TURNS\s+TOKENS\s+LAST ACTIVITY\s+WORKSPACE$/,
     );
     expect(row).toMatch(
-      /^agent:main:fix-1\s+main\s+limit_turns\s+2\s+2\.0k in \/ 100 out\s+\d+s ago\s+/,
+      /^agent:main:fix-1\s+-\s+main\s+limit_turns\s+2\s+2\.0k in \/ 100 out\s+\d+s ago\s+/,
     );
     expect(row?.endsWith(workspace)).toBe(true);
 
@@ -144,6 +145,46 @@ describe("cordon sessions", () => {
     const live = await cordon(["sessions", "list", "--json", "--workspace", workspace], home);
     expect(JSON.parse(live.out)).toEqual([expect.objectContaining({ lastRunStatus: "running" })]);
     await lock.release();
+  });
+
+  it("list shows a subagent's session under the session that spawned it", async () => {
+    const child = "agent:main:sub:0123456789ab";
+    const { home, workspace, project } = await projectWithSessions([
+      "agent:main:main",
+      "agent:main:other",
+      child,
+    ]);
+    await writeRunRecord(home, {
+      v: 1,
+      runId: "7e0c6a4e-0000-4000-8000-000000000001",
+      childSessionKey: child,
+      childAgentId: "main",
+      childProject: project,
+      requesterSessionKey: "agent:main:main",
+      requesterAgentId: "main",
+      requesterProject: project,
+      task: "count the files",
+      cleanup: "keep",
+      createdAt: new Date().toISOString(),
+      outcome: "ok",
+    });
+    const text = await cordon(["sessions", "list", "--workspace", workspace], home);
+    const rows = text.out.trim().split("\n").slice(1);
+    const main = rows.findIndex((row) => row.startsWith("agent:main:main "));
+    expect(rows[main + 1]).toMatch(/^└ agent:main:sub:0123456789ab\s+agent:main:main\s+main\s/);
+    expect(rows.find((row) => row.startsWith("agent:main:other"))).toMatch(
+      /^agent:main:other\s+-\s+main/,
+    );
+    const json = await cordon(["sessions", "list", "--json", "--workspace", workspace], home);
+    const listed = JSON.parse(json.out) as {
+      sessionKey: string;
+      parent?: string;
+      subagent?: { task: string; outcome: string };
+    }[];
+    expect(listed.find((s) => s.sessionKey === child)).toMatchObject({
+      parent: "agent:main:main",
+      subagent: { task: "count the files", outcome: "ok" },
+    });
   });
 
   it("show takes a session's name or a unique prefix; an ambiguous one lists the matches", async () => {

@@ -7,11 +7,13 @@ import { ConfigError, stateDirectory } from "../../common/index.js";
 import {
   acquireSessionLock,
   listSessions,
+  readRunRecords,
   readSessionEntries,
   sessionDetails,
   sessionFiles,
   type SessionDetails,
   type SessionEntry,
+  type SubagentRunRecord,
 } from "../../runner/index.js";
 import type { CliContext } from "../context.js";
 import { ago, formatTable } from "../render/table.js";
@@ -42,13 +44,60 @@ function tokenCount(count: number): string {
   return `${(count / 1_000_000).toFixed(1)}M`;
 }
 
-function formatSessions(sessions: SessionDetails[], withProject: boolean): string {
-  const header = ["SESSION", "AGENT", "LAST RUN", "TURNS", "TOKENS", "LAST ACTIVITY", "WORKSPACE"];
+/** A session with the subagent run that made it, if one did. */
+type ListedSession = SessionDetails & { parent?: string; subagent?: SubagentRunRecord };
+
+/**
+ * Each session with its parent (the session that spawned it, from the run records), children
+ * listed right after their parent, newest first within each level.
+ */
+function withParents(sessions: SessionDetails[], records: SubagentRunRecord[]): ListedSession[] {
+  const recordOf = new Map(records.map((r) => [`${r.childProject}|${r.childSessionKey}`, r]));
+  const listed: ListedSession[] = sessions.map((s) => {
+    const record = recordOf.get(`${s.project}|${s.sessionKey}`);
+    return record ? { ...s, parent: record.requesterSessionKey, subagent: record } : s;
+  });
+  const byKey = new Set(listed.map((s) => `${s.project}|${s.sessionKey}`));
+  const childrenOf = new Map<string, ListedSession[]>();
+  const roots: ListedSession[] = [];
+  for (const session of listed) {
+    const parentKey = session.subagent
+      ? `${session.subagent.requesterProject}|${session.subagent.requesterSessionKey}`
+      : undefined;
+    if (parentKey !== undefined && byKey.has(parentKey)) {
+      childrenOf.set(parentKey, [...(childrenOf.get(parentKey) ?? []), session]);
+    } else {
+      roots.push(session);
+    }
+  }
+  const ordered: ListedSession[] = [];
+  const visit = (session: ListedSession): void => {
+    ordered.push(session);
+    for (const child of childrenOf.get(`${session.project}|${session.sessionKey}`) ?? []) {
+      visit(child);
+    }
+  };
+  roots.forEach(visit);
+  return ordered;
+}
+
+function formatSessions(sessions: ListedSession[], withProject: boolean): string {
+  const header = [
+    "SESSION",
+    "PARENT",
+    "AGENT",
+    "LAST RUN",
+    "TURNS",
+    "TOKENS",
+    "LAST ACTIVITY",
+    "WORKSPACE",
+  ];
   return formatTable(
     withProject ? ["PROJECT", ...header] : header,
     sessions.map((s) => {
       const row = [
-        s.sessionKey,
+        s.parent ? `└ ${s.sessionKey}` : s.sessionKey,
+        s.parent ?? "-",
         s.agentId ?? "-",
         s.lastRunStatus ?? "-",
         String(s.turns),
@@ -103,8 +152,9 @@ export function registerSessionsCommand(program: Command, context: CliContext): 
         stateDir,
         project: options.all ? undefined : await projectOf(context, options),
       });
-      const found = await Promise.all(summaries.map((s) => sessionDetails(stateDir, s)));
-      found.sort((a, b) => b.lastActivityAt.getTime() - a.lastActivityAt.getTime());
+      const details = await Promise.all(summaries.map((s) => sessionDetails(stateDir, s)));
+      details.sort((a, b) => b.lastActivityAt.getTime() - a.lastActivityAt.getTime());
+      const found = withParents(details, await readRunRecords(stateDir));
       if (options.json) {
         context.stdout(`${JSON.stringify(found, null, 2)}\n`);
         return;

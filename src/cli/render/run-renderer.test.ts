@@ -194,3 +194,53 @@ describe("run renderer", () => {
     expect(records.filter((r) => r.type === "run-end")).toHaveLength(1);
   });
 });
+
+describe("run renderer: a subagent's events", () => {
+  const child = (event: Record<string, unknown>) => ({
+    type: "subagent",
+    sessionKey: "agent:main:sub:abc",
+    agentId: "main",
+    label: "counter\u001b[2J",
+    toolCallId: "spawn_1",
+    event,
+  });
+  const nestedEvents = [
+    { type: "run-start", runId: "r1", sessionKey: "agent:main:main", model: "m" },
+    child({ type: "plan", sandboxed: true, reason: "non-main" }),
+    child({ type: "text-delta", text: "noise" }),
+    child({ type: "tool-call", toolCallId: "c1", name: "exec", input: { command: "pwd" } }),
+    child({
+      type: "tool-result",
+      toolCallId: "c1",
+      name: "exec",
+      isError: false,
+      skipped: false,
+      content: [{ type: "text", text: "/workspace\n[exit code 0, 0.1s]" }],
+    }),
+    child({ type: "run-end", status: "completed", turns: 2, finalText: "child answer" }),
+    { type: "run-end", runId: "r1", status: "completed", exitCode: 0, finalText: "Done." },
+  ];
+
+  it("text: one indented line per child step, labelled, control characters shown", () => {
+    const out = render("text", nestedEvents);
+    expect(out.stdout).toBe("Done.\n");
+    expect(out.stderr).toContain("  ↳ agent:main:sub:abc counter\\u001b[2J: sandboxed: non-main\n");
+    expect(out.stderr).toContain("  ↳ agent:main:sub:abc counter\\u001b[2J → exec pwd\n");
+    expect(out.stderr).toContain("↳ agent:main:sub:abc counter\\u001b[2J   ok: /workspace\n");
+    expect(out.stderr).toContain("↳ agent:main:sub:abc counter\\u001b[2J completed, 2 turns");
+    expect(out.stderr).not.toContain("noise");
+    expect(out.stderr).not.toContain("child answer");
+  });
+
+  it("stream-json: nested whole under the parent's run id, with one top-level run-end", () => {
+    const lines = render("stream-json", nestedEvents)
+      .stdout.trim()
+      .split("\n")
+      .map((line) => JSON.parse(line) as Record<string, unknown>);
+    const nested = lines.filter((line) => line["type"] === "subagent");
+    expect(nested).toHaveLength(5);
+    expect(nested.every((line) => line["runId"] === "r1")).toBe(true);
+    expect(nested.at(-1)?.["event"]).toMatchObject({ type: "run-end", finalText: "child answer" });
+    expect(lines.filter((line) => line["type"] === "run-end")).toHaveLength(1);
+  });
+});

@@ -111,6 +111,45 @@ export function createRunRenderer(options: RunRendererOptions): RunRenderer {
     textOpen = false;
   };
 
+  /**
+   * A child run's event (sessions_spawn, sessions_send), one indented line each: where it runs,
+   * its tool calls and results, and how it ended. Its text is not narrated; the parent gets the
+   * child's answer as a tool result and says what it makes of it.
+   */
+  const nested = (wrapper: RenderableEvent): void => {
+    const event = (wrapper["event"] ?? {}) as RenderableEvent;
+    const label = typeof wrapper["label"] === "string" ? ` ${preview(wrapper["label"])}` : "";
+    const who = `  ↳ ${printable(String(wrapper["sessionKey"]))}${label}`;
+    switch (event.type) {
+      case "plan":
+        progress(
+          `${who}: ${event["sandboxed"] ? "sandboxed" : "NOT sandboxed (host)"}: ${String(event["reason"])}\n`,
+        );
+        break;
+      case "sandbox-ready":
+        progress(`${who}: sandbox ${String(event["container"])} (${String(event["detail"])})\n`);
+        break;
+      case "tool-call":
+        progress(`${who} → ${describeToolCall(String(event["name"]), event["input"])}\n`);
+        break;
+      case "tool-result": {
+        const mark = event["skipped"] ? "skipped" : event["isError"] ? "error" : "ok";
+        const summary = preview(firstText(event["content"]).split("\n")[0] ?? "");
+        progress(`${who}   ${mark}${summary ? `: ${summary}` : ""}\n`);
+        break;
+      }
+      case "subagent":
+        nested(event);
+        break;
+      case "run-end":
+        progress(`${who}${endLine(event).slice(1)}\n`);
+        if (event["status"] !== "completed" && typeof event["message"] === "string") {
+          progress(`${who}: ${preview(event["message"])}\n`);
+        }
+        break;
+    }
+  };
+
   const text = (event: RenderableEvent): void => {
     switch (event.type) {
       case "text-delta":
@@ -204,6 +243,10 @@ export function createRunRenderer(options: RunRendererOptions): RunRenderer {
         break;
       case "session-reset":
         progress(`· session reset: ${String(event["message"] ?? event["reason"])}\n`);
+        break;
+      case "subagent":
+        endText();
+        nested(event);
         break;
       case "run-end": {
         endText();

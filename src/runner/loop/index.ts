@@ -47,6 +47,7 @@ export {
 export {
   defaultToolTimeoutMs,
   executeToolCall,
+  ToolCallDeadline,
   refusalOf,
   type ToolCallOutcome,
   type RunnerToolset,

@@ -41,6 +41,16 @@ export interface RunnerToolset {
   call(name: string, rawInput: unknown, context: ToolCallContext): Promise<ToolResult>;
 }
 
+/**
+ * The abort reason of a call stopped by its own limit (`tools.callTimeoutSec`), so whatever the
+ * call started (a subagent run) can tell it from an interrupt.
+ */
+export class ToolCallDeadline extends Error {
+  constructor(timeoutMs: number) {
+    super(`the tool call reached its limit of ${timeoutMs} ms (tools.callTimeoutSec)`);
+  }
+}
+
 /** Default of `limits.toolTimeoutMs` (`tools.callTimeoutSec`): 10 minutes. */
 export const defaultToolTimeoutMs = 600_000;
 
@@ -102,7 +112,9 @@ export async function executeToolCall(
   const timeoutMs = options.timeoutMs ?? 0;
   const deadline = new AbortController();
   const timer =
-    timeoutMs > 0 ? setTimeout(() => deadline.abort(new Error("timeout")), timeoutMs) : undefined;
+    timeoutMs > 0
+      ? setTimeout(() => deadline.abort(new ToolCallDeadline(timeoutMs)), timeoutMs)
+      : undefined;
   const callSignal = AbortSignal.any([signal, deadline.signal]);
   try {
     const work = toolset.call(use.name, use.input, { signal: callSignal, toolCallId: use.id });

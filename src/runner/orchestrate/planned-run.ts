@@ -1,5 +1,6 @@
 import type { SystemPromptMode, ThinkingLevel } from "../loop/index.js";
 import type { SandboxMode, SandboxSpec, WorkspaceAccess } from "../../sandbox/index.js";
+import type { SubagentPlan } from "../../policy/index.js";
 
 /**
  * The part of the policy layer's `RunPlan` the runner reads. Declared here, structurally, so the
@@ -34,6 +35,8 @@ export interface PlannedRun {
     spec?: SandboxSpec | undefined;
     /** Idle and age limits of this agent's sandboxes (ms; 0 = none), applied when acquiring. */
     prune?: { stopIdleMs?: number; idleMs: number; maxAgeMs: number } | undefined;
+    /** The config key that decided `mode`, named when a subagent would leave the sandbox. */
+    keys?: { mode: string } | undefined;
   };
   tools: {
     allowed: readonly string[];
@@ -41,6 +44,11 @@ export interface PlannedRun {
     /** Longest one tool call may run (`tools.callTimeoutSec`), in ms; default 600 000. */
     callTimeoutMs?: number | undefined;
   };
+  /**
+   * Whom the session may spawn and what its session tools see; without it (a hand-built plan)
+   * the session tools refuse everything.
+   */
+  subagents?: SubagentPlan | undefined;
   warnings: readonly string[];
 }
 

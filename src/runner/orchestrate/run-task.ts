@@ -10,7 +10,12 @@ import {
   type Logger,
 } from "../../common/index.js";
 import type { ModelGatewayCall, Sandbox } from "../../sandbox/index.js";
-import { createToolset, type ToolDefinition, type Toolset } from "../../tools/index.js";
+import {
+  createToolset,
+  type SessionToolHost,
+  type ToolDefinition,
+  type Toolset,
+} from "../../tools/index.js";
 import {
   exitCodeForStatus,
   runAgentLoop,
@@ -66,6 +71,20 @@ export type RunnerEvent =
   | ({ type: "model-gateway" } & ModelGatewayCall)
   /** A request the sandbox's egress proxy admitted or refused (docs/network.md). */
   | { type: "egress"; host: string; port: number; allowed: boolean }
+  /**
+   * An event of a run this run started through a session tool (a subagent, or a message sent to
+   * another session), nested whole; `childRunId` is set on the child's run-start.
+   */
+  | {
+      type: "subagent";
+      sessionKey: string;
+      agentId: string;
+      label?: string | undefined;
+      /** The tool call (sessions_spawn / sessions_send) that started the child. */
+      toolCallId: string;
+      childRunId?: string | undefined;
+      event: RunnerEvent;
+    }
   | {
       type: "sandbox-ready";
       container: string;
@@ -108,6 +127,17 @@ export interface RunTaskOptions {
   runId?: string | undefined;
   /** e.g. "cordon 0.1.0", for the system prompt. */
   agentName?: string | undefined;
+  /**
+   * The host of the session tools for this run (subagents, messages to other sessions), made
+   * from the run's plan, id and event stream; none: the session tools refuse.
+   */
+  sessionHost?:
+    | ((run: {
+        plan: PlannedRun;
+        runId: string;
+        emit: (event: RunnerEvent) => void;
+      }) => SessionToolHost | undefined)
+    | undefined;
   /**
    * Another agent program run in the sandbox instead of cordon's loop (`agents.*.runtime`), or
    * how to choose it from the plan; `model` and `tools` are then unused.
@@ -295,7 +325,13 @@ async function runLocked(options: RunTaskOptions, run: RunContext): Promise<RunR
         logger,
       });
     }
-    const toolset = bindToolset(options.tools, plan, sandbox, logger);
+    const toolset = bindToolset(
+      options.tools,
+      plan,
+      sandbox,
+      logger,
+      options.sessionHost?.({ plan, runId, emit }),
+    );
     session = await JsonlSession.open({
       stateDir: options.stateDir,
       sessionKey: plan.sessionKey,
@@ -358,6 +394,7 @@ export function bindToolset(
   plan: PlannedRun,
   sandbox: Sandbox,
   logger: Logger,
+  sessions?: SessionToolHost,
 ): RunnerToolset {
   const toolset = planToolset(tools, plan);
   return {
@@ -369,6 +406,7 @@ export function bindToolset(
         signal: context.signal,
         logger,
         toolCallId: context.toolCallId,
+        sessions,
       }),
   };
 }

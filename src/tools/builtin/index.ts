@@ -1,4 +1,5 @@
 import type { ToolDefinition } from "../tool-definition.js";
+import { sessionTools } from "../sessions/index.js";
 import { applyPatchTool } from "./apply-patch-tool.js";
 import { createEditTool, type EditToolOptions } from "./edit-tool.js";
 import { execTool } from "./exec-tool.js";
@@ -29,6 +30,7 @@ export function builtinTools(options: BuiltinToolsOptions = {}): ToolDefinition[
     lsTool,
     findTool,
     grepTool,
+    ...sessionTools,
   ];
 }
 
@@ -43,4 +45,8 @@ export const builtinToolNames = [
   "ls",
   "find",
   "grep",
+  "sessions_spawn",
+  "sessions_send",
+  "sessions_list",
+  "sessions_history",
 ] as const;
