@@ -28,6 +28,8 @@ interface ResultJson {
   filesChanged: { path: string }[];
   before?: { exitCode: number | null; outputTail: string };
   verification?: { exitCode: number | null; outputTail: string };
+  agent?: unknown;
+  message: string;
 }
 
 const fixture = (...parts: string[]): string =>
@@ -142,12 +144,20 @@ describe("cordon fix-tests --carry node_modules", () => {
     expect(patch).not.toContain("node_modules");
   });
 
-  it("without --carry the ignored node_modules is not seeded: mocha is not found and nothing is verified", async () => {
-    const out = path.join(home, "no-carry");
-    const { cli, result } = await fixWith(mochaProject, "fix-mocha.json", out);
-    expect(cli.exitCode).not.toBe(0);
-    expect(result.before?.outputTail).toMatch(/mocha: not found/);
-    expect(result.status).not.toBe("fixed");
+  it("without --carry the ignored node_modules is not seeded: mocha or vitest is not found, exit 9 naming --carry, no agent", async () => {
+    for (const [project, script, runner] of [
+      [mochaProject, "fix-mocha.json", "mocha"],
+      [vitestProject, "fix-vitest.json", "vitest"],
+    ] as const) {
+      const out = path.join(home, `no-carry-${runner}`);
+      const { cli, result } = await fixWith(project, script, out);
+      expect(result.before?.outputTail).toMatch(new RegExp(`${runner}: not found`));
+      expect(result.status, result.message).toBe("environment_error");
+      expect(cli.exitCode).toBe(9);
+      expect(result.message).toMatch(/--carry node_modules/);
+      // The environment, not the code: the scripted agent was never started.
+      expect(result.agent).toBeUndefined();
+    }
   });
 
   it("a typo in --carry is a usage error (exit 2) that names the path, before any sandbox starts", async () => {

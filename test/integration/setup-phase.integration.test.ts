@@ -114,6 +114,29 @@ describe("fix-tests with a setup phase", () => {
     expect(await readFile(path.join(out, "changes.patch"), "utf8")).not.toContain("node_modules");
   }, 600_000);
 
+  it("without --setup-cmd its devDependencies are not there: exit 9 naming --setup-cmd, no agent", async () => {
+    const out = path.join(root, "out-no-setup");
+    const run = await runCordon(
+      [
+        "fix-tests",
+        "--workspace",
+        repo,
+        "--test-cmd",
+        "npm test",
+        "--model-script",
+        fixture("fix-tests", "npm-slug-fix.json"),
+        "--out",
+        out,
+      ],
+      env(),
+    );
+    const result = JSON.parse(await readFile(path.join(out, "result.json"), "utf8")) as ResultJson;
+    expect(result.status, result.message).toBe("environment_error");
+    expect(run.exitCode).toBe(9);
+    expect(result.message).toMatch(/--setup-cmd/);
+    expect(result.agent).toBeUndefined();
+  }, 600_000);
+
   it("a setup that needs a host off its list fails before the agent, naming the host", async () => {
     const out = path.join(root, "out-refused");
     const run = await runCordon(
