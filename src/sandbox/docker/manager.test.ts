@@ -1,0 +1,132 @@
+import { mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import path from "node:path";
+
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+
+import { testSandboxSpec } from "../../../test/support/sandbox-spec.js";
+import { SandboxError } from "../../common/index.js";
+import type { Sandbox } from "../sandbox.js";
+import type { SandboxSpec } from "../spec.js";
+import { fakeEngine } from "./client/testing/fake-engine.js";
+import { labelKeys } from "./container-options.js";
+import { DockerSandboxManager, type ManagedContainer } from "./manager.js";
+
+const image = "cordon-sandbox:test";
+const imageId = "sha256:1111aaaa2222bbbb3333";
+
+/**
+ * The manager over a fake engine: what it asks of Docker, in order, with no engine running. The
+ * branches of settling a container are settle-container.test.ts's; these are the manager's own.
+ */
+describe("DockerSandboxManager over a fake engine", () => {
+  let home: string;
+  let fake: ReturnType<typeof fakeEngine>;
+  let manager: DockerSandboxManager;
+  let made: ManagedContainer[];
+  let spec: SandboxSpec;
+
+  beforeEach(async () => {
+    home = await mkdtemp(path.join(tmpdir(), "cordon-manager-unit-"));
+    fake = fakeEngine();
+    fake.images.set(image, { id: imageId, labels: {}, env: [] });
+    fake.containers.imageIds.set(image, imageId);
+    made = [];
+    manager = new DockerSandboxManager({
+      engine: fake.engine,
+      stateDirectory: home,
+      image,
+      createSandbox: (container) => {
+        made.push(container);
+        return { id: container.containerName } as Sandbox;
+      },
+    });
+    // rw on a directory every uid may write, and no mounts: no private workspace to seed and
+    // no exec needed to prove /workspace writable, so the engine sees only the container work.
+    spec = testSandboxSpec("manager", {
+      spec: { workspaceAccess: "rw", agentWorkspace: tmpdir(), mounts: [] },
+    });
+  });
+  afterEach(async () => {
+    await manager.flush();
+    await rm(home, { recursive: true, force: true });
+  });
+
+  it("creates the hardened container once, reuses it, and counts who holds it", async () => {
+    const first = await manager.acquire(spec);
+    expect(first.fresh).toBe(true);
+    const container = fake.containers.find(spec.containerName)!;
+    expect(container.labels[labelKeys.home]).toBe(home);
+    expect(container.request?.HostConfig).toMatchObject({
+      CapDrop: ["ALL"],
+      ReadonlyRootfs: true,
+      Privileged: false,
+    });
+    const second = await manager.acquire(spec);
+    expect(second.fresh).toBe(false);
+    expect(made.map((m) => m.containerId)).toEqual([container.id, container.id]);
+    expect(manager.holderCount(spec.containerName)).toBe(2);
+    await first.release();
+    await first.release();
+    expect(manager.holderCount(spec.containerName)).toBe(1);
+    await second.release();
+    expect(manager.holderCount(spec.containerName)).toBe(0);
+  });
+
+  it("keeps a drifted container it holds (stale) and recreates it once released", async () => {
+    const lease = await manager.acquire(spec);
+    const drifted = await manager.acquire({ ...spec, configHash: "v2" });
+    expect(drifted.stale).toBe(true);
+    expect(drifted.warnings.join("\n")).toMatch(/busy, so it was kept/);
+    await lease.release();
+    await drifted.release();
+    const fresh = await manager.acquire({ ...spec, configHash: "v2" });
+    expect(fresh.fresh).toBe(true);
+    expect(fake.containers.find(spec.containerName)?.labels[labelKeys.configHash]).toBe("v2");
+    await fresh.release();
+  });
+
+  it("freezes the container while fn runs and thaws it after, whatever fn did", async () => {
+    const lease = await manager.acquire(spec);
+    const container = fake.containers.find(spec.containerName)!;
+    const seen = await lease.freeze(() => Promise.resolve(container.state.status));
+    expect(seen).toBe("paused");
+    expect(container.state.status).toBe("running");
+    await expect(lease.freeze(() => Promise.reject(new Error("diff failed")))).rejects.toThrow(
+      "diff failed",
+    );
+    expect(container.state.status).toBe("running");
+    await lease.release();
+  });
+
+  it("refuses what it read while frozen when someone resumed the container meanwhile", async () => {
+    const lease = await manager.acquire(spec);
+    const error = await lease
+      .freeze(() => fake.containers.unpause(spec.containerName).then(() => "torn"))
+      .catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(SandboxError);
+    expect((error as Error).message).toMatch(/was resumed while cordon read its workspace/);
+    await lease.release();
+  });
+
+  it("refuses to freeze a container another command holds paused", async () => {
+    const lease = await manager.acquire(spec);
+    await fake.containers.pause(spec.containerName);
+    await expect(lease.freeze(() => Promise.resolve())).rejects.toThrow(/paused by another/);
+    // Left as that other command has it.
+    expect(fake.containers.find(spec.containerName)?.state.paused).toBe(true);
+    await lease.release();
+  });
+
+  it("replaces a container that died mid-session on recover, same name, new id", async () => {
+    const lease = await manager.acquire(spec);
+    const managed = made[0]!;
+    expect(await managed.recover()).toBe(managed.containerId);
+    await fake.containers.kill(spec.containerName);
+    const replacement = await managed.recover();
+    expect(replacement).not.toBe(managed.containerId);
+    expect(fake.containers.find(spec.containerName)?.id).toBe(replacement);
+    expect(fake.containers.find(managed.containerId)).toBeUndefined();
+    await lease.release();
+  });
+});
