@@ -2,7 +2,7 @@ import { PassThrough } from "node:stream";
 
 import { describe, expect, it } from "vitest";
 
-import { parseUserLine, StreamJsonInput } from "./stream-json-input.js";
+import { parseUserLine, StreamJsonInput, parseTypedLine } from "./stream-json-input.js";
 
 describe("stream-json user messages", () => {
   it("reads Claude Code's shape: content as a string or as text and image blocks", () => {
@@ -49,5 +49,13 @@ describe("stream-json user messages", () => {
     expect(await input.next()).toEqual([{ type: "text", text: "two" }]);
     expect(await input.next()).toBeUndefined();
     expect(errors).toEqual(["stdin line 3 skipped: not JSON"]);
+  });
+});
+
+describe("parseTypedLine (cordon run -i)", () => {
+  it("takes a typed line as the message, as typed, without its surrounding space", () => {
+    expect(parseTypedLine('  {"type":"user"} is just text \n')).toEqual([
+      { type: "text", text: '{"type":"user"} is just text' },
+    ]);
   });
 });

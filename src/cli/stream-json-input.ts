@@ -58,7 +58,16 @@ export function parseUserLine(line: string): UserContentBlock[] | { error: strin
 }
 
 /**
- * The messages of a stream-json input, as they arrive. While a run goes, `deliverTo` hands each
+ * One typed line as a user message (`cordon run -i`): the text as typed, surrounding space
+ * trimmed; nothing to parse, so never an error.
+ */
+export function parseTypedLine(line: string): UserContentBlock[] {
+  return [{ type: "text", text: line.trim() }];
+}
+
+/**
+ * The messages of a stream-json input (or, with `parseTypedLine`, of lines typed at a
+ * terminal), as they arrive. While a run goes, `deliverTo` hands each
  * new message straight to the run (its steering queue); between runs they wait here for `next`.
  */
 export class StreamJsonInput {
@@ -67,13 +76,17 @@ export class StreamJsonInput {
   #wake: (() => void) | undefined;
   #sink: ((message: UserContentBlock[]) => void) | undefined;
 
-  constructor(stream: NodeJS.ReadableStream, onError: (message: string) => void) {
+  constructor(
+    stream: NodeJS.ReadableStream,
+    onError: (message: string) => void,
+    parse: (line: string) => UserContentBlock[] | { error: string } = parseUserLine,
+  ) {
     const lines = createInterface({ input: stream, crlfDelay: Infinity });
     let number = 0;
     lines.on("line", (line) => {
       number += 1;
       if (line.trim() === "") return;
-      const message = parseUserLine(line);
+      const message = parse(line);
       if ("error" in message) {
         onError(`stdin line ${number} skipped: ${message.error}`);
         return;

@@ -17,7 +17,7 @@ import { addPlanOptions, carryOption, runnerFromFlags, type PlanFlags } from "..
 import { createRunRenderer, outputFormats, type OutputFormat } from "../render/run-renderer.js";
 import { durationOf, nameList, positiveInteger } from "../flag-parsers.js";
 import { printable } from "../printable.js";
-import { StreamJsonInput } from "../stream-json-input.js";
+import { StreamJsonInput, parseTypedLine } from "../stream-json-input.js";
 import { removeSandboxAfter } from "./remove-after.js";
 
 interface RunFlags extends PlanFlags {
@@ -36,6 +36,7 @@ interface RunFlags extends PlanFlags {
   rm?: boolean;
   thinking?: ThinkingLevel;
   inputFormat: InputFormat;
+  interactive?: boolean;
 }
 
 const inputFormats = ["text", "stream-json"] as const;
@@ -96,6 +97,10 @@ export function registerRunCommand(program: Command, context: CliContext): void 
         .default("text"),
     )
     .option(
+      "-i, --interactive",
+      "type messages while the run goes: a line typed while tools run steers, one typed after the answer is a follow-up; Ctrl-D ends",
+    )
+    .option(
       "--allow-tools <names>",
       "only these tools (comma-separated; narrows the policy)",
       nameList,
@@ -138,12 +143,30 @@ export function registerRunCommand(program: Command, context: CliContext): void 
         for (const event of events) renderer.onEvent(event);
         return result;
       };
+      if (flags.interactive && flags.inputFormat === "stream-json") {
+        const error = new ConfigError("-i and --input-format stream-json both read stdin", {
+          fix: "use -i at a terminal, or --input-format stream-json from a program, not both",
+        });
+        context.exitCode = reportWithoutRun(
+          failedRunResult(randomUUID(), flags.session ?? "", error),
+        ).exitCode;
+        return;
+      }
+      const stdin = (): NodeJS.ReadableStream => context.stdinStream?.() ?? process.stdin;
+      const onBadLine = (message: string): void => context.stderr(`cordon: ${message}\n`);
       const input =
         flags.inputFormat === "stream-json"
-          ? new StreamJsonInput(context.stdinStream?.() ?? process.stdin, (message) =>
-              context.stderr(`cordon: ${message}\n`),
-            )
-          : undefined;
+          ? new StreamJsonInput(stdin(), onBadLine)
+          : flags.interactive
+            ? new StreamJsonInput(stdin(), onBadLine, parseTypedLine)
+            : undefined;
+      // A person at the terminal is told what typing does, on stderr (stdout is the answer's).
+      const hint = (text: string): void => {
+        if (flags.interactive) context.stderr(`· ${text}\n`);
+      };
+      if (flags.interactive && (promptArgument === undefined || promptArgument === "-")) {
+        hint("type the task and press Enter (Ctrl-D ends)");
+      }
       let prompt: string | UserContentBlock[];
       try {
         prompt = await readPrompt(context, promptArgument, input);
@@ -200,7 +223,11 @@ export function registerRunCommand(program: Command, context: CliContext): void 
             steering,
           });
         };
-        return input ? runConversation(input, prompt, runOnce) : runOnce(prompt);
+        if (!input) return runOnce(prompt);
+        hint("type to steer while tools run, or a follow-up once the answer is in; Ctrl-D ends");
+        return runConversation(input, prompt, runOnce, () =>
+          hint("waiting for your next message (Ctrl-D ends)"),
+        );
       });
       if (flags.rm) {
         const request = { agentId: flags.agent, sessionKey: flags.session };
@@ -224,6 +251,7 @@ async function runConversation(
   input: StreamJsonInput,
   first: string | UserContentBlock[],
   runOnce: (task: string | UserContentBlock[], steering: MessageQueue) => Promise<RunResult>,
+  onIdle: () => void = () => undefined,
 ): Promise<RunResult> {
   let task: string | UserContentBlock[] | undefined = first;
   for (;;) {
@@ -234,6 +262,7 @@ async function runConversation(
     if (result.exitCode !== 0) return result;
     // Messages the run did not take (they came as it ended) are the next task, in order.
     const late = steering.drain();
+    if (late.length === 0) onIdle();
     task = late.length > 0 ? late.flat() : await input.next();
     if (task === undefined) return result;
   }
