@@ -21,7 +21,6 @@ export {
 } from "./toolset.js";
 export {
   builtinTools,
-  builtinToolNames,
   limits as toolLimits,
   type BuiltinToolsOptions,
   type EditToolOptions,

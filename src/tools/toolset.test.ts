@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { z } from "zod";
 import { createSilentLogger, FileOperationError, SandboxError } from "../common/index.js";
-import { builtinTools, builtinToolNames } from "./builtin/index.js";
+import { builtinTools } from "./builtin/index.js";
 import { MemorySandbox } from "./testing/memory-sandbox.js";
 import { createToolset, defineTool, textResult, type ToolContext } from "./index.js";
 
@@ -36,8 +36,9 @@ describe("createToolset", () => {
   });
 
   it("gives every built-in tool a top-level object schema with described properties", () => {
-    const toolset = createToolset({ tools: builtinTools(), allowed: builtinToolNames });
-    expect(toolset.names).toEqual([...builtinToolNames]);
+    const names = builtinTools().map((tool) => tool.name);
+    const toolset = createToolset({ tools: builtinTools(), allowed: names });
+    expect(toolset.names).toEqual(names);
     for (const spec of toolset.specs) {
       expect(spec.inputSchema["type"], spec.name).toBe("object");
       expect(spec.inputSchema["$schema"]).toBeUndefined();

@@ -33,20 +33,3 @@ export function builtinTools(options: BuiltinToolsOptions = {}): ToolDefinition[
     ...sessionTools,
   ];
 }
-
-/** Names of the built-in tools (for the policy layer's groups and tests). */
-export const builtinToolNames = [
-  "exec",
-  "process",
-  "read",
-  "write",
-  "edit",
-  "apply_patch",
-  "ls",
-  "find",
-  "grep",
-  "sessions_spawn",
-  "sessions_send",
-  "sessions_list",
-  "sessions_history",
-] as const;
