@@ -2,6 +2,8 @@ import type { Readable } from "node:stream";
 
 import Docker from "dockerode";
 
+import { ConfigError } from "../../../common/index.js";
+
 import { toSandboxError, dockerStatusOf } from "../docker-errors.js";
 import { DockerContainerClient } from "./docker-container-client.js";
 import type {
@@ -34,12 +36,19 @@ export function connectDocker(host: string | undefined): EngineClients {
 
 function dockerFor(host: string | undefined): Docker {
   if (!host) return new Docker({ socketPath: defaultSocket });
-  const url = new URL(host);
+  const url = URL.canParse(host) ? new URL(host) : undefined;
+  if (!url) return unsupported(host);
   if (url.protocol === "unix:") return new Docker({ socketPath: url.pathname });
   if (url.protocol === "tcp:" || url.protocol === "http:") {
     return new Docker({ host: url.hostname, port: Number(url.port || 2375), protocol: "http" });
   }
-  throw new Error(`unsupported DOCKER_HOST ${host}: use unix:///path or tcp://host:port`);
+  return unsupported(host);
+}
+
+function unsupported(host: string): never {
+  throw new ConfigError(`DOCKER_HOST=${host} is not an engine address cordon can use`, {
+    fix: "set DOCKER_HOST to unix:///path/to/docker.sock or tcp://host:port (ssh:// and TLS endpoints are not supported), or unset it for the local socket",
+  });
 }
 
 /** Follows one of the engine's progress streams (build, pull) to its end. */
