@@ -122,6 +122,20 @@ describe("run renderer", () => {
     expect(shared).toBe("Fixed the discount.\n· completed, 0 turns, 0 tokens\n");
   });
 
+  it("text: a model-gateway call says what the upstream answered, what was refused and what failed", () => {
+    const call = { type: "model-gateway", method: "POST", path: "/v1/messages", model: "m" };
+    const out = render("text", [
+      { ...call, status: 200, inputTokens: 10, outputTokens: 5 },
+      { ...call, status: 401, refused: "the request does not carry this run's placeholder key" },
+      { ...call, status: 502, failed: "http://127.0.0.1:1: connect ECONNREFUSED\u001b[2J" },
+    ]);
+    expect(out.stderr).toBe(
+      "· model gateway POST /v1/messages (m): 200, 10 in / 5 out\n" +
+        "· model gateway POST /v1/messages (m): REFUSED 401: the request does not carry this run's placeholder key\n" +
+        "· model gateway POST /v1/messages (m): FAILED 502: http://127.0.0.1:1: connect ECONNREFUSED\\u001b[2J\n",
+    );
+  });
+
   it("text: a retry says which one, how long it waits and why", () => {
     const out = render("text", [
       {

@@ -198,7 +198,9 @@ export function createRunRenderer(options: RunRendererOptions): RunRenderer {
           : "";
         const outcome = field("refused")
           ? `REFUSED ${field("status")}: ${field("refused")}`
-          : `${field("status")}${tokens}`;
+          : field("failed")
+            ? `FAILED ${field("status")}: ${printable(field("failed"))}`
+            : `${field("status")}${tokens}`;
         const model = field("model") ? ` (${field("model")})` : "";
         progress(`· model gateway ${field("method")} ${field("path")}${model}: ${outcome}\n`);
         break;

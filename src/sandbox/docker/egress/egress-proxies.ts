@@ -101,7 +101,7 @@ export class EgressProxies {
     const image = await this.image.resolve((text) => options.onProgress?.(text));
     throwIfAborted(options.signal, "egress proxy start");
     options.onProgress?.(
-      `starting the egress proxy ${egress.proxyContainer} (${egress.allow.join(", ")})`,
+      `starting the egress proxy ${egress.proxyContainer} (${egress.allow.length > 0 ? egress.allow.join(", ") : "no host allowed"})`,
     );
     const id = await this.containers.create(
       this.proxyOptions(egress, spec.containerName, image, config, configHash),

@@ -1,3 +1,6 @@
+import { createServer } from "node:net";
+import type { AddressInfo } from "node:net";
+
 import Anthropic from "@anthropic-ai/sdk";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 
@@ -135,6 +138,42 @@ describe("model gateway", () => {
       expect(server.requests).toHaveLength(0);
     } finally {
       await elsewhere.close();
+    }
+  });
+
+  it("a call the upstream never answers is a 502 to the agent and an event naming the upstream and why", async () => {
+    // A port that was just free: nothing listens there, so the connection is refused.
+    const closed = createServer();
+    await new Promise<void>((resolve) => closed.listen(0, "127.0.0.1", resolve));
+    const port = (closed.address() as AddressInfo).port;
+    await new Promise((resolve) => closed.close(resolve));
+    const deadUpstream = await startModelGateway({
+      listenAddress: "127.0.0.1",
+      clientSubnet: "127.0.0.0/8",
+      upstream: `http://127.0.0.1:${port}`,
+      credential: { apiKey: realKey },
+      onCall: (call) => calls.push(call),
+    });
+    try {
+      const response = await fetch(`${deadUpstream.url}/v1/messages`, {
+        method: "POST",
+        headers: { "x-api-key": deadUpstream.placeholderKey, "content-type": "application/json" },
+        body: JSON.stringify({ model: "claude-test", max_tokens: 1, messages: [] }),
+      });
+      expect(response.status).toBe(502);
+      expect(calls).toEqual([
+        {
+          method: "POST",
+          path: "/v1/messages",
+          model: "claude-test",
+          status: 502,
+          failed: expect.stringMatching(
+            new RegExp(`^http://127\\.0\\.0\\.1:${port}: .*ECONNREFUSED`),
+          ) as unknown,
+        },
+      ]);
+    } finally {
+      await deadUpstream.close();
     }
   });
 

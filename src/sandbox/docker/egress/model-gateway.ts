@@ -20,6 +20,8 @@ export interface ModelGatewayCall {
   status: number;
   /** Why the gateway answered itself instead of forwarding. */
   refused?: string | undefined;
+  /** Why a forwarded call got no answer from the upstream (the gateway answered 502). */
+  failed?: string | undefined;
   /** Token counts, when the response (JSON or SSE stream) showed them. */
   inputTokens?: number | undefined;
   outputTokens?: number | undefined;
@@ -144,12 +146,16 @@ export async function startModelGateway(options: ModelGatewayOptions): Promise<M
 
     const abort = new AbortController();
     response.on("close", () => abort.abort());
-    const upstreamResponse = await fetch(target, {
-      method,
-      headers,
-      body,
-      signal: abort.signal,
-    });
+    let upstreamResponse: Response;
+    try {
+      upstreamResponse = await fetch(target, { method, headers, body, signal: abort.signal });
+    } catch (error) {
+      // The agent sees only a 502 and retries it for minutes (Claude Code does): the event says
+      // where the call went and why it failed. (undici puts the reason, ECONNREFUSED, in cause.)
+      const reason = messageOf((error as { cause?: unknown }).cause ?? error);
+      options.onCall?.({ ...call, status: 502, failed: `${upstream.origin}: ${reason}` });
+      throw error;
+    }
     call.status = upstreamResponse.status;
     const responseHeaders: Record<string, string> = {};
     upstreamResponse.headers.forEach((value, name) => {
