@@ -1,21 +1,9 @@
 import { createSilentLogger, type Logger, type SandboxError } from "../../common/index.js";
-import type {
-  ExecOptions,
-  ExecResult,
-  FileStat,
-  ListOptions,
-  ListResult,
-  ProcessTable,
-  ReadFileOptions,
-  RemoveOptions,
-  Sandbox,
-  SignalOption,
-  WriteFileOptions,
-} from "../sandbox.js";
+import type { SignalOption } from "../sandbox.js";
+import type { ExecTransport } from "../shell/exec-transport.js";
+import { ShellSandbox } from "../shell-sandbox.js";
 import type { DockerEngine } from "./engine.js";
 import { ContainerExec } from "./exec/container-exec.js";
-import type { ExecTransport } from "./exec/exec-transport.js";
-import { runCommand } from "./exec/run-command.js";
 import { ContainerFiles } from "./files/container-files.js";
 import {
   copyTreeIn,
@@ -23,11 +11,11 @@ import {
   type CopyTreeOutOptions,
   type CopyTreeOutResult,
 } from "./files/tree-transfer.js";
-import { ScriptProcessTable } from "../shell/script-process-table.js";
 import { ResidentTransport } from "./resident/resident-transport.js";
 
-/** Where background processes live inside the container. */
+/** Where background processes and full output logs live inside the container. */
 const containerProcessDirectory = "/tmp/.cordon/proc";
+const containerLogDirectory = "/tmp/.cordon/logs";
 
 export interface DockerSandboxOptions {
   engine: DockerEngine;
@@ -64,19 +52,14 @@ export interface DockerSandboxOptions {
  * symlinks are what the container's kernel says they are; no host path is ever touched. The
  * manager creates the container; this object only uses it.
  */
-export class DockerSandbox implements Sandbox {
+export class DockerSandbox extends ShellSandbox {
   readonly id: string;
   readonly kind = "docker" as const;
-  readonly workdir: string;
-  readonly processes: ProcessTable;
   readonly #transport: ExecTransport;
   readonly #files: ContainerFiles;
-  readonly #logger: Logger;
 
   constructor(options: DockerSandboxOptions) {
-    this.id = options.containerName;
-    this.workdir = options.workdir;
-    this.#logger = (options.logger ?? createSilentLogger()).child({
+    const logger = (options.logger ?? createSilentLogger()).child({
       sandbox: options.containerName,
     });
     const recover = options.recover;
@@ -87,52 +70,23 @@ export class DockerSandbox implements Sandbox {
       options.user,
       { recover: recover && (() => recover()), stopReason: options.stopReason },
     );
-    this.#transport =
-      options.executor === "resident" ? new ResidentTransport(plainExec, this.#logger) : plainExec;
-    this.#files = new ContainerFiles(this.#transport, options.workdir, this.#logger);
-    this.processes = new ScriptProcessTable({
-      runner: this.#transport,
-      workdir: options.workdir,
-      root: "/",
-      directory: containerProcessDirectory,
-      logger: this.#logger,
+    const transport =
+      options.executor === "resident" ? new ResidentTransport(plainExec, logger) : plainExec;
+    const files = new ContainerFiles(transport, options.workdir, logger);
+    super({
+      commands: {
+        transport,
+        workdir: options.workdir,
+        root: "/",
+        logDirectory: containerLogDirectory,
+        logger,
+      },
+      files,
+      processDirectory: containerProcessDirectory,
     });
-  }
-
-  exec(command: string, options: ExecOptions = {}): Promise<ExecResult> {
-    return runCommand(
-      { transport: this.#transport, workdir: this.workdir, logger: this.#logger },
-      command,
-      options,
-    );
-  }
-
-  readFile(path: string, options?: ReadFileOptions): Promise<Uint8Array> {
-    return this.#files.readFile(path, options);
-  }
-
-  writeFile(path: string, data: string | Uint8Array, options?: WriteFileOptions): Promise<void> {
-    return this.#files.writeFile(path, data, options);
-  }
-
-  stat(path: string, options?: SignalOption): Promise<FileStat | undefined> {
-    return this.#files.stat(path, options);
-  }
-
-  list(path: string, options?: ListOptions): Promise<ListResult> {
-    return this.#files.list(path, options);
-  }
-
-  mkdir(path: string, options?: SignalOption): Promise<void> {
-    return this.#files.mkdir(path, options);
-  }
-
-  remove(path: string, options?: RemoveOptions): Promise<void> {
-    return this.#files.remove(path, options);
-  }
-
-  rename(from: string, to: string, options?: SignalOption): Promise<void> {
-    return this.#files.rename(from, to, options);
+    this.id = options.containerName;
+    this.#transport = transport;
+    this.#files = files;
   }
 
   /**

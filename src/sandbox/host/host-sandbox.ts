@@ -3,23 +3,10 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 
 import { createSilentLogger, SandboxError, type Logger } from "../../common/index.js";
-import type {
-  ExecOptions,
-  ExecResult,
-  FileStat,
-  ListOptions,
-  ListResult,
-  ProcessTable,
-  ReadFileOptions,
-  RemoveOptions,
-  Sandbox,
-  SignalOption,
-  WriteFileOptions,
-} from "../sandbox.js";
-import { ScriptProcessTable } from "../shell/script-process-table.js";
+import { ShellSandbox } from "../shell-sandbox.js";
 import { ConfinedPaths } from "./confined-paths.js";
-import { HostScriptRunner, runHostCommand, type HostExecContext } from "./host-exec.js";
 import { HostFiles } from "./host-files.js";
+import { HostTransport } from "./host-transport.js";
 
 export interface HostSandboxOptions {
   /** The workspace: every path must stay inside it; commands start in it. */
@@ -43,24 +30,31 @@ export interface HostSandboxOptions {
  * process tree killed on timeout or abort. For trusted use only: a command can still reach
  * anything the user can (DESIGN.md §4).
  */
-export class HostSandbox implements Sandbox {
+export class HostSandbox extends ShellSandbox {
   readonly id = "host";
   readonly kind = "host" as const;
-  readonly workdir: string;
-  readonly processes: ProcessTable;
-  readonly #files: HostFiles;
-  readonly #context: HostExecContext;
 
-  private constructor(context: HostExecContext) {
-    this.#context = context;
-    this.workdir = context.paths.root;
-    this.#files = new HostFiles(context.paths);
-    this.processes = new ScriptProcessTable({
-      runner: new HostScriptRunner(context),
-      workdir: context.paths.root,
-      root: context.paths.root,
-      directory: path.join(context.stateDirectory, "proc"),
-      logger: context.logger,
+  private constructor(parts: {
+    paths: ConfinedPaths;
+    env: Readonly<Record<string, string>>;
+    stateDirectory: string;
+    logger: Logger;
+  }) {
+    const { paths, stateDirectory, logger } = parts;
+    super({
+      commands: {
+        transport: new HostTransport({ cwd: paths.root, env: parts.env, stateDirectory }),
+        workdir: paths.root,
+        // The wrapper refuses a working directory outside the workspace; Node resolves it first
+        // too (realpath is the kernel's answer), so a refusal names the path the caller gave.
+        root: paths.root,
+        resolveCwd: (cwd) => paths.follow(paths.lexical(cwd)),
+        stateDirectory,
+        logDirectory: path.join(stateDirectory, "logs"),
+        logger,
+      },
+      files: new HostFiles(paths),
+      processDirectory: path.join(stateDirectory, "proc"),
     });
   }
 
@@ -96,37 +90,5 @@ export class HostSandbox implements Sandbox {
       stateDirectory: realState,
       logger,
     });
-  }
-
-  exec(command: string, options: ExecOptions = {}): Promise<ExecResult> {
-    return runHostCommand(this.#context, command, options);
-  }
-
-  readFile(path: string, options?: ReadFileOptions): Promise<Uint8Array> {
-    return this.#files.readFile(path, options);
-  }
-
-  writeFile(path: string, data: string | Uint8Array, options?: WriteFileOptions): Promise<void> {
-    return this.#files.writeFile(path, data, options);
-  }
-
-  stat(path: string, options?: SignalOption): Promise<FileStat | undefined> {
-    return this.#files.stat(path, options);
-  }
-
-  list(path: string, options?: ListOptions): Promise<ListResult> {
-    return this.#files.list(path, options);
-  }
-
-  mkdir(path: string, options?: SignalOption): Promise<void> {
-    return this.#files.mkdir(path, options);
-  }
-
-  remove(path: string, options?: RemoveOptions): Promise<void> {
-    return this.#files.remove(path, options);
-  }
-
-  rename(from: string, to: string, options?: SignalOption): Promise<void> {
-    return this.#files.rename(from, to, options);
   }
 }

@@ -14,7 +14,8 @@
 # - `spawn ID CWD ROOT COMMAND DIR LOG_MAX STARTED_AT LABEL`: the same checks, then start COMMAND
 #   in the background with stdin from the fifo DIR/stdin and output to DIR/out (at most LOG_MAX
 #   bytes kept); DIR/exit gets the exit status, DIR/started and DIR/command the start time and the
-#   label (the command as the caller gave it). The base of background processes.
+#   label (the command as the caller gave it), DIR/pid and DIR/monitor the pids of the command and
+#   of the subshell that waits for it. The base of background processes.
 # - `kill ID`: kill the whole process tree of run ID.
 #
 # The tree is found four ways, because each alone can be escaped: the environment marker
@@ -183,6 +184,7 @@ case $cordon_mode in
     printf '%s' "$8" >"$cordon_dir/started"
     printf '%s' "$9" >"$cordon_dir/command"
     (
+      printf '%s\n' "$BASHPID" >"$cordon_dir/monitor"
       # The fifo is opened read-write so the open never blocks and a writer that comes and goes
       # never delivers end-of-file; output past LOG_MAX is read and dropped, so a chatty process
       # is never stopped by a full pipe. dd, not head: head buffers its output in stdio, and a

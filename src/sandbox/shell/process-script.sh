@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The bash program behind the background-process table of a shell-backed sandbox (sent like the
 # exec wrapper: see exec-wrapper.sh). Each process lives in a directory DIR made by the exec
-# wrapper's `spawn` mode: `out` (output), `stdin` (a fifo), `pid`, `started`, `command`, and
+# wrapper's `spawn` mode: `out` (output), `stdin` (a fifo), `pid`, `monitor`, `started`, `command`, and
 # `exit` once it ended; `polled` remembers how much output a poll already returned. The sandbox is
 # the source of truth, so a new sandbox object for the same container sees the same processes.
 #
@@ -26,7 +26,9 @@ status_of() { # dir; sets status
   fi
   status=running
   # The monitor writes exit; a process whose monitor is gone (the container restarted) is lost.
-  if { read -r pid <"$1/pid"; } 2>/dev/null && ! kill -0 "$pid" 2>/dev/null && [[ ! -e $1/exit ]]; then
+  # The monitor's pid, not the process's: between the process's end and the monitor's sweep and
+  # exit file, the process is gone but its status is on its way.
+  if { read -r pid <"$1/monitor"; } 2>/dev/null && ! kill -0 "$pid" 2>/dev/null && [[ ! -e $1/exit ]]; then
     status=lost
   fi
 }

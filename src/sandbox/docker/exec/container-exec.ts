@@ -17,9 +17,9 @@ import {
   type RunRequest,
   type RunResult,
   type RunningExec,
-} from "./exec-transport.js";
+} from "../../shell/exec-transport.js";
 
-export type { ExecRequest, RunningExec } from "./exec-transport.js";
+export type { ExecRequest, RunningExec } from "../../shell/exec-transport.js";
 
 /** Replaces a container that went away and returns the new container's id. */
 export type ContainerRecovery = () => Promise<string>;

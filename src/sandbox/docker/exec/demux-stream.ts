@@ -1,9 +1,9 @@
 import { Writable } from "node:stream";
 
-import type { StreamName } from "../../shell/output-capture.js";
+import type { OutputHandler } from "../../shell/exec-transport.js";
 
 /** Receives one demultiplexed payload; a returned promise holds back the stream until it settles. */
-export type OutputHandler = (stream: StreamName, chunk: Uint8Array) => void | Promise<void>;
+export type { OutputHandler };
 
 const headerBytes = 8;
 

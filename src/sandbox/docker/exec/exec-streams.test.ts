@@ -3,7 +3,7 @@ import { pipeline } from "node:stream/promises";
 
 import { describe, expect, it } from "vitest";
 
-import { ChunkChannel } from "./chunk-channel.js";
+import { ChunkChannel } from "../../shell/chunk-channel.js";
 import { DemuxStream } from "./demux-stream.js";
 
 function frame(stream: 1 | 2, text: string): Buffer {

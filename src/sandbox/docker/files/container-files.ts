@@ -13,7 +13,7 @@ import type {
   WriteFileOptions,
 } from "../../sandbox.js";
 import { scriptInvocation } from "../../shell/command-line.js";
-import type { ExecTransport } from "../exec/exec-transport.js";
+import type { ExecTransport } from "../../shell/exec-transport.js";
 import { fileErrorFrom } from "./file-errors.js";
 import { SizedContent } from "./sized-content.js";
 import { shellScript } from "../../shell/shell-scripts.js";

@@ -17,8 +17,8 @@ import { pack, type Header, type Pack } from "tar-stream";
 
 import { SandboxError, throwIfAborted } from "../../../common/index.js";
 import type { SignalOption } from "../../sandbox.js";
-import type { ExecTransport } from "../exec/exec-transport.js";
-import { ChunkChannel } from "../exec/chunk-channel.js";
+import type { ExecTransport } from "../../shell/exec-transport.js";
+import { ChunkChannel } from "../../shell/chunk-channel.js";
 import { extractArchive, type ExtractedTree, type ExtractLimits } from "./archive-extract.js";
 import { fileErrorFrom } from "./file-errors.js";
 

@@ -1,6 +1,6 @@
 import { SandboxError, type Logger } from "../../../common/index.js";
 import type { OutputHandler } from "../exec/demux-stream.js";
-import type { ExecRequest, ExecTransport, RunningExec } from "../exec/exec-transport.js";
+import type { ExecRequest, ExecTransport, RunningExec } from "../../shell/exec-transport.js";
 import {
   cStrings,
   encodeFrame,

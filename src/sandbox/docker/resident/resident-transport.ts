@@ -8,7 +8,7 @@ import {
   type RunRequest,
   type RunResult,
   type RunningExec,
-} from "../exec/exec-transport.js";
+} from "../../shell/exec-transport.js";
 import { cStrings, request, u32, u64 } from "./protocol.js";
 import { ExecutorStoppedError, ResidentConnection } from "./resident-connection.js";
 

@@ -1,50 +1,68 @@
 import { posix } from "node:path";
 
-import { AbortedError, type Logger } from "../../../common/index.js";
-import type { ExecOptions, ExecResult } from "../../sandbox.js";
-import {
-  commandWithEnv,
-  interpretStatus,
-  newRunId,
-  scriptInvocation,
-} from "../../shell/command-line.js";
-import { oomMarkerPath, throwIfRefused, wrapperRefusalStatus } from "../../shell/exec-wrapper.js";
-import { shellScript } from "../../shell/shell-scripts.js";
-import { keptLogs, OutputCapture, type OutputLog } from "../../shell/output-capture.js";
+import { AbortedError, type Logger } from "../../common/index.js";
+import type { ExecOptions, ExecResult } from "../sandbox.js";
 import { ChunkChannel } from "./chunk-channel.js";
+import { commandWithEnv, interpretStatus, newRunId, scriptInvocation } from "./command-line.js";
 import type { ExecTransport } from "./exec-transport.js";
+import {
+  defaultStateDirectory,
+  oomMarkerPath,
+  throwIfRefused,
+  wrapperRefusalStatus,
+} from "./exec-wrapper.js";
+import { keptLogs, OutputCapture, type OutputLog } from "./output-capture.js";
+import { shellScript } from "./shell-scripts.js";
 
 const defaultMaxOutputBytes = 1024 * 1024;
 /** How long a killed command's output stream may take to end before the connection is cut. */
 const killGraceMs = 5_000;
-/** Where full output logs go inside the container. */
-export const containerLogDirectory = "/tmp/.cordon/logs";
 
-export interface RunCommandContext {
+/** Where one shell-backed sandbox runs its commands. */
+export interface CommandContext {
   transport: ExecTransport;
+  /** Where a relative `cwd` resolves. */
   workdir: string;
+  /**
+   * The boundary the working directory must stay inside, checked by the wrapper after it
+   * resolved the directory physically: "/" in a container, the workspace root on the host.
+   */
+  root: string;
+  /**
+   * Turns the caller's `cwd` into the path the wrapper enters; may refuse it with a
+   * `FileOperationError`. Default: resolved against `workdir`, left to the wrapper to check.
+   */
+  resolveCwd?: ((cwd: string) => Promise<string>) | undefined;
+  /** The wrapper's state directory (`CORDON_STATE`, where OOM marks go); default /tmp/.cordon. */
+  stateDirectory?: string | undefined;
+  /** Where full output logs go (in the sandbox's view), the newest `keptLogs` of them kept. */
+  logDirectory: string;
   logger: Logger;
 }
 
 /**
- * Runs one command in the container under the exec wrapper (its own session, a marker for the
- * tree, leftovers killed at exit), streaming and capping its output, killing the whole tree on
- * timeout or abort, and telling an OOM kill from other deaths.
+ * The one exec implementation of every shell-backed sandbox (a container by plain exec or its
+ * resident executor, the host in mode off): runs one command under the exec wrapper (its own
+ * session, a marker for the tree, leftovers killed at exit), streaming and capping its output,
+ * killing the whole tree on timeout or abort, and telling an OOM kill from other deaths.
  */
 export async function runCommand(
-  context: RunCommandContext,
+  context: CommandContext,
   command: string,
   options: ExecOptions,
 ): Promise<ExecResult> {
   const { transport, logger } = context;
   const signal = options.signal;
   if (signal?.aborted) throw new AbortedError("the command was aborted before it started");
+  const requested = options.cwd ?? ".";
+  const cwd = context.resolveCwd
+    ? await context.resolveCwd(requested)
+    : posix.resolve(context.workdir, requested);
   const id = newRunId("x");
-  const cwd = posix.resolve(context.workdir, options.cwd ?? ".");
   const script = commandWithEnv(command, options.env);
   const capture = new OutputCapture({
     maxBytes: options.maxOutputBytes ?? defaultMaxOutputBytes,
-    openLog: () => openContainerLog(transport, `${containerLogDirectory}/${id}.log`),
+    openLog: () => openSandboxLog(transport, `${context.logDirectory}/${id}.log`),
     onStdout: options.onStdout,
     onStderr: options.onStderr,
   });
@@ -58,7 +76,7 @@ export async function runCommand(
   const started = performance.now();
   logger.debug({ run: id, cwd }, "exec starting");
   const running = await transport.start({
-    ...scriptInvocation(shellScript("execWrapper"), ["run", id, cwd, "/", script]),
+    ...scriptInvocation(shellScript("execWrapper"), ["run", id, cwd, context.root, script]),
     stdin,
     onOutput: (stream, chunk) => capture.push(stream, chunk),
   });
@@ -117,7 +135,13 @@ export async function runCommand(
   const { exitCode, signal: deathSignal } = timedOut
     ? { exitCode: null, signal: "SIGKILL" }
     : interpretStatus(status);
-  const oomKilled = status === 137 && !stopReason && (await wasOomKilled(transport, id));
+  const oomKilled =
+    status === 137 &&
+    !stopReason &&
+    (await wasOomKilled(
+      transport,
+      oomMarkerPath(id, context.stateDirectory ?? defaultStateDirectory),
+    ));
   logger.debug({ run: id, status, durationMs, oomKilled }, "exec finished");
   return {
     exitCode,
@@ -141,16 +165,10 @@ export async function killTree(transport: ExecTransport, id: string): Promise<vo
  * After a SIGKILL cordon did not send: the OOM killer (the wrapper left a mark), or the container
  * itself was killed, which must be an error, not a command result.
  */
-async function wasOomKilled(transport: ExecTransport, id: string): Promise<boolean> {
+async function wasOomKilled(transport: ExecTransport, marker: string): Promise<boolean> {
   const result = await transport
     .run({
-      cmd: [
-        "bash",
-        "-c",
-        '[[ -e $1 ]] || exit 1; rm -f -- "$1"; echo oom',
-        "cordon",
-        oomMarkerPath(id),
-      ],
+      cmd: ["bash", "-c", '[[ -e $1 ]] || exit 1; rm -f -- "$1"; echo oom', "cordon", marker],
     })
     .catch(async (error: unknown) => {
       await transport.assertRunning("run a command");
@@ -166,8 +184,8 @@ async function wasOomKilled(transport: ExecTransport, id: string): Promise<boole
   return false;
 }
 
-/** A log file inside the container, written through the stdin of a `cat` exec. */
-async function openContainerLog(transport: ExecTransport, path: string): Promise<OutputLog> {
+/** A log file inside the sandbox, written through the stdin of a `cat` run by the transport. */
+async function openSandboxLog(transport: ExecTransport, path: string): Promise<OutputLog> {
   const channel = new ChunkChannel();
   const running = await transport.start({
     // The newest logs are kept, older ones removed: they share the container's small /tmp.

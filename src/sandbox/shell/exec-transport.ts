@@ -1,8 +1,11 @@
-import { AbortedError, throwIfAborted, withAbort } from "../../../common/index.js";
-import type { ScriptRunner } from "../../shell/script-runner.js";
-import type { OutputHandler } from "./demux-stream.js";
+import { AbortedError, throwIfAborted, withAbort } from "../../common/index.js";
+import type { StreamName } from "./output-capture.js";
+import type { ScriptRunner } from "./script-runner.js";
 
-/** One process started in the sandbox container. */
+/** Takes one chunk of a process's output; a returned promise holds back further output. */
+export type OutputHandler = (stream: StreamName, chunk: Uint8Array) => void | Promise<void>;
+
+/** One process started in the sandbox (a container, or the host in mode off). */
 export interface ExecRequest {
   cmd: string[];
   /** Extra environment (`NAME=value`) on top of the container's. */
@@ -64,10 +67,11 @@ export interface FastFileOperations {
 }
 
 /**
- * How commands and file operations reach a sandbox container: one process per call through the
- * Docker exec API (`ContainerExec`), or a resident executor inside the container that starts them
- * over one open stream (`ResidentTransport`). Everything above (the exec wrapper, file scripts,
- * background processes, tree copies) is written once against this.
+ * How commands and file operations reach a sandbox: one process per call through the Docker exec
+ * API (`ContainerExec`), a resident executor inside the container that starts them over one open
+ * stream (`ResidentTransport`), or a child process on the host (`HostTransport`, mode off).
+ * Everything above (the exec wrapper and `runCommand`, file scripts, background processes, tree
+ * copies) is written once against this.
  */
 export interface ExecTransport extends ScriptRunner {
   readonly containerName: string;
