@@ -135,7 +135,7 @@ describe("Claude Code's stream-json as cordon's run events", () => {
     ).toMatchObject({
       status: "model_error",
       exitCode: 4,
-      message: expect.stringContaining("401") as string,
+      message: "Claude Code ended with an error (API status 401): API Error: 401",
     });
     expect(ending(undefined, exited(127, "bash: claude: command not found"))).toMatchObject({
       status: "sandbox_error",

@@ -161,9 +161,12 @@ export class ClaudeCodeEvents {
       typeof apiStatus === "number" || typeof apiStatus === "string"
         ? ` (API status ${apiStatus})`
         : "";
+    // An API failure comes as subtype "success" with is_error set: "ended with success" read wrong.
+    const how =
+      result.subtype === undefined || result.subtype === "success" ? "an error" : result.subtype;
     return ended(
       "model_error",
-      `Claude Code ended with ${result.subtype ?? "an error"}${status}${finalText ? `: ${finalText}` : ""}`,
+      `Claude Code ended with ${how}${status}${finalText ? `: ${finalText}` : ""}`,
       "look at the model-gateway events (`cordon logs`): a refused or failed API call shows there",
     );
   }
