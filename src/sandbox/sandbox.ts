@@ -71,6 +71,11 @@ export interface ExecResult {
   durationMs: number;
 }
 
+/** `ReadFileOptions.maxBytes` when not given: 64 MiB. */
+export const defaultMaxReadBytes = 64 * 1024 * 1024;
+/** `ListOptions.limit` when not given. */
+export const defaultListLimit = 10_000;
+
 export interface ReadFileOptions extends SignalOption {
   /** Refuse files larger than this many bytes (`FileOperationError`, reason too_large). Default 64 MiB. */
   maxBytes?: number | undefined;

@@ -4,21 +4,21 @@ import { lstat, mkdir, open, readdir, rename, rm, rmdir, stat, unlink } from "no
 import path from "node:path";
 
 import { FileOperationError, throwIfAborted } from "../../common/index.js";
-import type {
-  DirEntry,
-  FileStat,
-  FileType,
-  ListOptions,
-  ListResult,
-  ReadFileOptions,
-  RemoveOptions,
-  SignalOption,
-  WriteFileOptions,
+import {
+  defaultListLimit,
+  defaultMaxReadBytes,
+  type DirEntry,
+  type FileStat,
+  type FileType,
+  type ListOptions,
+  type ListResult,
+  type ReadFileOptions,
+  type RemoveOptions,
+  type SignalOption,
+  type WriteFileOptions,
 } from "../sandbox.js";
 import { errnoOf, fileError, type ConfinedPaths } from "./confined-paths.js";
 
-const defaultMaxReadBytes = 64 * 1024 * 1024;
-const defaultListLimit = 10_000;
 /** A listing never gathers more than this, whatever the limit (it sorts what it gathered). */
 const maxGathered = 500_000;
 

@@ -4,21 +4,23 @@
  */
 import { posix } from "node:path";
 import { AbortedError, FileOperationError } from "../../common/index.js";
-import type {
-  DirEntry,
-  ExecOptions,
-  ExecResult,
-  FileStat,
-  ListOptions,
-  ListResult,
-  ProcessInfo,
-  ProcessOutput,
-  ProcessTable,
-  ReadFileOptions,
-  RemoveOptions,
-  Sandbox,
-  SignalOption,
-  WriteFileOptions,
+import {
+  defaultListLimit,
+  defaultMaxReadBytes,
+  type DirEntry,
+  type ExecOptions,
+  type ExecResult,
+  type FileStat,
+  type ListOptions,
+  type ListResult,
+  type ProcessInfo,
+  type ProcessOutput,
+  type ProcessTable,
+  type ReadFileOptions,
+  type RemoveOptions,
+  type Sandbox,
+  type SignalOption,
+  type WriteFileOptions,
 } from "../../sandbox/index.js";
 
 type Node =
@@ -165,7 +167,7 @@ export class MemorySandbox implements Sandbox {
     const node = this.#nodes.get(abs);
     if (!node) throw new FileOperationError(`no such file: ${abs}`, "not_found", abs);
     if (node.kind === "dir") throw new FileOperationError(`is a directory`, "is_directory", abs);
-    if (node.data.byteLength > (options.maxBytes ?? 64 * 1024 * 1024)) {
+    if (node.data.byteLength > (options.maxBytes ?? defaultMaxReadBytes)) {
       throw new FileOperationError(`file too large`, "too_large", abs);
     }
     return node.data.slice();
@@ -224,7 +226,7 @@ export class MemorySandbox implements Sandbox {
     if (!node) throw new FileOperationError(`no such directory`, "not_found", abs);
     if (node.kind !== "dir") throw new FileOperationError(`not a directory`, "not_directory", abs);
     const depth = options.depth ?? 1;
-    const limit = options.limit ?? 10_000;
+    const limit = options.limit ?? defaultListLimit;
     const prefix = abs === "/" ? "/" : `${abs}/`;
     const entries: DirEntry[] = [];
     for (const [childPath, child] of [...this.#nodes.entries()].sort(([a], [b]) =>

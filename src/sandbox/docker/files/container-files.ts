@@ -1,16 +1,18 @@
 import { posix } from "node:path";
 
 import { FileOperationError, type Logger } from "../../../common/index.js";
-import type {
-  DirEntry,
-  FileStat,
-  FileType,
-  ListOptions,
-  ListResult,
-  ReadFileOptions,
-  RemoveOptions,
-  SignalOption,
-  WriteFileOptions,
+import {
+  defaultListLimit,
+  defaultMaxReadBytes,
+  type DirEntry,
+  type FileStat,
+  type FileType,
+  type ListOptions,
+  type ListResult,
+  type ReadFileOptions,
+  type RemoveOptions,
+  type SignalOption,
+  type WriteFileOptions,
 } from "../../sandbox.js";
 import { scriptInvocation } from "../../shell/command-line.js";
 import type { ExecTransport } from "../../shell/exec-transport.js";
@@ -18,8 +20,6 @@ import { fileErrorFrom } from "./file-errors.js";
 import { SizedContent } from "./sized-content.js";
 import { shellScript } from "../../shell/shell-scripts.js";
 
-const defaultMaxReadBytes = 64 * 1024 * 1024;
-const defaultListLimit = 10_000;
 /** Messages must be the C locale's for the error mapping, whatever the image sets. */
 const scriptEnv = ["LC_ALL=C"];
 
