@@ -111,12 +111,14 @@ describe("agent runtimes: Claude Code and a command, in cordon's sandbox", () =>
   it("Claude Code reads, edits and tests in the seeded copy; its calls carry the real key only past the gateway", async () => {
     const key = session("claude");
     // What the Bash call reports: the key is looked for in every process's environment and
-    // command line and in every text file; its halves are joined only inside the scan, so the
-    // scan's own command line does not match.
+    // command line and in every text file. Its halves are joined only inside the scan, in a shell
+    // variable that is not exported, and grep gets it through a pipe (-f), never as an argument:
+    // a grep started with the key in its argv is itself a process whose command line holds it,
+    // which the scan's own `cat /proc/*/cmdline` could read.
     const scan = [
       `k=$(printf %s%s '${keyHead}' '${keyTail}')`,
-      'procs=$( (cat /proc/[0-9]*/environ /proc/[0-9]*/cmdline 2>/dev/null; env) | tr "\\0" "\\n" | grep -cF "$k")',
-      'files=$(grep -rlIF "$k" / --exclude-dir=proc --exclude-dir=sys --exclude-dir=dev 2>/dev/null | wc -l)',
+      'procs=$( (cat /proc/[0-9]*/environ /proc/[0-9]*/cmdline 2>/dev/null; env) | tr "\\0" "\\n" | grep -cFf <(printf "%s\\n" "$k"))',
+      'files=$(grep -rlIFf <(printf "%s\\n" "$k") / --exclude-dir=proc --exclude-dir=sys --exclude-dir=dev 2>/dev/null | wc -l)',
       'echo "key in processes: $procs, in files: $files; placeholder: $(printenv ANTHROPIC_API_KEY | cut -c1-15)"',
       'curl -sS -m 5 -o /dev/null https://api.anthropic.com/ 2>&1 | tail -1 | sed "s/^/proxied: /"',
       "curl -sS -m 5 --noproxy '*' -o /dev/null https://api.anthropic.com/ 2>&1 | tail -1 | sed 's/^/direct: /'",
