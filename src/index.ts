@@ -60,7 +60,26 @@ export { loadConfig, type CordonConfig } from "./config/index.js";
 export { explainPlan, planRun, type RunPlan } from "./policy/index.js";
 
 // Sandboxes.
-export type { ExecOptions, ExecResult, FileStat, Sandbox } from "./sandbox/index.js";
+// A Sandbox is exec + files + processes (docs/library.md); the option and result types let an
+// embedder write its own backend against the same interface.
+export type {
+  DirEntry,
+  ExecOptions,
+  ExecResult,
+  FileStat,
+  FileType,
+  ListOptions,
+  ListResult,
+  ProcessInfo,
+  ProcessOutput,
+  ProcessTable,
+  ReadFileOptions,
+  RemoveOptions,
+  Sandbox,
+  SandboxFiles,
+  SignalOption,
+  WriteFileOptions,
+} from "./sandbox/index.js";
 
 // Whole jobs.
 export { fixTests, type FixTestsOptions, type FixTestsResult } from "./workflows/index.js";
@@ -73,4 +92,4 @@ export {
 } from "./changes/index.js";
 
 // Errors and exit codes.
-export { CordonError, ExitCode } from "./common/index.js";
+export { CordonError, ExitCode, FileOperationError } from "./common/index.js";

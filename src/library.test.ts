@@ -33,7 +33,7 @@ describe("the library API", () => {
     description: "Counts the lines of a file.",
     inputSchema: z.object({ path: z.string() }),
     async execute(input: { path: string }, { sandbox, signal }) {
-      const text = new TextDecoder().decode(await sandbox.readFile(input.path, { signal }));
+      const text = new TextDecoder().decode(await sandbox.files.readFile(input.path, { signal }));
       return textResult(String(text.split("\n").length - 1));
     },
   });

@@ -31,8 +31,8 @@ export async function files(ctx: BenchContext): Promise<FigureResult> {
       const cpPath = `${sandbox.workdir}/bench-cp.bin`;
       const fixture = await ctx.baselines.cpFixture(bytes);
       const roundTrip = async (): Promise<void> => {
-        await sandbox.writeFile(cordonPath, bytes, { signal: ctx.signal });
-        const back = await sandbox.readFile(cordonPath, { signal: ctx.signal });
+        await sandbox.files.writeFile(cordonPath, bytes, { signal: ctx.signal });
+        const back = await sandbox.files.readFile(cordonPath, { signal: ctx.signal });
         if (!Buffer.from(back).equals(Buffer.from(bytes))) {
           throw new Error(
             `read back ${back.length} bytes that differ from the ${bytes.length} written`,
@@ -61,9 +61,11 @@ export async function files(ctx: BenchContext): Promise<FigureResult> {
           const halves = await timeInTurns(
             {
               write: () =>
-                failures.guard(() => sandbox.writeFile(cordonPath, bytes, { signal: ctx.signal })),
+                failures.guard(() =>
+                  sandbox.files.writeFile(cordonPath, bytes, { signal: ctx.signal }),
+                ),
               read: () =>
-                failures.guard(() => sandbox.readFile(cordonPath, { signal: ctx.signal })),
+                failures.guard(() => sandbox.files.readFile(cordonPath, { signal: ctx.signal })),
               copyIn: () => fixture.copyIn(lease.containerName, cpPath),
               copyOut: () => fixture.copyOut(lease.containerName, cpPath),
             },
@@ -96,12 +98,12 @@ export async function files(ctx: BenchContext): Promise<FigureResult> {
     const small = new Uint8Array(randomBytes(1024));
     const runs = ctx.quick ? 5 : 30;
     const path = `${sandbox.workdir}/bench-single.bin`;
-    await sandbox.writeFile(path, small);
+    await sandbox.files.writeFile(path, small);
     ctx.progress(`files: 1 KiB write alone and read alone vs one raw exec, ${runs} runs each`);
     const single = await timeInTurns(
       {
-        write: () => failures.guard(() => sandbox.writeFile(path, small)),
-        read: () => failures.guard(() => sandbox.readFile(path)),
+        write: () => failures.guard(() => sandbox.files.writeFile(path, small)),
+        read: () => failures.guard(() => sandbox.files.readFile(path)),
         api: () => ctx.baselines.apiExec(lease.containerName),
       },
       runs,

@@ -106,8 +106,8 @@ async function warmWork(ctx: BenchContext, failures: FailureCount): Promise<Figu
           runs: 30,
           op: async (sandbox) => {
             const file = `${sandbox.workdir}/bench-gvisor.bin`;
-            await sandbox.writeFile(file, kib, { signal: ctx.signal });
-            const back = await sandbox.readFile(file, { signal: ctx.signal });
+            await sandbox.files.writeFile(file, kib, { signal: ctx.signal });
+            const back = await sandbox.files.readFile(file, { signal: ctx.signal });
             if (!Buffer.from(back).equals(Buffer.from(kib)))
               throw new Error("read back other bytes");
           },

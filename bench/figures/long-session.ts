@@ -27,13 +27,13 @@ export async function longSession(ctx: BenchContext): Promise<FigureResult> {
         await execOk(sandbox, "true", ctx.signal);
         break;
       case 1:
-        await sandbox.writeFile(path, content, { signal: ctx.signal });
+        await sandbox.files.writeFile(path, content, { signal: ctx.signal });
         break;
       case 2:
-        await sandbox.readFile(path, { signal: ctx.signal });
+        await sandbox.files.readFile(path, { signal: ctx.signal });
         break;
       default:
-        await sandbox.stat(path, { signal: ctx.signal });
+        await sandbox.files.stat(path, { signal: ctx.signal });
     }
   };
   /** The executor's resident set inside the container, in KiB (0 without one). */

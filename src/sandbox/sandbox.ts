@@ -133,6 +133,28 @@ export interface ProcessTable {
   kill(id: string, options?: SignalOption): Promise<ProcessInfo>;
 }
 
+/**
+ * The files of one sandbox (`sandbox.files`), as E2B's `sandbox.files`. Paths are sandbox paths;
+ * every failure is a `FileOperationError` with a `reason` (not_found, read_only, too_large, …).
+ */
+export interface SandboxFiles {
+  readFile(path: string, options?: ReadFileOptions): Promise<Uint8Array>;
+  /** Atomic: readers see the old or the new content, never a mix. */
+  writeFile(path: string, data: string | Uint8Array, options?: WriteFileOptions): Promise<void>;
+  /** undefined when nothing exists at `path` (a dangling symlink stats as "symlink"). */
+  stat(path: string, options?: SignalOption): Promise<FileStat | undefined>;
+  list(path: string, options?: ListOptions): Promise<ListResult>;
+  /** Creates the directory and its missing parents; an existing directory is fine. */
+  mkdir(path: string, options?: SignalOption): Promise<void>;
+  remove(path: string, options?: RemoveOptions): Promise<void>;
+  rename(from: string, to: string, options?: SignalOption): Promise<void>;
+}
+
+/**
+ * A sandbox is three parts: `exec` runs one command to its end, `files` reaches the filesystem,
+ * `processes` keeps commands running in the background. Tools get this interface and nothing
+ * more: it has no way to stop, remove or reach around the sandbox.
+ */
 export interface Sandbox {
   /** Stable id, e.g. the container name, or "host". */
   readonly id: string;
@@ -147,14 +169,6 @@ export interface Sandbox {
    * processes belong in `processes.start`.
    */
   exec(command: string, options?: ExecOptions): Promise<ExecResult>;
-  readFile(path: string, options?: ReadFileOptions): Promise<Uint8Array>;
-  /** Atomic: readers see the old or the new content, never a mix. */
-  writeFile(path: string, data: string | Uint8Array, options?: WriteFileOptions): Promise<void>;
-  /** undefined when nothing exists at `path` (a dangling symlink stats as "symlink"). */
-  stat(path: string, options?: SignalOption): Promise<FileStat | undefined>;
-  list(path: string, options?: ListOptions): Promise<ListResult>;
-  mkdir(path: string, options?: SignalOption): Promise<void>;
-  remove(path: string, options?: RemoveOptions): Promise<void>;
-  rename(from: string, to: string, options?: SignalOption): Promise<void>;
+  readonly files: SandboxFiles;
   readonly processes: ProcessTable;
 }

@@ -61,7 +61,7 @@ describe("createToolset", () => {
       isError: true,
       content: [{ type: "text", text: "write is denied by agents.list[0].tools.deny" }],
     });
-    expect(sandbox.getText("a.txt")).toBe("x");
+    expect(sandbox.files.getText("a.txt")).toBe("x");
     expect(sandbox.calls).toEqual([]);
   });
 

@@ -35,7 +35,7 @@ describe("a sandbox whose container dies mid-session", () => {
     const { lease } = await runner.acquireSandbox({ sessionKey });
     try {
       const sandbox = lease.sandbox;
-      await sandbox.writeFile("notes.txt", "kept\n");
+      await sandbox.files.writeFile("notes.txt", "kept\n");
       const before = (await sandbox.exec("hostname")).stdout.trim();
 
       const running = sandbox.exec("sleep 30");

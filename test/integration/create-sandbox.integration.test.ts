@@ -60,7 +60,7 @@ describe("createSandbox", () => {
       await using box = await createSandbox({ ...options(sessionOf("rm")), remove: true });
       container = box.plan.sandbox.spec?.containerName ?? "";
       copy = box.privateWorkspace;
-      await box.sandbox.writeFile("pricing.py", new TextEncoder().encode("PRICE = 1\n"));
+      await box.sandbox.files.writeFile("pricing.py", new TextEncoder().encode("PRICE = 1\n"));
       const result = await box.sandbox.exec("cat pricing.py && id -u");
       expect(result.exitCode).toBe(0);
       expect(result.stdout).toMatch(/^PRICE = 1\n\d+\n$/);

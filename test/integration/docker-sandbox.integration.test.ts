@@ -156,8 +156,8 @@ describe("DockerSandbox", () => {
     });
 
     it("runs in a cwd relative to the workdir and refuses a missing, file or /proc one", async () => {
-      await sandbox.mkdir("sub/dir");
-      await sandbox.writeFile("sub/file", "x");
+      await sandbox.files.mkdir("sub/dir");
+      await sandbox.files.writeFile("sub/file", "x");
       expect((await sandbox.exec("pwd", { cwd: "sub/dir" })).stdout).toBe("/workspace/sub/dir\n");
       expect((await fileError(sandbox.exec("pwd", { cwd: "nope" }))).reason).toBe("not_found");
       expect((await fileError(sandbox.exec("pwd", { cwd: "sub/file" }))).reason).toBe(
@@ -230,9 +230,9 @@ describe("DockerSandbox", () => {
       const signal = controller.signal;
       await sandbox.exec("true", { signal, timeoutMs: 60_000 });
       await sandbox.exec("exit 3", { signal });
-      await sandbox.readFile("/etc/hostname", { signal });
-      await sandbox.stat("/nope", { signal });
-      await sandbox.list("/tmp", { signal });
+      await sandbox.files.readFile("/etc/hostname", { signal });
+      await sandbox.files.stat("/nope", { signal });
+      await sandbox.files.list("/tmp", { signal });
       await sandbox.processes.list({ signal });
       expect(getEventListeners(signal, "abort")).toHaveLength(0);
     });
@@ -255,7 +255,7 @@ describe("DockerSandbox", () => {
       expect(result.stdout.length).toBeLessThan(10_100);
       expect(result.stderr).toBe("err\n");
       expect(result.fullOutputPath).toMatch(/^\/tmp\/\.cordon\/logs\/.+\.log$/);
-      const log = await sandbox.stat(result.fullOutputPath ?? "");
+      const log = await sandbox.files.stat(result.fullOutputPath ?? "");
       expect(log?.size).toBe(3_000_015);
       const tail = await sandbox.exec(`tail -c 8 ${result.fullOutputPath ?? ""}`);
       expect(tail.stdout).toMatch(/END\n/);
@@ -274,12 +274,12 @@ describe("DockerSandbox", () => {
       expect(result.stdout.length).toBeLessThan(70 * 1024);
       // 400 MB went through; the process grew by a small fraction of that.
       expect(peak - before).toBeLessThan(150 * 1024 * 1024);
-      const log = await sandbox.stat(result.fullOutputPath ?? "");
+      const log = await sandbox.files.stat(result.fullOutputPath ?? "");
       expect(log?.size).toBeGreaterThan(16 * 1024 * 1024);
       expect(log?.size).toBeLessThan(17 * 1024 * 1024);
       const note = await sandbox.exec(`tail -c 100 ${result.fullOutputPath ?? ""} | tr -d '\\0'`);
       expect(note.stdout).toMatch(/output past \d+ bytes was not saved/);
-      await sandbox.remove(result.fullOutputPath ?? "");
+      await sandbox.files.remove(result.fullOutputPath ?? "");
     });
 
     it("keeps only the newest full-output logs", async () => {
@@ -288,10 +288,10 @@ describe("DockerSandbox", () => {
         const result = await sandbox.exec(`seq 1 1000; echo run-${i}`, { maxOutputBytes: 100 });
         paths.push(result.fullOutputPath ?? "");
       }
-      const logs = await sandbox.list("/tmp/.cordon/logs");
+      const logs = await sandbox.files.list("/tmp/.cordon/logs");
       expect(logs.entries.length).toBeLessThanOrEqual(8);
       expect(logs.entries.map((e) => `/tmp/.cordon/logs/${e.name}`)).toContain(paths.at(-1));
-      expect(await sandbox.stat(paths[0] ?? "")).toBeUndefined();
+      expect(await sandbox.files.stat(paths[0] ?? "")).toBeUndefined();
     });
 
     it("reports an OOM kill as such", async () => {
@@ -317,32 +317,32 @@ describe("DockerSandbox", () => {
       const bytes = Uint8Array.from({ length: 512 }, (_, i) => i % 256);
       const names = ["-rf", "with space.bin", "ünïcödé ✓.txt", "new\nline", "--", "a'b\"c$d`e"];
       for (const name of names) {
-        await sandbox.writeFile(`names/${name}`, bytes);
-        expect(Buffer.from(await sandbox.readFile(`names/${name}`)).equals(bytes)).toBe(true);
+        await sandbox.files.writeFile(`names/${name}`, bytes);
+        expect(Buffer.from(await sandbox.files.readFile(`names/${name}`)).equals(bytes)).toBe(true);
       }
-      const listing = await sandbox.list("names");
+      const listing = await sandbox.files.list("names");
       expect(listing.entries.map((entry) => entry.name).sort()).toEqual([...names].sort());
       expect(listing.entries.every((entry) => entry.type === "file" && entry.size === 512)).toBe(
         true,
       );
       const text = "héllo\r\nwörld\n\u0000end";
-      await sandbox.writeFile("/tmp/text.txt", text);
-      expect(new TextDecoder().decode(await sandbox.readFile("/tmp/text.txt"))).toBe(text);
-      await sandbox.writeFile("empty", "");
-      expect((await sandbox.readFile("empty")).byteLength).toBe(0);
+      await sandbox.files.writeFile("/tmp/text.txt", text);
+      expect(new TextDecoder().decode(await sandbox.files.readFile("/tmp/text.txt"))).toBe(text);
+      await sandbox.files.writeFile("empty", "");
+      expect((await sandbox.files.readFile("empty")).byteLength).toBe(0);
     });
 
     it("writes and reads a 10 MB file", async () => {
       const big = randomBytes(10 * 1024 * 1024);
-      await sandbox.writeFile("big.bin", big);
-      expect((await sandbox.stat("big.bin"))?.size).toBe(big.byteLength);
-      const back = await sandbox.readFile("big.bin");
+      await sandbox.files.writeFile("big.bin", big);
+      expect((await sandbox.files.stat("big.bin"))?.size).toBe(big.byteLength);
+      const back = await sandbox.files.readFile("big.bin");
       expect(Buffer.from(back).equals(big)).toBe(true);
     });
 
     it("writes atomically: a reader never sees a partial or mixed file", async () => {
       const size = 1024 * 1024;
-      await sandbox.writeFile("atomic.txt", "a".repeat(size));
+      await sandbox.files.writeFile("atomic.txt", "a".repeat(size));
       const reader = sandbox.exec(
         `for i in $(seq 1 400); do
            cp atomic.txt /tmp/snapshot
@@ -351,24 +351,24 @@ describe("DockerSandbox", () => {
          done; echo checked`,
       );
       for (let i = 0; i < 12; i++) {
-        await sandbox.writeFile("atomic.txt", (i % 2 === 0 ? "b" : "a").repeat(size));
+        await sandbox.files.writeFile("atomic.txt", (i % 2 === 0 ? "b" : "a").repeat(size));
       }
       const result = await reader;
       expect(result.stdout).toBe("checked\n");
     });
 
     it("keeps an existing file's mode, applies the mode of a new one, writes through symlinks", async () => {
-      await sandbox.writeFile("script.sh", "#!/bin/sh\necho one\n");
+      await sandbox.files.writeFile("script.sh", "#!/bin/sh\necho one\n");
       await sandbox.exec("chmod 751 script.sh");
-      await sandbox.writeFile("script.sh", "#!/bin/sh\necho two\n");
-      expect((await sandbox.stat("script.sh"))?.mode).toBe(0o751);
+      await sandbox.files.writeFile("script.sh", "#!/bin/sh\necho two\n");
+      expect((await sandbox.files.stat("script.sh"))?.mode).toBe(0o751);
       expect((await sandbox.exec("./script.sh")).stdout).toBe("two\n");
-      await sandbox.writeFile("private.txt", "x", { mode: 0o600 });
-      expect((await sandbox.stat("private.txt"))?.mode).toBe(0o600);
+      await sandbox.files.writeFile("private.txt", "x", { mode: 0o600 });
+      expect((await sandbox.files.stat("private.txt"))?.mode).toBe(0o600);
 
       await sandbox.exec("ln -sf target.txt link.txt");
-      await sandbox.writeFile("link.txt", "through the link");
-      expect(new TextDecoder().decode(await sandbox.readFile("target.txt"))).toBe(
+      await sandbox.files.writeFile("link.txt", "through the link");
+      expect(new TextDecoder().decode(await sandbox.files.readFile("target.txt"))).toBe(
         "through the link",
       );
       const linkType = await sandbox.exec("stat -c %F link.txt");
@@ -376,82 +376,86 @@ describe("DockerSandbox", () => {
     });
 
     it("creates parents unless told not to", async () => {
-      await sandbox.writeFile("deep/er/file.txt", "x");
-      expect((await sandbox.stat("deep/er"))?.type).toBe("directory");
+      await sandbox.files.writeFile("deep/er/file.txt", "x");
+      expect((await sandbox.files.stat("deep/er"))?.type).toBe("directory");
       const error = await fileError(
-        sandbox.writeFile("nowhere/file.txt", "x", { createParents: false }),
+        sandbox.files.writeFile("nowhere/file.txt", "x", { createParents: false }),
       );
       expect(error.reason).toBe("not_found");
-      const underFile = await fileError(sandbox.writeFile("deep/er/file.txt/x", "x"));
+      const underFile = await fileError(sandbox.files.writeFile("deep/er/file.txt/x", "x"));
       expect(underFile.reason).toBe("not_directory");
     });
 
     it("refuses writes on a read-only mount and the read-only root with reason read_only", async () => {
-      expect(new TextDecoder().decode(await sandbox.readFile("/agent/readme.txt"))).toBe(
+      expect(new TextDecoder().decode(await sandbox.files.readFile("/agent/readme.txt"))).toBe(
         "agent file\n",
       );
       const attempts = [
-        () => sandbox.writeFile("/agent/readme.txt", "changed"),
-        () => sandbox.writeFile("/agent/new.txt", "x"),
-        () => sandbox.mkdir("/agent/dir"),
-        () => sandbox.remove("/agent/readme.txt"),
-        () => sandbox.rename("/agent/readme.txt", "/agent/moved.txt"),
-        () => sandbox.writeFile("/etc/cordon.txt", "x"),
-        () => sandbox.writeFile("/usr/bin/python3", "x"),
+        () => sandbox.files.writeFile("/agent/readme.txt", "changed"),
+        () => sandbox.files.writeFile("/agent/new.txt", "x"),
+        () => sandbox.files.mkdir("/agent/dir"),
+        () => sandbox.files.remove("/agent/readme.txt"),
+        () => sandbox.files.rename("/agent/readme.txt", "/agent/moved.txt"),
+        () => sandbox.files.writeFile("/etc/cordon.txt", "x"),
+        () => sandbox.files.writeFile("/usr/bin/python3", "x"),
       ];
       for (const attempt of attempts) {
         const error = await fileError(attempt());
         expect(error.reason, error.message).toBe("read_only");
       }
-      expect(new TextDecoder().decode(await sandbox.readFile("/agent/readme.txt"))).toBe(
+      expect(new TextDecoder().decode(await sandbox.files.readFile("/agent/readme.txt"))).toBe(
         "agent file\n",
       );
     });
 
     it("uses the tmpfs mounts", async () => {
-      await sandbox.writeFile("/tmp/scratch/a.txt", "tmp");
-      await sandbox.writeFile("/var/tmp/b.txt", "var");
-      expect(new TextDecoder().decode(await sandbox.readFile("/tmp/scratch/a.txt"))).toBe("tmp");
+      await sandbox.files.writeFile("/tmp/scratch/a.txt", "tmp");
+      await sandbox.files.writeFile("/var/tmp/b.txt", "var");
+      expect(new TextDecoder().decode(await sandbox.files.readFile("/tmp/scratch/a.txt"))).toBe(
+        "tmp",
+      );
       const mounts = await sandbox.exec("findmnt -no FSTYPE /tmp");
       expect(mounts.stdout.trim()).toBe("tmpfs");
     });
 
     it("maps permission, missing, directory and size failures to their reasons", async () => {
-      expect((await fileError(sandbox.readFile("/etc/shadow"))).reason).toBe("permission_denied");
-      await sandbox.writeFile("locked/inner.txt", "secret");
-      await sandbox.exec("chmod 000 locked");
-      expect((await fileError(sandbox.readFile("locked/inner.txt"))).reason).toBe(
+      expect((await fileError(sandbox.files.readFile("/etc/shadow"))).reason).toBe(
         "permission_denied",
       );
-      expect((await fileError(sandbox.writeFile("locked/new.txt", "x"))).reason).toBe(
+      await sandbox.files.writeFile("locked/inner.txt", "secret");
+      await sandbox.exec("chmod 000 locked");
+      expect((await fileError(sandbox.files.readFile("locked/inner.txt"))).reason).toBe(
+        "permission_denied",
+      );
+      expect((await fileError(sandbox.files.writeFile("locked/new.txt", "x"))).reason).toBe(
         "permission_denied",
       );
       await sandbox.exec("chmod 755 locked");
-      expect((await fileError(sandbox.readFile("missing.txt"))).reason).toBe("not_found");
-      expect((await fileError(sandbox.readFile("locked"))).reason).toBe("is_directory");
-      expect((await fileError(sandbox.writeFile("locked", "x"))).reason).toBe("is_directory");
-      const tooLarge = await fileError(sandbox.readFile("big.bin", { maxBytes: 1000 }));
+      expect((await fileError(sandbox.files.readFile("missing.txt"))).reason).toBe("not_found");
+      expect((await fileError(sandbox.files.readFile("locked"))).reason).toBe("is_directory");
+      expect((await fileError(sandbox.files.writeFile("locked", "x"))).reason).toBe("is_directory");
+      const tooLarge = await fileError(sandbox.files.readFile("big.bin", { maxBytes: 1000 }));
       expect(tooLarge.reason).toBe("too_large");
-      expect((await fileError(sandbox.readFile("/dev/zero"))).reason).toBe("other");
+      expect((await fileError(sandbox.files.readFile("/dev/zero"))).reason).toBe("other");
     });
 
     it("stats like stat(2): symlinks followed, a dangling one reported as a symlink", async () => {
-      await sandbox.writeFile("stat/file.txt", "12345");
+      await sandbox.files.writeFile("stat/file.txt", "12345");
       await sandbox.exec(
         "cd stat && ln -s file.txt to-file && ln -s . to-dir && ln -s missing dangling",
       );
-      const file = await sandbox.stat("stat/file.txt");
+      const file = await sandbox.files.stat("stat/file.txt");
       expect(file).toMatchObject({ path: "/workspace/stat/file.txt", type: "file", size: 5 });
       expect(file?.mode).toBe(0o644);
       expect(file?.mtimeMs).toBeGreaterThan(Date.parse("2020-01-01"));
-      expect((await sandbox.stat("stat/to-file"))?.type).toBe("file");
-      expect((await sandbox.stat("stat/to-dir"))?.type).toBe("directory");
-      expect((await sandbox.stat("stat/dangling"))?.type).toBe("symlink");
-      expect(await sandbox.stat("stat/nothing")).toBeUndefined();
-      expect(await sandbox.stat("stat/file.txt/under-a-file")).toBeUndefined();
-      expect((await sandbox.stat("/dev/null"))?.type).toBe("other");
+      expect((await sandbox.files.stat("stat/to-file"))?.type).toBe("file");
+      expect((await sandbox.files.stat("stat/to-dir"))?.type).toBe("directory");
+      expect((await sandbox.files.stat("stat/dangling"))?.type).toBe("symlink");
+      expect(await sandbox.files.stat("stat/nothing")).toBeUndefined();
+      expect(await sandbox.files.stat("stat/file.txt/under-a-file")).toBeUndefined();
+      expect((await sandbox.files.stat("/dev/null"))?.type).toBe("other");
 
-      const listing = await sandbox.list("stat");
+      const listing = await sandbox.files.list("stat");
       expect(listing.entries).toEqual([
         { name: "dangling", type: "symlink", size: expect.any(Number) as number },
         { name: "file.txt", type: "file", size: 5 },
@@ -462,12 +466,12 @@ describe("DockerSandbox", () => {
 
     it("lists with depth and limit, sorted, reporting truncation", async () => {
       for (const name of ["b/2.txt", "b/1.txt", "a/deep/x.txt", "c.txt", "tab\there.txt"]) {
-        await sandbox.writeFile(`tree/${name}`, "x");
+        await sandbox.files.writeFile(`tree/${name}`, "x");
       }
-      const shallow = await sandbox.list("tree");
+      const shallow = await sandbox.files.list("tree");
       expect(shallow.entries.map((e) => e.name)).toEqual(["a", "b", "c.txt", "tab\there.txt"]);
       expect(shallow.truncated).toBe(false);
-      const deep = await sandbox.list("/workspace/tree", { depth: 3 });
+      const deep = await sandbox.files.list("/workspace/tree", { depth: 3 });
       expect(deep.entries.map((e) => `${e.name}:${e.type}`)).toEqual([
         "a:directory",
         "a/deep:directory",
@@ -478,45 +482,47 @@ describe("DockerSandbox", () => {
         "c.txt:file",
         "tab\there.txt:file",
       ]);
-      const limited = await sandbox.list("tree", { depth: 3, limit: 3 });
+      const limited = await sandbox.files.list("tree", { depth: 3, limit: 3 });
       expect(limited.entries).toHaveLength(3);
       expect(limited.truncated).toBe(true);
-      expect((await fileError(sandbox.list("tree/c.txt"))).reason).toBe("not_directory");
-      expect((await fileError(sandbox.list("no-tree"))).reason).toBe("not_found");
+      expect((await fileError(sandbox.files.list("tree/c.txt"))).reason).toBe("not_directory");
+      expect((await fileError(sandbox.files.list("no-tree"))).reason).toBe("not_found");
     });
 
     it("mkdir -p, remove and rename with their failure reasons", async () => {
-      await sandbox.mkdir("ops/a/b/c");
-      await sandbox.mkdir("ops/a/b/c");
-      expect((await sandbox.stat("ops/a/b/c"))?.type).toBe("directory");
-      await sandbox.writeFile("ops/a/file.txt", "x");
-      expect((await fileError(sandbox.mkdir("ops/a/file.txt"))).reason).toBe("not_directory");
-      expect((await fileError(sandbox.mkdir("ops/a/file.txt/sub"))).reason).toBe("not_directory");
+      await sandbox.files.mkdir("ops/a/b/c");
+      await sandbox.files.mkdir("ops/a/b/c");
+      expect((await sandbox.files.stat("ops/a/b/c"))?.type).toBe("directory");
+      await sandbox.files.writeFile("ops/a/file.txt", "x");
+      expect((await fileError(sandbox.files.mkdir("ops/a/file.txt"))).reason).toBe("not_directory");
+      expect((await fileError(sandbox.files.mkdir("ops/a/file.txt/sub"))).reason).toBe(
+        "not_directory",
+      );
 
-      expect((await fileError(sandbox.remove("ops/a"))).reason).toBe("other");
-      await sandbox.remove("ops/a/file.txt");
-      expect(await sandbox.stat("ops/a/file.txt")).toBeUndefined();
-      await sandbox.remove("ops/a", { recursive: true });
-      expect(await sandbox.stat("ops/a")).toBeUndefined();
-      expect((await fileError(sandbox.remove("ops/a"))).reason).toBe("not_found");
+      expect((await fileError(sandbox.files.remove("ops/a"))).reason).toBe("other");
+      await sandbox.files.remove("ops/a/file.txt");
+      expect(await sandbox.files.stat("ops/a/file.txt")).toBeUndefined();
+      await sandbox.files.remove("ops/a", { recursive: true });
+      expect(await sandbox.files.stat("ops/a")).toBeUndefined();
+      expect((await fileError(sandbox.files.remove("ops/a"))).reason).toBe("not_found");
 
-      await sandbox.writeFile("ops/from.txt", "from");
-      await sandbox.writeFile("ops/to.txt", "old");
-      await sandbox.rename("ops/from.txt", "ops/to.txt");
-      expect(new TextDecoder().decode(await sandbox.readFile("ops/to.txt"))).toBe("from");
-      expect(await sandbox.stat("ops/from.txt")).toBeUndefined();
-      await sandbox.rename("ops/to.txt", "/tmp/moved-across.txt");
-      expect(new TextDecoder().decode(await sandbox.readFile("/tmp/moved-across.txt"))).toBe(
+      await sandbox.files.writeFile("ops/from.txt", "from");
+      await sandbox.files.writeFile("ops/to.txt", "old");
+      await sandbox.files.rename("ops/from.txt", "ops/to.txt");
+      expect(new TextDecoder().decode(await sandbox.files.readFile("ops/to.txt"))).toBe("from");
+      expect(await sandbox.files.stat("ops/from.txt")).toBeUndefined();
+      await sandbox.files.rename("ops/to.txt", "/tmp/moved-across.txt");
+      expect(new TextDecoder().decode(await sandbox.files.readFile("/tmp/moved-across.txt"))).toBe(
         "from",
       );
-      expect((await fileError(sandbox.rename("ops/none", "ops/x"))).reason).toBe("not_found");
+      expect((await fileError(sandbox.files.rename("ops/none", "ops/x"))).reason).toBe("not_found");
     });
 
     it("an aborted upload leaves the old content, never a partial file", async () => {
-      await sandbox.writeFile("upload.bin", "old content");
+      await sandbox.files.writeFile("upload.bin", "old content");
       const controller = new AbortController();
       const big = randomBytes(40 * 1024 * 1024);
-      const upload = sandbox.writeFile("upload.bin", big, { signal: controller.signal });
+      const upload = sandbox.files.writeFile("upload.bin", big, { signal: controller.signal });
       setTimeout(() => controller.abort(), 5);
       const outcome = await upload.then(
         () => "written",
@@ -527,7 +533,7 @@ describe("DockerSandbox", () => {
       let size = 0;
       for (let attempt = 0; attempt < 50; attempt++) {
         const temps = await sandbox.exec("ls -A | grep -c cordon-write || true");
-        size = (await sandbox.stat("upload.bin"))?.size ?? -1;
+        size = (await sandbox.files.stat("upload.bin"))?.size ?? -1;
         if (temps.stdout.trim() === "0") break;
         await sleep(100);
       }
@@ -536,7 +542,7 @@ describe("DockerSandbox", () => {
 
     it("aborts a file operation with AbortedError", async () => {
       await expect(
-        sandbox.readFile("big.bin", { signal: AbortSignal.abort() }),
+        sandbox.files.readFile("big.bin", { signal: AbortSignal.abort() }),
       ).rejects.toBeInstanceOf(AbortedError);
     });
   });
@@ -558,7 +564,7 @@ describe("DockerSandbox", () => {
     }
 
     it("starts, polls new output, takes stdin, lists and kills the whole tree", async () => {
-      await sandbox.mkdir("sub");
+      await sandbox.files.mkdir("sub");
       const info = await sandbox.processes.start(
         'echo "ready in $PWD as $ROLE"; while read -r line; do echo "got:$line"; done; sleep 1031 & sleep 1032',
         { cwd: "sub", env: { ROLE: "server" } },
@@ -645,16 +651,16 @@ describe("DockerSandbox", () => {
       await writeFile(path.join(source, "run.sh"), "#!/bin/sh\n", { mode: 0o755 });
       await symlink("src/nested/data.bin", path.join(source, "link"));
 
-      await sandbox.copyTreeIn(source, "copied");
-      expect(Buffer.from(await sandbox.readFile("copied/src/nested/data.bin")).equals(binary)).toBe(
-        true,
-      );
-      expect((await sandbox.stat("copied/run.sh"))?.mode).toBe(0o755);
+      await sandbox.files.copyTreeIn(source, "copied");
+      expect(
+        Buffer.from(await sandbox.files.readFile("copied/src/nested/data.bin")).equals(binary),
+      ).toBe(true);
+      expect((await sandbox.files.stat("copied/run.sh"))?.mode).toBe(0o755);
       expect((await sandbox.exec("stat -c %u copied/run.sh")).stdout).toBe("1000\n");
       expect((await sandbox.exec("readlink copied/link")).stdout).toBe("src/nested/data.bin\n");
 
       const back = path.join(hostRoot, "back");
-      const result = await sandbox.copyTreeOut("copied", back);
+      const result = await sandbox.files.copyTreeOut("copied", back);
       expect(result.entries).toBe(6);
       expect(result.bytes).toBe(binary.byteLength + 5 + 10);
       expect((await readFile(path.join(back, "src/nested/data.bin"))).equals(binary)).toBe(true);
@@ -665,7 +671,7 @@ describe("DockerSandbox", () => {
     it("refuses a tree whose symlink points at the host's /etc, writing nothing", async () => {
       await sandbox.exec("mkdir -p evil && echo ok > evil/fine.txt && ln -s /etc evil/etc");
       const target = path.join(hostRoot, "evil-out");
-      const error = await sandbox.copyTreeOut("evil", target).then(
+      const error = await sandbox.files.copyTreeOut("evil", target).then(
         () => undefined,
         (caught: unknown) => caught,
       );
@@ -676,16 +682,18 @@ describe("DockerSandbox", () => {
 
     it("refuses a tree whose symlink climbs out with ../", async () => {
       await sandbox.exec("mkdir -p climb/a && ln -s ../../../../etc/passwd climb/a/passwd");
-      await expect(sandbox.copyTreeOut("climb", path.join(hostRoot, "climb"))).rejects.toThrow(
-        /leaving the tree/,
-      );
+      await expect(
+        sandbox.files.copyTreeOut("climb", path.join(hostRoot, "climb")),
+      ).rejects.toThrow(/leaving the tree/);
     });
 
     it("holds the byte cap and fails clearly for a missing directory", async () => {
       await expect(
-        sandbox.copyTreeOut("copied", path.join(hostRoot, "capped"), { maxBytes: 1000 }),
+        sandbox.files.copyTreeOut("copied", path.join(hostRoot, "capped"), { maxBytes: 1000 }),
       ).rejects.toThrow(/limit of 1000 bytes/);
-      const missing = await fileError(sandbox.copyTreeOut("no-such-dir", path.join(hostRoot, "x")));
+      const missing = await fileError(
+        sandbox.files.copyTreeOut("no-such-dir", path.join(hostRoot, "x")),
+      );
       expect(missing.reason).toBe("not_found");
     });
   });
@@ -723,7 +731,7 @@ describe("DockerSandbox", () => {
         expect((error as SandboxError).message).toMatch(/stopped|gone|not running/);
         expect((error as SandboxError).fix).toMatch(/fresh sandbox/);
         await removeContainer(doomed);
-        const after = await victim.readFile("/etc/hostname").then(
+        const after = await victim.files.readFile("/etc/hostname").then(
           () => undefined,
           (caught: unknown) => caught,
         );

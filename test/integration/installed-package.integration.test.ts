@@ -160,6 +160,11 @@ export async function resolve(specifier, context, next) {
     await mkdir(path.join(consumer, "node_modules"), { recursive: true });
     const installed = path.join(prefix, "lib", "node_modules", "cordon");
     await symlink(installed, path.join(consumer, "node_modules", "cordon"));
+    // The docs' custom tool needs zod, as an embedder's own dependency would give it.
+    await symlink(
+      path.join(installed, "node_modules", "zod"),
+      path.join(consumer, "node_modules", "zod"),
+    );
     await writeFile(path.join(consumer, "package.json"), '{ "type": "module" }\n');
     await writeFile(
       path.join(consumer, "tsconfig.json"),
@@ -180,13 +185,26 @@ export async function resolve(specifier, context, next) {
     );
     await writeFile(
       path.join(consumer, "embed.ts"),
-      `import { createRunner, createSandbox, fixTests, type RunResult } from "cordon";
+      `import { createRunner, createSandbox, defineTool, fixTests, textResult, type RunResult } from "cordon";
+import { z } from "zod";
+
+// docs/library.md's custom tool: a tool reaches files through sandbox.files.
+const countLines = defineTool({
+  name: "count_lines",
+  description: "Counts the lines of a file in the workspace.",
+  inputSchema: z.object({ path: z.string() }),
+  async execute({ path }, { sandbox, signal }) {
+    const bytes = await sandbox.files.readFile(path, { signal });
+    return textResult(String(new TextDecoder().decode(bytes).split("\\n").length));
+  },
+});
 
 export async function embed(): Promise<RunResult> {
   await using box = await createSandbox({ workspace: "/tmp/repo", remove: true });
+  await box.sandbox.files.writeFile("notes.txt", "hello\\n");
   const listing = await box.sandbox.exec("ls", { timeoutMs: 10_000 });
   console.log(listing.stdout, box.plan.sandbox.mode, typeof fixTests);
-  return createRunner({ cwd: "/tmp/repo" }).run({ prompt: "hi" });
+  return createRunner({ cwd: "/tmp/repo", tools: [countLines] }).run({ prompt: "hi" });
 }
 `,
     );

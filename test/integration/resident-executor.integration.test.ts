@@ -39,9 +39,9 @@ describe("resident executor", () => {
     // Not dumpable: its descriptors are root's, whatever uid it runs as.
     expect((await sandbox.exec(`stat -c %u /proc/${pid}/fd`)).stdout).toBe("0\n");
 
-    await sandbox.writeFile("notes/a.txt", "first\n");
-    expect(new TextDecoder().decode(await sandbox.readFile("notes/a.txt"))).toBe("first\n");
-    expect(await sandbox.stat("notes/a.txt")).toMatchObject({ type: "file", size: 6 });
+    await sandbox.files.writeFile("notes/a.txt", "first\n");
+    expect(new TextDecoder().decode(await sandbox.files.readFile("notes/a.txt"))).toBe("first\n");
+    expect(await sandbox.files.stat("notes/a.txt")).toMatchObject({ type: "file", size: 6 });
     expect((await sandbox.exec("stat -c '%u %a' notes/a.txt")).stdout).toBe("1000 644\n");
   });
 
@@ -133,8 +133,8 @@ describe("resident executor", () => {
     // The next call goes by plain exec while a new executor starts.
     const next = await sandbox.exec("echo after; exit 3");
     expect(next).toMatchObject({ stdout: "after\n", exitCode: 3 });
-    await sandbox.writeFile("after-kill.txt", "still right\n");
-    expect(new TextDecoder().decode(await sandbox.readFile("after-kill.txt"))).toBe(
+    await sandbox.files.writeFile("after-kill.txt", "still right\n");
+    expect(new TextDecoder().decode(await sandbox.files.readFile("after-kill.txt"))).toBe(
       "still right\n",
     );
     expect((await sandbox.exec(launcherOfCommands)).stdout).toBe("executor\n");
@@ -157,8 +157,8 @@ describe("executor switch", () => {
       for (const { sandbox } of [plain, missing]) {
         const result = await sandbox.exec(`echo hi; ${executorPid}`);
         expect(result).toMatchObject({ stdout: "hi\n", exitCode: 0 });
-        await sandbox.writeFile("x.txt", "content");
-        expect(new TextDecoder().decode(await sandbox.readFile("x.txt"))).toBe("content");
+        await sandbox.files.writeFile("x.txt", "content");
+        expect(new TextDecoder().decode(await sandbox.files.readFile("x.txt"))).toBe("content");
       }
     } finally {
       await plain.dispose();

@@ -69,7 +69,7 @@ describe("exec and process tools over DockerSandbox", () => {
       expect(tooLong).toContain("- timeoutSec:");
       const extra = await tools.fail("exec", { command: "touch ran", shell: "zsh" });
       expect(extra).toContain("shell");
-      const ran = await box.sandbox.stat("ran");
+      const ran = await box.sandbox.files.stat("ran");
       expect(ran).toBeUndefined();
     });
 
@@ -139,7 +139,7 @@ describe("exec and process tools over DockerSandbox", () => {
       );
       expect(logBytes).toBeGreaterThan(32_000);
       expect(logBytes).toBeLessThanOrEqual(64 * 1024 * 1024 + 4096);
-      await box.sandbox.remove(logPath);
+      await box.sandbox.files.remove(logPath);
     });
 
     it("aborting the call kills the command's whole tree and says so", async () => {
@@ -172,11 +172,11 @@ describe("exec and process tools over DockerSandbox", () => {
       expect(await tools.ok("exec", { command: 'printf "[%s]" "${FOO-unset}"' })).toContain(
         "[unset]",
       );
-      expect(await box.sandbox.stat("/tmp/pwned")).toBeUndefined();
+      expect(await box.sandbox.files.stat("/tmp/pwned")).toBeUndefined();
     });
 
     it("runs in a workdir inside the sandbox and refuses a missing, file or kernel-fs one", async () => {
-      await box.sandbox.mkdir("sub dir/-x");
+      await box.sandbox.files.mkdir("sub dir/-x");
       expect(await tools.ok("exec", { command: "pwd", workdir: "sub dir/-x" })).toMatch(
         /^\/workspace\/sub dir\/-x\n/,
       );
@@ -188,13 +188,13 @@ describe("exec and process tools over DockerSandbox", () => {
       const missing = await tools.fail("exec", { command: "touch ran", workdir: "nope" });
       expect(missing).toContain("/workspace/nope");
       expect(missing).toMatch(/does not exist/);
-      await box.sandbox.writeFile("a-file", "x");
+      await box.sandbox.files.writeFile("a-file", "x");
       expect(await tools.fail("exec", { command: "touch ran", workdir: "a-file" })).toMatch(
         /not a directory/,
       );
       const proc = await tools.fail("exec", { command: "touch ran", workdir: "/proc/self/cwd" });
       expect(proc).toMatch(/outside the sandbox/);
-      expect(await box.sandbox.stat("ran")).toBeUndefined();
+      expect(await box.sandbox.files.stat("ran")).toBeUndefined();
     });
   });
 

@@ -111,7 +111,7 @@ describe("hostile paths through the file tools over DockerSandbox", () => {
         }),
       ).toMatch(/^Writing the patched files failed: Cannot modify \/etc\/passwd: .*read-only/);
       expect(await fingerprint("/etc/passwd")).toBe(before);
-      expect(await box.sandbox.stat(`/etc/${escapeName}`)).toBeUndefined();
+      expect(await box.sandbox.files.stat(`/etc/${escapeName}`)).toBeUndefined();
     });
 
     it("../../tmp is the container's tmpfs, not the host's /tmp", async () => {

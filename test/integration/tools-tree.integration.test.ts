@@ -213,7 +213,7 @@ describe("tree tools over DockerSandbox", () => {
       expect(await tools.fail("grep", { pattern: "(unclosed", path: "odd" })).toMatch(
         /^grep failed: .*regex parse error/s,
       );
-      expect(await box.sandbox.stat("/tmp/pwned")).toBeUndefined();
+      expect(await box.sandbox.files.stat("/tmp/pwned")).toBeUndefined();
     });
 
     it("find and grep keep names with spaces, newlines and leading dashes whole", async () => {

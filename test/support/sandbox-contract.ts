@@ -38,30 +38,30 @@ export function describeSandboxContract(name: string, subject: SandboxContractSu
         const sandbox = subject.sandbox();
         const dir = fresh();
         const data = new Uint8Array([0, 1, 2, 255, 10, 13, 0x80]);
-        await sandbox.writeFile(`${dir}/a/b/bin.dat`, data);
-        expect([...(await sandbox.readFile(`${dir}/a/b/bin.dat`))]).toEqual([...data]);
-        await sandbox.writeFile(`${dir}/a/b/bin.dat`, "replaced");
-        expect(text(await sandbox.readFile(`${dir}/a/b/bin.dat`))).toBe("replaced");
+        await sandbox.files.writeFile(`${dir}/a/b/bin.dat`, data);
+        expect([...(await sandbox.files.readFile(`${dir}/a/b/bin.dat`))]).toEqual([...data]);
+        await sandbox.files.writeFile(`${dir}/a/b/bin.dat`, "replaced");
+        expect(text(await sandbox.files.readFile(`${dir}/a/b/bin.dat`))).toBe("replaced");
       });
 
       it("stats files and directories, and answers undefined for nothing", async () => {
         const sandbox = subject.sandbox();
         const dir = fresh();
-        await sandbox.writeFile(`${dir}/five.txt`, "12345");
-        const file = await sandbox.stat(`${dir}/five.txt`);
+        await sandbox.files.writeFile(`${dir}/five.txt`, "12345");
+        const file = await sandbox.files.stat(`${dir}/five.txt`);
         expect(file).toMatchObject({ type: "file", size: 5 });
         expect(file?.path).toBe(`${sandbox.workdir}/${dir}/five.txt`);
-        expect((await sandbox.stat(dir))?.type).toBe("directory");
-        expect(await sandbox.stat(`${dir}/missing`)).toBeUndefined();
+        expect((await sandbox.files.stat(dir))?.type).toBe("directory");
+        expect(await sandbox.files.stat(`${dir}/missing`)).toBeUndefined();
       });
 
       it("lists direct children, nested ones with depth, and says when the limit cut it", async () => {
         const sandbox = subject.sandbox();
         const dir = fresh();
-        await sandbox.writeFile(`${dir}/b.txt`, "b");
-        await sandbox.writeFile(`${dir}/a.txt`, "aa");
-        await sandbox.writeFile(`${dir}/sub/c.txt`, "c");
-        const top = await sandbox.list(dir);
+        await sandbox.files.writeFile(`${dir}/b.txt`, "b");
+        await sandbox.files.writeFile(`${dir}/a.txt`, "aa");
+        await sandbox.files.writeFile(`${dir}/sub/c.txt`, "c");
+        const top = await sandbox.files.list(dir);
         expect(top.truncated).toBe(false);
         expect(top.entries.map((e) => [e.name, e.type]).sort()).toEqual([
           ["a.txt", "file"],
@@ -69,9 +69,9 @@ export function describeSandboxContract(name: string, subject: SandboxContractSu
           ["sub", "directory"],
         ]);
         expect(top.entries.find((e) => e.name === "a.txt")?.size).toBe(2);
-        const deep = await sandbox.list(dir, { depth: 2 });
+        const deep = await sandbox.files.list(dir, { depth: 2 });
         expect(deep.entries.map((e) => e.name)).toContain("sub/c.txt");
-        const cut = await sandbox.list(dir, { limit: 2 });
+        const cut = await sandbox.files.list(dir, { limit: 2 });
         expect(cut).toMatchObject({ truncated: true });
         expect(cut.entries).toHaveLength(2);
       });
@@ -79,32 +79,36 @@ export function describeSandboxContract(name: string, subject: SandboxContractSu
       it("fails with a reason: missing file, a directory read, too large, no parent", async () => {
         const sandbox = subject.sandbox();
         const dir = fresh();
-        await sandbox.mkdir(dir);
-        expect((await fileError(sandbox.readFile(`${dir}/missing.txt`))).reason).toBe("not_found");
-        expect((await fileError(sandbox.readFile(dir))).reason).toBe("is_directory");
-        expect((await fileError(sandbox.list(`${dir}/missing`))).reason).toBe("not_found");
-        await sandbox.writeFile(`${dir}/big.txt`, "x".repeat(100));
-        expect((await fileError(sandbox.readFile(`${dir}/big.txt`, { maxBytes: 10 }))).reason).toBe(
-          "too_large",
+        await sandbox.files.mkdir(dir);
+        expect((await fileError(sandbox.files.readFile(`${dir}/missing.txt`))).reason).toBe(
+          "not_found",
         );
-        const orphan = sandbox.writeFile(`${dir}/no/parent.txt`, "x", { createParents: false });
+        expect((await fileError(sandbox.files.readFile(dir))).reason).toBe("is_directory");
+        expect((await fileError(sandbox.files.list(`${dir}/missing`))).reason).toBe("not_found");
+        await sandbox.files.writeFile(`${dir}/big.txt`, "x".repeat(100));
+        expect(
+          (await fileError(sandbox.files.readFile(`${dir}/big.txt`, { maxBytes: 10 }))).reason,
+        ).toBe("too_large");
+        const orphan = sandbox.files.writeFile(`${dir}/no/parent.txt`, "x", {
+          createParents: false,
+        });
         expect((await fileError(orphan)).reason).toBe("not_found");
       });
 
       it("makes directories, renames and removes", async () => {
         const sandbox = subject.sandbox();
         const dir = fresh();
-        await sandbox.mkdir(`${dir}/x/y`);
-        expect((await sandbox.stat(`${dir}/x/y`))?.type).toBe("directory");
-        await sandbox.writeFile(`${dir}/x/y/f.txt`, "f");
-        await sandbox.rename(`${dir}/x/y/f.txt`, `${dir}/x/g.txt`);
-        expect(await sandbox.stat(`${dir}/x/y/f.txt`)).toBeUndefined();
-        expect(text(await sandbox.readFile(`${dir}/x/g.txt`))).toBe("f");
-        await sandbox.remove(`${dir}/x/g.txt`);
-        expect(await sandbox.stat(`${dir}/x/g.txt`)).toBeUndefined();
-        await sandbox.remove(`${dir}/x`, { recursive: true });
-        expect(await sandbox.stat(`${dir}/x`)).toBeUndefined();
-        expect((await fileError(sandbox.remove(`${dir}/x`))).reason).toBe("not_found");
+        await sandbox.files.mkdir(`${dir}/x/y`);
+        expect((await sandbox.files.stat(`${dir}/x/y`))?.type).toBe("directory");
+        await sandbox.files.writeFile(`${dir}/x/y/f.txt`, "f");
+        await sandbox.files.rename(`${dir}/x/y/f.txt`, `${dir}/x/g.txt`);
+        expect(await sandbox.files.stat(`${dir}/x/y/f.txt`)).toBeUndefined();
+        expect(text(await sandbox.files.readFile(`${dir}/x/g.txt`))).toBe("f");
+        await sandbox.files.remove(`${dir}/x/g.txt`);
+        expect(await sandbox.files.stat(`${dir}/x/g.txt`)).toBeUndefined();
+        await sandbox.files.remove(`${dir}/x`, { recursive: true });
+        expect(await sandbox.files.stat(`${dir}/x`)).toBeUndefined();
+        expect((await fileError(sandbox.files.remove(`${dir}/x`))).reason).toBe("not_found");
       });
     });
 
@@ -131,7 +135,7 @@ export function describeSandboxContract(name: string, subject: SandboxContractSu
       it("runs in a given cwd, passes stdin and env, and refuses a missing cwd", async () => {
         const sandbox = subject.sandbox();
         const dir = fresh();
-        await sandbox.mkdir(dir);
+        await sandbox.files.mkdir(dir);
         const result = await sandbox.exec('pwd; cat; echo "$GREETING"', {
           cwd: dir,
           stdin: "from stdin\n",
@@ -161,7 +165,7 @@ export function describeSandboxContract(name: string, subject: SandboxContractSu
         expect(result.stdout.length).toBeLessThan(2000);
         expect(result.stdout).toMatch(/^1\n2\n/);
         expect(result.stdout).toMatch(/\n100000\n$/);
-        const log = text(await sandbox.readFile(result.fullOutputPath ?? "(none)"));
+        const log = text(await sandbox.files.readFile(result.fullOutputPath ?? "(none)"));
         expect(log.split("\n")).toHaveLength(100001);
       });
     });
@@ -170,15 +174,17 @@ export function describeSandboxContract(name: string, subject: SandboxContractSu
       it("reads and writes through a link to its target; a dangling link stats as a link", async () => {
         const sandbox = subject.sandbox();
         const dir = fresh();
-        await sandbox.writeFile(`${dir}/target.txt`, "target");
+        await sandbox.files.writeFile(`${dir}/target.txt`, "target");
         await sandbox.exec("ln -s target.txt link.txt && ln -s nowhere dangling", { cwd: dir });
-        expect(text(await sandbox.readFile(`${dir}/link.txt`))).toBe("target");
-        expect((await sandbox.stat(`${dir}/link.txt`))?.type).toBe("file");
-        expect((await sandbox.stat(`${dir}/dangling`))?.type).toBe("symlink");
-        expect((await fileError(sandbox.readFile(`${dir}/dangling`))).reason).toBe("not_found");
-        await sandbox.writeFile(`${dir}/link.txt`, bytes("through the link"));
-        expect(text(await sandbox.readFile(`${dir}/target.txt`))).toBe("through the link");
-        const listed = await sandbox.list(dir);
+        expect(text(await sandbox.files.readFile(`${dir}/link.txt`))).toBe("target");
+        expect((await sandbox.files.stat(`${dir}/link.txt`))?.type).toBe("file");
+        expect((await sandbox.files.stat(`${dir}/dangling`))?.type).toBe("symlink");
+        expect((await fileError(sandbox.files.readFile(`${dir}/dangling`))).reason).toBe(
+          "not_found",
+        );
+        await sandbox.files.writeFile(`${dir}/link.txt`, bytes("through the link"));
+        expect(text(await sandbox.files.readFile(`${dir}/target.txt`))).toBe("through the link");
+        const listed = await sandbox.files.list(dir);
         expect(listed.entries.find((e) => e.name === "link.txt")?.type).toBe("symlink");
       });
     });

@@ -32,7 +32,7 @@ export async function readBootstrapFiles(
     let bytes: Uint8Array;
     try {
       // One read, no stat first: this is on every run's start, and a missing file is the usual case.
-      bytes = await sandbox.readFile(base ? `${base}/${name}` : name, {
+      bytes = await sandbox.files.readFile(base ? `${base}/${name}` : name, {
         signal,
         maxBytes: readLimitBytes,
       });

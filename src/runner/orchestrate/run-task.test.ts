@@ -119,7 +119,7 @@ describe("runTask", () => {
     const result = events.find((event) => event.type === "tool-result");
     expect(result).toMatchObject({ isError: true });
     expect(JSON.stringify(result)).toContain("tools.deny");
-    expect(await sandbox.stat("x")).toBeUndefined();
+    expect(await sandbox.files.stat("x")).toBeUndefined();
   });
 
   it("announces a run that could not be planned with one run-start and one run-end", async () => {

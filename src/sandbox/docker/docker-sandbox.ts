@@ -1,16 +1,8 @@
 import { createSilentLogger, type Logger, type SandboxError } from "../../common/index.js";
-import type { SignalOption } from "../sandbox.js";
-import type { ExecTransport } from "../shell/exec-transport.js";
 import { ShellSandbox } from "../shell-sandbox.js";
 import type { DockerEngine } from "./engine.js";
 import { ContainerExec } from "./exec/container-exec.js";
-import { ContainerFiles } from "./files/container-files.js";
-import {
-  copyTreeIn,
-  copyTreeOut,
-  type CopyTreeOutOptions,
-  type CopyTreeOutResult,
-} from "./files/tree-transfer.js";
+import { ContainerFiles, type DockerSandboxFiles } from "./files/container-files.js";
 import { ResidentTransport } from "./resident/resident-transport.js";
 
 /** Where background processes and full output logs live inside the container. */
@@ -49,14 +41,13 @@ export interface DockerSandboxOptions {
 /**
  * A `Sandbox` in a running Docker container. Every command and every file operation is an exec
  * inside the container as the container's user, so read-only mounts, tmpfs, permissions and
- * symlinks are what the container's kernel says they are; no host path is ever touched. The
- * manager creates the container; this object only uses it.
+ * symlinks are what the container's kernel says they are; no host path is ever touched (but by
+ * `files.copyTreeIn` / `files.copyTreeOut`, which the caller names). The manager creates the
+ * container; this object only uses it.
  */
-export class DockerSandbox extends ShellSandbox {
+export class DockerSandbox extends ShellSandbox<DockerSandboxFiles> {
   readonly id: string;
   readonly kind = "docker" as const;
-  readonly #transport: ExecTransport;
-  readonly #files: ContainerFiles;
 
   constructor(options: DockerSandboxOptions) {
     const logger = (options.logger ?? createSilentLogger()).child({
@@ -72,7 +63,6 @@ export class DockerSandbox extends ShellSandbox {
     );
     const transport =
       options.executor === "resident" ? new ResidentTransport(plainExec, logger) : plainExec;
-    const files = new ContainerFiles(transport, options.workdir, logger);
     super({
       commands: {
         transport,
@@ -81,33 +71,9 @@ export class DockerSandbox extends ShellSandbox {
         logDirectory: containerLogDirectory,
         logger,
       },
-      files,
+      files: new ContainerFiles(transport, options.workdir, logger),
       processDirectory: containerProcessDirectory,
     });
     this.id = options.containerName;
-    this.#transport = transport;
-    this.#files = files;
-  }
-
-  /**
-   * Copies the host directory `hostDir` into `containerDir` (created if missing) as a tar stream
-   * through an exec's stdin, extracted by the container user.
-   */
-  copyTreeIn(hostDir: string, containerDir: string, options: SignalOption = {}): Promise<void> {
-    return copyTreeIn(this.#transport, hostDir, this.#files.resolve(containerDir), options);
-  }
-
-  /**
-   * Copies `containerDir` out to the host directory `hostDir` (which must not exist, or be
-   * empty). The archive comes from the container, so it is not trusted: every entry is checked
-   * (no absolute or `..` names, no links leaving the tree, no devices, byte and entry caps) and
-   * the tree is built in a staging directory that replaces `hostDir` only when all of it passed.
-   */
-  copyTreeOut(
-    containerDir: string,
-    hostDir: string,
-    options: CopyTreeOutOptions = {},
-  ): Promise<CopyTreeOutResult> {
-    return copyTreeOut(this.#transport, this.#files.resolve(containerDir), hostDir, options);
   }
 }

@@ -20,6 +20,7 @@ export {
 } from "./project-image/index.js";
 export { dockerFix } from "./docker-errors.js";
 export { DockerSandbox, type DockerSandboxOptions } from "./docker-sandbox.js";
+export type { DockerSandboxFiles } from "./files/container-files.js";
 export type { CopyTreeOutOptions, CopyTreeOutResult } from "./files/tree-transfer.js";
 export {
   DockerSandboxManager,

@@ -14,6 +14,7 @@ import {
   type ListResult,
   type ReadFileOptions,
   type RemoveOptions,
+  type SandboxFiles,
   type SignalOption,
   type WriteFileOptions,
 } from "../sandbox.js";
@@ -23,7 +24,7 @@ import { errnoOf, fileError, type ConfinedPaths } from "./confined-paths.js";
 const maxGathered = 500_000;
 
 /** File operations of the host backend: Node's fs on confined, resolved paths. */
-export class HostFiles {
+export class HostFiles implements SandboxFiles {
   constructor(private readonly paths: ConfinedPaths) {}
 
   async readFile(input: string, options: ReadFileOptions = {}): Promise<Uint8Array> {

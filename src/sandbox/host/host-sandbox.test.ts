@@ -81,26 +81,26 @@ describe("HostSandbox", { timeout: 60_000 }, () => {
   describe("confinement", () => {
     it("refuses .. and absolute paths outside the root, before touching anything", async () => {
       for (const escape of ["../outside/secret.txt", "a/../../outside/secret.txt", "/etc/passwd"]) {
-        const error = await fileError(sandbox.readFile(escape));
+        const error = await fileError(sandbox.files.readFile(escape));
         expect(error.reason).toBe("outside_sandbox");
       }
-      expect((await fileError(sandbox.writeFile("../escape.txt", "x"))).reason).toBe(
+      expect((await fileError(sandbox.files.writeFile("../escape.txt", "x"))).reason).toBe(
         "outside_sandbox",
       );
       await expect(stat(path.join(base, "escape.txt"))).rejects.toThrow(/ENOENT/);
-      expect((await fileError(sandbox.stat("/etc/passwd"))).reason).toBe("outside_sandbox");
-      expect((await fileError(sandbox.list("/etc"))).reason).toBe("outside_sandbox");
-      expect((await fileError(sandbox.mkdir("../made"))).reason).toBe("outside_sandbox");
-      expect((await fileError(sandbox.remove("../outside/secret.txt"))).reason).toBe(
+      expect((await fileError(sandbox.files.stat("/etc/passwd"))).reason).toBe("outside_sandbox");
+      expect((await fileError(sandbox.files.list("/etc"))).reason).toBe("outside_sandbox");
+      expect((await fileError(sandbox.files.mkdir("../made"))).reason).toBe("outside_sandbox");
+      expect((await fileError(sandbox.files.remove("../outside/secret.txt"))).reason).toBe(
         "outside_sandbox",
       );
-      expect((await fileError(sandbox.rename("inside.txt", "../stolen.txt"))).reason).toBe(
+      expect((await fileError(sandbox.files.rename("inside.txt", "../stolen.txt"))).reason).toBe(
         "outside_sandbox",
       );
       // An absolute path inside the root is the same file as the relative one.
-      expect(new TextDecoder().decode(await sandbox.readFile(path.join(root, "inside.txt")))).toBe(
-        "inside\n",
-      );
+      expect(
+        new TextDecoder().decode(await sandbox.files.readFile(path.join(root, "inside.txt"))),
+      ).toBe("inside\n");
     });
 
     it("refuses symlink escapes at every component, dangling ones included", async () => {
@@ -112,21 +112,29 @@ describe("HostSandbox", { timeout: 60_000 }, () => {
         path.join(root, "dangling"),
       );
 
-      expect((await fileError(sandbox.readFile("etc-link/passwd"))).reason).toBe("outside_sandbox");
-      expect((await fileError(sandbox.readFile("secret-link"))).reason).toBe("outside_sandbox");
-      expect((await fileError(sandbox.stat("secret-link"))).reason).toBe("outside_sandbox");
-      expect((await fileError(sandbox.readFile("parent-link/secret.txt"))).reason).toBe(
+      expect((await fileError(sandbox.files.readFile("etc-link/passwd"))).reason).toBe(
         "outside_sandbox",
       );
-      expect((await fileError(sandbox.writeFile("secret-link", "overwritten"))).reason).toBe(
+      expect((await fileError(sandbox.files.readFile("secret-link"))).reason).toBe(
         "outside_sandbox",
       );
-      expect((await fileError(sandbox.writeFile("parent-link/new.txt", "x"))).reason).toBe(
+      expect((await fileError(sandbox.files.stat("secret-link"))).reason).toBe("outside_sandbox");
+      expect((await fileError(sandbox.files.readFile("parent-link/secret.txt"))).reason).toBe(
         "outside_sandbox",
       );
-      expect((await fileError(sandbox.writeFile("dangling", "x"))).reason).toBe("outside_sandbox");
-      expect((await fileError(sandbox.mkdir("parent-link/dir"))).reason).toBe("outside_sandbox");
-      expect((await fileError(sandbox.list("parent-link"))).reason).toBe("outside_sandbox");
+      expect((await fileError(sandbox.files.writeFile("secret-link", "overwritten"))).reason).toBe(
+        "outside_sandbox",
+      );
+      expect((await fileError(sandbox.files.writeFile("parent-link/new.txt", "x"))).reason).toBe(
+        "outside_sandbox",
+      );
+      expect((await fileError(sandbox.files.writeFile("dangling", "x"))).reason).toBe(
+        "outside_sandbox",
+      );
+      expect((await fileError(sandbox.files.mkdir("parent-link/dir"))).reason).toBe(
+        "outside_sandbox",
+      );
+      expect((await fileError(sandbox.files.list("parent-link"))).reason).toBe("outside_sandbox");
       expect((await fileError(sandbox.exec("pwd", { cwd: "parent-link" }))).reason).toBe(
         "outside_sandbox",
       );
@@ -141,25 +149,25 @@ describe("HostSandbox", { timeout: 60_000 }, () => {
       await expect(stat(path.join(outside, "new.txt"))).rejects.toThrow(/ENOENT/);
 
       // Removing a link removes the link only; listing shows links as links.
-      const listing = await sandbox.list(".");
+      const listing = await sandbox.files.list(".");
       expect(listing.entries.find((e) => e.name === "secret-link")?.type).toBe("symlink");
-      await sandbox.remove("secret-link");
+      await sandbox.files.remove("secret-link");
       expect(await readFile(path.join(outside, "secret.txt"), "utf8")).toBe("host secret\n");
       // A chain that stays inside is fine.
       await symlink("inside.txt", path.join(root, "inner-link"));
-      expect(new TextDecoder().decode(await sandbox.readFile("inner-link"))).toBe("inside\n");
+      expect(new TextDecoder().decode(await sandbox.files.readFile("inner-link"))).toBe("inside\n");
     });
 
     it("refuses to read a hard link to a file outside, and a write replaces it instead of writing through", async () => {
       const target = path.join(outside, "linked.txt");
       await writeFile(target, "outside content\n");
       await link(target, path.join(root, "hardlink.txt"));
-      const error = await fileError(sandbox.readFile("hardlink.txt"));
+      const error = await fileError(sandbox.files.readFile("hardlink.txt"));
       expect(error.reason).toBe("outside_sandbox");
       expect(error.message).toMatch(/hard links/);
-      await sandbox.writeFile("hardlink.txt", "new inside content\n");
+      await sandbox.files.writeFile("hardlink.txt", "new inside content\n");
       expect(await readFile(target, "utf8")).toBe("outside content\n");
-      expect(new TextDecoder().decode(await sandbox.readFile("hardlink.txt"))).toBe(
+      expect(new TextDecoder().decode(await sandbox.files.readFile("hardlink.txt"))).toBe(
         "new inside content\n",
       );
     });
@@ -168,41 +176,44 @@ describe("HostSandbox", { timeout: 60_000 }, () => {
   describe("files", () => {
     it("round-trips binary content, writes atomically and keeps modes", async () => {
       const bytes = Uint8Array.from({ length: 300 }, (_, i) => i % 256);
-      await sandbox.writeFile("dir/-dash name\n.bin", bytes);
-      expect(Buffer.from(await sandbox.readFile("dir/-dash name\n.bin")).equals(bytes)).toBe(true);
-      await sandbox.writeFile("run.sh", "#!/bin/sh\n", { mode: 0o755 });
-      await sandbox.writeFile("run.sh", "#!/bin/sh\necho hi\n");
-      expect((await sandbox.stat("run.sh"))?.mode).toBe(0o755);
-      const leftovers = (await sandbox.list(".")).entries.filter((e) =>
+      await sandbox.files.writeFile("dir/-dash name\n.bin", bytes);
+      expect(Buffer.from(await sandbox.files.readFile("dir/-dash name\n.bin")).equals(bytes)).toBe(
+        true,
+      );
+      await sandbox.files.writeFile("run.sh", "#!/bin/sh\n", { mode: 0o755 });
+      await sandbox.files.writeFile("run.sh", "#!/bin/sh\necho hi\n");
+      expect((await sandbox.files.stat("run.sh"))?.mode).toBe(0o755);
+      const leftovers = (await sandbox.files.list(".")).entries.filter((e) =>
         e.name.includes(".cordon-write"),
       );
       expect(leftovers).toEqual([]);
       expect(
-        (await fileError(sandbox.writeFile("nowhere/x.txt", "x", { createParents: false }))).reason,
+        (await fileError(sandbox.files.writeFile("nowhere/x.txt", "x", { createParents: false })))
+          .reason,
       ).toBe("not_found");
-      expect((await fileError(sandbox.writeFile("dir", "x"))).reason).toBe("is_directory");
-      expect((await fileError(sandbox.readFile("dir"))).reason).toBe("is_directory");
-      expect((await fileError(sandbox.readFile("missing"))).reason).toBe("not_found");
-      expect((await fileError(sandbox.readFile("run.sh", { maxBytes: 3 }))).reason).toBe(
+      expect((await fileError(sandbox.files.writeFile("dir", "x"))).reason).toBe("is_directory");
+      expect((await fileError(sandbox.files.readFile("dir"))).reason).toBe("is_directory");
+      expect((await fileError(sandbox.files.readFile("missing"))).reason).toBe("not_found");
+      expect((await fileError(sandbox.files.readFile("run.sh", { maxBytes: 3 }))).reason).toBe(
         "too_large",
       );
     });
 
     it("stats like stat(2) and lists sorted with depth and limit", async () => {
-      await sandbox.writeFile("tree/b/2.txt", "22");
-      await sandbox.writeFile("tree/a.txt", "1");
+      await sandbox.files.writeFile("tree/b/2.txt", "22");
+      await sandbox.files.writeFile("tree/a.txt", "1");
       await symlink("a.txt", path.join(root, "tree/to-a"));
       await symlink("missing", path.join(root, "tree/dangling"));
-      expect((await sandbox.stat("tree/to-a"))?.type).toBe("file");
-      expect((await sandbox.stat("tree/dangling"))?.type).toBe("symlink");
-      expect(await sandbox.stat("tree/none")).toBeUndefined();
-      expect(await sandbox.stat("tree/a.txt/under-file")).toBeUndefined();
-      expect(await sandbox.stat("tree/a.txt")).toMatchObject({
+      expect((await sandbox.files.stat("tree/to-a"))?.type).toBe("file");
+      expect((await sandbox.files.stat("tree/dangling"))?.type).toBe("symlink");
+      expect(await sandbox.files.stat("tree/none")).toBeUndefined();
+      expect(await sandbox.files.stat("tree/a.txt/under-file")).toBeUndefined();
+      expect(await sandbox.files.stat("tree/a.txt")).toMatchObject({
         path: path.join(root, "tree/a.txt"),
         type: "file",
         size: 1,
       });
-      const deep = await sandbox.list("tree", { depth: 2 });
+      const deep = await sandbox.files.list("tree", { depth: 2 });
       expect(deep.entries.map((e) => `${e.name}:${e.type}`)).toEqual([
         "a.txt:file",
         "b:directory",
@@ -210,23 +221,23 @@ describe("HostSandbox", { timeout: 60_000 }, () => {
         "dangling:symlink",
         "to-a:symlink",
       ]);
-      const limited = await sandbox.list("tree", { depth: 2, limit: 2 });
+      const limited = await sandbox.files.list("tree", { depth: 2, limit: 2 });
       expect(limited).toMatchObject({ truncated: true });
       expect(limited.entries).toHaveLength(2);
-      expect((await fileError(sandbox.list("tree/a.txt"))).reason).toBe("not_directory");
+      expect((await fileError(sandbox.files.list("tree/a.txt"))).reason).toBe("not_directory");
     });
 
     it("mkdir -p, remove and rename", async () => {
-      await sandbox.mkdir("ops/x/y");
-      await sandbox.writeFile("ops/x/y/f.txt", "f");
-      expect((await fileError(sandbox.remove("ops/x"))).reason).toBe("other");
-      await sandbox.rename("ops/x/y/f.txt", "ops/g.txt");
-      await sandbox.remove("ops/x", { recursive: true });
-      expect(await sandbox.stat("ops/x")).toBeUndefined();
-      expect((await fileError(sandbox.remove("ops/x"))).reason).toBe("not_found");
-      expect((await fileError(sandbox.rename("ops/none", "ops/z"))).reason).toBe("not_found");
-      expect((await fileError(sandbox.mkdir("ops/g.txt"))).reason).toBe("not_directory");
-      expect((await fileError(sandbox.remove("."))).reason).toBe("other");
+      await sandbox.files.mkdir("ops/x/y");
+      await sandbox.files.writeFile("ops/x/y/f.txt", "f");
+      expect((await fileError(sandbox.files.remove("ops/x"))).reason).toBe("other");
+      await sandbox.files.rename("ops/x/y/f.txt", "ops/g.txt");
+      await sandbox.files.remove("ops/x", { recursive: true });
+      expect(await sandbox.files.stat("ops/x")).toBeUndefined();
+      expect((await fileError(sandbox.files.remove("ops/x"))).reason).toBe("not_found");
+      expect((await fileError(sandbox.files.rename("ops/none", "ops/z"))).reason).toBe("not_found");
+      expect((await fileError(sandbox.files.mkdir("ops/g.txt"))).reason).toBe("not_directory");
+      expect((await fileError(sandbox.files.remove("."))).reason).toBe("other");
     });
   });
 
@@ -250,7 +261,7 @@ describe("HostSandbox", { timeout: 60_000 }, () => {
       const controller = new AbortController();
       const signal = controller.signal;
       await sandbox.exec("true", { signal, timeoutMs: 60_000 });
-      await sandbox.readFile("inside.txt", { signal });
+      await sandbox.files.readFile("inside.txt", { signal });
       await sandbox.processes.list({ signal });
       expect(getEventListeners(signal, "abort")).toHaveLength(0);
     });
@@ -310,13 +321,13 @@ describe("HostSandbox", { timeout: 60_000 }, () => {
       expect(result.stdout).toMatch(/200000\n$/);
       const logPath = result.fullOutputPath ?? "";
       expect(logPath.startsWith(path.join(base, "state"))).toBe(true);
-      const log = new TextDecoder().decode(await sandbox.readFile(logPath));
+      const log = new TextDecoder().decode(await sandbox.files.readFile(logPath));
       expect(log.split("\n")).toHaveLength(200001);
       // Older logs make room for new ones.
       for (let i = 0; i < 9; i++) await sandbox.exec("seq 1 1000", { maxOutputBytes: 100 });
-      expect(await sandbox.stat(logPath)).toBeUndefined();
+      expect(await sandbox.files.stat(logPath)).toBeUndefined();
       // Only the logs: the rest of the state directory stays out of reach.
-      expect((await fileError(sandbox.list(path.join(base, "state")))).reason).toBe(
+      expect((await fileError(sandbox.files.list(path.join(base, "state")))).reason).toBe(
         "outside_sandbox",
       );
     });

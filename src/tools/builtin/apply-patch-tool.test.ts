@@ -64,18 +64,18 @@ describe("apply_patch", () => {
         "R docs/a b.md → docs/c d.md (+1 -1)",
       ].join("\n"),
     );
-    expect(sandbox.getText("src/app.ts")).toBe(
+    expect(sandbox.files.getText("src/app.ts")).toBe(
       'import { x } from "./x";\nimport { y } from "./y";\n\nrun(x, y);\n',
     );
-    expect(sandbox.getText("src/y.ts")).toBe("export const y = 2;\n");
-    expect(sandbox.has("old.md")).toBe(false);
-    expect(sandbox.has("docs/a b.md")).toBe(false);
-    expect(sandbox.getText("docs/c d.md")).toBe("# Title\nnew line\n");
+    expect(sandbox.files.getText("src/y.ts")).toBe("export const y = 2;\n");
+    expect(sandbox.files.has("old.md")).toBe(false);
+    expect(sandbox.files.has("docs/a b.md")).toBe(false);
+    expect(sandbox.files.getText("docs/c d.md")).toBe("# Title\nnew line\n");
   });
 
   it("changes nothing when one hunk of one file does not apply, and reports it precisely", async () => {
     const sandbox = project();
-    const before = sandbox.filePaths().map((path) => [path, sandbox.getText(path)]);
+    const before = sandbox.files.filePaths().map((path) => [path, sandbox.files.getText(path)]);
     const broken = multiFile.replace("-old line", "-a line that is not there");
     const { call, text } = toolHarness(sandbox);
     const result = await call("apply_patch", { patch: broken });
@@ -86,9 +86,11 @@ describe("apply_patch", () => {
     expect(text(result)).toMatch(
       /- docs\/a b\.md \(patch line 22\): hunk 1 @@ -1,2 \+1,2 @@ \(patch line 28\) does not apply: closest match at line 1 \(1 of 2 lines agree\), but hunk line 2 expects "a line that is not there" where the file has "old line" \(line 2\)/,
     );
-    expect(sandbox.filePaths().map((path) => [path, sandbox.getText(path)])).toEqual(before);
-    expect(sandbox.callsTo("writeFile")).toEqual([]);
-    expect(sandbox.callsTo("remove")).toEqual([]);
+    expect(sandbox.files.filePaths().map((path) => [path, sandbox.files.getText(path)])).toEqual(
+      before,
+    );
+    expect(sandbox.callsTo("files.writeFile")).toEqual([]);
+    expect(sandbox.callsTo("files.remove")).toEqual([]);
   });
 
   it("refuses to add an existing file, modify a missing one, or rename onto an existing one", async () => {
@@ -108,8 +110,8 @@ describe("apply_patch", () => {
       patch: "diff --git a/a.txt b/b.txt\nrename from a.txt\nrename to b.txt\n",
     });
     expect(text(rename)).toMatch(/b\.txt already exists; pick a new name/);
-    expect(sandbox.getText("a.txt")).toBe("a\n");
-    expect(sandbox.getText("b.txt")).toBe("b\n");
+    expect(sandbox.files.getText("a.txt")).toBe("a\n");
+    expect(sandbox.files.getText("b.txt")).toBe("b\n");
   });
 
   it("refuses to delete a file whose content is not all removed by the patch", async () => {
@@ -120,7 +122,7 @@ describe("apply_patch", () => {
     });
     expect(result.isError).toBe(true);
     expect(text(result)).toMatch(/do not remove all of its content/);
-    expect(sandbox.getText("d.txt")).toBe("keep\nold\n");
+    expect(sandbox.files.getText("d.txt")).toBe("keep\nold\n");
   });
 
   it("waits for a concurrent edit of the same file instead of overwriting it", async () => {
@@ -132,7 +134,7 @@ describe("apply_patch", () => {
     ]);
     expect(patched.isError).toBe(false);
     expect(edited.isError).toBe(false);
-    expect(sandbox.getText("c.txt")).toBe("A\nb\nc\nd\ne\nf\nG\n");
+    expect(sandbox.files.getText("c.txt")).toBe("A\nb\nc\nd\ne\nf\nG\n");
   });
 
   it("tells the model where a hunk was applied away from its header line", async () => {
@@ -144,7 +146,7 @@ describe("apply_patch", () => {
     expect(text(result)).toMatch(
       /Notes:\n- o\.txt: hunk 1 \(@@ -1,2 \+1,2 @@\) applied at line 5 \(4 line\(s\) later/,
     );
-    expect(sandbox.getText("o.txt")).toBe("0\n1\n2\n3\n4\nfive\n");
+    expect(sandbox.files.getText("o.txt")).toBe("0\n1\n2\n3\n4\nfive\n");
   });
 
   it("explains a patch it cannot read", async () => {
@@ -184,19 +186,20 @@ describe("apply_patch", () => {
     expect(text(result)).toMatch(
       /The 2 file\(s\) already written were restored; nothing is changed\./,
     );
-    expect(sandbox.getText("w.txt")).toBe("w\n");
-    expect(sandbox.has("new.txt")).toBe(false);
-    expect(sandbox.getText("/agent/r.txt")).toBe("r\n");
+    expect(sandbox.files.getText("w.txt")).toBe("w\n");
+    expect(sandbox.files.has("new.txt")).toBe(false);
+    expect(sandbox.files.getText("/agent/r.txt")).toBe("r\n");
   });
 
   it("says which files could not be restored when the rollback fails too", async () => {
     const sandbox = new MemorySandbox({ files: { "a.txt": "a\n", "b.txt": "b\n" } });
-    const writeFile = sandbox.writeFile.bind(sandbox);
+    const writeFile = sandbox.files.writeFile.bind(sandbox.files);
     let writes = 0;
-    sandbox.writeFile = async (path, data, options) => {
+    sandbox.files.writeFile = async (path, data, options) => {
       writes++;
       // First write succeeds, second fails, the rollback write of the first fails as well.
-      if (writes >= 2) throw new FileOperationError("disk full", "other", sandbox.resolve(path));
+      if (writes >= 2)
+        throw new FileOperationError("disk full", "other", sandbox.files.resolve(path));
       return writeFile(path, data, options);
     };
     const { call, text } = toolHarness(sandbox);
@@ -215,7 +218,7 @@ describe("apply_patch", () => {
     const patch =
       "--- a/x.txt\n+++ b/x.txt\n@@ -1 +1 @@\n-1\n+one\n--- a/x.txt\n+++ b/x.txt\n@@ -1,2 +1,2 @@\n one\n-2\n+two\n";
     expect((await call("apply_patch", { patch })).isError).toBe(false);
-    expect(sandbox.getText("x.txt")).toBe("one\ntwo\n3\n");
+    expect(sandbox.files.getText("x.txt")).toBe("one\ntwo\n3\n");
   });
 
   it("keeps CRLF, BOM and no-final-newline files as they are", async () => {
@@ -224,8 +227,8 @@ describe("apply_patch", () => {
     const patch =
       "--- a/w.txt\n+++ b/w.txt\n@@ -1,2 +1,2 @@\n a\n-b\n+B\n--- a/n.txt\n+++ b/n.txt\n@@ -1,2 +1,2 @@\n-a\n+A\n b\n\\ No newline at end of file\n";
     expect((await call("apply_patch", { patch })).isError).toBe(false);
-    expect(sandbox.getText("w.txt")).toBe("\uFEFFa\r\nB\r\n");
-    expect(sandbox.getText("n.txt")).toBe("A\nb");
+    expect(sandbox.files.getText("w.txt")).toBe("\uFEFFa\r\nB\r\n");
+    expect(sandbox.files.getText("n.txt")).toBe("A\nb");
   });
 
   it("patches hostile file names", async () => {
@@ -242,8 +245,8 @@ describe("apply_patch", () => {
     const newline = '--- /dev/null\n+++ "b/new\\nline.txt"\n@@ -0,0 +1 @@\n+x\n';
     const result = await call("apply_patch", { patch: patch + newline });
     expect(result.isError).toBe(false);
-    for (const name of names) expect(sandbox.getText(name)).toBe("new\n");
-    expect(sandbox.getText("new\nline.txt")).toBe("x\n");
+    for (const name of names) expect(sandbox.files.getText(name)).toBe("new\n");
+    expect(sandbox.files.getText("new\nline.txt")).toBe("x\n");
   });
 
   it("applies a large generated patch to a large file", async () => {
@@ -254,7 +257,7 @@ describe("apply_patch", () => {
     const patch = createUnifiedDiff({ oldText, newText, oldPath: "big.txt", newPath: "big.txt" });
     const result = await call("apply_patch", { patch });
     expect(text(result)).toMatch(/M big\.txt \(\+2000 -2000\)/);
-    expect(sandbox.getText("big.txt")).toBe(newText);
+    expect(sandbox.files.getText("big.txt")).toBe(newText);
   });
 
   it("updates the read state so a following edit is not refused as stale", async () => {
@@ -265,7 +268,7 @@ describe("apply_patch", () => {
     expect((await call("edit", { path: "s.txt", old_text: "b", new_text: "B" })).isError).toBe(
       false,
     );
-    expect(sandbox.getText("s.txt")).toBe("A\nB\n");
+    expect(sandbox.files.getText("s.txt")).toBe("A\nB\n");
   });
 
   it("refuses binary targets and directories", async () => {

@@ -188,7 +188,7 @@ async function load(path: string, context: ToolContext, plan: Plan): Promise<Con
   const planned = plan.results.get(path);
   if (planned !== undefined) return planned;
   const { sandbox, signal } = context;
-  const info = await sandbox.stat(path, { signal });
+  const info = await sandbox.files.stat(path, { signal });
   if (!info) {
     if (!plan.originals.has(path)) plan.originals.set(path, null);
     return null;
@@ -197,7 +197,7 @@ async function load(path: string, context: ToolContext, plan: Plan): Promise<Con
   if (info.size > limits.editMaxBytes) {
     throw new PatchTargetError(`${path} is too large to patch (${info.size} bytes); use exec`);
   }
-  const bytes = await sandbox.readFile(path, { signal, maxBytes: limits.editMaxBytes });
+  const bytes = await sandbox.files.readFile(path, { signal, maxBytes: limits.editMaxBytes });
   const text = decodeText(bytes);
   if (text === undefined)
     throw new PatchTargetError(`${path} is a binary file; patches change text only`);
@@ -233,11 +233,11 @@ async function commit(plan: Plan, context: ToolContext): Promise<{ error?: strin
   try {
     for (const [path, content] of entries) {
       if (content === null) {
-        if (plan.originals.get(path) != null) await sandbox.remove(path, { signal });
+        if (plan.originals.get(path) != null) await sandbox.files.remove(path, { signal });
         sessionStateFor(context).forget(sandbox, path);
       } else {
         const bytes = encoder.encode(content);
-        await sandbox.writeFile(path, bytes, { signal, createParents: true });
+        await sandbox.files.writeFile(path, bytes, { signal, createParents: true });
         await recordWritten(context, sandbox, path, bytes);
       }
       done.push(path);
@@ -249,8 +249,8 @@ async function commit(plan: Plan, context: ToolContext): Promise<{ error?: strin
       const original = plan.originals.get(path);
       try {
         // Undo even when the run is being aborted: a half-applied patch is worse.
-        if (original == null) await sandbox.remove(path);
-        else await sandbox.writeFile(path, original, { createParents: true });
+        if (original == null) await sandbox.files.remove(path);
+        else await sandbox.files.writeFile(path, original, { createParents: true });
         sessionStateFor(context).forget(sandbox, path);
       } catch (undoError) {
         rollbackFailures.push(

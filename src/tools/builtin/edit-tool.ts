@@ -55,7 +55,7 @@ export function createEditTool(options: EditToolOptions = {}): ToolDefinition {
         return errorResult("old_text and new_text are identical; there is nothing to change.");
       }
       return withPathLock({ sandboxId: sandbox.id, path }, async () => {
-        const info = await sandbox.stat(path, { signal });
+        const info = await sandbox.files.stat(path, { signal });
         if (!info) {
           return errorResult(`${path} does not exist. To create a file use write.`);
         }
@@ -65,7 +65,7 @@ export function createEditTool(options: EditToolOptions = {}): ToolDefinition {
             `${path} is ${info.size} bytes, more than edit loads (${limits.editMaxBytes}). Use exec (e.g. sed) for a file this large.`,
           );
         }
-        const bytes = await sandbox.readFile(path, { signal, maxBytes: limits.editMaxBytes });
+        const bytes = await sandbox.files.readFile(path, { signal, maxBytes: limits.editMaxBytes });
         if (refuseStale) {
           const refusal = staleReadRefusal(context, path, bytes);
           if (refusal) return errorResult(refusal);
@@ -101,7 +101,7 @@ export function createEditTool(options: EditToolOptions = {}): ToolDefinition {
           : replaceOnce(body, oldText, newText);
         const updated = restoreText(newBody, layout);
         const out = new TextEncoder().encode(updated);
-        await sandbox.writeFile(path, out, { signal });
+        await sandbox.files.writeFile(path, out, { signal });
         await recordWritten(context, sandbox, path, out);
         const relative = posix.relative(sandbox.workdir, path);
         const name = relative.startsWith("..") || relative === "" ? path : relative;

@@ -77,7 +77,7 @@ describe("exec", () => {
     expect(out).toMatch(/END\n\[exit code 0/);
     expect(out).toMatch(/characters omitted/);
     expect(out).toMatch(/Full output: \/tmp\/cordon-exec-1\.log/);
-    expect(sandbox.getText("/tmp/cordon-exec-1.log")).toContain("line 199999");
+    expect(sandbox.files.getText("/tmp/cordon-exec-1.log")).toContain("line 199999");
   });
 
   it("interleaves streamed stdout and stderr in arrival order and decodes split UTF-8", async () => {

@@ -138,7 +138,7 @@ describe("read", () => {
           `[${join(dir, name)} is ${Buffer.byteLength(content)} bytes, read as a range: lines 150000-150002 of ${count}. Continue with offset=150003.]`,
         ].join("\n"),
       );
-      expect(sandbox.callsTo("readFile")).toEqual([]);
+      expect(sandbox.callsTo("files.readFile")).toEqual([]);
       const tail = text(await call("read", { path: name, offset: count - 1 }));
       expect(tail).toMatch(
         new RegExp(`lines ${count - 1}-${count} of ${count}\\. End of file\\.\\]$`),
@@ -158,11 +158,11 @@ describe("read", () => {
       const dir = `dir ${name}`;
       const path = `${dir}/${name}`;
       expect((await call("write", { path, content: "one\ntwo\n" })).isError).toBe(false);
-      expect(sandbox.getText(`/workspace/${path}`)).toBe("one\ntwo\n");
+      expect(sandbox.files.getText(`/workspace/${path}`)).toBe("one\ntwo\n");
       expect(text(await call("read", { path }))).toBe("1\tone\n2\ttwo");
       const edit = await call("edit", { path, old_text: "two", new_text: "TWO" });
       expect(edit.isError).toBe(false);
-      expect(sandbox.getText(`/workspace/${path}`)).toBe("one\nTWO\n");
+      expect(sandbox.files.getText(`/workspace/${path}`)).toBe("one\nTWO\n");
       const listing = text(await call("ls", { path: dir }));
       expect(listing).toContain(name.includes("\n") ? JSON.stringify(name) : name);
     },
@@ -177,14 +177,14 @@ describe("write", () => {
     expect(text(created)).toBe("Created /workspace/a/b/c.txt (6 bytes).");
     const again = await call("write", { path: "/workspace/a/b/c.txt", content: "" });
     expect(text(again)).toBe("Overwrote /workspace/a/b/c.txt (0 bytes).");
-    expect(sandbox.getText("a/b/c.txt")).toBe("");
+    expect(sandbox.files.getText("a/b/c.txt")).toBe("");
   });
 
   it("writes through the sandbox's atomic writeFile, once", async () => {
     const sandbox = new MemorySandbox();
     const { call } = toolHarness(sandbox);
     await call("write", { path: "x.txt", content: "data" });
-    expect(sandbox.callsTo("writeFile")).toHaveLength(1);
+    expect(sandbox.callsTo("files.writeFile")).toHaveLength(1);
   });
 
   it("explains a write under a read-only /agent mount and leaves it unchanged", async () => {
@@ -204,8 +204,8 @@ describe("write", () => {
         /read-only mount \(\/agent is read-only in workspaceAccess ro\)/,
       );
     }
-    expect(sandbox.getText("/agent/src/main.ts")).toBe("orig");
-    expect(sandbox.has("/agent/new")).toBe(false);
+    expect(sandbox.files.getText("/agent/src/main.ts")).toBe("orig");
+    expect(sandbox.files.has("/agent/new")).toBe(false);
   });
 
   it("refuses to replace a directory", async () => {
@@ -221,22 +221,22 @@ describe("write", () => {
     const { call, text } = toolHarness(sandbox);
     const content = "z".repeat(5 * 1024 * 1024);
     expect(text(await call("write", { path: "big.txt", content }))).toMatch(/\(5242880 bytes\)/);
-    expect(sandbox.getFile("big.txt")?.byteLength).toBe(5 * 1024 * 1024);
+    expect(sandbox.files.getFile("big.txt")?.byteLength).toBe(5 * 1024 * 1024);
   });
 
   it("refuses a stale overwrite only when asked to", async () => {
     const sandbox = new MemorySandbox({ files: { "f.txt": "v1" } });
     const strict = toolHarness(sandbox, { write: { refuseStale: true } });
     await strict.call("read", { path: "f.txt" });
-    sandbox.setFile("f.txt", "v2 from elsewhere");
+    sandbox.files.setFile("f.txt", "v2 from elsewhere");
     const refused = await strict.call("write", { path: "f.txt", content: "mine" });
     expect(refused.isError).toBe(true);
     expect(strict.text(refused)).toMatch(/changed since you last read it.*Read it again/);
-    expect(sandbox.getText("f.txt")).toBe("v2 from elsewhere");
+    expect(sandbox.files.getText("f.txt")).toBe("v2 from elsewhere");
 
     const lenient = toolHarness(sandbox);
     await lenient.call("read", { path: "f.txt" });
-    sandbox.setFile("f.txt", "v3");
+    sandbox.files.setFile("f.txt", "v3");
     expect((await lenient.call("write", { path: "f.txt", content: "mine" })).isError).toBe(false);
   });
 });
@@ -256,7 +256,7 @@ describe("edit", () => {
     expect(text(result)).toBe(
       "Edited /workspace/src/a.ts (1 replacement).\n--- a/src/a.ts\n+++ b/src/a.ts\n@@ -1,3 +1,3 @@\n const a = 1;\n-const b = 2;\n+const b = 20;\n const c = 3;\n",
     );
-    expect(sandbox.getText("src/a.ts")).toBe("const a = 1;\nconst b = 20;\nconst c = 3;\n");
+    expect(sandbox.files.getText("src/a.ts")).toBe("const a = 1;\nconst b = 20;\nconst c = 3;\n");
   });
 
   it("refuses zero matches, leaving the file unchanged, and points at a whitespace near miss", async () => {
@@ -276,8 +276,8 @@ describe("edit", () => {
     expect(text(none)).toMatch(/not found.*Read the file again/);
     const caseOnly = await call("edit", { path: "f.js", old_text: "RETURN 1", new_text: "x" });
     expect(text(caseOnly)).toMatch(/differs only in letter case is at line 2/);
-    expect(sandbox.getText("f.js")).toBe(original);
-    expect(sandbox.callsTo("writeFile")).toEqual([]);
+    expect(sandbox.files.getText("f.js")).toBe(original);
+    expect(sandbox.callsTo("files.writeFile")).toEqual([]);
   });
 
   it("refuses several matches, saying how many and where, unless replace_all", async () => {
@@ -290,7 +290,7 @@ describe("edit", () => {
       /occurs 3 times in \/workspace\/m\.py \(at lines 1, 3, 5\); nothing was changed/,
     );
     expect(text(refused)).toMatch(/replace_all: true/);
-    expect(sandbox.getText("m.py")).toBe(original);
+    expect(sandbox.files.getText("m.py")).toBe(original);
     const all = await call("edit", {
       path: "m.py",
       old_text: "x = 1",
@@ -298,7 +298,7 @@ describe("edit", () => {
       replace_all: true,
     });
     expect(text(all)).toMatch(/\(3 replacements\)/);
-    expect(sandbox.getText("m.py")).toBe("x = 9\ny = 2\nx = 9\nz\nx = 9\n");
+    expect(sandbox.files.getText("m.py")).toBe("x = 9\ny = 2\nx = 9\nz\nx = 9\n");
   });
 
   it("keeps CRLF line endings, the BOM, and a missing final newline", async () => {
@@ -308,11 +308,11 @@ describe("edit", () => {
     const { call } = toolHarness(sandbox);
     // Model sends LF text for a CRLF file; a multi-line match must still work.
     await call("edit", { path: "win.txt", old_text: "a\nb", new_text: "A\nB\nB2" });
-    expect(sandbox.getText("win.txt")).toBe("\uFEFFA\r\nB\r\nB2\r\nc\r\n");
+    expect(sandbox.files.getText("win.txt")).toBe("\uFEFFA\r\nB\r\nB2\r\nc\r\n");
     await call("edit", { path: "nonl.txt", old_text: "b", new_text: "B\n" });
-    expect(sandbox.getText("nonl.txt")).toBe("a\nB");
+    expect(sandbox.files.getText("nonl.txt")).toBe("a\nB");
     await call("edit", { path: "nl.txt", old_text: "b\n", new_text: "B" });
-    expect(sandbox.getText("nl.txt")).toBe("a\nB\n");
+    expect(sandbox.files.getText("nl.txt")).toBe("a\nB\n");
   });
 
   it("matches CRLF lines of a file with mixed line endings and leaves the LF lines alone", async () => {
@@ -320,9 +320,9 @@ describe("edit", () => {
     const { call } = toolHarness(sandbox);
     const result = await call("edit", { path: "mix.txt", old_text: "a\nb", new_text: "A\nB" });
     expect(result.isError).toBe(false);
-    expect(sandbox.getText("mix.txt")).toBe("A\r\nB\r\nc\nd\n");
+    expect(sandbox.files.getText("mix.txt")).toBe("A\r\nB\r\nc\nd\n");
     await call("edit", { path: "mix.txt", old_text: "c\nd", new_text: "C\nD" });
-    expect(sandbox.getText("mix.txt")).toBe("A\r\nB\r\nC\nD\n");
+    expect(sandbox.files.getText("mix.txt")).toBe("A\r\nB\r\nC\nD\n");
   });
 
   it("accepts CRLF in old_text for a CRLF file", async () => {
@@ -331,27 +331,27 @@ describe("edit", () => {
     expect(
       (await call("edit", { path: "w.txt", old_text: "one\r\ntwo", new_text: "1\r\n2" })).isError,
     ).toBe(false);
-    expect(sandbox.getText("w.txt")).toBe("1\r\n2\r\n");
+    expect(sandbox.files.getText("w.txt")).toBe("1\r\n2\r\n");
   });
 
   it("treats $ patterns in new_text literally", async () => {
     const sandbox = new MemorySandbox({ files: { "s.txt": "price\n" } });
     const { call } = toolHarness(sandbox);
     await call("edit", { path: "s.txt", old_text: "price", new_text: "$& $1 $$ $'" });
-    expect(sandbox.getText("s.txt")).toBe("$& $1 $$ $'\n");
+    expect(sandbox.files.getText("s.txt")).toBe("$& $1 $$ $'\n");
   });
 
   it("refuses an edit of a file that changed since the last read (even with the same size and mtime)", async () => {
     const sandbox = new MemorySandbox({ files: { "c.txt": "value = 1\n" } });
     const { call, text } = toolHarness(sandbox);
     await call("read", { path: "c.txt" });
-    sandbox.setFileKeepingMtime("c.txt", "value = 2\n");
+    sandbox.files.setFileKeepingMtime("c.txt", "value = 2\n");
     const refused = await call("edit", { path: "c.txt", old_text: "value", new_text: "v" });
     expect(refused.isError).toBe(true);
     expect(text(refused)).toMatch(
       /changed since you last read it.*Nothing was written\. Read it again/,
     );
-    expect(sandbox.getText("c.txt")).toBe("value = 2\n");
+    expect(sandbox.files.getText("c.txt")).toBe("value = 2\n");
     // After reading again the edit goes through.
     await call("read", { path: "c.txt" });
     expect((await call("edit", { path: "c.txt", old_text: "value", new_text: "v" })).isError).toBe(
@@ -373,7 +373,7 @@ describe("edit", () => {
     expect((await call("edit", { path: "k.txt", old_text: "fresh", new_text: "F" })).isError).toBe(
       false,
     );
-    expect(sandbox.getText("k.txt")).toBe("F\n");
+    expect(sandbox.files.getText("k.txt")).toBe("F\n");
   });
 
   it("keeps read state per toolset: another session's read does not vouch for this one", async () => {
@@ -396,7 +396,7 @@ describe("edit", () => {
       ),
     );
     expect(results.every((result) => !result.isError)).toBe(true);
-    expect(sandbox.getText("c.txt")).toBe(lines.map((_, i) => `edited ${i}\n`).join(""));
+    expect(sandbox.files.getText("c.txt")).toBe(lines.map((_, i) => `edited ${i}\n`).join(""));
     expect(pendingPathLocks()).toBe(0);
   });
 
@@ -404,11 +404,11 @@ describe("edit", () => {
     const sandbox = new MemorySandbox({ files: { "r.txt": "a\nb\n" } });
     // Two raw read-modify-write sequences, unserialised.
     const raw = async (from: string, to: string): Promise<void> => {
-      const text = new TextDecoder().decode(await sandbox.readFile("r.txt"));
-      await sandbox.writeFile("r.txt", text.replace(from, to));
+      const text = new TextDecoder().decode(await sandbox.files.readFile("r.txt"));
+      await sandbox.files.writeFile("r.txt", text.replace(from, to));
     };
     await Promise.all([raw("a", "A"), raw("b", "B")]);
-    expect(sandbox.getText("r.txt")).not.toBe("A\nB\n");
+    expect(sandbox.files.getText("r.txt")).not.toBe("A\nB\n");
   });
 
   it("refuses empty or identical texts and binary files", async () => {
@@ -442,6 +442,6 @@ describe("edit", () => {
     expect(result.isError).toBe(false);
     expect(text(result).length).toBeLessThan(5000);
     expect(text(result)).toMatch(/characters omitted/);
-    expect(sandbox.getText("h.txt")).toBe(`start\n${big.toUpperCase()}\nend\n`);
+    expect(sandbox.files.getText("h.txt")).toBe(`start\n${big.toUpperCase()}\nend\n`);
   });
 });

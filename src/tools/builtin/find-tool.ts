@@ -32,7 +32,7 @@ export const findTool = defineTool({
   async execute(input, context): Promise<ToolResult> {
     const { sandbox, signal } = context;
     const root = resolveToolPath(sandbox, input.path ?? ".");
-    const info = await sandbox.stat(root, { signal });
+    const info = await sandbox.files.stat(root, { signal });
     if (!info) return errorResult(`${root} does not exist.`);
     if (info.type !== "directory" && info.type !== "symlink") {
       return errorResult(`${root} is a file; find searches a directory.`);
@@ -81,7 +81,7 @@ async function findByListing(
   pattern: string,
   signal: AbortSignal,
 ): Promise<{ paths: string[]; more: boolean }> {
-  const listing = await sandbox.list(root, { signal, depth: 32, limit: 50_000 });
+  const listing = await sandbox.files.list(root, { signal, depth: 32, limit: 50_000 });
   const paths = listing.entries
     .filter((entry) => entry.type !== "directory")
     .map((entry) => entry.name)

@@ -32,7 +32,7 @@ export const grepTool = defineTool({
     // sandbox confine it first (a host sandbox refuses .., absolute paths and symlinks that leave
     // the workspace; ripgrep does not follow links while walking a directory).
     const target = resolveToolPath(sandbox, input.path ?? ".");
-    if (!(await sandbox.stat(target, { signal }))) {
+    if (!(await sandbox.files.stat(target, { signal }))) {
       return errorResult(`${target} does not exist. Use ls or find to see what exists.`);
     }
     const args = [

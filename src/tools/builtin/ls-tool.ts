@@ -26,12 +26,12 @@ export const lsTool = defineTool({
   async execute(input, context): Promise<ToolResult> {
     const { sandbox, signal } = context;
     const path = resolveToolPath(sandbox, input.path ?? ".");
-    const info = await sandbox.stat(path, { signal });
+    const info = await sandbox.files.stat(path, { signal });
     if (!info) return errorResult(`${path} does not exist.`);
     if (info.type !== "directory" && info.type !== "symlink") {
       return textResult(`${path} is a file (${info.size} bytes), not a directory.`);
     }
-    const listing = await sandbox.list(path, {
+    const listing = await sandbox.files.list(path, {
       signal,
       depth: input.depth ?? 1,
       limit: limits.lsEntries,

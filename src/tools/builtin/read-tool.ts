@@ -50,7 +50,7 @@ export const readTool = defineTool({
   async execute(input, context): Promise<ToolResult> {
     const { sandbox, signal } = context;
     const path = resolveToolPath(sandbox, input.path);
-    const info = await sandbox.stat(path, { signal });
+    const info = await sandbox.files.stat(path, { signal });
     if (!info) return errorResult(`${path} does not exist. Use ls or find to see what exists.`);
     if (info.type === "directory") {
       return errorResult(`${path} is a directory, not a file. Use ls to list it.`);
@@ -64,7 +64,7 @@ export const readTool = defineTool({
         limit: input.limit,
       });
     }
-    const bytes = await sandbox.readFile(path, { signal, maxBytes: limits.readMaxBytes });
+    const bytes = await sandbox.files.readFile(path, { signal, maxBytes: limits.readMaxBytes });
     const mediaType = imageMediaType(bytes);
     if (mediaType) {
       if (bytes.byteLength > limits.imageMaxBytes) {

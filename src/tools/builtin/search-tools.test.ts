@@ -89,7 +89,7 @@ describe("grep", () => {
     for (const value of hostile) {
       const sandbox = new MemorySandbox({ exec: bashWithFakeRg({ rgExit: 1 }) });
       // grep stats its path first (the sandbox confines it), so the path must exist.
-      await sandbox.writeFile(value.endsWith("/") ? `${value}x` : value, "");
+      await sandbox.files.writeFile(value.endsWith("/") ? `${value}x` : value, "");
       const { call } = toolHarness(sandbox);
       await call("grep", { pattern: value, path: value, glob: value, ignore_case: true });
       const args = rgArgs();
@@ -225,7 +225,7 @@ describe("ls", () => {
     expect(text(await call("ls", { depth: 2 }))).toBe(
       "/workspace:\na/\na/inner.txt  (1 B)\nb.txt  (5 B)\nbig.bin  (3.0 MiB)",
     );
-    expect(sandbox.callsTo("list")[0]?.args[1]).toMatchObject({
+    expect(sandbox.callsTo("files.list")[0]?.args[1]).toMatchObject({
       depth: 1,
       limit: limits.lsEntries,
     });
@@ -242,7 +242,7 @@ describe("ls", () => {
 
   it("handles empty directories, files and missing paths", async () => {
     const sandbox = new MemorySandbox({ files: { "f.txt": "abc" } });
-    await sandbox.mkdir("empty");
+    await sandbox.files.mkdir("empty");
     const { call, text } = toolHarness(sandbox);
     expect(text(await call("ls", { path: "empty" }))).toBe("/workspace/empty:\n(empty directory)");
     expect(text(await call("ls", { path: "f.txt" }))).toMatch(/is a file \(3 bytes\)/);

@@ -27,6 +27,6 @@ export async function recordWritten(
   path: string,
   written: Uint8Array,
 ): Promise<void> {
-  const info = await sandbox.stat(path, { signal: context.signal });
+  const info = await sandbox.files.stat(path, { signal: context.signal });
   sessionStateFor(context).recordRead(sandbox, path, stampOf(written, info?.mtimeMs));
 }

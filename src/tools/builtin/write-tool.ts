@@ -37,16 +37,16 @@ export function createWriteTool(options: WriteToolOptions = {}): ToolDefinition 
       const path = resolveToolPath(sandbox, input.path);
       const bytes = new TextEncoder().encode(input.content);
       return withPathLock({ sandboxId: sandbox.id, path }, async () => {
-        const before = await sandbox.stat(path, { signal });
+        const before = await sandbox.files.stat(path, { signal });
         if (before?.type === "directory") {
           return errorResult(`${path} is a directory; write needs a file path.`);
         }
         if (before && options.refuseStale) {
-          const current = await sandbox.readFile(path, { signal });
+          const current = await sandbox.files.readFile(path, { signal });
           const refusal = staleReadRefusal(context, path, current);
           if (refusal) return errorResult(refusal);
         }
-        await sandbox.writeFile(path, bytes, { signal, createParents: true });
+        await sandbox.files.writeFile(path, bytes, { signal, createParents: true });
         await recordWritten(context, sandbox, path, bytes);
         const verb = before ? "Overwrote" : "Created";
         return textResult(`${verb} ${path} (${bytes.byteLength} bytes).`);

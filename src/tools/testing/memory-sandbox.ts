@@ -1,6 +1,6 @@
 /**
- * An in-memory `Sandbox` for unit tests: a POSIX-like file tree, read-only prefixes (to play a
- * `ro` mount), scripted exec and background processes, and a record of every call.
+ * An in-memory `Sandbox` for unit tests: a POSIX-like file tree (`files`, with read-only prefixes
+ * to play a `ro` mount), scripted exec and background processes, and a record of every call.
  */
 import { posix } from "node:path";
 import { AbortedError, FileOperationError } from "../../common/index.js";
@@ -19,6 +19,7 @@ import {
   type ReadFileOptions,
   type RemoveOptions,
   type Sandbox,
+  type SandboxFiles,
   type SignalOption,
   type WriteFileOptions,
 } from "../../sandbox/index.js";
@@ -45,8 +46,12 @@ export interface MemorySandboxOptions {
   exec?: ExecScript;
 }
 
+/** What a `MemorySandbox` records a call under; a typo in a test is a type error, not a silent []. */
+export type RecordedMethod =
+  "exec" | `files.${keyof SandboxFiles}` | `processes.${keyof ProcessTable}`;
+
 export interface RecordedCall {
-  method: string;
+  method: RecordedMethod;
   args: unknown[];
 }
 
@@ -58,26 +63,90 @@ export class MemorySandbox implements Sandbox {
   readonly kind = "docker" as const;
   readonly workdir: string;
   readonly calls: RecordedCall[] = [];
+  readonly files: MemoryFiles;
   readonly processes: MemoryProcessTable;
-  readOnly: string[];
   execScript: ExecScript | undefined;
-  readonly #nodes = new Map<string, Node>();
-  #clock = 1_700_000_000_000;
   #logs = 0;
 
   constructor(options: MemorySandboxOptions = {}) {
     this.id = options.id ?? "memory";
     this.workdir = options.workdir ?? "/workspace";
-    this.readOnly = options.readOnly ?? [];
     this.execScript = options.exec;
+    this.files = new MemoryFiles({
+      workdir: this.workdir,
+      readOnly: options.readOnly ?? [],
+      record: (method, args) => this.calls.push({ method: `files.${method}`, args }),
+    });
     this.processes = new MemoryProcessTable(this);
-    this.#nodes.set("/", { kind: "dir", mode: 0o755, mtimeMs: this.#clock });
-    this.#mkdirp(this.workdir);
-    this.#mkdirp("/tmp");
-    for (const [path, data] of Object.entries(options.files ?? {})) this.setFile(path, data);
+    for (const [path, data] of Object.entries(options.files ?? {})) this.files.setFile(path, data);
   }
 
-  // ---- test helpers (not part of Sandbox) ----
+  /** The calls recorded under `method` ("exec", "files.readFile", "processes.start", …). */
+  callsTo(method: RecordedMethod): RecordedCall[] {
+    return this.calls.filter((call) => call.method === method);
+  }
+
+  async exec(command: string, options: ExecOptions = {}): Promise<ExecResult> {
+    await yieldTurn();
+    this.calls.push({ method: "exec", args: [command, { ...options }] });
+    checkSignal(options);
+    const scripted = (await this.execScript?.(command, options)) ?? {};
+    const stdout = scripted.stdout ?? "";
+    const stderr = scripted.stderr ?? "";
+    if (stdout) options.onStdout?.(encoder.encode(stdout));
+    if (stderr) options.onStderr?.(encoder.encode(stderr));
+    const max = options.maxOutputBytes ?? DEFAULT_MAX_OUTPUT;
+    const keptOut = headTail(stdout, max);
+    const keptErr = headTail(stderr, max);
+    const truncated = keptOut !== stdout || keptErr !== stderr;
+    let fullOutputPath: string | undefined;
+    if (truncated) {
+      fullOutputPath = `/tmp/cordon-exec-${++this.#logs}.log`;
+      this.files.setFile(fullOutputPath, stdout + stderr);
+    }
+    return {
+      exitCode: 0,
+      timedOut: false,
+      oomKilled: false,
+      durationMs: 5,
+      ...scripted,
+      stdout: keptOut,
+      stderr: keptErr,
+      truncated: scripted.truncated ?? truncated,
+      fullOutputPath: scripted.fullOutputPath ?? fullOutputPath,
+    };
+  }
+}
+
+interface MemoryFilesOptions {
+  workdir: string;
+  readOnly: string[];
+  record: (method: keyof SandboxFiles, args: unknown[]) => void;
+}
+
+/**
+ * The file tree of a `MemorySandbox`: the `SandboxFiles` operations (recorded as
+ * "files.<method>"), and test helpers that set and inspect files without a record or a
+ * read-only check.
+ */
+export class MemoryFiles implements SandboxFiles {
+  /** Absolute prefixes where every modification fails with reason read_only. */
+  readOnly: string[];
+  readonly #workdir: string;
+  readonly #record: MemoryFilesOptions["record"];
+  readonly #nodes = new Map<string, Node>();
+  #clock = 1_700_000_000_000;
+
+  constructor(options: MemoryFilesOptions) {
+    this.#workdir = options.workdir;
+    this.readOnly = options.readOnly;
+    this.#record = options.record;
+    this.#nodes.set("/", { kind: "dir", mode: 0o755, mtimeMs: this.#clock });
+    this.#mkdirp(this.#workdir);
+    this.#mkdirp("/tmp");
+  }
+
+  // ---- test helpers (not part of SandboxFiles) ----
 
   /** Creates or replaces a file directly, bypassing read-only checks and call records. */
   setFile(path: string, data: string | Uint8Array, mode = 0o644): void {
@@ -118,51 +187,16 @@ export class MemorySandbox implements Sandbox {
       .sort();
   }
 
-  callsTo(method: string): RecordedCall[] {
-    return this.calls.filter((call) => call.method === method);
-  }
-
   resolve(path: string): string {
-    return posix.resolve(this.workdir, path);
+    return posix.resolve(this.#workdir, path);
   }
 
-  // ---- Sandbox ----
-
-  async exec(command: string, options: ExecOptions = {}): Promise<ExecResult> {
-    await yieldTurn();
-    this.#record("exec", [command, { ...options }]);
-    this.#checkSignal(options);
-    const scripted = (await this.execScript?.(command, options)) ?? {};
-    const stdout = scripted.stdout ?? "";
-    const stderr = scripted.stderr ?? "";
-    if (stdout) options.onStdout?.(encoder.encode(stdout));
-    if (stderr) options.onStderr?.(encoder.encode(stderr));
-    const max = options.maxOutputBytes ?? DEFAULT_MAX_OUTPUT;
-    const keptOut = headTail(stdout, max);
-    const keptErr = headTail(stderr, max);
-    const truncated = keptOut !== stdout || keptErr !== stderr;
-    let fullOutputPath: string | undefined;
-    if (truncated) {
-      fullOutputPath = `/tmp/cordon-exec-${++this.#logs}.log`;
-      this.setFile(fullOutputPath, stdout + stderr);
-    }
-    return {
-      exitCode: 0,
-      timedOut: false,
-      oomKilled: false,
-      durationMs: 5,
-      ...scripted,
-      stdout: keptOut,
-      stderr: keptErr,
-      truncated: scripted.truncated ?? truncated,
-      fullOutputPath: scripted.fullOutputPath ?? fullOutputPath,
-    };
-  }
+  // ---- SandboxFiles ----
 
   async readFile(path: string, options: ReadFileOptions = {}): Promise<Uint8Array> {
     await yieldTurn();
     this.#record("readFile", [path, { ...options }]);
-    this.#checkSignal(options);
+    checkSignal(options);
     const abs = this.resolve(path);
     const node = this.#nodes.get(abs);
     if (!node) throw new FileOperationError(`no such file: ${abs}`, "not_found", abs);
@@ -180,7 +214,7 @@ export class MemorySandbox implements Sandbox {
   ): Promise<void> {
     await yieldTurn();
     this.#record("writeFile", [path, data, { ...options }]);
-    this.#checkSignal(options);
+    checkSignal(options);
     const abs = this.resolve(path);
     this.#checkWritable(abs);
     const existing = this.#nodes.get(abs);
@@ -204,7 +238,7 @@ export class MemorySandbox implements Sandbox {
   async stat(path: string, options: SignalOption = {}): Promise<FileStat | undefined> {
     await yieldTurn();
     this.#record("stat", [path]);
-    this.#checkSignal(options);
+    checkSignal(options);
     const abs = this.resolve(path);
     const node = this.#nodes.get(abs);
     if (!node) return undefined;
@@ -220,7 +254,7 @@ export class MemorySandbox implements Sandbox {
   async list(path: string, options: ListOptions = {}): Promise<ListResult> {
     await yieldTurn();
     this.#record("list", [path, { ...options }]);
-    this.#checkSignal(options);
+    checkSignal(options);
     const abs = this.resolve(path);
     const node = this.#nodes.get(abs);
     if (!node) throw new FileOperationError(`no such directory`, "not_found", abs);
@@ -248,7 +282,7 @@ export class MemorySandbox implements Sandbox {
   async mkdir(path: string, options: SignalOption = {}): Promise<void> {
     await yieldTurn();
     this.#record("mkdir", [path]);
-    this.#checkSignal(options);
+    checkSignal(options);
     const abs = this.resolve(path);
     this.#checkParentsCreatable(abs);
     this.#mkdirp(abs);
@@ -257,7 +291,7 @@ export class MemorySandbox implements Sandbox {
   async remove(path: string, options: RemoveOptions = {}): Promise<void> {
     await yieldTurn();
     this.#record("remove", [path, { ...options }]);
-    this.#checkSignal(options);
+    checkSignal(options);
     const abs = this.resolve(path);
     this.#checkWritable(abs);
     const node = this.#nodes.get(abs);
@@ -275,7 +309,7 @@ export class MemorySandbox implements Sandbox {
   async rename(from: string, to: string, options: SignalOption = {}): Promise<void> {
     await yieldTurn();
     this.#record("rename", [from, to]);
-    this.#checkSignal(options);
+    checkSignal(options);
     const src = this.resolve(from);
     const dst = this.resolve(to);
     this.#checkWritable(src);
@@ -297,14 +331,6 @@ export class MemorySandbox implements Sandbox {
   }
 
   // ---- internals ----
-
-  #record(method: string, args: unknown[]): void {
-    this.calls.push({ method, args });
-  }
-
-  #checkSignal(options: SignalOption): void {
-    if (options.signal?.aborted) throw new AbortedError("aborted");
-  }
 
   #checkWritable(abs: string): void {
     for (const prefix of this.readOnly) {
@@ -430,6 +456,10 @@ export class MemoryProcessTable implements ProcessTable {
     if (!process) throw new FileOperationError(`no process with id ${id}`, "not_found", id);
     return process;
   }
+}
+
+function checkSignal(options: SignalOption): void {
+  if (options.signal?.aborted) throw new AbortedError("aborted");
 }
 
 function toBytes(data: string | Uint8Array): Uint8Array {

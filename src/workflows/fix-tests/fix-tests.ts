@@ -220,7 +220,7 @@ async function verifyPatch(
   const verification: Verification = { harnessChanges: new Map(), restoredFiles: [], written: [] };
   if (patch.byteLength > 0) {
     const patchFile = `/tmp/.cordon-verify-${randomUUID()}.patch`;
-    await lease.sandbox.writeFile(patchFile, patch, { signal });
+    await lease.sandbox.files.writeFile(patchFile, patch, { signal });
     const base = await applyWithBaseHarness(
       lease.sandbox,
       patchFile,

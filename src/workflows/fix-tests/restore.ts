@@ -67,9 +67,9 @@ async function readText(
   file: string,
   signal: AbortSignal | undefined,
 ): Promise<string | undefined> {
-  if ((await sandbox.stat(file, { signal })) === undefined) return undefined;
+  if ((await sandbox.files.stat(file, { signal })) === undefined) return undefined;
   try {
-    const bytes = await sandbox.readFile(file, { signal, maxBytes: contentLimitBytes });
+    const bytes = await sandbox.files.readFile(file, { signal, maxBytes: contentLimitBytes });
     return Buffer.from(bytes).toString("utf8");
   } catch {
     return unreadable;

@@ -11,6 +11,7 @@ import {
   type ListResult,
   type ReadFileOptions,
   type RemoveOptions,
+  type SandboxFiles,
   type SignalOption,
   type WriteFileOptions,
 } from "../../sandbox.js";
@@ -18,16 +19,47 @@ import { scriptInvocation } from "../../shell/command-line.js";
 import type { ExecTransport } from "../../shell/exec-transport.js";
 import { fileErrorFrom } from "./file-errors.js";
 import { SizedContent } from "./sized-content.js";
+import {
+  copyTreeIn,
+  copyTreeOut,
+  type CopyTreeOutOptions,
+  type CopyTreeOutResult,
+} from "./tree-transfer.js";
 import { shellScript } from "../../shell/shell-scripts.js";
 
 /** Messages must be the C locale's for the error mapping, whatever the image sets. */
 const scriptEnv = ["LC_ALL=C"];
 
 /**
- * File operations of a DockerSandbox: each one exec inside the container, as the container user,
- * running the file script with the paths as arguments.
+ * The files of a `DockerSandbox`: every `SandboxFiles` operation, plus whole-tree transfers
+ * between the host and the container. The transfers name a host path, so they are not part of
+ * `SandboxFiles`: tools must never reach the host, and a `HostSandbox` has no second side to
+ * copy to. Code that holds the `DockerSandbox` itself (workflows, tests) uses them.
  */
-export class ContainerFiles {
+export interface DockerSandboxFiles extends SandboxFiles {
+  /**
+   * Copies the host directory `hostDir` into `containerDir` (created if missing) as a tar stream
+   * through an exec's stdin, extracted by the container user.
+   */
+  copyTreeIn(hostDir: string, containerDir: string, options?: SignalOption): Promise<void>;
+  /**
+   * Copies `containerDir` out to the host directory `hostDir` (which must not exist, or be
+   * empty). The archive comes from the container, so it is not trusted: every entry is checked
+   * (no absolute or `..` names, no links leaving the tree, no devices, byte and entry caps) and
+   * the tree is built in a staging directory that replaces `hostDir` only when all of it passed.
+   */
+  copyTreeOut(
+    containerDir: string,
+    hostDir: string,
+    options?: CopyTreeOutOptions,
+  ): Promise<CopyTreeOutResult>;
+}
+
+/**
+ * File operations of a DockerSandbox: each one exec inside the container (or one request to its
+ * resident executor), as the container user, running the file script with the paths as arguments.
+ */
+export class ContainerFiles implements DockerSandboxFiles {
   constructor(
     private readonly transport: ExecTransport,
     readonly workdir: string,
@@ -132,6 +164,18 @@ export class ContainerFiles {
 
   async rename(from: string, to: string, options: SignalOption = {}): Promise<void> {
     await this.#run("rename", this.resolve(from), [this.resolve(to)], options);
+  }
+
+  copyTreeIn(hostDir: string, containerDir: string, options: SignalOption = {}): Promise<void> {
+    return copyTreeIn(this.transport, hostDir, this.resolve(containerDir), options);
+  }
+
+  copyTreeOut(
+    containerDir: string,
+    hostDir: string,
+    options: CopyTreeOutOptions = {},
+  ): Promise<CopyTreeOutResult> {
+    return copyTreeOut(this.transport, this.resolve(containerDir), hostDir, options);
   }
 
   async #run(
