@@ -33,6 +33,20 @@ export function describeSandboxContract(name: string, subject: SandboxContractSu
   }
 
   describe(`${name}: the Sandbox contract`, () => {
+    it("is exec, files and processes: file operations live on sandbox.files only", () => {
+      const sandbox = subject.sandbox();
+      expect(typeof sandbox.exec).toBe("function");
+      const operations = ["readFile", "writeFile", "stat", "list", "mkdir", "remove", "rename"];
+      for (const operation of operations) {
+        expect(typeof (sandbox.files as unknown as Record<string, unknown>)[operation]).toBe(
+          "function",
+        );
+        // A file method on the sandbox itself would be a second way in to keep in step.
+        expect(operation in sandbox).toBe(false);
+      }
+      expect(typeof sandbox.processes.start).toBe("function");
+    });
+
     describe("files", () => {
       it("writes and reads back bytes exactly, creating parent directories", async () => {
         const sandbox = subject.sandbox();
