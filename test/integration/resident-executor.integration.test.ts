@@ -23,9 +23,11 @@ describe("resident executor", () => {
     await box?.dispose();
   });
 
-  /** The name of the process that started a command's wrapper (the wrapper runs `bash -lc`). */
-  const launcherOfCommands =
-    'read -r -a stat </proc/$PPID/stat; tr -d "\\n" </proc/${stat[3]}/comm; echo';
+  /**
+   * The name of the process that started a command's `bash -lc`: the executor itself, which does
+   * the exec wrapper's work (a plain exec runs the wrapper's bash in between).
+   */
+  const launcherOfCommands = 'tr -d "\\n" </proc/$PPID/comm; echo';
 
   it("runs commands and file operations through it, as the sandbox user", async () => {
     const { sandbox } = box;

@@ -18,6 +18,22 @@ export interface ExecRequest {
    */
   stdin?: Uint8Array | AsyncIterable<Uint8Array> | undefined;
   onOutput: OutputHandler;
+  /**
+   * Set when `cmd` is the exec wrapper's `run` mode (exec-wrapper.sh): the same call described,
+   * so a transport that does the wrapper's work itself (the resident executor) can start
+   * `bash -lc COMMAND` directly instead of the wrapper's bash program. Others run `cmd`.
+   */
+  wrapped?: WrappedRun | undefined;
+}
+
+/** The arguments of the exec wrapper's `run ID CWD ROOT COMMAND`, and its state directory. */
+export interface WrappedRun {
+  id: string;
+  cwd: string;
+  root: string;
+  command: string;
+  /** Where an OOM kill is marked (`oomMarkerPath`). */
+  stateDirectory: string;
 }
 
 /** A started process: wait for it, or cut it off. */
@@ -89,6 +105,12 @@ export interface ExecTransport extends ScriptRunner {
   assertRunning(action: string, settleMs?: number): Promise<void>;
   /** Present when the transport has in-process file fast paths. */
   readonly fastFiles?: FastFileOperations | undefined;
+  /**
+   * Present when the transport runs `wrapped` calls itself: kills the process tree of run `id`
+   * the way the wrapper's `kill` mode does. False when it did not start that run (it went by the
+   * wrapper, or its executor stopped): the caller then runs the wrapper's `kill` mode.
+   */
+  killWrapped?(id: string): Promise<boolean>;
 }
 
 /** `ExecTransport.run` over `start`: the same collecting and abort handling for every transport. */

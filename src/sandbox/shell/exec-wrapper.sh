@@ -114,7 +114,7 @@ cordon_sweep() { # id [pid of the run's wrapper, whose stdout and stderr the tre
   done
 }
 
-cordon_find_wrapper() { # id; sets cordon_wrapper: the parent of the run's session leader
+cordon_find_wrapper() { # id; sets cordon_wrapper: the parent of the run's session leader, if alive
   local marker="CORDON_RUN=$1" dir pid line entry parent_entry
   local -a fields environ
   cordon_wrapper=
@@ -135,7 +135,10 @@ cordon_find_wrapper() { # id; sets cordon_wrapper: the parent of the run's sessi
       for parent_entry in "${environ[@]}"; do
         [[ $parent_entry == "$marker" ]] && continue 3
       done
-      cordon_wrapper=${fields[1]}
+      # An orphaned leader (its wrapper, or the resident executor that ran it, was killed) has
+      # init for a parent, whose output is the container's log, shared with its main process:
+      # not the run's output.
+      ((fields[1] > 1)) && cordon_wrapper=${fields[1]}
       return
     done
   done

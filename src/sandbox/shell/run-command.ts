@@ -75,8 +75,10 @@ export async function runCommand(
 
   const started = performance.now();
   logger.debug({ run: id, cwd }, "exec starting");
+  const stateDirectory = context.stateDirectory ?? defaultStateDirectory;
   const running = await transport.start({
     ...scriptInvocation(shellScript("execWrapper"), ["run", id, cwd, context.root, script]),
+    wrapped: { id, cwd, root: context.root, command: script, stateDirectory },
     stdin,
     onOutput: (stream, chunk) => capture.push(stream, chunk),
   });
@@ -138,10 +140,7 @@ export async function runCommand(
   const oomKilled =
     status === 137 &&
     !stopReason &&
-    (await wasOomKilled(
-      transport,
-      oomMarkerPath(id, context.stateDirectory ?? defaultStateDirectory),
-    ));
+    (await wasOomKilled(transport, oomMarkerPath(id, stateDirectory)));
   logger.debug({ run: id, status, durationMs, oomKilled }, "exec finished");
   return {
     exitCode,
@@ -158,6 +157,7 @@ export async function runCommand(
 
 /** Kills every process of run (or background process) `id`. */
 export async function killTree(transport: ExecTransport, id: string): Promise<void> {
+  if (await transport.killWrapped?.(id)) return;
   await transport.run(scriptInvocation(shellScript("execWrapper"), ["kill", id]));
 }
 

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 
-import { cStrings, encodeFrame, FrameReader, u32, u64 } from "./protocol.js";
+import { cStrings, encodeFrame, FrameReader, payloadOf, u32, u64 } from "./protocol.js";
 
 describe("resident executor frames", () => {
   it("encodes type, id and length before the payload parts", () => {
@@ -24,14 +24,17 @@ describe("resident executor frames", () => {
       for (let at = 0; at < stream.byteLength; at += pieceBytes) {
         frames.push(...reader.push(stream.subarray(at, at + pieceBytes)));
       }
-      expect(frames.map((frame) => [frame.type, frame.id, frame.payload.byteLength])).toEqual([
+      expect(frames.map((frame) => [frame.type, frame.id, payloadOf(frame).byteLength])).toEqual([
         ["O", 1, 5],
         ["X", 1, 4],
         ["O", 2, big.byteLength],
         ["U", 3, 0],
       ]);
-      expect(frames[0]?.payload.toString()).toBe("hello");
-      expect(frames[2]?.payload.equals(big)).toBe(true);
+      expect(frames[0] && payloadOf(frames[0]).toString()).toBe("hello");
+      expect(frames[2] && payloadOf(frames[2]).equals(big)).toBe(true);
+      // Pieces are views of the chunks, none empty: a payload that came in one chunk is one piece.
+      expect(frames.every((frame) => frame.parts.every((part) => part.byteLength > 0))).toBe(true);
+      if (pieceBytes === stream.byteLength) expect(frames[2]?.parts).toHaveLength(1);
     }
   });
 });

@@ -5,7 +5,7 @@
  */
 
 /** What the executor says first; a different version is a different protocol (fall back). */
-export const protocolGreeting = "cordon-executor 2";
+export const protocolGreeting = "cordon-executor 3";
 
 export const headerBytes = 9;
 
@@ -27,6 +27,13 @@ export const request = {
   stat: "T",
   /** Answered at once with a pong: the executor is alive and not stopped. */
   ping: "P",
+  /**
+   * Run a command the way the exec wrapper's `run` mode does (`ExecRequest.wrapped`): u32 flags
+   * (1 = stdin attached), then run id, cwd, root, state directory and command (C strings).
+   */
+  run: "C",
+  /** Kill the process tree of a command started by `run`: its run id. Unhandled if unknown. */
+  kill: "K",
 } as const;
 
 /** executor → cordon. */
@@ -47,17 +54,36 @@ export const response = {
 export interface Frame {
   type: string;
   id: number;
-  payload: Buffer;
+  /**
+   * The payload in the pieces it arrived in: views of the stream's chunks, never copies, so a
+   * 10 MiB read is copied once (by whoever needs it whole), not once per layer. `payloadOf`
+   * joins them.
+   */
+  parts: Buffer[];
+  /** The payload's length in bytes. */
+  length: number;
 }
 
-/** One frame's bytes. */
-export function encodeFrame(type: string, id: number, ...payload: Uint8Array[]): Buffer {
+/** A frame's payload as one buffer (a copy only when it arrived in several pieces). */
+export function payloadOf(frame: Frame): Buffer {
+  return frame.parts.length === 1 && frame.parts[0]
+    ? frame.parts[0]
+    : Buffer.concat(frame.parts, frame.length);
+}
+
+/** One frame as its pieces: the header, then the payload parts as they are (not copied). */
+export function frameParts(type: string, id: number, ...payload: Uint8Array[]): Uint8Array[] {
   const length = payload.reduce((sum, part) => sum + part.byteLength, 0);
   const header = Buffer.alloc(headerBytes);
   header.write(type, 0, "latin1");
   header.writeUInt32BE(id, 1);
   header.writeUInt32BE(length, 5);
-  return Buffer.concat([header, ...payload], headerBytes + length);
+  return [header, ...payload.filter((part) => part.byteLength > 0)];
+}
+
+/** One frame's bytes. */
+export function encodeFrame(type: string, id: number, ...payload: Uint8Array[]): Buffer {
+  return Buffer.concat(frameParts(type, id, ...payload));
 }
 
 export function u32(value: number): Buffer {
@@ -78,47 +104,47 @@ export function cStrings(...values: string[]): Buffer {
 }
 
 /**
- * Cuts a byte stream into frames. Chunks are kept as they come and joined once per frame, so a
- * large frame arriving in many pieces is copied once, not once per piece.
+ * Cuts a byte stream into frames. Only a header is ever kept across chunks; a payload is the
+ * views of the chunks it came in (see `Frame.parts`).
  */
 export class FrameReader {
-  #chunks: Buffer[] = [];
-  #buffered = 0;
+  readonly #header = Buffer.alloc(headerBytes);
+  #headerFilled = 0;
+  /** The frame whose payload is arriving, and how many of its bytes are still to come. */
+  #current: Frame | undefined;
+  #remaining = 0;
 
   *push(chunk: Uint8Array): Generator<Frame> {
-    this.#chunks.push(Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength));
-    this.#buffered += chunk.byteLength;
+    const bytes = Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength);
+    let at = 0;
     for (;;) {
-      if (this.#buffered < headerBytes) return;
-      const head = this.#take(headerBytes, false);
-      const length = head.readUInt32BE(5);
-      if (this.#buffered < headerBytes + length) return;
-      const bytes = this.#take(headerBytes + length, true);
-      yield {
-        type: String.fromCharCode(bytes[0] ?? 0),
-        id: bytes.readUInt32BE(1),
-        payload: bytes.subarray(headerBytes),
-      };
+      if (!this.#current) {
+        if (at >= bytes.byteLength) return;
+        const take = Math.min(headerBytes - this.#headerFilled, bytes.byteLength - at);
+        bytes.copy(this.#header, this.#headerFilled, at, at + take);
+        this.#headerFilled += take;
+        at += take;
+        if (this.#headerFilled < headerBytes) return;
+        this.#headerFilled = 0;
+        const length = this.#header.readUInt32BE(5);
+        this.#current = {
+          type: String.fromCharCode(this.#header[0] ?? 0),
+          id: this.#header.readUInt32BE(1),
+          parts: [],
+          length,
+        };
+        this.#remaining = length;
+      }
+      const take = Math.min(this.#remaining, bytes.byteLength - at);
+      if (take > 0) {
+        this.#current.parts.push(bytes.subarray(at, at + take));
+        at += take;
+        this.#remaining -= take;
+      }
+      if (this.#remaining > 0) return;
+      const frame = this.#current;
+      this.#current = undefined;
+      yield frame;
     }
-  }
-
-  /** The first `count` buffered bytes as one buffer; removed from the buffer when `consume`. */
-  #take(count: number, consume: boolean): Buffer {
-    const first = this.#chunks[0];
-    let joined: Buffer;
-    if (first && first.byteLength >= count) {
-      joined = first.subarray(0, count);
-    } else {
-      const all = Buffer.concat(this.#chunks, this.#buffered);
-      this.#chunks = [all];
-      joined = all.subarray(0, count);
-    }
-    if (consume) {
-      const head = this.#chunks[0] ?? Buffer.alloc(0);
-      const rest = head.subarray(count);
-      this.#chunks = rest.byteLength > 0 ? [rest, ...this.#chunks.slice(1)] : this.#chunks.slice(1);
-      this.#buffered -= count;
-    }
-    return joined;
   }
 }

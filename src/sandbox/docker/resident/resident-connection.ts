@@ -3,8 +3,9 @@ import type { OutputHandler } from "../exec/demux-stream.js";
 import type { ExecRequest, ExecTransport, RunningExec } from "../../shell/exec-transport.js";
 import {
   cStrings,
-  encodeFrame,
+  frameParts,
   FrameReader,
+  payloadOf,
   protocolGreeting,
   request,
   response,
@@ -30,20 +31,24 @@ const stdinFrameBytes = 1024 * 1024;
 /** A process's call cut off because the executor itself stopped (not the process). */
 export class ExecutorStoppedError extends SandboxError {}
 
-/** A multi-slot queue of frames for the executor's stdin (the exec stream applies backpressure). */
+/**
+ * A multi-slot queue of frames for the executor's stdin (the exec stream applies backpressure).
+ * A frame is its pieces (header, payload parts: a large write is not copied into one buffer);
+ * they go out back to back, so a ping put first never lands inside another frame.
+ */
 class FrameQueue implements AsyncIterable<Uint8Array> {
-  #frames: Uint8Array[] = [];
+  #frames: Uint8Array[][] = [];
   #closed = false;
   #wake: (() => void) | undefined;
 
-  push(frame: Uint8Array): void {
+  push(frame: Uint8Array[]): void {
     if (this.#closed) return;
     this.#frames.push(frame);
     this.#wake?.();
   }
 
   /** Ahead of every queued frame: a ping must not wait behind a large upload. */
-  pushFirst(frame: Uint8Array): void {
+  pushFirst(frame: Uint8Array[]): void {
     if (this.#closed) return;
     this.#frames.unshift(frame);
     this.#wake?.();
@@ -58,7 +63,7 @@ class FrameQueue implements AsyncIterable<Uint8Array> {
     for (;;) {
       const frame = this.#frames.shift();
       if (frame) {
-        yield frame;
+        yield* frame;
         continue;
       }
       if (this.#closed) return;
@@ -134,7 +139,7 @@ export class ResidentConnection {
     if (!this.#alive) return;
     if (!this.#pingOutstanding) {
       this.#pingOutstanding = true;
-      this.#frames.pushFirst(encodeFrame(request.ping, 0));
+      this.#frames.pushFirst(frameParts(request.ping, 0));
       return;
     }
     if (performance.now() - this.#lastHeardAt < unresponsiveAfterMs) return;
@@ -193,8 +198,9 @@ export class ResidentConnection {
   }
 
   /**
-   * Starts a process; stdin, if any, is whole bytes (streams go by plain exec). `fallback` starts
-   * it by plain exec when the executor cannot fork.
+   * Starts a process; stdin, if any, is whole bytes (streams go by plain exec). A `wrapped` call
+   * (the exec wrapper's `run` mode) is run by the executor itself, without the wrapper's bash.
+   * `fallback` starts it by plain exec when the executor cannot fork.
    */
   spawn(exec: ExecRequest, fallback: () => Promise<RunningExec>): RunningExec {
     const id = this.#newId();
@@ -239,14 +245,26 @@ export class ResidentConnection {
       },
     };
     this.#track(id, call);
-    this.#send(
-      request.spawn,
-      id,
-      u32(attach ? 1 : 0),
-      u32(exec.cmd.length),
-      u32(env.length),
-      cStrings(...exec.cmd, ...env, exec.workingDir ?? "/"),
-    );
+    const { wrapped } = exec;
+    if (wrapped) {
+      // The wrapper's work done by the executor itself: neither `cmd` nor `env` (the wrapper's
+      // program) is sent; the command carries its own environment (commandWithEnv).
+      this.#send(
+        request.run,
+        id,
+        u32(attach ? 1 : 0),
+        cStrings(wrapped.id, wrapped.cwd, wrapped.root, wrapped.stateDirectory, wrapped.command),
+      );
+    } else {
+      this.#send(
+        request.spawn,
+        id,
+        u32(attach ? 1 : 0),
+        u32(exec.cmd.length),
+        u32(env.length),
+        cStrings(...exec.cmd, ...env, exec.workingDir ?? "/"),
+      );
+    }
     if (exec.stdin instanceof Uint8Array) {
       for (let at = 0; at < exec.stdin.byteLength; at += stdinFrameBytes) {
         this.#send(request.stdin, id, exec.stdin.subarray(at, at + stdinFrameBytes));
@@ -326,7 +344,7 @@ export class ResidentConnection {
   }
 
   #send(type: string, id: number, ...payload: Uint8Array[]): void {
-    this.#frames.push(encodeFrame(type, id, ...payload));
+    this.#frames.push(frameParts(type, id, ...payload));
   }
 
   #receive(chunk: Uint8Array): void {
@@ -337,7 +355,7 @@ export class ResidentConnection {
   #dispatch(frame: Frame): void {
     if (frame.type === response.hello) {
       this.#pid = frame.id;
-      this.#greeted?.(frame.payload.toString("utf8"));
+      this.#greeted?.(payloadOf(frame).toString("utf8"));
       return;
     }
     if (frame.type === response.pong) {
@@ -346,15 +364,15 @@ export class ResidentConnection {
     }
     const call = this.#calls.get(frame.id);
     if (!call) return;
-    const { payload } = frame;
+    const { parts } = frame;
     if (call.kind === "fast") {
-      if (frame.type === response.stdout) call.stdout.push(payload);
-      else if (frame.type === response.stderr) call.stderr.push(payload);
+      if (frame.type === response.stdout) call.stdout.push(...parts);
+      else if (frame.type === response.stderr) call.stderr.push(...parts);
       else if (frame.type === response.exit) {
         call.resolve({
-          status: payload.readInt32BE(0),
-          stdout: Buffer.concat(call.stdout),
-          stderr: Buffer.concat(call.stderr),
+          status: payloadOf(frame).readInt32BE(0),
+          stdout: joined(call.stdout),
+          stderr: joined(call.stderr),
         });
       } else call.resolve(undefined);
       return;
@@ -362,8 +380,8 @@ export class ResidentConnection {
     if (frame.type === response.stdout || frame.type === response.stderr) {
       const stream = frame.type === response.stdout ? "stdout" : "stderr";
       call.chain = call.chain.then(async () => {
-        await call.onOutput(stream, payload);
-        this.#send(request.ack, frame.id, u32(payload.byteLength));
+        for (const part of parts) await call.onOutput(stream, part);
+        this.#send(request.ack, frame.id, u32(frame.length));
       });
       // A handler that throws ends the call, as a broken exec stream would.
       call.chain.catch((error: unknown) => {
@@ -371,14 +389,14 @@ export class ResidentConnection {
         call.reject(error);
       });
     } else if (frame.type === response.exit) {
-      const status = payload.readInt32BE(0);
+      const status = payloadOf(frame).readInt32BE(0);
       void call.chain.then(() => call.resolve(status));
     } else if (frame.type === response.unhandled) {
       call.fallBack();
     } else if (frame.type === response.failed) {
       call.reject(
         new SandboxError(
-          `cannot start a command in ${this.#exec.containerName}: ${payload.toString("utf8")}`,
+          `cannot start a command in ${this.#exec.containerName}: ${payloadOf(frame).toString("utf8")}`,
         ),
       );
     }
@@ -411,4 +429,12 @@ export class ResidentConnection {
       },
     );
   }
+}
+
+/**
+ * Pieces as one buffer of its own: the one copy a fast read makes (a view would keep the socket
+ * chunk it came in alive with the result).
+ */
+function joined(parts: Buffer[]): Buffer {
+  return Buffer.concat(parts);
 }

@@ -72,6 +72,12 @@ export class ResidentTransport implements ExecTransport {
     };
   }
 
+  /** The executor kills the trees of the commands it started itself (`ExecRequest.wrapped`). */
+  async killWrapped(id: string): Promise<boolean> {
+    const result = await this.#fast(undefined, request.kill, cStrings(id));
+    return result?.status === 0;
+  }
+
   get containerName(): string {
     return this.#exec.containerName;
   }
