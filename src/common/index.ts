@@ -4,3 +4,4 @@ export * from "./logger.js";
 export * from "./paths.js";
 export * from "./process-identity.js";
 export * from "./exclusive-file.js";
+export { canonicalJson, hashOf } from "./config-hash.js";

@@ -206,6 +206,10 @@ export const untrustedKeyRules: Readonly<Record<string, KeyRule>> = {
   ),
   "sandbox.prune.idleHours": safe("when idle containers are removed; not what they can reach"),
   "sandbox.prune.maxAgeDays": safe("when old containers are removed; not what they can reach"),
+  "sandbox.pool.size": loosening(
+    "keeps this many started containers, each with a copy of the workspace, on the host between runs",
+    unless(0),
+  ),
 
   "sandbox.egress.allow": loosening(
     "lets the sandbox reach these hosts through the egress proxy, and send your code there",

@@ -81,6 +81,8 @@ export const configDefaults = {
     carry: [] as string[],
     protectGitDir: true,
     prune: { stopIdleMinutes: 30, idleHours: 24, maxAgeDays: 7 },
+    /** Started containers kept ready per sandbox shape (docs/pool.md); 0 = no pool. */
+    pool: { size: 0 },
     egress: { allow: [] as string[], trustHostCertificates: false },
     sessionToolsVisibility: "spawned" as const,
   },
@@ -420,6 +422,20 @@ function sandboxSchema<F extends Flavour>(flavour: F) {
       s.prune.maxAgeDays,
     ),
   });
+  const pool = z.strictObject({
+    size: field(
+      flavour,
+      z
+        .number()
+        .int()
+        .min(0)
+        .max(16)
+        .describe(
+          "Started containers kept ready for new sandboxes of this shape (0-16); a new session takes one instead of creating its own. 0 = no pool (docs/pool.md)",
+        ),
+      s.pool.size,
+    ),
+  });
   const egress = z
     .strictObject({
       allow: field(
@@ -501,6 +517,7 @@ function sandboxSchema<F extends Flavour>(flavour: F) {
       s.sessionToolsVisibility,
     ),
     prune: section(flavour, prune.describe("When idle or old containers are stopped and removed")),
+    pool: section(flavour, pool.describe("A warm pool of started containers (docs/pool.md)")),
     egress: section(flavour, egress),
     docker: section(flavour, docker),
   });

@@ -42,7 +42,7 @@ export {
   workspaceIdOf,
   maxContainerNameLength,
 } from "./container-name.js";
-export { canonicalJson, hashOf } from "./config-hash.js";
+export { canonicalJson, hashOf } from "../common/index.js";
 export { parseByteSize, formatByteSize } from "../config/index.js";
 export { credentialLikeName } from "./sandbox-env.js";
 export { protectedPaths, type ProtectedPath } from "./path-guard.js";

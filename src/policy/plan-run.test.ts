@@ -3,7 +3,7 @@ import { describe, expect, it } from "vitest";
 import { ConfigError, ExitCode } from "../common/index.js";
 import { parseConfig } from "../config/index.js";
 import { containerNameOf, maxContainerNameLength, workspaceIdOf } from "./container-name.js";
-import { canonicalJson, hashOf } from "./config-hash.js";
+import { canonicalJson, hashOf } from "../common/index.js";
 import { explainPlan, redactPlanSecrets } from "./explain.js";
 import { offlineEnvironment } from "./offline-defaults.js";
 import { planRun } from "./plan-run.js";

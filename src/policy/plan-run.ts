@@ -3,7 +3,7 @@ import path from "node:path";
 import { ConfigError, PolicyDeniedError } from "../common/index.js";
 import type { ConfigIssue, CordonConfig, PromptMode, ThinkingLevel } from "../config/index.js";
 import type { SandboxMode, SandboxScope, SandboxSpec, WorkspaceAccess } from "../sandbox/index.js";
-import { hashOf } from "./config-hash.js";
+import { hashOf } from "../common/index.js";
 import { containerNameOf, scopeKeyOf, workspaceIdOf } from "./container-name.js";
 import { planCarry } from "./carry.js";
 import { resolveDiskBudget } from "./disk-budget.js";
@@ -112,6 +112,8 @@ export interface RunPlan {
     /** Present iff enabled. */
     spec?: SandboxSpec;
     prune: { stopIdleMs: number; idleMs: number; maxAgeMs: number };
+    /** Started containers kept ready for sandboxes of this shape (`sandbox.pool.size`). */
+    pool: { size: number };
     /** Lines for `explain`: each setting, where it came from and which key changes it. */
     explanation: string[];
     /** Config key that decided mode, scope and workspace access. */
@@ -333,7 +335,17 @@ export function planRun(input: PlanRunInput): RunPlan {
       bootstrap: agent.bootstrap,
     },
     sessionKey,
-    sandbox: { enabled, reason, mode, scope, workspaceAccess, prune, explanation, keys },
+    sandbox: {
+      enabled,
+      reason,
+      mode,
+      scope,
+      workspaceAccess,
+      prune,
+      pool: { size: agent.sandbox.pool.size },
+      explanation,
+      keys,
+    },
     tools: {
       allowed: toolResult.allowed,
       decisions: toolResult.decisions,

@@ -150,10 +150,15 @@ export function resolveAgent(config: CordonConfig, agentId: string | undefined):
     ...Object.fromEntries(
       Object.entries(own ?? {}).filter(
         ([key, value]) =>
-          value !== undefined && key !== "docker" && key !== "prune" && key !== "egress",
+          value !== undefined &&
+          key !== "docker" &&
+          key !== "prune" &&
+          key !== "pool" &&
+          key !== "egress",
       ),
     ),
     prune: mergeLayers(defaults.sandbox.prune, own?.prune) as SandboxConfig["prune"],
+    pool: mergeLayers(defaults.sandbox.pool, own?.pool) as SandboxConfig["pool"],
     // Like docker: one shared container has one network policy, the defaults'.
     egress: (sharedScope
       ? defaults.sandbox.egress

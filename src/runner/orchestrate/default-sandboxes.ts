@@ -80,7 +80,11 @@ export function defaultSandboxes(options: DefaultSandboxesOptions): SandboxProvi
       return { sandbox, fresh: false, release: () => Promise.resolve() };
     }
     // Acquiring is also when stale sandboxes of this state directory are pruned (in the background).
-    const lease = await manager.acquire(spec, { ...acquireOptions, prune: plan.sandbox.prune });
+    const lease = await manager.acquire(spec, {
+      ...acquireOptions,
+      prune: plan.sandbox.prune,
+      pool: plan.sandbox.pool,
+    });
     return {
       sandbox: lease.sandbox,
       fresh: lease.fresh,

@@ -35,6 +35,8 @@ export interface PlannedRun {
     spec?: SandboxSpec | undefined;
     /** Idle and age limits of this agent's sandboxes (ms; 0 = none), applied when acquiring. */
     prune?: { stopIdleMs?: number; idleMs: number; maxAgeMs: number } | undefined;
+    /** The warm pool for sandboxes of this shape (`sandbox.pool`); unset = none. */
+    pool?: { size: number } | undefined;
     /** The config key that decided `mode`, named when a subagent would leave the sandbox. */
     keys?: { mode: string } | undefined;
   };

@@ -22,6 +22,11 @@ export const labelKeys = {
   privateWorkspace: "cordon.private-workspace",
   /** The state directory (CORDON_HOME) whose manager created it; list and prune stay in it. */
   home: "cordon.home",
+  /**
+   * The shape of a pool member (pool/pool-shape.ts): set on containers made for a warm pool, and
+   * kept when one is taken (its record then says whose it is: container-identity.ts).
+   */
+  pool: "cordon.pool",
 } as const;
 
 export interface ContainerOptionsInput {

@@ -2,6 +2,7 @@ import path from "node:path";
 
 import { createSilentLogger, messageOf, type Logger } from "../../common/index.js";
 import { labelKeys } from "./container-options.js";
+import { labelsOf } from "./container-identity.js";
 import type { ContainerSummary } from "./client/index.js";
 import { isBusy } from "./container-activity.js";
 import type { DockerEngine } from "./engine.js";
@@ -57,9 +58,13 @@ export async function stopIdleSandboxes(options: IdleStopOptions): Promise<IdleS
   const containers = options.engine.containers;
   const idleSince = async (container: ContainerSummary, name: string) => {
     const record = await records.read(name);
-    const lastUsedAt = record?.lastUsedAt ?? container.labels[labelKeys.createdAt];
-    const idle = lastUsedAt !== undefined && now - Date.parse(lastUsedAt) > options.idleMs;
-    return { idle, lastUsedAt: lastUsedAt ?? "" };
+    const labels = labelsOf(container, record);
+    const lastUsedAt = record?.lastUsedAt ?? labels[labelKeys.createdAt];
+    // A pool member nobody took waits started on purpose (its idle limit removes it).
+    const waiting = labels[labelKeys.scopeKey]?.startsWith("pool:") === true;
+    const idle =
+      !waiting && lastUsedAt !== undefined && now - Date.parse(lastUsedAt) > options.idleMs;
+    return { idle, lastUsedAt: lastUsedAt ?? "", session: labels[labelKeys.session] ?? "" };
   };
 
   const running = await containers.list({
@@ -71,8 +76,10 @@ export async function stopIdleSandboxes(options: IdleStopOptions): Promise<IdleS
   });
   for (const container of running) {
     const name = container.name;
-    if (options.keep?.has(name) || !(await idleSince(container, name)).idle) continue;
-    const holder = options.holders?.({ name, session: container.labels[labelKeys.session] ?? "" });
+    if (options.keep?.has(name)) continue;
+    const { idle, session } = await idleSince(container, name);
+    if (!idle) continue;
+    const holder = options.holders?.({ name, session });
     if (holder) {
       report.skipped.push({ name, reason: holder });
       continue;

@@ -15,6 +15,7 @@ import type { ContainerClient, ContainerSummary } from "./client/index.js";
 import { isBusy } from "./container-activity.js";
 import { labelKeys } from "./container-options.js";
 import type { DockerEngine } from "./engine.js";
+import { labelsOf } from "./container-identity.js";
 import { SandboxRecords, type SandboxRecord } from "./records.js";
 import type { SandboxHolders } from "./idle-stop.js";
 import { SandboxImage, sandboxImageRepository, type SandboxImageOptions } from "./sandbox-image.js";
@@ -196,7 +197,7 @@ export class SandboxInventory {
       await this.records.remove(name);
       return { name, reason: "requested", ...workspaces };
     }
-    const labels = info.labels;
+    const labels = labelsOf(info, record);
     if (labels[labelKeys.managed] !== "true") {
       throw new ConfigError(`${name} is not a cordon sandbox; cordon does not remove it`, {
         fix: `remove it with \`docker rm -f ${name}\` if it is yours to remove`,
@@ -435,7 +436,7 @@ export class SandboxInventory {
 }
 
 function summarize(container: ContainerSummary, record: SandboxRecord | undefined): SandboxSummary {
-  const labels = container.labels;
+  const labels = labelsOf(container, record);
   const createdAt = labels[labelKeys.createdAt] ?? new Date(container.createdAtMs).toISOString();
   const configHash = labels[labelKeys.configHash] ?? "";
   const summary: SandboxSummary = {

@@ -30,6 +30,9 @@ import { stopIdleSandboxes, type SandboxHolders } from "./idle-stop.js";
 import { assertWorkspaceWritable, hostPermissionsHold } from "./workspace-probe.js";
 import type { SandboxImageOptions } from "./sandbox-image.js";
 import { EgressProxies, type EgressDecision, type UpstreamProxy } from "./egress/index.js";
+import { labelsOf } from "./container-identity.js";
+import { poolMemberSpec, poolShape, unpoolableReason } from "./pool/pool-shape.js";
+import { WarmPool } from "./pool/warm-pool.js";
 
 /** A running container the manager hands to `createSandbox`. */
 export interface ManagedContainer {
@@ -50,7 +53,7 @@ export interface ManagedContainer {
   stopReason: () => SandboxError | undefined;
 }
 
-export type AcquirePhase = "image" | "workspace" | "create" | "start" | "reuse";
+export type AcquirePhase = "image" | "workspace" | "pool" | "create" | "start" | "reuse";
 
 export interface AcquireProgress {
   phase: AcquirePhase;
@@ -64,6 +67,12 @@ export interface AcquireOptions {
   prune?: AutoPruneOptions | undefined;
   /** Each request the sandbox's egress proxy admits or refuses while this lease is held. */
   onEgress?: ((decision: EgressDecision) => void) | undefined;
+  /**
+   * The warm pool for sandboxes of this spec's shape (the plan's `sandbox.pool`, docs/pool.md):
+   * a new sandbox takes a waiting container, and the pool is refilled in the background (`flush`
+   * waits for it). Size 0 or unset: no pool.
+   */
+  pool?: { size: number } | undefined;
 }
 
 /** A sandbox held by one user of the manager; `release()` when done (idempotent). */
@@ -176,6 +185,9 @@ export class DockerSandboxManager {
   private heartbeat: NodeJS.Timeout | undefined;
   private lastPruneAt = 0;
   private readonly background = new Set<Promise<void>>();
+  private readonly pool: WarmPool;
+  /** Shapes whose pool this process is refilling now. */
+  private readonly refilling = new Set<string>();
   /** Whether host permission bits hold inside this engine's containers (asked once). */
   private hostPermissions: Promise<boolean> | undefined;
 
@@ -210,6 +222,15 @@ export class DockerSandboxManager {
       imageOptions: { baseImage: options.imageOptions?.baseImage },
       logger: this.logger,
     });
+    this.pool = new WarmPool({
+      containers: this.containers,
+      records: this.records,
+      stateDirectory: this.stateDirectory,
+      discard: async (name) => {
+        await this.inventory.remove(name);
+      },
+      logger: this.logger,
+    });
     this.autoPrune = options.prune;
     this.liveRunHolders = options.holders;
     this.heartbeatMs = options.heartbeatMs ?? 60_000;
@@ -226,7 +247,16 @@ export class DockerSandboxManager {
     while (this.background.size > 0) await Promise.all(this.background);
   }
 
-  async acquire(spec: SandboxSpec, options: AcquireOptions = {}): Promise<SandboxLease> {
+  acquire(spec: SandboxSpec, options: AcquireOptions = {}): Promise<SandboxLease> {
+    return this.acquireAs(spec, options, undefined);
+  }
+
+  /** `acquire`, for a sandbox or (with `memberOf`, its pool shape) a new pool member. */
+  private async acquireAs(
+    spec: SandboxSpec,
+    options: AcquireOptions,
+    memberOf: string | undefined,
+  ): Promise<SandboxLease> {
     const { signal } = options;
     const log = this.logger.child({ sandbox: spec.containerName, scopeKey: spec.scopeKey });
     const warnings: string[] = [];
@@ -252,10 +282,16 @@ export class DockerSandboxManager {
     });
     for (const note of image.notes ?? []) warn(note, "image");
 
+    const shape = this.poolShapeFor(spec, options.pool, log);
     const acquiredAt = Date.now();
     let watchdog: DiskWatchdog | undefined;
+    let taken = false;
     const settled = await this.locks.run(spec.containerName, async () => {
       throwIfAborted(signal, "sandbox acquire");
+      if (shape) {
+        taken = (await this.pool.take(spec, shape, image)) !== undefined;
+        if (taken) progress("pool", `took a container from the warm pool as ${spec.containerName}`);
+      }
       // Used from now on: an idle stop in another process reads the record again right before
       // stopping, and leaves this one running.
       await this.touchRecord(spec.containerName);
@@ -271,7 +307,12 @@ export class DockerSandboxManager {
         intervalMs: this.diskWatchdogMs,
       });
       await watchdog?.assertWithinBudget(signal);
-      const result = await this.settleContainer(spec, image, { signal, progress, log });
+      const result = await this.settleContainer(spec, image, {
+        signal,
+        progress,
+        log,
+        memberOf,
+      });
       // Before the lease exists, so no agent turn runs on a workspace it cannot write.
       await assertWorkspaceWritable(this.containers, result.container.id, spec, {
         hostPermissionsHold: await hostPermissions,
@@ -338,10 +379,11 @@ export class DockerSandboxManager {
       throw error;
     }
     this.maybePrune(options.prune ?? this.autoPrune);
+    if (shape && options.pool) this.refillInBackground(spec, shape, image, options.pool.size);
     return {
       sandbox,
       containerName: spec.containerName,
-      fresh: settled.fresh,
+      fresh: settled.fresh || taken,
       stale: settled.stale,
       warnings,
       privateWorkspace: spec.workspaceAccess === "rw" ? undefined : spec.privateWorkspace,
@@ -353,7 +395,8 @@ export class DockerSandboxManager {
   /** See `SandboxLease.freeze`. */
   private async freeze<T>(spec: SandboxSpec, fn: () => Promise<T>): Promise<T> {
     const name = spec.containerName;
-    const info = await this.containers.inspect(name);
+    const found = await this.containers.inspect(name);
+    const info = found && (await this.identify(found, name));
     if (info) assertAdoptable(info, spec, this.stateDirectory);
     // Nothing runs in a missing or stopped container.
     if (!info?.state.running) return fn();
@@ -522,6 +565,65 @@ export class DockerSandboxManager {
     }
   }
 
+  /**
+   * The pool shape `spec` is taken from and refilled for, when it has a pool; a spec that cannot
+   * use one (docs/pool.md) says why in the log and is made as without a pool.
+   */
+  private poolShapeFor(
+    spec: SandboxSpec,
+    pool: AcquireOptions["pool"],
+    log: Logger,
+  ): string | undefined {
+    if (!pool || pool.size <= 0) return undefined;
+    const reason = unpoolableReason(spec);
+    if (reason) {
+      log.debug({ reason }, "sandbox.pool is set, but this sandbox is made without it");
+      return undefined;
+    }
+    return poolShape(spec);
+  }
+
+  /**
+   * Makes new pool members until `size` wait for this shape, one at a time, after the acquire
+   * that used one returned. Each member is acquired like a sandbox (private workspace, hardened
+   * container, record) and runs one command, so its executor is live in this process, then
+   * released. Failures are only logged: a pool is an optimisation.
+   */
+  private refillInBackground(
+    spec: SandboxSpec,
+    shape: string,
+    image: ResolvedImage,
+    size: number,
+  ): void {
+    if (this.refilling.has(shape)) return;
+    this.refilling.add(shape);
+    const log = this.logger.child({ pool: shape });
+    const work = (async () => {
+      await this.pool.removeAbandonedClaims();
+      for (let waiting = await this.pool.available(spec, shape, image); waiting < size;) {
+        const lease = await this.acquireAs(poolMemberSpec(spec, shape), {}, shape);
+        try {
+          await lease.sandbox.exec("true");
+        } finally {
+          await lease.release();
+        }
+        waiting = await this.pool.available(spec, shape, image);
+      }
+    })()
+      .catch((error: unknown) => log.warn({ err: error }, "refilling the warm pool failed"))
+      .finally(() => {
+        this.refilling.delete(shape);
+        this.background.delete(work);
+      });
+    this.background.add(work);
+  }
+
+  /** The container as its identity says: a taken pool member's record overrides its labels. */
+  private async identify(container: ContainerDetails, name: string): Promise<ContainerDetails> {
+    if (container.labels[labelKeys.pool] === undefined) return container;
+    return { ...container, labels: labelsOf(container, await this.records.read(name)) };
+  }
+
   private settleContainer(
     spec: SandboxSpec,
     image: ResolvedImage,
@@ -529,6 +631,7 @@ export class DockerSandboxManager {
       signal: AbortSignal | undefined;
       progress: (phase: AcquirePhase, message: string) => void;
       log: Logger;
+      memberOf?: string | undefined;
     },
   ): Promise<Settled> {
     const name = spec.containerName;
@@ -545,7 +648,9 @@ export class DockerSandboxManager {
             : spec,
           image: image.reference,
           createdAt: new Date().toISOString(),
-          extraLabels: this.extraLabels,
+          extraLabels: context.memberOf
+            ? { ...this.extraLabels, [labelKeys.pool]: context.memberOf }
+            : this.extraLabels,
           stateDirectory: this.stateDirectory,
           seccompProfileJson: await readSeccompProfile(spec),
           hostsFile:
@@ -553,6 +658,7 @@ export class DockerSandboxManager {
               ? await ensureHostsFile(this.stateDirectory, spec.docker.extraHosts)
               : undefined,
         }),
+      identify: (container) => this.identify(container, name),
       held: () => this.holderCount(name) > 0,
       beforeReplace: () => this.touchRecord(name),
       ensureEgress: () =>
@@ -582,9 +688,12 @@ export class DockerSandboxManager {
     container: ContainerDetails,
     log: Logger,
   ): Promise<void> {
+    // Labels as identified: a taken pool member's say what its record says.
     const labels = container.labels;
     const now = new Date().toISOString();
     try {
+      const previous = await this.records.read(spec.containerName);
+      const pooled = previous?.containerId === container.id ? previous.pooled : undefined;
       await this.records.write({
         version: 1,
         containerName: spec.containerName,
@@ -596,6 +705,7 @@ export class DockerSandboxManager {
         ...(spec.privateWorkspace ? { privateWorkspace: spec.privateWorkspace } : {}),
         createdAt: labels[labelKeys.createdAt] ?? container.createdAt,
         lastUsedAt: now,
+        ...(pooled ? { pooled } : {}),
       });
     } catch (error) {
       // Records add times to `sandbox list`; a sandbox works without one.

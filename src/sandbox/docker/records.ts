@@ -28,6 +28,20 @@ const sandboxRecordSchema = z.object({
    * it again and writes the record anew, without it.
    */
   idleStoppedAt: z.string().optional(),
+  /**
+   * Set when the container was a pool member taken for this sandbox (pool/warm-pool.ts). Docker
+   * cannot relabel a container, so its labels still name the pool; this says what it is now, and
+   * holds only for the container id above (see `labelsOf`).
+   */
+  pooled: z
+    .object({
+      /** Its name while it waited in the pool. */
+      member: z.string(),
+      scope: z.string(),
+      agentId: z.string(),
+      sessionKey: z.string(),
+    })
+    .optional(),
 });
 
 export type SandboxRecord = z.infer<typeof sandboxRecordSchema>;

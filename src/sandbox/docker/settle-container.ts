@@ -32,6 +32,11 @@ export interface SettleOptions {
    * before a container is created, and on reuse of one with egress.
    */
   ensureEgress: () => Promise<void>;
+  /**
+   * The container as its identity says (a taken pool member's record overrides its labels:
+   * container-identity.ts). Default: its own labels.
+   */
+  identify?: ((container: ContainerDetails) => Promise<ContainerDetails>) | undefined;
   signal?: AbortSignal | undefined;
   progress: (phase: SettlePhase, message: string) => void;
   log: Logger;
@@ -70,7 +75,8 @@ export async function settleContainer(options: SettleOptions): Promise<Settled> 
   const failedStarts = new Set<string>();
   for (let attempt = 0; attempt < settleAttempts; attempt += 1) {
     throwIfAborted(options.signal, "sandbox acquire");
-    const container = await containers.inspect(name);
+    const found = await containers.inspect(name);
+    const container = found && options.identify ? await options.identify(found) : found;
     if (!container) {
       progress("create", `creating ${name}`);
       const created = await createStarted(options);

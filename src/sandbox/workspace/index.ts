@@ -27,6 +27,7 @@ export {
   workspaceDiskFor,
   type DiskBudgetSupport,
 } from "./disk-budget.js";
+export { handOverWorkspace } from "./hand-over.js";
 export { mountCountAt, parseMountPoints } from "./mount-table.js";
 export {
   DiskBudgetExceededError,

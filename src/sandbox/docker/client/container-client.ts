@@ -48,6 +48,11 @@ export interface ContainerClient {
    * already under way (by someone else) is waited for. Errors name it `name` (default `nameOrId`).
    */
   remove(nameOrId: string, name?: string): Promise<void>;
+  /**
+   * Gives it a new name (its id, labels and mounts stay). False when the name is taken: Docker
+   * checks and renames in one step, so of two processes renaming to one name, one wins.
+   */
+  rename(nameOrId: string, newName: string): Promise<boolean>;
   /** Waits until it stops; its exit code. */
   wait(nameOrId: string): Promise<number>;
   /** The command line of every process running in it (`docker top`). */

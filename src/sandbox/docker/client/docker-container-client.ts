@@ -141,6 +141,16 @@ export class DockerContainerClient implements ContainerClient {
     });
   }
 
+  async rename(nameOrId: string, newName: string): Promise<boolean> {
+    try {
+      await this.docker.getContainer(nameOrId).rename({ name: newName });
+      return true;
+    } catch (error) {
+      if (dockerStatusOf(error) === 409) return false;
+      throw toSandboxError(error, `rename the container ${nameOrId} to ${newName}`);
+    }
+  }
+
   async wait(nameOrId: string): Promise<number> {
     try {
       const result = (await this.docker.getContainer(nameOrId).wait()) as { StatusCode: number };

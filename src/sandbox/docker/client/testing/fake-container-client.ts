@@ -236,6 +236,14 @@ export class FakeContainerClient implements ContainerClient {
     return Promise.resolve();
   }
 
+  rename(nameOrId: string, newName: string): Promise<boolean> {
+    this.#record("rename", [nameOrId, newName]);
+    const container = this.#existing(nameOrId);
+    if (this.find(newName)) return Promise.resolve(false);
+    container.name = newName;
+    return Promise.resolve(true);
+  }
+
   wait(nameOrId: string): Promise<number> {
     this.#record("wait", [nameOrId]);
     return Promise.resolve(this.#existing(nameOrId).state.exitCode);

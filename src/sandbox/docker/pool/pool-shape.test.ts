@@ -1,0 +1,94 @@
+import { describe, expect, it } from "vitest";
+
+import type { SandboxSpec } from "../../spec.js";
+import { poolMemberPrefix, poolMemberSpec, poolShape, unpoolableReason } from "./pool-shape.js";
+
+function spec(session: string, overrides: Partial<SandboxSpec> = {}): SandboxSpec {
+  const containerName = `cordon-${session}-0123456789`;
+  const privateWorkspace = `/state/workspaces/${containerName}`;
+  return {
+    scope: "session",
+    scopeKey: `session:agent:main:${session}@abc`,
+    containerName,
+    agentId: "main",
+    sessionKey: `agent:main:${session}`,
+    workspaceAccess: "none",
+    agentWorkspace: "/home/me/project",
+    privateWorkspace,
+    seed: false,
+    mounts: [
+      { source: privateWorkspace, target: "/workspace", readOnly: false, role: "workspace" },
+      { source: "/home/me/cache", target: "/cache", readOnly: true, role: "bind" },
+    ],
+    docker: {
+      containerPrefix: "cordon",
+      workdir: "/workspace",
+      readOnlyRoot: true,
+      tmpfs: {},
+      network: "none",
+      user: "1000:1000",
+      capDrop: ["ALL"],
+      env: {},
+      memoryBytes: 1024 ** 3,
+      memorySwapBytes: 1024 ** 3,
+      cpus: 1,
+      pidsLimit: 256,
+      ulimits: [],
+      dns: [],
+      extraHosts: [],
+    },
+    configHash: `hash-of-${session}`,
+    ...overrides,
+  };
+}
+
+describe("poolShape", () => {
+  it("is one shape for sessions that differ only in what names them", () => {
+    expect(poolShape(spec("a"))).toBe(poolShape(spec("b")));
+  });
+
+  it("differs for anything that shapes the container or its workspace", () => {
+    const base = poolShape(spec("a"));
+    const docker = spec("a").docker;
+    expect(poolShape(spec("a", { docker: { ...docker, memoryBytes: 2 * 1024 ** 3 } }))).not.toBe(
+      base,
+    );
+    expect(poolShape(spec("a", { agentWorkspace: "/home/me/other" }))).not.toBe(base);
+    expect(poolShape(spec("a", { diskBytes: 1024 ** 3 }))).not.toBe(base);
+    expect(poolShape(spec("a", { agentId: "ops" }))).not.toBe(base);
+    const mounts = spec("a").mounts.map((m) => (m.role === "bind" ? { ...m, readOnly: false } : m));
+    expect(poolShape(spec("a", { mounts }))).not.toBe(base);
+  });
+});
+
+describe("poolMemberSpec", () => {
+  it("names a member of the pool, with its own workspace beside the sandbox's, mounted where the sandbox's would be", () => {
+    const s = spec("a");
+    const shape = poolShape(s);
+    const member = poolMemberSpec(s, shape);
+    expect(member.containerName.startsWith(poolMemberPrefix(s, shape))).toBe(true);
+    expect(member.scopeKey).toBe(`pool:${shape}`);
+    expect(member.privateWorkspace).toBe(`/state/workspaces/${member.containerName}`);
+    expect(member.mounts[0]).toEqual({ ...s.mounts[0], source: member.privateWorkspace });
+    expect(member.mounts[1]).toEqual(s.mounts[1]);
+    expect(member.configHash).toBe(shape);
+    expect(poolMemberSpec(s, shape).containerName).not.toBe(member.containerName);
+  });
+});
+
+describe("unpoolableReason", () => {
+  it("keeps seeded copies, carried paths and egress out of the pool, and says which key", () => {
+    expect(unpoolableReason(spec("a"))).toBeUndefined();
+    expect(unpoolableReason(spec("a", { workspaceAccess: "rw", seed: true }))).toBeUndefined();
+    expect(unpoolableReason(spec("a", { seed: true }))).toMatch(/sandbox\.seed/);
+    expect(unpoolableReason(spec("a", { carry: ["node_modules"] }))).toMatch(/sandbox\.carry/);
+    const egress = {
+      allow: ["registry.npmjs.org"],
+      network: "n",
+      proxyContainer: "p",
+      proxyHost: "proxy",
+      proxyPort: 3128,
+    };
+    expect(unpoolableReason(spec("a", { egress }))).toMatch(/sandbox\.egress/);
+  });
+});
