@@ -134,6 +134,44 @@ export class DockerBaselines {
     return stdout.trim();
   }
 
+  /**
+   * Through the Engine API (no CLI process): creates and starts a container with cordon's
+   * hardening as `hardenedRunFlags` spells it and `workspace` bind-mounted at the workdir, as a
+   * program driving Docker by hand would. Remove it with `apiRemove`.
+   */
+  async apiStartHardened(name: string, docker: DockerSettings, workspace: string): Promise<void> {
+    this.signal?.throwIfAborted();
+    const container = await this.docker.createContainer({
+      name,
+      Image: this.image,
+      Entrypoint: ["sleep"],
+      Cmd: ["infinity"],
+      User: docker.user,
+      WorkingDir: docker.workdir,
+      Labels: { ...this.labels },
+      HostConfig: {
+        NetworkMode: docker.network,
+        CapDrop: [...docker.capDrop],
+        SecurityOpt: ["no-new-privileges:true"],
+        Init: true,
+        ReadonlyRootfs: docker.readOnlyRoot,
+        Tmpfs: { ...docker.tmpfs },
+        Memory: docker.memoryBytes,
+        MemorySwap: docker.memorySwapBytes,
+        NanoCpus: Math.round(docker.cpus * 1e9),
+        PidsLimit: docker.pidsLimit,
+        LogConfig: { Type: "json-file", Config: { "max-size": "1m", "max-file": "1" } },
+        Mounts: [{ Type: "bind", Source: workspace, Target: docker.workdir }],
+      },
+    });
+    await container.start();
+  }
+
+  /** Removes a container through the Engine API (forced, with its anonymous volumes). */
+  async apiRemove(name: string): Promise<void> {
+    await this.docker.getContainer(name).remove({ force: true, v: true });
+  }
+
   async removeContainer(name: string): Promise<void> {
     await run("docker", ["rm", "-f", name]).catch(() => undefined);
   }
