@@ -1,3 +1,4 @@
+import { execFileSync } from "node:child_process";
 import { chown, lstat, mkdir, mkdtemp, readFile, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
@@ -5,6 +6,8 @@ import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 
 import { labelKeys } from "../../src/sandbox/docker/container-options.js";
+import { poolMemberPrefix, poolShape } from "../../src/sandbox/docker/pool/pool-shape.js";
+import { baselineGitDir, changedFilesSinceBaseline } from "../../src/sandbox/workspace/index.js";
 import {
   DockerEngine,
   DockerSandbox,
@@ -93,6 +96,12 @@ describe("warm pool", () => {
     return found
       .map((c) => ({ id: c.Id, name: (c.Names[0] ?? "").replace(/^\//, "") }))
       .filter((c) => c.name.includes("-pool-"));
+  }
+
+  /** The name prefix of the members seeded from `agentWorkspace`. */
+  function poolMemberPrefixOf(agentWorkspace: string): string {
+    const s = spec("prefix", { seed: true, agentWorkspace });
+    return poolMemberPrefix(s, poolShape(s));
   }
 
   beforeAll(async () => {
@@ -224,14 +233,67 @@ describe("warm pool", () => {
     await other.flush();
   });
 
-  it("makes a seeded sandbox without the pool (a member's copy would be stale)", async () => {
+  /** A project of its own (a git repository with a commit and an untracked file) to seed from. */
+  async function project(name: string): Promise<string> {
+    const dir = path.join(root, name);
+    await mkdir(path.join(dir, "src"), { recursive: true });
+    await writeFile(path.join(dir, "src", "app.py"), "print('v1')\n");
+    await writeFile(path.join(dir, ".gitignore"), "build/\n");
+    const git = (...args: string[]) =>
+      execFileSync("git", ["-c", "user.name=t", "-c", "user.email=t@t", ...args], { cwd: dir });
+    git("init", "-q");
+    git("add", "-A");
+    git("commit", "-qm", "v1");
+    await writeFile(path.join(dir, "notes.txt"), "untracked\n");
+    return dir;
+  }
+
+  it("hands a seeded copy over while the workspace is unchanged since the member copied it", async () => {
+    const agentWorkspace = await project("seeded-same");
+    await acquire(spec("seeded-a", { seed: true, agentWorkspace }));
     await manager.flush();
-    const before = await members();
-    const s = spec("seeded", { seed: true });
+    const [member] = await members();
+    const s = spec("seeded-b", { seed: true, agentWorkspace });
     const lease = await acquire(s);
-    expect(lease.fresh).toBe(true);
-    await manager.flush();
-    expect((await members()).map((m) => m.id)).toEqual(before.map((m) => m.id));
+    expect(await containerIdOf(s.containerName)).toBe(member?.id);
+    const seen = await lease.sandbox.exec("cat src/app.py notes.txt && git log --format=%s");
+    expect(seen.stdout).toBe("print('v1')\nuntracked\nv1\n");
+    // The baseline moved with it: what the agent changes is diffed against the seed.
+    const privateWorkspace = s.privateWorkspace ?? "";
+    expect((await lstat(baselineGitDir(privateWorkspace))).isDirectory()).toBe(true);
+    await lease.sandbox.exec("echo edited >> src/app.py");
+    expect([...(await changedFilesSinceBaseline(privateWorkspace)).keys()]).toEqual(["src/app.py"]);
+  });
+
+  it("never hands over a copy older than the workspace: an edit, a new untracked file or a commit makes the member stale", async () => {
+    const agentWorkspace = await project("seeded-changed");
+    const changes = [
+      () => writeFile(path.join(agentWorkspace, "src", "app.py"), "print('v2')\n"),
+      () => writeFile(path.join(agentWorkspace, "src", "new.py"), "pass\n"),
+      () =>
+        execFileSync("git", ["-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qam", "v2"], {
+          cwd: agentWorkspace,
+        }),
+    ];
+    await acquire(spec("changed-0", { seed: true, agentWorkspace }));
+    for (const [index, change] of changes.entries()) {
+      await manager.flush();
+      const [member] = await members().then((all) =>
+        all.filter((m) => m.name.includes(poolMemberPrefixOf(agentWorkspace))),
+      );
+      expect(member).toBeDefined();
+      await change();
+      const s = spec(`changed-${index + 1}`, { seed: true, agentWorkspace });
+      const lease = await acquire(s);
+      expect(await containerIdOf(s.containerName)).not.toBe(member?.id);
+      // The stale member is gone; the sandbox is a fresh seed of the workspace as it is now.
+      expect((await members()).map((m) => m.id)).not.toContain(member?.id);
+      const seen = await lease.sandbox.exec("cat src/app.py; ls src; git log -1 --format=%s");
+      const expected = await readFile(path.join(agentWorkspace, "src", "app.py"), "utf8");
+      expect(seen.stdout.startsWith(expected)).toBe(true);
+      if (index >= 1) expect(seen.stdout).toContain("new.py");
+      if (index >= 2) expect(seen.stdout.trim().endsWith("v2")).toBe(true);
+    }
   });
 
   it("hands over a workspace inside a disk image: bound at its new path, its image beside it", async (context) => {

@@ -295,7 +295,13 @@ export class DockerSandboxManager {
       // Used from now on: an idle stop in another process reads the record again right before
       // stopping, and leaves this one running.
       await this.touchRecord(spec.containerName);
-      await this.prepareWorkspace(spec, { signal, progress, warn });
+      // A member's copy is fingerprinted, so a take can tell whether it is still current.
+      await this.prepareWorkspace(spec, {
+        signal,
+        progress,
+        warn,
+        fingerprint: memberOf !== undefined,
+      });
       // A workspace already over a budget the kernel does not enforce: no sandbox starts on it.
       watchdog = await DiskWatchdog.for({
         workspace: spec.workspaceAccess === "rw" ? undefined : spec.privateWorkspace,
@@ -531,12 +537,14 @@ export class DockerSandboxManager {
       signal: AbortSignal | undefined;
       progress: (phase: AcquirePhase, message: string) => void;
       warn: (message: string) => void;
+      fingerprint: boolean;
     },
   ): Promise<void> {
     if (spec.workspaceAccess !== "rw") {
       const workspace = await ensurePrivateWorkspace(spec, {
         stateDirectory: this.stateDirectory,
         signal: context.signal,
+        fingerprint: context.fingerprint,
       });
       if (workspace.seed) {
         context.progress(

@@ -33,10 +33,16 @@ import { parseContainerUser, permissionsFor, processUid, type Owner } from "./ow
 import { baselineGitDir, isInside, seedMarkerPath, seedTempPrefix } from "./paths.js";
 import { TreeCopier, isErrno, type CopySummary } from "./tree-copy.js";
 import { isAlive } from "./process-alive.js";
+import { SourceFingerprint } from "./source-fingerprint.js";
 
 export interface PrivateWorkspaceOptions {
   /** The state directory (`CORDON_HOME`); the private workspace must lie below it. */
   stateDirectory: string;
+  /**
+   * Take the source's fingerprint before copying it (`SeedInfo.sourceFingerprint`): for a warm
+   * pool member, whose copy is handed over later only if the source still has it.
+   */
+  fingerprint?: boolean | undefined;
   signal?: AbortSignal | undefined;
 }
 
@@ -53,6 +59,11 @@ export interface SeedInfo {
   skipped: CopySummary["skipped"];
   /** What `spec.carry` brought in besides the seed (never part of a diff). */
   carried?: CarrySummary | undefined;
+  /**
+   * The source's fingerprint (source-fingerprint.ts) taken before it was copied, when asked for
+   * and the source is a repository of its own or none.
+   */
+  sourceFingerprint?: string | undefined;
 }
 
 export interface PrivateWorkspace {
@@ -131,6 +142,7 @@ export async function ensurePrivateWorkspace(
       exclude: [await realpath(options.stateDirectory), path.dirname(target)],
       warnings,
       signal: options.signal,
+      fingerprint: options.fingerprint === true,
     });
     if (spec.carry?.length) {
       seed.carried = await carryInto({
@@ -330,6 +342,7 @@ async function seedInto(
     exclude: string[];
     warnings: string[];
     signal: AbortSignal | undefined;
+    fingerprint: boolean;
   },
 ): Promise<{ seed: SeedInfo; format: RepositoryFormat }> {
   let sourceRoot: string;
@@ -349,7 +362,13 @@ async function seedInto(
   let summary: CopySummary = { files: 0, directories: 0, symlinks: 0, bytes: 0, skipped: [] };
   let format = defaultRepositoryFormat;
   let listed: string[] | undefined;
+  // Taken before anything is copied: a change while the copy runs makes the copy stale, never fresh.
+  const fingerprint =
+    options.fingerprint && repository?.kind !== "elsewhere"
+      ? new SourceFingerprint(sourceRoot, options.exclude, options.signal)
+      : undefined;
   if (repository?.kind === "own") {
+    await fingerprint?.addTree(".git");
     // The sanitized `.git` first: git lists the workspace through it, so the repository's own
     // config (which an `rw` agent could have written) is never read by git on the host.
     const gitCopy = await copySanitizedGitDir({
@@ -367,6 +386,7 @@ async function seedInto(
       directory: sourceRoot,
       signal: options.signal,
     });
+    await fingerprint?.addEntries(listed);
   } else if (repository) {
     const scratch = await mkdtemp(path.join(os.tmpdir(), "cordon-listing-"));
     try {
@@ -411,6 +431,7 @@ async function seedInto(
     ],
     signal: options.signal,
   });
+  if (!repository) await fingerprint?.addTree("");
   const files = listed ? await copier.copyEntries(listed) : await copier.copyAll();
   summary = {
     files: summary.files + files.files,
@@ -439,6 +460,7 @@ async function seedInto(
     symlinks: summary.symlinks,
     bytes: summary.bytes,
     skipped: summary.skipped,
+    ...(fingerprint ? { sourceFingerprint: fingerprint.digest() } : {}),
   };
   return { seed, format };
 }

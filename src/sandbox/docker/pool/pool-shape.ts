@@ -8,15 +8,11 @@ import type { SandboxSpec } from "../../spec.js";
  * Why a sandbox of this spec is never taken from a pool, or undefined when it can be. Each reason
  * is something a pool member, made before the scope was known, cannot have right:
  * - egress: the internal network and proxy are named after the container (spec.ts);
- * - a seeded copy: the copy would be as old as the member; the freshness check that makes it
- *   safe to hand over is not built yet (docs/pool.md says what is left);
- * - carry: it fills a seeded copy, which members do not have.
+ * - carry: the carried trees (node_modules and the like) are not part of the fingerprint that
+ *   tells whether a member's seeded copy is still current.
  */
 export function unpoolableReason(spec: SandboxSpec): string | undefined {
   if (spec.egress) return "its network is by allowlist (sandbox.egress)";
-  if (spec.workspaceAccess !== "rw" && spec.seed) {
-    return "its private workspace is a seeded copy (sandbox.seed)";
-  }
   if (spec.carry?.length) return "it carries ignored paths (sandbox.carry)";
   return undefined;
 }

@@ -1,10 +1,10 @@
-import { lstat, mkdir, readdir, stat } from "node:fs/promises";
+import { lstat, mkdir, readFile, readdir, realpath, stat } from "node:fs/promises";
 import path from "node:path";
 
 import type { Logger } from "../../../common/index.js";
 import { createExclusive, unlinkIfPresent } from "../../../common/exclusive-file.js";
 import type { SandboxSpec } from "../../spec.js";
-import { handOverWorkspace } from "../../workspace/index.js";
+import { fingerprintNow, handOverWorkspace, seedMarkerPath } from "../../workspace/index.js";
 import type { ContainerClient, ContainerDetails, ContainerSummary } from "../client/index.js";
 import { labelKeys } from "../container-options.js";
 import type { ResolvedImage } from "../manager-image.js";
@@ -99,12 +99,49 @@ export class WarmPool {
       const claim = path.join(this.#claims, member.name);
       if (!(await createExclusive(claim, `${process.pid}\n`))) continue;
       try {
+        const copy = await this.#seededCopy(member, spec);
+        if (copy === "stale") {
+          // Seeded before the workspace changed: no later take can use it either.
+          await this.#discard(member.name);
+          continue;
+        }
+        if (copy === "unknown") continue;
         return await this.#handOver(member, spec);
       } finally {
         await unlinkIfPresent(claim);
       }
     }
     return undefined;
+  }
+
+  /**
+   * Whether a member's seeded copy is what seeding now would copy: "fresh" when the agent
+   * workspace still has the fingerprint taken before the member's copy was made (nothing a seed
+   * reads changed since), "stale" when it changed, "unknown" when the copy has none (a workspace
+   * whose repository lies elsewhere). A member of an unseeded spec is always "fresh".
+   */
+  async #seededCopy(
+    member: ContainerSummary,
+    spec: SandboxSpec,
+  ): Promise<"fresh" | "stale" | "unknown"> {
+    if (!spec.seed || !spec.privateWorkspace) return "fresh";
+    const memberWorkspace = member.labels[labelKeys.privateWorkspace];
+    if (!memberWorkspace) return "unknown";
+    const marker = await readSeedMarker(memberWorkspace);
+    if (!marker?.sourceFingerprint) return "unknown";
+    const now = await fingerprintNow({
+      sourceRoot: await realpath(spec.agentWorkspace),
+      gitDir: path.join(memberWorkspace, ".git"),
+      exclude: [
+        await realpath(this.#stateDirectory),
+        await realpath(path.dirname(spec.privateWorkspace)),
+      ],
+    }).catch((error: unknown) => {
+      this.#logger.debug({ err: error }, "cannot fingerprint the agent workspace");
+      return undefined;
+    });
+    if (now === undefined) return "unknown";
+    return now === marker.sourceFingerprint ? "fresh" : "stale";
   }
 
   /** Moves a claimed member to `spec`; undefined when `spec`'s scope got there first. */
@@ -170,6 +207,18 @@ export class WarmPool {
       await unlinkIfPresent(claim);
     }
     return removed;
+  }
+}
+
+/** A member's seed marker: cordon's own file beside its workspace. */
+async function readSeedMarker(
+  workspace: string,
+): Promise<{ sourceFingerprint?: string | undefined } | undefined> {
+  try {
+    const parsed: unknown = JSON.parse(await readFile(seedMarkerPath(workspace), "utf8"));
+    return typeof parsed === "object" && parsed !== null ? parsed : undefined;
+  } catch {
+    return undefined;
   }
 }
 
