@@ -2,6 +2,7 @@
 export const figureNames = [
   "warm-exec",
   "first-result",
+  "pool",
   "seeded-session",
   "carry",
   "files",

@@ -9,6 +9,7 @@ import { files } from "./figures/files.js";
 import { agentLoop } from "./figures/agent-loop.js";
 import { carry } from "./figures/carry.js";
 import { firstResult } from "./figures/first-result.js";
+import { poolFigure } from "./figures/pool.js";
 import { gvisor } from "./figures/gvisor.js";
 import { longSession } from "./figures/long-session.js";
 import { seededSession } from "./figures/seeded-session.js";
@@ -22,6 +23,7 @@ const figures: Record<
 > = {
   "warm-exec": { title: "warm exec round trip", run: warmExec },
   "first-result": { title: "first result of a new session", run: firstResult },
+  pool: { title: "first result of a new session from the warm pool", run: poolFigure },
   "seeded-session": { title: "a new session on a seeded copy", run: seededSession },
   carry: { title: "seeding with a ~150 MiB node_modules carried", run: carry },
   files: { title: "write + read of 1 KiB and 10 MiB files", run: files },

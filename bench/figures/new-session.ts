@@ -1,5 +1,5 @@
 import type { BenchContext } from "../context.js";
-import type { SandboxSpec } from "../../src/sandbox/index.js";
+import type { AcquireOptions, SandboxSpec } from "../../src/sandbox/index.js";
 import { execOk } from "./failures.js";
 
 /**
@@ -10,12 +10,13 @@ import { execOk } from "./failures.js";
 export async function newSessionAndExec(
   ctx: BenchContext,
   spec: SandboxSpec,
+  options: Pick<AcquireOptions, "pool"> = {},
 ): Promise<() => Promise<void>> {
   const cleanup = async (): Promise<void> => {
     await ctx.inventory.remove(spec.containerName).catch(() => undefined);
   };
   try {
-    const lease = await ctx.manager.acquire(spec, { signal: ctx.signal });
+    const lease = await ctx.manager.acquire(spec, { ...options, signal: ctx.signal });
     await execOk(lease.sandbox, "true", ctx.signal).finally(() => lease.release());
   } catch (error) {
     await cleanup();

@@ -15,13 +15,14 @@ const run = promisify(execFile);
 /** Shape of the generated repository: about as many files as a small real project. */
 const directories = 30;
 const filesPerDirectory = 20;
+export const repositoryFiles = directories * filesPerDirectory;
 
 /**
  * A git repository like a small real project: 600 source files in 30 directories, three commits,
  * an ignored build directory and two untracked files. Written by the bench itself (trusted), so
  * host git may run in it.
  */
-async function makeRepository(root: string): Promise<void> {
+export async function makeRepository(root: string): Promise<void> {
   const git = (...args: string[]) =>
     run("git", args, {
       cwd: root,

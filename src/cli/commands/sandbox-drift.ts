@@ -19,6 +19,9 @@ export interface DriftOptions {
   logger: Logger;
 }
 
+const waitingMember =
+  "a warm pool member (docs/pool.md): only a new sandbox of its shape and image takes it, and prune removes it when none does";
+
 type Planned = { containerName: string; configHash: string } | { unsandboxed: true } | Error;
 
 /**
@@ -35,6 +38,11 @@ export async function driftOf(
   const runners = new Map<string, ReturnType<typeof createRunner>>();
   const drift = new Map<string, SandboxDrift>();
   for (const sandbox of sandboxes) {
+    if (sandbox.scopeKey.startsWith("pool:")) {
+      // No session plans to a member: a take checks its shape and image, and prune removes it.
+      drift.set(sandbox.name, { drifted: null, reasons: [waitingMember] });
+      continue;
+    }
     const planned = await planOf(sandbox, options, runners);
     const reasons: string[] = [];
     let drifted: boolean | null = false;

@@ -229,6 +229,7 @@ export class DockerSandboxManager {
       discard: async (name) => {
         await this.inventory.remove(name);
       },
+      later: (work) => this.inBackground("warm pool", work),
       logger: this.logger,
     });
     this.autoPrune = options.prune;
@@ -240,6 +241,16 @@ export class DockerSandboxManager {
   /** How many leases of `containerName` this process holds. */
   holderCount(containerName: string): number {
     return this.holders.get(containerName) ?? 0;
+  }
+
+  /** Runs `work` after the caller moved on; `flush` waits for it, and a failure is only logged. */
+  private inBackground(what: string, work: () => Promise<void>): void {
+    const done: Promise<void> = work()
+      .catch((error: unknown) =>
+        this.logger.warn({ err: error }, `${what}: background work failed`),
+      )
+      .finally(() => this.background.delete(done));
+    this.background.add(done);
   }
 
   /** Resolves when background work (an automatic prune) has finished; for tests and shutdown. */
@@ -315,7 +326,11 @@ export class DockerSandboxManager {
       await watchdog?.assertWithinBudget(signal);
       const result = await this.settleContainer(spec, image, {
         signal,
-        progress,
+        // A taken member is in use already: "reusing" it would tell the user something else.
+        progress: taken
+          ? (phase, message) =>
+              phase === "reuse" ? log.debug({ phase }, message) : progress(phase, message)
+          : progress,
         log,
         memberOf,
       });
@@ -465,10 +480,7 @@ export class DockerSandboxManager {
     const everyMs = settings?.everyMs ?? this.autoPrune?.everyMs ?? 300_000;
     if (now - this.lastPruneAt < everyMs) return;
     this.lastPruneAt = now;
-    const work = this.sweep({ stopIdleMs, idleMs, maxAgeMs }).finally(() =>
-      this.background.delete(work),
-    );
-    this.background.add(work);
+    this.inBackground("automatic prune", () => this.sweep({ stopIdleMs, idleMs, maxAgeMs }));
   }
 
   private async sweep(limits: {
@@ -605,25 +617,22 @@ export class DockerSandboxManager {
   ): void {
     if (this.refilling.has(shape)) return;
     this.refilling.add(shape);
-    const log = this.logger.child({ pool: shape });
-    const work = (async () => {
-      await this.pool.removeAbandonedClaims();
-      for (let waiting = await this.pool.available(spec, shape, image); waiting < size;) {
-        const lease = await this.acquireAs(poolMemberSpec(spec, shape), {}, shape);
-        try {
-          await lease.sandbox.exec("true");
-        } finally {
-          await lease.release();
+    this.inBackground("refilling the warm pool", async () => {
+      try {
+        await this.pool.removeAbandonedClaims();
+        for (let waiting = await this.pool.available(spec, shape, image); waiting < size;) {
+          const lease = await this.acquireAs(poolMemberSpec(spec, shape), {}, shape);
+          try {
+            await lease.sandbox.exec("true");
+          } finally {
+            await lease.release();
+          }
+          waiting = await this.pool.available(spec, shape, image);
         }
-        waiting = await this.pool.available(spec, shape, image);
-      }
-    })()
-      .catch((error: unknown) => log.warn({ err: error }, "refilling the warm pool failed"))
-      .finally(() => {
+      } finally {
         this.refilling.delete(shape);
-        this.background.delete(work);
-      });
-    this.background.add(work);
+      }
+    });
   }
 
   /** The container as its identity says: a taken pool member's record overrides its labels. */

@@ -10,7 +10,6 @@ import {
   readdir,
   realpath,
   rm,
-  rmdir,
   writeFile,
 } from "node:fs/promises";
 import path from "node:path";
@@ -348,49 +347,43 @@ async function unmountLocked(target: string): Promise<void> {
 }
 
 /**
- * Moves the private workspace mounted at `from` (its image beside it) to `to`, which must not
+ * Binds the private workspace mounted at `from` (its image beside it) at `to`, which must not
  * exist, without unmounting the filesystem anyone uses: a mount point cannot be renamed, so the
- * image is linked to its new name, the filesystem bind-mounted at `to` (the same superblock, not
- * a second mount of the image, which would corrupt it), and `from` unmounted and removed. A
- * container that has `from` mounted keeps its own mount of the same filesystem. False when `to`
- * (or its image) exists: nothing is moved then.
+ * image is linked to its new name and the filesystem bind-mounted at `to` (the same superblock,
+ * not a second mount of the image, which would corrupt it). A container that has `from` mounted
+ * keeps its own mount of the same filesystem. What is left at `from` — its mount and the image's
+ * old name — goes with `releaseWorkspaceDisk(from)`, which the caller may run later: until then
+ * both paths show one filesystem. False when `to` (or its image) exists: nothing is bound then.
  *
  * Both paths are cordon's own (a parent no container can reach); nothing inside the tree is
  * followed or touched.
  */
-export async function moveWorkspaceDisk(from: string, to: string): Promise<boolean> {
+export async function bindWorkspaceDisk(from: string, to: string): Promise<boolean> {
   const support = await diskBudgetSupport();
   if (!support.enforced) {
     throw new SandboxStartError(`cannot move the private workspace ${from}: ${support.reason}`, {
       fix: support.fix,
     });
   }
-  const fromImage = diskImagePath(from);
   const toImage = diskImagePath(to);
-  return withImageLock(fromImage, () =>
-    withImageLock(toImage, async () => {
-      try {
-        // link, not rename: never replaces an image that is there.
-        await link(fromImage, toImage);
-      } catch (error) {
-        if (isErrno(error, "EEXIST")) return false;
-        throw error;
-      }
-      try {
-        await mkdir(to, { mode: 0o755 });
-      } catch (error) {
-        await rm(toImage, { force: true });
-        if (isErrno(error, "EEXIST")) return false;
-        throw error;
-      }
-      await run(support.tools.mount, ["--bind", "-o", bindOptions, from, to]);
-      await unmountLocked(from);
-      // The empty mount point it was; anything else there is left for the pool's prune.
-      await rmdir(from).catch(() => undefined);
-      await rm(fromImage, { force: true });
-      return true;
-    }),
-  );
+  return withImageLock(toImage, async () => {
+    try {
+      // link, not rename: never replaces an image that is there.
+      await link(diskImagePath(from), toImage);
+    } catch (error) {
+      if (isErrno(error, "EEXIST")) return false;
+      throw error;
+    }
+    try {
+      await mkdir(to, { mode: 0o755 });
+    } catch (error) {
+      await rm(toImage, { force: true });
+      if (isErrno(error, "EEXIST")) return false;
+      throw error;
+    }
+    await run(support.tools.mount, ["--bind", "-o", bindOptions, from, to]);
+    return true;
+  });
 }
 
 /** A bind of a workspace filesystem keeps what its first mount promised the host. */

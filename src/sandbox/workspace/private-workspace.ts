@@ -33,7 +33,7 @@ import { parseContainerUser, permissionsFor, processUid, type Owner } from "./ow
 import { baselineGitDir, isInside, seedMarkerPath, seedTempPrefix } from "./paths.js";
 import { TreeCopier, isErrno, type CopySummary } from "./tree-copy.js";
 import { isAlive } from "./process-alive.js";
-import { SourceFingerprint } from "./source-fingerprint.js";
+import { joinDigests, SourceFingerprint } from "./source-fingerprint.js";
 
 export interface PrivateWorkspaceOptions {
   /** The state directory (`CORDON_HOME`); the private workspace must lie below it. */
@@ -362,13 +362,16 @@ async function seedInto(
   let summary: CopySummary = { files: 0, directories: 0, symlinks: 0, bytes: 0, skipped: [] };
   let format = defaultRepositoryFormat;
   let listed: string[] | undefined;
-  // Taken before anything is copied: a change while the copy runs makes the copy stale, never fresh.
-  const fingerprint =
+  // Taken before anything is copied: a change while the copy runs makes the copy stale, never
+  // fresh. In two parts for a repository (its .git, the files git lists), as `fingerprintNow`.
+  const fingerprintPart = () =>
     options.fingerprint && repository?.kind !== "elsewhere"
       ? new SourceFingerprint(sourceRoot, options.exclude, options.signal)
       : undefined;
+  const fingerprint = fingerprintPart();
+  const gitDirFingerprint = repository?.kind === "own" ? fingerprintPart() : undefined;
   if (repository?.kind === "own") {
-    await fingerprint?.addTree(".git");
+    await gitDirFingerprint?.addGitDir();
     // The sanitized `.git` first: git lists the workspace through it, so the repository's own
     // config (which an `rw` agent could have written) is never read by git on the host.
     const gitCopy = await copySanitizedGitDir({
@@ -460,7 +463,13 @@ async function seedInto(
     symlinks: summary.symlinks,
     bytes: summary.bytes,
     skipped: summary.skipped,
-    ...(fingerprint ? { sourceFingerprint: fingerprint.digest() } : {}),
+    ...(fingerprint
+      ? {
+          sourceFingerprint: gitDirFingerprint
+            ? joinDigests(gitDirFingerprint, fingerprint)
+            : fingerprint.digest(),
+        }
+      : {}),
   };
   return { seed, format };
 }

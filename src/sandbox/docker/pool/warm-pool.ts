@@ -20,6 +20,8 @@ export interface WarmPoolOptions {
   stateDirectory: string;
   /** Removes a sandbox by name with its private workspace and record (the inventory's remove). */
   discard: (name: string) => Promise<void>;
+  /** Runs work that need not hold up a take (the manager's background, which `flush` waits for). */
+  later: (work: () => Promise<void>) => void;
   logger: Logger;
 }
 
@@ -38,6 +40,7 @@ export class WarmPool {
   readonly #logger: Logger;
   readonly #stateDirectory: string;
   readonly #discard: (name: string) => Promise<void>;
+  readonly #later: (work: () => Promise<void>) => void;
 
   constructor(options: WarmPoolOptions) {
     this.#containers = options.containers;
@@ -45,6 +48,7 @@ export class WarmPool {
     this.#stateDirectory = options.stateDirectory;
     this.#claims = path.join(options.stateDirectory, "pool-claims");
     this.#discard = options.discard;
+    this.#later = options.later;
     this.#logger = options.logger;
   }
 
@@ -151,9 +155,11 @@ export class WarmPool {
   ): Promise<ContainerDetails | undefined> {
     const memberWorkspace = member.labels[labelKeys.privateWorkspace];
     if (spec.privateWorkspace) {
-      if (!memberWorkspace || !(await handOverWorkspace(memberWorkspace, spec.privateWorkspace))) {
-        return undefined;
-      }
+      const handedOver =
+        memberWorkspace && (await handOverWorkspace(memberWorkspace, spec.privateWorkspace));
+      if (!handedOver) return undefined;
+      const clearOldPath = handedOver.clearOldPath;
+      if (clearOldPath) this.#later(clearOldPath);
     }
     const now = new Date().toISOString();
     // The record before the rename: from the moment the name is the sandbox's, its identity is.
