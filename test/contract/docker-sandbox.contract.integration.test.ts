@@ -2,15 +2,12 @@ import { afterAll, beforeAll, describe } from "vitest";
 
 import type { DockerSandbox } from "../../src/sandbox/index.js";
 import { describeSandboxContract } from "../support/sandbox-contract.js";
-import { testRuntime } from "../support/sandbox-spec.js";
 import { startDockerToolSandbox, type DockerToolSandbox } from "../support/tool-runner.js";
 
 // A hardened container built from the production container options, once per transport: the
-// resident executor (the default) and one Docker exec per call. Both must keep the same contract.
-// Under gVisor only the resident executor: there, a background process started by plain exec
-// never returns (the exec stream stays open; seen 2026-11-26, not yet explained).
-const executors =
-  testRuntime === "runsc" ? (["resident"] as const) : (["resident", "exec"] as const);
+// resident executor (the default) and one Docker exec per call. Both must keep the same contract,
+// under runc and under gVisor (scripts/test-gvisor.sh).
+const executors = ["resident", "exec"] as const;
 for (const executor of executors) {
   describe(`executor ${executor}`, () => {
     let box: DockerToolSandbox | undefined;

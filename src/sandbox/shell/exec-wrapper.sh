@@ -183,17 +183,21 @@ case $cordon_mode in
   spawn)
     cordon_enter "$3" "$4"
     cordon_dir=$6
-    mkdir -p -- "$cordon_dir" && mkfifo -- "$cordon_dir/stdin" || exit 1
+    mkdir -p -- "$cordon_dir" && mkfifo -- "$cordon_dir/stdin" "$cordon_dir/output" || exit 1
     printf '%s' "$8" >"$cordon_dir/started"
     printf '%s' "$9" >"$cordon_dir/command"
     (
       printf '%s\n' "$BASHPID" >"$cordon_dir/monitor"
-      # The fifo is opened read-write so the open never blocks and a writer that comes and goes
-      # never delivers end-of-file; output past LOG_MAX is read and dropped, so a chatty process
-      # is never stopped by a full pipe. dd, not head: head buffers its output in stdio, and a
-      # poll must see every line as soon as it is printed.
-      CORDON_RUN=$cordon_id setsid bash -lc "$5" <>"$cordon_dir/stdin" \
-        > >(dd bs=65536 count="$7" iflag=count_bytes status=none >"$cordon_dir/out"; exec cat >/dev/null) 2>&1 &
+      # Output goes through the fifo DIR/output to a reader that keeps LOG_MAX bytes and reads
+      # and drops the rest, so a chatty process is never stopped by a full pipe. dd, not head:
+      # head buffers its output in stdio, and a poll must see every line as soon as it is
+      # printed. A fifo, not a process substitution: under gVisor (release 2022-12) `setsid`
+      # with its output into `>(...)`, started as the exec's own shell exits, left every later
+      # exec of the container hanging.
+      { dd bs=65536 count="$7" iflag=count_bytes status=none >"$cordon_dir/out"; exec cat >/dev/null; } <"$cordon_dir/output" &
+      # The stdin fifo is opened read-write so the open never blocks and a writer that comes and
+      # goes never delivers end-of-file.
+      CORDON_RUN=$cordon_id setsid bash -lc "$5" <>"$cordon_dir/stdin" >"$cordon_dir/output" 2>&1 &
       printf '%s\n' "$!" >"$cordon_dir/pid"
       wait "$!"
       cordon_status=$?
