@@ -1,5 +1,7 @@
 import { formatByteSize } from "../config/index.js";
 import { gvisorBoundaryNote, isGvisorRuntime } from "../sandbox/docker/gvisor.js";
+import { poolShape, unpoolableReason } from "../sandbox/docker/pool/pool-shape.js";
+import type { SandboxSpec } from "../sandbox/index.js";
 import { bootstrapFilesFor } from "./bootstrap-files.js";
 import type { RunPlan } from "./plan-run.js";
 import { credentialLikeName } from "./sandbox-env.js";
@@ -98,6 +100,7 @@ export function explainPlan(plan: RunPlan): string {
     lines.push(
       `  prune        stop when idle ${prune.stopIdleMs ? `${prune.stopIdleMs / 60_000} min` : "never"}, remove when idle ${prune.idleMs ? `${prune.idleMs / 3_600_000} h` : "never"}, max age ${prune.maxAgeMs ? `${prune.maxAgeMs / 86_400_000} d` : "never"}`,
     );
+    lines.push(`  pool         ${describePool(spec, sandbox.pool.size)}`);
   }
 
   lines.push("");
@@ -216,4 +219,13 @@ function describeImage(docker: NonNullable<RunPlan["sandbox"]["spec"]>["docker"]
     return `project image cordon-project-<slug>:<hash>, built from ${project.file} (${project.configKey}; cordon help images)`;
   }
   return docker.image ?? "built-in sandbox image (cordon image build)";
+}
+
+/** The warm pool line: its size and shape, or why this sandbox is made without it. */
+function describePool(spec: SandboxSpec, size: number): string {
+  if (size <= 0) return "none (sandbox.pool.size 0; docs/pool.md)";
+  const reason = unpoolableReason(spec);
+  if (reason) return `not used: ${reason} (docs/pool.md)`;
+  const seeded = spec.seed && spec.workspaceAccess !== "rw";
+  return `${size} started container${size === 1 ? "" : "s"} of shape ${poolShape(spec)} wait for new sandboxes${seeded ? "; a member's seeded copy is taken only while the workspace is unchanged since it was made" : ""}`;
 }

@@ -998,3 +998,25 @@ describe("explainPlan", () => {
     expect(text).not.toMatch(/^container/m);
   });
 });
+
+describe("the warm pool in the plan (sandbox.pool)", () => {
+  const pooled = (sandbox: Record<string, unknown>) =>
+    plan({ agents: { defaults: { sandbox: { pool: { size: 2 }, ...sandbox } } } });
+
+  it("carries the size beside the spec, out of the config hash", () => {
+    const withPool = pooled({});
+    expect(withPool.sandbox.pool).toEqual({ size: 2 });
+    expect(plan({}).sandbox.pool).toEqual({ size: 0 });
+    expect(withPool.sandbox.spec?.configHash).toBe(plan({}).sandbox.spec?.configHash);
+  });
+
+  it("explains the pool, or why this sandbox is made without it", () => {
+    expect(explainPlan(plan({}))).toMatch(/pool +none \(sandbox\.pool\.size 0/);
+    expect(explainPlan(pooled({}))).toMatch(
+      /pool +2 started containers of shape [0-9a-f]{16} wait for new sandboxes; a member's seeded copy is taken only while the workspace is unchanged/,
+    );
+    expect(explainPlan(pooled({ egress: { allow: ["registry.npmjs.org"] } }))).toMatch(
+      /pool +not used: its network is by allowlist \(sandbox\.egress\)/,
+    );
+  });
+});
