@@ -1,5 +1,5 @@
 import { execFileSync } from "node:child_process";
-import { chown, lstat, mkdir, mkdtemp, readFile, writeFile } from "node:fs/promises";
+import { chown, lstat, mkdir, mkdtemp, readFile, utimes, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
 
@@ -99,8 +99,8 @@ describe("warm pool", () => {
   }
 
   /** The name prefix of the members seeded from `agentWorkspace`. */
-  function poolMemberPrefixOf(agentWorkspace: string): string {
-    const s = spec("prefix", { seed: true, agentWorkspace });
+  function poolMemberPrefixOf(agentWorkspace: string, seed = true): string {
+    const s = spec("prefix", { seed, agentWorkspace });
     return poolMemberPrefix(s, poolShape(s));
   }
 
@@ -247,6 +247,52 @@ describe("warm pool", () => {
     await writeFile(path.join(dir, "notes.txt"), "untracked\n");
     return dir;
   }
+
+  it("prunes waiting members by the idle limit like any sandbox, with their workspaces", async () => {
+    const agentWorkspace = path.join(root, "prune-project");
+    await mkdir(agentWorkspace);
+    await acquire(spec("prune-first", { agentWorkspace }));
+    await manager.flush();
+    const member = (await members()).find((m) =>
+      m.name.includes(poolMemberPrefixOf(agentWorkspace, false)),
+    );
+    expect(member).toBeDefined();
+    const name = member?.name ?? "";
+    const recordFile = path.join(stateDirectory, "sandboxes", `${name}.json`);
+    const record = JSON.parse(await readFile(recordFile, "utf8")) as Record<string, unknown>;
+    record["lastUsedAt"] = new Date(Date.now() - 48 * 3_600_000).toISOString();
+    await writeFile(recordFile, JSON.stringify(record));
+    const inventory = new SandboxInventory({ engine, stateDirectory });
+    const report = await inventory.prune({ idleMs: 24 * 3_600_000, stopped: false });
+    expect(report.removed.map((r) => r.name)).toContain(name);
+    expect((await members()).map((m) => m.name)).not.toContain(name);
+    await expect(lstat(privateWorkspacePath(stateDirectory, name))).rejects.toThrow();
+  });
+
+  it("removes a member whose take a dead process left half done (its claim), at the next refill", async () => {
+    const agentWorkspace = path.join(root, "claim-project");
+    await mkdir(agentWorkspace);
+    await acquire(spec("claim-first", { agentWorkspace }));
+    await manager.flush();
+    const member = (await members()).find((m) =>
+      m.name.includes(poolMemberPrefixOf(agentWorkspace, false)),
+    );
+    const name = member?.name ?? "";
+    expect(name).not.toBe("");
+    // A claim a process made two minutes ago and never finished: the member is no one's now.
+    const claim = path.join(stateDirectory, "pool-claims", name);
+    await mkdir(path.dirname(claim), { recursive: true });
+    await writeFile(claim, "999999\n");
+    const past = new Date(Date.now() - 120_000);
+    await utimes(claim, past, past);
+    const s = spec("claim-second", { agentWorkspace });
+    await acquire(s);
+    // Not taken (claimed), so made without the pool; the refill then clears the abandoned member.
+    expect(await containerIdOf(s.containerName)).not.toBe(member?.id);
+    await manager.flush();
+    expect((await members()).map((m) => m.name)).not.toContain(name);
+    await expect(lstat(claim)).rejects.toThrow();
+  });
 
   it("hands a seeded copy over while the workspace is unchanged since the member copied it", async () => {
     const agentWorkspace = await project("seeded-same");
