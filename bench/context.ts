@@ -98,15 +98,7 @@ export async function openBenchContext(options: OpenBenchContextOptions): Promis
     stateDirectory: home,
     image,
     extraLabels: labels,
-    createSandbox: (container) =>
-      new DockerSandbox({
-        engine,
-        containerId: container.containerId,
-        containerName: container.containerName,
-        workdir: container.workdir,
-        user: container.user,
-        executor: container.spec.docker.executor,
-      }),
+    createSandbox: (container) => DockerSandbox.forContainer(engine, container),
   });
   const inventory = new SandboxInventory({ engine, stateDirectory: home, image });
   const baselines = new DockerBaselines(image, labels, options.signal);

@@ -49,16 +49,7 @@ describe("warm pool", () => {
       stateDirectory,
       image,
       extraLabels: testLabel,
-      createSandbox: (container) =>
-        new DockerSandbox({
-          engine,
-          containerId: container.containerId,
-          containerName: container.containerName,
-          workdir: container.workdir,
-          user: container.user,
-          recover: container.recover,
-          executor: container.spec.docker.executor,
-        }),
+      createSandbox: (container) => DockerSandbox.forContainer(engine, container),
     });
   }
 

@@ -47,17 +47,7 @@ export function defaultSandboxes(options: DefaultSandboxesOptions): SandboxProvi
       return (sandbox) => held.holderOf(sandbox);
     },
     createSandbox: (container) =>
-      new DockerSandbox({
-        engine: options.engine,
-        containerId: container.containerId,
-        containerName: container.containerName,
-        workdir: container.workdir,
-        user: container.user,
-        recover: container.recover,
-        stopReason: container.stopReason,
-        logger: options.logger,
-        executor: container.spec.docker.executor,
-      }),
+      DockerSandbox.forContainer(options.engine, container, options.logger),
   });
   const inventory = new SandboxInventory({
     engine: options.engine,

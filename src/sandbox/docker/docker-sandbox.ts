@@ -1,6 +1,7 @@
 import { createSilentLogger, type Logger, type SandboxError } from "../../common/index.js";
 import { ShellSandbox } from "../shell-sandbox.js";
 import type { DockerEngine } from "./engine.js";
+import type { ManagedContainer } from "./manager.js";
 import { ContainerExec } from "./exec/container-exec.js";
 import { ContainerFiles, type DockerSandboxFiles } from "./files/container-files.js";
 import { ResidentTransport } from "./resident/resident-transport.js";
@@ -48,6 +49,28 @@ export interface DockerSandboxOptions {
 export class DockerSandbox extends ShellSandbox<DockerSandboxFiles> {
   readonly id: string;
   readonly kind = "docker" as const;
+
+  /**
+   * The sandbox of a container the manager hands out (its `createSandbox`), as cordon itself makes
+   * it: the container's user and workdir, the manager's recovery and stop reason, its executor.
+   */
+  static forContainer(
+    engine: DockerEngine,
+    container: ManagedContainer,
+    logger?: Logger,
+  ): DockerSandbox {
+    return new DockerSandbox({
+      engine,
+      containerId: container.containerId,
+      containerName: container.containerName,
+      workdir: container.workdir,
+      user: container.user,
+      recover: container.recover,
+      stopReason: container.stopReason,
+      logger,
+      executor: container.spec.docker.executor,
+    });
+  }
 
   constructor(options: DockerSandboxOptions) {
     const logger = (options.logger ?? createSilentLogger()).child({

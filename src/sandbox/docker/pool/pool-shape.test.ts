@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
 
+import { hardenedDockerSettings } from "../../../../test/support/sandbox-spec.js";
 import type { SandboxSpec } from "../../spec.js";
 import { poolMemberPrefix, poolMemberSpec, poolShape, unpoolableReason } from "./pool-shape.js";
 
@@ -20,23 +21,7 @@ function spec(session: string, overrides: Partial<SandboxSpec> = {}): SandboxSpe
       { source: privateWorkspace, target: "/workspace", readOnly: false, role: "workspace" },
       { source: "/home/me/cache", target: "/cache", readOnly: true, role: "bind" },
     ],
-    docker: {
-      containerPrefix: "cordon",
-      workdir: "/workspace",
-      readOnlyRoot: true,
-      tmpfs: {},
-      network: "none",
-      user: "1000:1000",
-      capDrop: ["ALL"],
-      env: {},
-      memoryBytes: 1024 ** 3,
-      memorySwapBytes: 1024 ** 3,
-      cpus: 1,
-      pidsLimit: 256,
-      ulimits: [],
-      dns: [],
-      extraHosts: [],
-    },
+    docker: hardenedDockerSettings(),
     configHash: `hash-of-${session}`,
     ...overrides,
   };
@@ -77,10 +62,11 @@ describe("poolMemberSpec", () => {
 });
 
 describe("unpoolableReason", () => {
-  it("keeps seeded copies, carried paths and egress out of the pool, and says which key", () => {
+  it("keeps carried paths and egress out of the pool, and says which key", () => {
     expect(unpoolableReason(spec("a"))).toBeUndefined();
     expect(unpoolableReason(spec("a", { workspaceAccess: "rw", seed: true }))).toBeUndefined();
-    expect(unpoolableReason(spec("a", { seed: true }))).toMatch(/sandbox\.seed/);
+    // A seeded copy is pooled: a take checks its fingerprint (warm-pool.integration.test.ts).
+    expect(unpoolableReason(spec("a", { seed: true }))).toBeUndefined();
     expect(unpoolableReason(spec("a", { carry: ["node_modules"] }))).toMatch(/sandbox\.carry/);
     const egress = {
       allow: ["registry.npmjs.org"],
