@@ -1,5 +1,14 @@
 import { execFileSync } from "node:child_process";
-import { chown, lstat, mkdir, mkdtemp, readFile, utimes, writeFile } from "node:fs/promises";
+import {
+  chown,
+  lstat,
+  mkdir,
+  mkdtemp,
+  readFile,
+  readdir,
+  utimes,
+  writeFile,
+} from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
 
@@ -26,6 +35,7 @@ import {
   requireSandboxImage,
   testLabel,
 } from "../support/docker.js";
+import { makeHostileRepository } from "../support/hostile-repository.js";
 import { testSandboxSpec } from "../support/sandbox-spec.js";
 import { removeStateDirectory } from "../support/state-directory.js";
 
@@ -331,6 +341,24 @@ describe("warm pool", () => {
       if (index >= 1) expect(seen.stdout).toContain("new.py");
       if (index >= 2) expect(seen.stdout.trim().endsWith("v2")).toBe(true);
     }
+  });
+
+  it("runs nothing of a hostile repository on the host while it seeds a member or checks it at a take", async () => {
+    const hostile = await makeHostileRepository(path.join(root, "hostile"));
+    await acquire(spec("hostile-a", { seed: true, agentWorkspace: hostile.path }));
+    await manager.flush();
+    const [member] = await members().then((all) =>
+      all.filter((m) => m.name.includes(poolMemberPrefixOf(hostile.path))),
+    );
+    expect(member).toBeDefined();
+    const s = spec("hostile-b", { seed: true, agentWorkspace: hostile.path });
+    const lease = await acquire(s);
+    // Taken: the fingerprint was checked (git listed the files through the member's sanitized
+    // .git), and none of the repository's hooks, filters or fsmonitor ran on the host.
+    expect(await containerIdOf(s.containerName)).toBe(member?.id);
+    expect(await readdir(hostile.markers)).toEqual([]);
+    const seen = await lease.sandbox.exec("git config --list --local | grep -c fsmonitor || true");
+    expect(seen.stdout.trim()).toBe("0");
   });
 
   it("hands over a workspace inside a disk image: bound at its new path, its image beside it", async (context) => {
