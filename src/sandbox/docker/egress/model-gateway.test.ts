@@ -1,3 +1,4 @@
+import { createServer as createHttpServer, type IncomingHttpHeaders } from "node:http";
 import { createServer } from "node:net";
 import type { AddressInfo } from "node:net";
 
@@ -177,6 +178,57 @@ describe("model gateway", () => {
     }
   });
 
+  it.each([301, 302, 307])(
+    "an upstream answering %i is a 502 naming its Location, and the key never reaches the other server",
+    async (status) => {
+      const elsewhere: IncomingHttpHeaders[] = [];
+      const other = createHttpServer((request, response) => {
+        elsewhere.push(request.headers);
+        request.resume();
+        response.end("{}");
+      });
+      const redirecting = createHttpServer((request, response) => {
+        request.resume();
+        response.writeHead(status, { location: `${urlOf(other)}/v1/messages` });
+        response.end();
+      });
+      await Promise.all([listen(other), listen(redirecting)]);
+      const gatewayToRedirect = await startModelGateway({
+        listenAddress: "127.0.0.1",
+        clientSubnet: "127.0.0.0/8",
+        upstream: urlOf(redirecting),
+        credential: { apiKey: realKey },
+        onCall: (call) => calls.push(call),
+      });
+      try {
+        const response = await fetch(`${gatewayToRedirect.url}/v1/messages`, {
+          method: "POST",
+          headers: {
+            "x-api-key": gatewayToRedirect.placeholderKey,
+            "content-type": "application/json",
+          },
+          body: JSON.stringify({ model: "claude-test", max_tokens: 1, messages: [] }),
+        });
+        expect(response.status).toBe(502);
+        const location = `${urlOf(other)}/v1/messages`;
+        expect(JSON.stringify(await response.json())).toContain(location);
+        expect(elsewhere).toEqual([]);
+        expect(calls).toEqual([
+          {
+            method: "POST",
+            path: "/v1/messages",
+            model: "claude-test",
+            status: 502,
+            failed: expect.stringContaining(`answered ${status} to "${location}"`) as unknown,
+          },
+        ]);
+      } finally {
+        await gatewayToRedirect.close();
+        await Promise.all([close(other), close(redirecting)]);
+      }
+    },
+  );
+
   it("passes the upstream's error status and body through", async () => {
     server.enqueue({
       kind: "error",
@@ -195,3 +247,16 @@ describe("model gateway", () => {
     expect(calls[0]).toMatchObject({ status: 429, model: "claude-test" });
   });
 });
+
+function listen(server: ReturnType<typeof createHttpServer>): Promise<void> {
+  return new Promise((resolve) => server.listen(0, "127.0.0.1", resolve));
+}
+
+function close(server: ReturnType<typeof createHttpServer>): Promise<void> {
+  server.closeAllConnections();
+  return new Promise((resolve) => server.close(() => resolve()));
+}
+
+function urlOf(server: ReturnType<typeof createHttpServer>): string {
+  return `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+}

@@ -20,7 +20,7 @@ export interface ModelGatewayCall {
   status: number;
   /** Why the gateway answered itself instead of forwarding. */
   refused?: string | undefined;
-  /** Why a forwarded call got no answer from the upstream (the gateway answered 502). */
+  /** Why a forwarded call got no usable answer (none, or a redirect): the gateway answered 502. */
   failed?: string | undefined;
   /** Token counts, when the response (JSON or SSE stream) showed them. */
   inputTokens?: number | undefined;
@@ -148,13 +148,27 @@ export async function startModelGateway(options: ModelGatewayOptions): Promise<M
     response.on("close", () => abort.abort());
     let upstreamResponse: Response;
     try {
-      upstreamResponse = await fetch(target, { method, headers, body, signal: abort.signal });
+      // "manual": a redirect would carry the real key to whatever origin the upstream names.
+      upstreamResponse = await fetch(target, {
+        method,
+        headers,
+        body,
+        signal: abort.signal,
+        redirect: "manual",
+      });
     } catch (error) {
       // The agent sees only a 502 and retries it for minutes (Claude Code does): the event says
       // where the call went and why it failed. (undici puts the reason, ECONNREFUSED, in cause.)
       const reason = messageOf((error as { cause?: unknown }).cause ?? error);
       options.onCall?.({ ...call, status: 502, failed: `${upstream.origin}: ${reason}` });
       throw error;
+    }
+    if (isRedirect(upstreamResponse.status)) {
+      await upstreamResponse.body?.cancel();
+      const reason = redirectReason(upstreamResponse);
+      options.onCall?.({ ...call, status: 502, failed: `${upstream.origin}: ${reason}` });
+      answer(response, 502, "api_error", `cordon's model gateway: ${upstream.origin} ${reason}`);
+      return;
     }
     call.status = upstreamResponse.status;
     const responseHeaders: Record<string, string> = {};
@@ -198,6 +212,17 @@ export async function startModelGateway(options: ModelGatewayOptions): Promise<M
         server.close(() => resolve());
       }),
   };
+}
+
+function isRedirect(status: number): boolean {
+  return status >= 300 && status < 400;
+}
+
+/** Why a redirect is not followed, naming where it pointed and what to set instead. */
+function redirectReason(response: Response): string {
+  const location = response.headers.get("location");
+  const where = location === null ? "with no Location" : `to ${JSON.stringify(location)}`;
+  return `answered ${response.status} ${where}; the gateway follows no redirect (the key would go with it): set ANTHROPIC_BASE_URL to the address that answers`;
 }
 
 /** `172.18.0.0/16` as a block list that `check`s addresses. */
