@@ -155,8 +155,8 @@ describe("layering: defaults → file → environment → flags", () => {
     expect(config.agents.defaults.sandbox.mode).toBe("non-main");
     expect(config.agents.defaults.sandbox.docker.env).toEqual({ A: "1", B: "2" });
     expect(config.agents.defaults.sandbox.docker.tmpfs).toEqual({
-      "/tmp": "rw,nosuid,nodev,size=256m",
-      "/var/tmp": "rw,nosuid,nodev,size=64m",
+      "/tmp": "rw,nosuid,nodev,exec,size=256m",
+      "/var/tmp": "rw,nosuid,nodev,exec,size=64m",
       "/run": null,
       "/home/sandbox": "rw,nosuid,nodev,exec,size=512m",
       "/cache": "size=8m",

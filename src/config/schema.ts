@@ -95,10 +95,14 @@ export const configDefaults = {
     workdir: "/workspace",
     readOnlyRoot: true,
     tmpfs: {
-      "/tmp": "rw,nosuid,nodev,size=256m",
-      "/var/tmp": "rw,nosuid,nodev,size=64m",
-      "/run": "rw,nosuid,nodev,size=16m",
-      // exec: npx and pip run what they cache there (the workspace is executable anyway).
+      // exec is said outright because Docker adds noexec to a tmpfs whose options do not say
+      // exec; test tools run what they build there (go test's binaries under $TMPDIR, bats stubs,
+      // pytest's tmp_path scripts, native addons), and the workspace and HOME run code anyway.
+      "/tmp": "rw,nosuid,nodev,exec,size=256m",
+      "/var/tmp": "rw,nosuid,nodev,exec,size=64m",
+      // Runtime state only (pid files, sockets): nothing there needs to run.
+      "/run": "rw,nosuid,nodev,noexec,size=16m",
+      // exec: npx and pip run what they cache there.
       [sandboxHomeDirectory]: "rw,nosuid,nodev,exec,size=512m",
     } as Record<string, string | null>,
     network: "none",
@@ -253,7 +257,7 @@ function dockerSchema<F extends Flavour>(flavour: F) {
         z
           .record(z.string(), text.nullable())
           .describe(
-            "Mount point → tmpfs options (rw,nosuid,nodev,size=…); null removes an inherited one",
+            "Mount point → tmpfs options (rw,nosuid,nodev,exec,size=…); without exec Docker adds noexec; null removes an inherited one",
           ),
         { ...d.tmpfs },
       ),

@@ -34,6 +34,17 @@ function isRootUser(user: string): boolean {
 }
 
 /**
+ * tmpfs options that say whether programs may run from the mount. Docker adds `noexec` to a tmpfs
+ * whose options say neither, so options without either get it written out: the plan (and
+ * `explain`) then shows the mount the engine makes, not a looser one.
+ */
+export function withExecStated(options: string): string {
+  const flags = options.split(",").map((flag) => flag.trim().toLowerCase());
+  if (flags.includes("exec") || flags.includes("noexec")) return options;
+  return options === "" ? "noexec" : `${options},noexec`;
+}
+
+/**
  * `sandbox.docker` resolved into what the container is created from: sizes in bytes, nulls
  * dropped, the user decided, and every setting that would weaken isolation either refused or —
  * when its `dangerouslyAllow…` flag is set — kept with a warning.
@@ -67,7 +78,7 @@ export function resolveDockerSettings(input: DockerSettingsInput): DockerSetting
     } else if (isWithin(agentMountPoint, normal) || isWithin(normal, agentMountPoint)) {
       refuse("tmpfs", `"${target}" overlaps ${agentMountPoint}`);
     } else {
-      tmpfs[normal] = options;
+      tmpfs[normal] = withExecStated(options);
       if (!/(^|,)size=/.test(options)) {
         warnings.push(`tmpfs ${normal} has no size= limit (${key("tmpfs")}): it can fill memory`);
       }

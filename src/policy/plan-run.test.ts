@@ -561,9 +561,10 @@ describe("docker settings", () => {
       workdir: "/workspace",
       readOnlyRoot: true,
       tmpfs: {
-        "/tmp": "rw,nosuid,nodev,size=256m",
-        "/var/tmp": "rw,nosuid,nodev,size=64m",
-        "/run": "rw,nosuid,nodev,size=16m",
+        // exec said outright: without it Docker mounts the tmpfs noexec (go test, bats stubs).
+        "/tmp": "rw,nosuid,nodev,exec,size=256m",
+        "/var/tmp": "rw,nosuid,nodev,exec,size=64m",
+        "/run": "rw,nosuid,nodev,noexec,size=16m",
         // HOME, given to the sandbox user.
         "/home/sandbox": "rw,nosuid,nodev,exec,size=512m,uid=1000,gid=1000",
       },
@@ -599,12 +600,14 @@ describe("docker settings", () => {
       },
     ],
     [
-      { tmpfs: { "/run": null, "/cache/": "size=8m" } },
+      // The engine's noexec is written out where the options say neither (what explain shows).
+      { tmpfs: { "/run": null, "/cache/": "size=8m", "/bin-cache": "size=8m,exec" } },
       {
         tmpfs: {
-          "/tmp": "rw,nosuid,nodev,size=256m",
-          "/var/tmp": "rw,nosuid,nodev,size=64m",
-          "/cache": "size=8m",
+          "/tmp": "rw,nosuid,nodev,exec,size=256m",
+          "/var/tmp": "rw,nosuid,nodev,exec,size=64m",
+          "/cache": "size=8m,noexec",
+          "/bin-cache": "size=8m,exec",
         },
       },
     ],
@@ -743,13 +746,14 @@ describe("docker settings", () => {
 
   it("leaves a HOME tmpfs the config gives an owner, and a removed one removed", () => {
     const asRunner = { invokingUser: { uid: 1001, gid: 1001 } };
-    const owned = withDocker({ tmpfs: { "/home/sandbox": "rw,size=8m,uid=7" } });
+    const owned = withDocker({ tmpfs: { "/home/sandbox": "rw,size=8m,uid=7,exec" } });
     expect(plan(owned, asRunner).sandbox.spec?.docker.tmpfs["/home/sandbox"]).toBe(
-      "rw,size=8m,uid=7",
+      "rw,size=8m,uid=7,exec",
     );
+    // Without exec the engine mounts it noexec, and the plan says so.
     const moded = withDocker({ tmpfs: { "/home/sandbox": "rw,size=8m,mode=700" } });
     expect(plan(moded, asRunner).sandbox.spec?.docker.tmpfs["/home/sandbox"]).toBe(
-      "rw,size=8m,mode=700",
+      "rw,size=8m,mode=700,noexec",
     );
     const removed = withDocker({ tmpfs: { "/home/sandbox": null } });
     expect(plan(removed, asRunner).sandbox.spec?.docker.tmpfs).not.toHaveProperty("/home/sandbox");

@@ -60,7 +60,10 @@ export interface DockerSettings {
   /** Working directory inside the container. Default "/workspace". */
   workdir: string;
   readOnlyRoot: boolean;
-  /** Mount point → tmpfs options (e.g. "/tmp" → "rw,nosuid,nodev,size=256m"). */
+  /**
+   * Mount point → tmpfs options, always saying `exec` or `noexec` (e.g. "/tmp" →
+   * "rw,nosuid,nodev,exec,size=256m"): what the engine mounts, as `explain` shows it.
+   */
   tmpfs: Record<string, string>;
   /** "none" (default), "bridge", or a named network; host / container:* only when allowed. */
   network: string;

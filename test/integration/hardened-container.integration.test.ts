@@ -74,6 +74,23 @@ describe("a container with cordon's hardened defaults", () => {
     expect(tmp.stdout).toBe("hello\n");
   });
 
+  it("runs programs written to /tmp and /var/tmp (go test, bats stubs), but never as setuid", async () => {
+    // Docker mounts a tmpfs noexec unless told exec: `go test` then fails with
+    // "fork/exec /tmp/go-build…/x.test: permission denied".
+    const ran = await sh(
+      sandbox,
+      "for d in /tmp /var/tmp; do printf '#!/bin/sh\\necho ran from %s\\n' $d > $d/stub && chmod +x $d/stub && $d/stub; done",
+    );
+    expect(ran.stderr).toBe("");
+    expect(ran.stdout).toBe("ran from /tmp\nran from /var/tmp\n");
+    const mounts = await sh(sandbox, "grep -E ' /(tmp|var/tmp|run) ' /proc/self/mounts");
+    for (const target of ["/tmp", "/var/tmp"]) {
+      const line = mounts.stdout.split("\n").find((entry) => entry.split(" ")[1] === target);
+      expect(line, target).toMatch(/\bnosuid\b.*\bnodev\b|\bnodev\b.*\bnosuid\b/);
+      expect(line, target).not.toMatch(/\bnoexec\b/);
+    }
+  });
+
   it("has no capabilities and no-new-privileges set", async () => {
     const status = await sh(
       sandbox,

@@ -1,4 +1,17 @@
+import { configDefaults, sandboxHomeDirectory } from "../../src/config/index.js";
 import type { DockerSettings, SandboxSpec } from "../../src/sandbox/index.js";
+
+/**
+ * The default tmpfs mounts but HOME (which the policy gives to the sandbox user), taken from the
+ * config's defaults so a container test attacks the mounts users get.
+ */
+function defaultTmpfs(): Record<string, string> {
+  return Object.fromEntries(
+    Object.entries(configDefaults.docker.tmpfs).flatMap(([target, options]) =>
+      options === null || target === sandboxHomeDirectory ? [] : [[target, options]],
+    ),
+  );
+}
 
 /**
  * The container runtime of the tests' sandboxes: CORDON_TEST_RUNTIME=runsc runs them under gVisor
@@ -13,11 +26,7 @@ export function hardenedDockerSettings(overrides: Partial<DockerSettings> = {}):
     containerPrefix: "cordon",
     workdir: "/workspace",
     readOnlyRoot: true,
-    tmpfs: {
-      "/tmp": "rw,nosuid,nodev,size=256m",
-      "/var/tmp": "rw,nosuid,nodev,size=64m",
-      "/run": "rw,nosuid,nodev,size=16m",
-    },
+    tmpfs: defaultTmpfs(),
     network: "none",
     user: "1000:1000",
     capDrop: ["ALL"],
