@@ -17,8 +17,20 @@ describe("classifyEnvironmentError", () => {
     [
       "cc -O2 -o test_calc test_calc.c\nmake: cc: No such file or directory\nmake: *** [Makefile:16: test_calc] Error 127",
       2,
-      "a command the Makefile runs",
+      "`cc` is not installed",
     ],
+    [
+      "valgrind --error-exitcode=1 ./textbuf_test 2>&1 | tee log\n/bin/sh: 1: valgrind: not found\nmake: *** [Makefile:20: memcheck] Error 127",
+      2,
+      "`valgrind` is not installed",
+    ],
+    ["make: *** [Makefile:20: memcheck] Error 127", 2, "a command the Makefile runs"],
+    // busybox ash (alpine images), zsh, a bash script, and a script whose interpreter is missing.
+    ["sh: pytest: not found", 127, "`pytest` is not installed"],
+    ["zsh:1: command not found: bats", 127, "`bats` is not installed"],
+    ["./scripts/test.sh: line 4: shellcheck: command not found", 1, "`shellcheck`"],
+    ["/usr/bin/env: 'python': No such file or directory", 127, "`python` is not installed"],
+    ["env: can't execute 'python3': No such file or directory", 127, "`python3`"],
   ])("a missing command: %j", (output, exitCode, problem) => {
     const found = classify(output, exitCode);
     expect(found?.kind).toBe("command_not_found");
@@ -85,6 +97,53 @@ describe("classifyEnvironmentError", () => {
     );
   });
 
+  it("environment patterns match whatever the case (go prints a lower-case permission denied)", () => {
+    expect(classify("touch: cannot touch 'x': READ-ONLY FILE SYSTEM")?.kind).toBe(
+      "read_only_file_system",
+    );
+    expect(classify("open /workspace/data.db: permission denied")?.kind).toBe("permission_denied");
+    expect(classify("curl: (6) could not resolve host: example.com")?.kind).toBe("no_network");
+  });
+
+  it("go test that cannot run the binary it built under $TMPDIR: the program and the tmpfs fix", () => {
+    // go 1.19, `go test ./...` with /tmp mounted noexec.
+    const output = [
+      "fork/exec /tmp/go-build2730712386/b001/calc.test: permission denied",
+      "FAIL\texample.com/calc\t0.001s",
+      "ok  \texample.com/calc/internal/parse\t(cached)",
+      "FAIL",
+    ].join("\n");
+    const found = classify(output);
+    expect(found).toMatchObject({
+      kind: "permission_denied",
+      evidence: "fork/exec /tmp/go-build2730712386/b001/calc.test: permission denied",
+    });
+    expect(found?.problem).toContain("refused to run `/tmp/go-build2730712386/b001/calc.test`");
+    expect(found?.fix).toMatch(/exec.*sandbox\.docker\.tmpfs.*GOTMPDIR/);
+  });
+
+  it("cargo and busybox refusing to run a program say which fix applies", () => {
+    const cargo = [
+      "    Finished test [unoptimized + debuginfo] target(s) in 0.41s",
+      "     Running unittests src/lib.rs (target/debug/deps/calc-5c8a7a1e0e4c0b4f)",
+      "error: test failed, to rerun pass `--lib`",
+      "",
+      "Caused by:",
+      "  could not execute process `/workspace/target/debug/deps/calc-5c8a7a1e0e4c0b4f` (never executed)",
+      "",
+      "Caused by:",
+      "  Permission denied (os error 13)",
+    ].join("\n");
+    expect(classify(cargo, 101)).toMatchObject({
+      kind: "permission_denied",
+      problem: "cargo could not run a test binary (permission denied)",
+    });
+    expect(classify(cargo, 101)?.fix).toMatch(/tmpfs/);
+    expect(classify("sh: ./run-tests.sh: Permission denied", 126)?.problem).toContain(
+      "`./run-tests.sh`",
+    );
+  });
+
   it("leaves a real test failure to the agent", () => {
     const pytest = [
       "____________________ test_mean_of_three ____________________",
@@ -109,5 +168,193 @@ describe("classifyEnvironmentError", () => {
     const found = classify(hostile, 127);
     expect(found?.evidence).not.toMatch(/\p{Cc}/u);
     expect(found?.evidence.length).toBeLessThanOrEqual(160);
+  });
+});
+
+/**
+ * Failure reports that quote what a missing tool or a denied file would print: expected output,
+ * not evidence. Each is written as the runner prints it (pytest 7, bats 1.8, go 1.19, jest 29,
+ * mocha 10, node 20's node:test, python 3.11's unittest).
+ */
+describe("only the runner's own words are evidence", () => {
+  it("bats: the field case, rbenv's expected message in a failing test's TAP diagnostics", () => {
+    const bats = [
+      "1..3",
+      "ok 1 rbenv shims rspec",
+      "not ok 2 rbenv prints a clear message for a missing command",
+      "# (in test file test/exec.bats, line 14)",
+      '#   `assert_failure "rbenv: rspec: command not found"\' failed',
+      "#",
+      "# -- output differs --",
+      "# expected : rbenv: rspec: command not found",
+      "# actual   : rbenv: rspec: not installed",
+      "# --",
+      "#",
+      "ok 3 rbenv exec passes arguments",
+    ].join("\n");
+    expect(classify(bats, 1)).toBeUndefined();
+  });
+
+  it("pytest: assertion diffs, the short summary and captured output", () => {
+    const pytest = [
+      "============================= test session starts ==============================",
+      "platform linux -- Python 3.11.2, pytest-7.2.1, pluggy-1.0.0+repack",
+      "rootdir: /workspace",
+      "collected 2 items",
+      "",
+      "test_shim.py .F                                                          [100%]",
+      "",
+      "=================================== FAILURES ===================================",
+      "_____________________________ test_missing_command _____________________________",
+      "",
+      "    def test_missing_command():",
+      '        result = run_shim("rspec")',
+      '>       assert result.stderr == "bash: rspec: command not found\\n"',
+      "E       AssertionError: assert 'rbenv: rspec: command not found\\n' == 'bash: rspec: command not found\\n'",
+      "E         - bash: rspec: command not found",
+      "E         ? ^^^^",
+      "E         + rbenv: rspec: command not found",
+      "E         ? ^^^^^",
+      "",
+      "test_shim.py:9: AssertionError",
+      "----------------------------- Captured stderr call -----------------------------",
+      "sh: 1: rspec: not found",
+      "bash: ./fixtures/locked.sh: Permission denied",
+      "=========================== short test summary info ============================",
+      "FAILED test_shim.py::test_missing_command - AssertionError: assert 'rbenv: rspec: command not found\\n' == 'bash: rspec: command not found\\n'",
+      "========================= 1 failed, 1 passed in 0.03s ==========================",
+    ].join("\n");
+    expect(classify(pytest)).toBeUndefined();
+  });
+
+  it("pytest: an exception the test raised is the interpreter's word, inside the report too", () => {
+    const pytest = [
+      "=================================== FAILURES ===================================",
+      "________________________________ test_load_yaml ________________________________",
+      "",
+      "    def test_load_yaml():",
+      ">       import yaml",
+      "E       ModuleNotFoundError: No module named 'yaml'",
+      "",
+      "test_rates.py:4: ModuleNotFoundError",
+      "=========================== short test summary info ============================",
+      "FAILED test_rates.py::test_load_yaml - ModuleNotFoundError: No module named 'yaml'",
+      "============================== 1 failed in 0.02s ===============================",
+    ].join("\n");
+    expect(classify(pytest)).toMatchObject({
+      kind: "module_not_found",
+      evidence: "E       ModuleNotFoundError: No module named 'yaml'",
+    });
+  });
+
+  it("go test: a test's own log lines under --- FAIL", () => {
+    const go = [
+      "--- FAIL: TestOpenReadOnly (0.00s)",
+      '    store_test.go:21: Open() error = "open /data/db: permission denied", want nil',
+      '    store_test.go:27: Run() = "sh: 1: sqlite3: not found", want ""',
+      "FAIL",
+      "FAIL\texample.com/store\t0.002s",
+      "FAIL",
+    ].join("\n");
+    expect(classify(go)).toBeUndefined();
+  });
+
+  it("jest and mocha: expected/received blocks", () => {
+    const jest = [
+      "FAIL test/shim.test.js",
+      "  ● shim › reports a denied file",
+      "",
+      "    expect(received).toBe(expected) // Object.is equality",
+      "",
+      `    Expected: "Error: EACCES: permission denied, open '/etc/shadow'"`,
+      '    Received: "ok"',
+      "",
+      "Tests:       1 failed, 3 passed, 4 total",
+    ].join("\n");
+    expect(classify(jest)).toBeUndefined();
+    const mocha = [
+      "  1) shim",
+      "       reports a missing command:",
+      "",
+      "      AssertionError [ERR_ASSERTION]: Expected values to be strictly equal:",
+      "+ actual - expected",
+      "",
+      "+ 'sh: 1: rspec: not found'",
+      "- 'rbenv: rspec: command not found'",
+    ].join("\n");
+    expect(classify(mocha)).toBeUndefined();
+  });
+
+  it("node:test: TAP's YAML diagnostics of a failing test", () => {
+    const tap = [
+      "TAP version 13",
+      "# Subtest: reports a read-only file system",
+      "not ok 1 - reports a read-only file system",
+      "  ---",
+      "  duration_ms: 1.2",
+      "  failureType: 'testCodeFailure'",
+      "  error: |-",
+      "    Expected values to be strictly equal:",
+      "    ",
+      "    'EROFS: read-only file system, open \\'/x\\'' !== ''",
+      "    ",
+      "  code: 'ERR_ASSERTION'",
+      "  ...",
+      "1..1",
+      "# tests 1",
+      "# fail 1",
+    ].join("\n");
+    expect(classify(tap)).toBeUndefined();
+  });
+
+  it("unittest: the diff is the test's, the raised exception is the interpreter's", () => {
+    const diff = [
+      "F.",
+      "======================================================================",
+      "FAIL: test_message (test_shim.ShimTest.test_message)",
+      "----------------------------------------------------------------------",
+      "Traceback (most recent call last):",
+      '  File "/workspace/test_shim.py", line 9, in test_message',
+      '    self.assertEqual(run("rspec"), "rbenv: rspec: command not found")',
+      "AssertionError: 'bash: rspec: command not found' != 'rbenv: rspec: command not found'",
+      "- bash: rspec: command not found",
+      "? ^^^^",
+      "+ rbenv: rspec: command not found",
+      "? ^^^^^",
+      "",
+      "",
+      "----------------------------------------------------------------------",
+      "Ran 2 tests in 0.004s",
+      "",
+      "FAILED (failures=1)",
+    ].join("\n");
+    expect(classify(diff)).toBeUndefined();
+    const missing = [
+      "E",
+      "======================================================================",
+      "ERROR: test_rates (unittest.loader._FailedTest.test_rates)",
+      "----------------------------------------------------------------------",
+      "ImportError: Failed to import test module: test_rates",
+      "Traceback (most recent call last):",
+      '  File "/usr/lib/python3.11/unittest/loader.py", line 407, in _find_test_path',
+      "    module = self._get_module_from_name(name)",
+      '  File "/workspace/test_rates.py", line 1, in <module>',
+      "    import yaml",
+      "ModuleNotFoundError: No module named 'yaml'",
+      "",
+      "",
+      "----------------------------------------------------------------------",
+      "Ran 1 test in 0.000s",
+      "",
+      "FAILED (errors=1)",
+    ].join("\n");
+    expect(classify(missing)?.problem).toBe(
+      "the Python module `yaml` is not installed in the sandbox",
+    );
+  });
+
+  it("a program's own message that merely looks like a shell's is not a missing command", () => {
+    expect(classify("rbenv: rspec: command not found", 1)).toBeUndefined();
+    expect(classify("    bash: rspec: command not found", 1)).toBeUndefined();
   });
 });

@@ -1,5 +1,7 @@
 import { stripVTControlCharacters } from "node:util";
 
+import { runnerOwnLines } from "./runner-words.js";
+
 /**
  * Why a failing test run says nothing about the code: the sandbox lacks what the tests need.
  * Handing such a run to the agent costs model turns and ends as "verification failed", telling
@@ -41,10 +43,16 @@ const evidenceWidth = 160;
 const dependencyFix =
   'carry the project\'s installed dependencies into the sandbox (`--carry node_modules`, `--carry .venv`), install them before the tests with `--setup-cmd` (e.g. `--setup-cmd "npm ci" --setup-allow-host registry.npmjs.org`, or `--setup-cmd "pip install -r requirements.txt" --setup-allow-host pypi.org --setup-allow-host files.pythonhosted.org`), or use an image that has them (sandbox.docker.image, sandbox.docker.dockerfile)';
 
+/** What one line shows: the problem sentence, and a fix when it is more precise than the rule's. */
+interface Finding {
+  problem: string;
+  fix?: string;
+}
+
 interface Rule {
   kind: EnvironmentErrorKind;
-  /** Matches one line of output; returns the problem sentence, or undefined. */
-  match(line: string, input: ClassifyInput): string | undefined;
+  /** Matches one of the runner's own lines (runner-words.ts); returns what it shows, or undefined. */
+  match(line: string, input: ClassifyInput): Finding | string | undefined;
   fix: string;
 }
 
@@ -69,17 +77,47 @@ function isProjectModule(name: string, projectNames: ReadonlySet<string>): boole
   );
 }
 
+/**
+ * A shell saying it found no such command, as the shell prints it at the start of a line (never
+ * another program's message, which a test may expect: rbenv's "rbenv: rspec: command not found").
+ */
+const notFoundPatterns: readonly RegExp[] = [
+  // bash: "bash: pytest: command not found", "bash: line 1: pytest: command not found";
+  // dash (npm scripts): "sh: 1: mocha: not found"; busybox ash: "sh: pytest: not found".
+  /^(?:\S*\/)?(?:ba|da|k|mk|a)?sh: (?:line \d+: |\d+: )?([^\s:]+): (?:command )?not found$/i,
+  // A script run by bash ("./run.sh: line 3: pytest: command not found") or dash ("./run.sh: 3: …").
+  /^\S+: (?:line \d+|\d+): ([^\s:]+): (?:command )?not found$/i,
+  // zsh: "zsh:1: command not found: pytest".
+  /^(?:\S*\/)?zsh:(?:\d+:)? command not found: (\S+)$/i,
+  // A script whose interpreter is missing: "/usr/bin/env: 'python': No such file or directory"
+  // (coreutils), "env: can't execute 'python': No such file or directory" (busybox).
+  /^(?:\S*\/)?env: (?:can't execute )?['‘]([^'’\s]+)['’]: No such file or directory$/i,
+  // GNU make running a command line without a shell: "make: pytest: No such file or directory".
+  /^make(?:\[\d+\])?: ([^\s:/*]+): No such file or directory$/i,
+];
+
+/** A program the kernel refused to run, as the toolchain that started it says so. */
+const deniedRunPatterns: readonly RegExp[] = [
+  // go test runs the test binary it built under $TMPDIR: "fork/exec /tmp/go-build…/calc.test: permission denied".
+  /^fork\/exec (\S+): permission denied$/i,
+  // bash ("bash: line 1: ./run.sh: Permission denied"), dash ("sh: 1: ./run.sh: …"), busybox ("sh: ./run.sh: …").
+  /^(?:\S*\/)?(?:ba|da|k|mk|a)?sh: (?:line \d+: |\d+: )?(\S+): permission denied$/i,
+  /^\S+: (?:line \d+|\d+): (\S+): permission denied$/i,
+  // GNU make: "make: ./run.sh: Permission denied", "make: execvp: ./run.sh: Permission denied".
+  /^make(?:\[\d+\])?: (?:execvp: )?(\S+): permission denied$/i,
+];
+
+const deniedRunFix =
+  "if the program is under /tmp or /var/tmp (go test builds its test binaries there, bats and pytest put scripts there), that tmpfs is mounted without exec: say `exec` in its sandbox.docker.tmpfs options (cordon's defaults do), or point TMPDIR (GOTMPDIR for Go) into the workspace; if it is a file of the repository, commit it executable (`git update-index --chmod=+x FILE`)";
+
 const rules: readonly Rule[] = [
   {
     kind: "command_not_found",
     match: (line) => {
-      // bash: "bash: line 1: pytest: command not found"; dash (npm scripts): "sh: 1: mocha: not found".
-      const command =
-        capture(/(?:^|: )([^\s:]+): command not found\s*$/, line) ??
-        capture(/^sh: \d+: ([^\s:]+): not found\s*$/, line);
+      const command = notFoundPatterns.map((pattern) => capture(pattern, line)).find(Boolean);
       if (command) return `\`${command}\` is not installed in the sandbox`;
       // GNU make running a tool that is not there.
-      if (/^make(?:\[\d+\])?: \*\*\* .*Error 127\s*$/.test(line)) {
+      if (/^make(?:\[\d+\])?: \*\*\* .*Error 127$/.test(line)) {
         return "a command the Makefile runs is not installed in the sandbox";
       }
       return undefined;
@@ -117,7 +155,7 @@ const rules: readonly Rule[] = [
     match: (line, input) => {
       if (input.network !== "none") return undefined;
       const signal = capture(
-        /\b(EAI_AGAIN|ENOTFOUND|ENETUNREACH|ENOTCACHED|Temporary failure in name resolution|Could not resolve host|Name or service not known|Network is unreachable|No matching distribution found)\b/,
+        /\b(EAI_AGAIN|ENOTFOUND|ENETUNREACH|ENOTCACHED|Temporary failure in name resolution|Could not resolve host|Name or service not known|Network is unreachable|No matching distribution found)\b/i,
         line,
       );
       return signal
@@ -129,43 +167,66 @@ const rules: readonly Rule[] = [
   {
     kind: "read_only_file_system",
     match: (line) =>
-      /\bEROFS\b|Read-only file system/.test(line)
+      /\bEROFS\b|read-only file system/i.test(line)
         ? "the tests write where the sandbox is read-only"
         : undefined,
     fix: "the sandbox's root filesystem and read-only mounts cannot be written: write under /workspace, /tmp or HOME; a carried directory (`--carry`) is writable; or set sandbox.docker.readOnlyRoot: false",
   },
   {
     kind: "permission_denied",
-    match: (line) =>
-      /\bEACCES\b|Permission denied/.test(line)
+    match: (line) => {
+      const program = deniedRunPatterns.map((pattern) => capture(pattern, line)).find(Boolean);
+      if (program) {
+        return {
+          problem: `the sandbox refused to run \`${program}\` (permission denied)`,
+          fix: deniedRunFix,
+        };
+      }
+      if (/^ {2}Permission denied \(os error 13\)$/i.test(line)) {
+        return {
+          problem: "cargo could not run a test binary (permission denied)",
+          fix: deniedRunFix,
+        };
+      }
+      return /\bEACCES\b|permission denied/i.test(line)
         ? "the tests were denied access to a file as the sandbox user"
-        : undefined,
+        : undefined;
+    },
     fix: "the sandbox runs as a non-root user with no capabilities: commit the file with the mode it needs (e.g. executable), or use an image that gives the sandbox user access (sandbox.docker.image)",
   },
 ];
 
-function cleanLine(line: string): string {
-  const clean = stripVTControlCharacters(line)
+/** A line as a terminal would show it, with no escapes or control characters; indentation kept. */
+function plainLine(line: string): string {
+  return stripVTControlCharacters(line.replace(/^.*\r(?!$)/, ""))
     .replace(/[\p{Cc}\p{Cf}]/gu, " ")
-    .trim();
+    .trimEnd();
+}
+
+function evidenceOf(line: string): string {
+  const clean = line.trim();
   return clean.length > evidenceWidth ? `${clean.slice(0, evidenceWidth - 1)}…` : clean;
 }
 
 /**
  * Why a failed test run is the environment's fault, from its output, or undefined when it looks
- * like a real test failure for the agent to fix. Rules are tried in order (a missing command
- * explains everything after it), each over every line.
+ * like a real test failure for the agent to fix. Only the runner's own lines are read
+ * (runner-words.ts): what a failing test's report quotes is the test's business. Rules are tried
+ * in order (a missing command explains everything after it), each over every line.
  */
 export function classifyEnvironmentError(input: ClassifyInput): EnvironmentError | undefined {
   if (input.exitCode === 0) return undefined;
-  const lines = input.output.split(/\r?\n/).map(cleanLine);
+  const lines = runnerOwnLines(input.output.split("\n").map(plainLine));
   for (const rule of rules) {
     for (const line of lines) {
-      const problem = rule.match(line, input);
-      if (problem) return { kind: rule.kind, evidence: line, problem, fix: rule.fix };
+      const found = rule.match(line, input);
+      if (found === undefined) continue;
+      const { problem, fix = rule.fix } = typeof found === "string" ? { problem: found } : found;
+      return { kind: rule.kind, evidence: evidenceOf(line), problem, fix };
     }
   }
   if (input.exitCode === 127) {
+    // The test command's own shell found no such command, though it said nothing cordon reads.
     return {
       kind: "command_not_found",
       evidence: "exit code 127",
