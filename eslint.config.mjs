@@ -17,14 +17,42 @@ const vendorOwners = [
   { name: "minimatch", owner: "src/workflows/fix-tests/harness-files.ts" },
 ];
 
-/** @param {string} [exceptOwner] */
-function restrictedVendorImports(exceptOwner) {
-  return vendorOwners
-    .filter(({ owner }) => owner !== exceptOwner)
-    .map(({ name, owner }) => ({
-      name,
-      message: `only ${owner} may import ${name} (DESIGN.md §2)`,
-    }));
+/**
+ * The only modules that start host programs (DESIGN.md §10, rule 1: the host runs no program over
+ * an agent-written tree). Each works on the user's own repository or a seed no agent has reached
+ * yet, on kernel mounts, or in mode off (trusted use); reading an agent's copy is the inspector's
+ * (src/sandbox/docker/inspector/), which starts containers, not host programs. docs/architecture.md
+ * says why each is safe; test/integration/trust-boundary.integration.test.ts traces them.
+ */
+const hostProgramModules = [
+  "src/sandbox/workspace/host-git.ts",
+  "src/changes/isolated-git.ts",
+  "src/sandbox/workspace/disk-budget.ts",
+  "src/sandbox/workspace/disk-watchdog.ts",
+  "src/sandbox/host/host-transport.ts",
+  "src/sandbox/docker/image-runtime-packages.ts",
+];
+
+const childProcessRestrictions = ["node:child_process", "child_process"].map((name) => ({
+  name,
+  message:
+    "only the modules in eslint.config.mjs hostProgramModules start host programs (DESIGN.md §10): read an agent's copy with the inspector (src/sandbox/docker/inspector/)",
+}));
+
+/**
+ * @param {string} [exceptOwner]
+ * @param {boolean} [mayStartPrograms]
+ */
+function restrictedVendorImports(exceptOwner, mayStartPrograms = false) {
+  return [
+    ...vendorOwners
+      .filter(({ owner }) => owner !== exceptOwner)
+      .map(({ name, owner }) => ({
+        name,
+        message: `only ${owner} may import ${name} (DESIGN.md §2)`,
+      })),
+    ...(mayStartPrograms ? [] : childProcessRestrictions),
+  ];
 }
 
 export default tseslint.config(
@@ -56,6 +84,20 @@ export default tseslint.config(
     files: [owner],
     ignores: ["src/**/*.test.ts"],
     rules: { "no-restricted-imports": ["error", { paths: restrictedVendorImports(owner) }] },
+  })),
+  ...hostProgramModules.map((file) => ({
+    files: [file],
+    rules: {
+      "no-restricted-imports": [
+        "error",
+        {
+          paths: restrictedVendorImports(
+            file.startsWith("src/sandbox/docker/") ? "src/sandbox/docker/**" : undefined,
+            true,
+          ),
+        },
+      ],
+    },
   })),
   {
     files: ["**/*.mjs"],

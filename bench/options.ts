@@ -5,6 +5,7 @@ export const figureNames = [
   "pool",
   "seeded-session",
   "carry",
+  "changes",
   "files",
   "concurrency",
   "agent-loop",

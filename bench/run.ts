@@ -8,6 +8,7 @@ import { concurrency } from "./figures/concurrency.js";
 import { files } from "./figures/files.js";
 import { agentLoop } from "./figures/agent-loop.js";
 import { carry } from "./figures/carry.js";
+import { changesFigure } from "./figures/changes.js";
 import { firstResult } from "./figures/first-result.js";
 import { poolFigure } from "./figures/pool.js";
 import { gvisor } from "./figures/gvisor.js";
@@ -26,6 +27,7 @@ const figures: Record<
   pool: { title: "first result of a new session from the warm pool", run: poolFigure },
   "seeded-session": { title: "a new session on a seeded copy", run: seededSession },
   carry: { title: "seeding with a ~150 MiB node_modules carried", run: carry },
+  changes: { title: "the changes of a seeded copy (diff, fix-tests)", run: changesFigure },
   files: { title: "write + read of 1 KiB and 10 MiB files", run: files },
   concurrency: { title: "32 concurrent sessions × 10 execs", run: concurrency },
   "agent-loop": { title: "agent-loop overhead per tool call", run: agentLoop },

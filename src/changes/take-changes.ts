@@ -1,30 +1,27 @@
 import { FileOperationError, SandboxError } from "../common/index.js";
-import { changedFilesSinceBaseline, diffAgainstBaseline } from "../sandbox/index.js";
+import type { WorkspaceChanges } from "../sandbox/index.js";
 
-/** What changes are taken from: a held sandbox with a private workspace it can be frozen over. */
+/** What changes are taken from: a held sandbox whose private workspace's changes can be read. */
 export interface ChangesSource {
   /** Host path of the sandbox's private workspace (the seeded copy). */
   privateWorkspace?: string | undefined;
-  /** Runs `fn` with every process of the sandbox paused (see `ProvidedSandbox.freeze`). */
-  freeze?: (<T>(fn: () => Promise<T>) => Promise<T>) | undefined;
+  /** The backend's reader of those changes (see `ProvidedSandbox.changes`). */
+  changes?: WorkspaceChanges | undefined;
 }
 
 /**
  * The changes made in a seeded private workspace since it was seeded, as one `git apply`-able
  * patch, byte for byte (file contents need not be UTF-8). Empty when nothing changed.
  *
- * Taken once, on the host, with the sandbox paused: no process in it can change a file while git
- * reads the copy, and no patch file ever lives where a sandbox process could swap it. The diff is
- * against cordon's own baseline git dir and never reads the copy's git config (diffAgainstBaseline).
+ * Read by a throwaway inspector container with the sandbox paused (never by a program on the
+ * host: DESIGN.md §10): no process in the sandbox can change a file while it is read, and no
+ * patch file ever lives where a sandbox process could swap it.
  */
 export async function takeChanges(
   source: ChangesSource,
   options: TakeChangesOptions = {},
 ): Promise<Uint8Array> {
-  const { privateWorkspace, freeze } = frozenSource(source);
-  return freeze(() =>
-    diffAgainstBaseline(privateWorkspace, { signal: options.signal, exclude: options.exclude }),
-  );
+  return readerOf(source).patch({ signal: options.signal, exclude: options.exclude });
 }
 
 /**
@@ -35,8 +32,7 @@ export async function takeChangedFiles(
   source: ChangesSource,
   options: { signal?: AbortSignal | undefined } = {},
 ): Promise<Map<string, string>> {
-  const { privateWorkspace, freeze } = frozenSource(source);
-  return freeze(() => changedFilesSinceBaseline(privateWorkspace, { signal: options.signal }));
+  return readerOf(source).changedFiles({ signal: options.signal });
 }
 
 export interface TakeChangesOptions {
@@ -45,13 +41,9 @@ export interface TakeChangesOptions {
   exclude?: readonly string[] | undefined;
 }
 
-/** The source's private workspace and freeze, or the error that says why it has none. */
-function frozenSource(source: ChangesSource): {
-  privateWorkspace: string;
-  freeze: <T>(fn: () => Promise<T>) => Promise<T>;
-} {
-  const { privateWorkspace, freeze } = source;
-  if (!privateWorkspace) {
+/** The source's reader of changes, or the error that says why it has none. */
+function readerOf(source: ChangesSource): WorkspaceChanges {
+  if (!source.privateWorkspace) {
     throw new FileOperationError(
       "this sandbox has no private workspace, so it has no changes to take",
       "not_found",
@@ -61,10 +53,10 @@ function frozenSource(source: ChangesSource): {
       },
     );
   }
-  if (!freeze) {
-    throw new SandboxError("this sandbox cannot be paused, so its changes cannot be taken safely", {
-      fix: "use the Docker sandbox backend for diff, apply and fix-tests",
+  if (!source.changes) {
+    throw new SandboxError("this sandbox cannot have its changes read safely", {
+      fix: "use the Docker sandbox backend for diff, apply and fix-tests: it pauses the sandbox and reads the copy in a throwaway container",
     });
   }
-  return { privateWorkspace, freeze };
+  return source.changes;
 }

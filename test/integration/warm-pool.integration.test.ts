@@ -16,7 +16,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 
 import { labelKeys } from "../../src/sandbox/docker/container-options.js";
 import { poolMemberPrefix, poolShape } from "../../src/sandbox/docker/pool/pool-shape.js";
-import { baselineGitDir, changedFilesSinceBaseline } from "../../src/sandbox/workspace/index.js";
+import { baselineGitDir } from "../../src/sandbox/workspace/index.js";
 import {
   DockerEngine,
   DockerSandbox,
@@ -309,7 +309,9 @@ describe("warm pool", () => {
     const privateWorkspace = s.privateWorkspace ?? "";
     expect((await lstat(baselineGitDir(privateWorkspace))).isDirectory()).toBe(true);
     await lease.sandbox.exec("echo edited >> src/app.py");
-    expect([...(await changedFilesSinceBaseline(privateWorkspace)).keys()]).toEqual(["src/app.py"]);
+    expect([...((await lease.changes?.changedFiles()) ?? new Map()).keys()]).toEqual([
+      "src/app.py",
+    ]);
   });
 
   it("never hands over a copy older than the workspace: an edit, a new untracked file or a commit makes the member stale", async () => {

@@ -81,6 +81,7 @@ export function defaultSandboxes(options: DefaultSandboxesOptions): SandboxProvi
       warnings: lease.warnings,
       privateWorkspace: lease.privateWorkspace,
       freeze: (fn) => lease.freeze(fn),
+      changes: lease.changes,
       hostAddress: spec.egress
         ? () => networkHostAddress(options.engine, spec.egress?.network ?? "")
         : undefined,

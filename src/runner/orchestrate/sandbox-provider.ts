@@ -1,4 +1,4 @@
-import type { EgressDecision, Sandbox } from "../../sandbox/index.js";
+import type { EgressDecision, Sandbox, WorkspaceChanges } from "../../sandbox/index.js";
 import type { PlannedRun } from "./planned-run.js";
 
 /** What acquiring a sandbox reports while it works (image build, seeding, container start). */
@@ -22,6 +22,11 @@ export interface ProvidedSandbox {
    * cannot pause.
    */
   freeze?: (<T>(fn: () => Promise<T>) => Promise<T>) | undefined;
+  /**
+   * The private workspace's changes, read with no process in the sandbox running and never by a
+   * program on the host (`SandboxLease.changes`). Undefined where the backend cannot do both.
+   */
+  changes?: WorkspaceChanges | undefined;
   /**
    * The host's own address on the sandbox's internal network, and that network's subnet: where a
    * host-side service (cordon's model gateway) listens for this sandbox only. Undefined when the

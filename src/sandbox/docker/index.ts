@@ -71,3 +71,9 @@ export {
 } from "./idle-stop.js";
 export { gvisorBoundaryNote, isGvisorRuntime } from "./gvisor.js";
 export { probeRuntime } from "./runtime-probe.js";
+export {
+  WorkspaceInspectors,
+  dockerWorkspaceChanges,
+  inspectorLabels,
+  type InspectedWorkspace,
+} from "./inspector/index.js";

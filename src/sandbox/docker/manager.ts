@@ -11,10 +11,12 @@ import {
 import type { Sandbox } from "../sandbox.js";
 import type { SandboxSpec } from "../spec.js";
 import {
+  baselineGitDir,
   checkAgentWorkspaceAccess,
   DiskWatchdog,
   describeCarry,
   ensurePrivateWorkspace,
+  type WorkspaceChanges,
 } from "../workspace/index.js";
 import type { ContainerClient, ContainerDetails } from "./client/index.js";
 import { createContainerOptions, labelKeys } from "./container-options.js";
@@ -33,6 +35,7 @@ import { EgressProxies, type EgressDecision, type UpstreamProxy } from "./egress
 import { labelsOf } from "./container-identity.js";
 import { poolMemberSpec, poolShape, unpoolableReason } from "./pool/pool-shape.js";
 import { WarmPool } from "./pool/warm-pool.js";
+import { WorkspaceInspectors, dockerWorkspaceChanges } from "./inspector/index.js";
 
 /** A running container the manager hands to `createSandbox`. */
 export interface ManagedContainer {
@@ -90,6 +93,11 @@ export interface SandboxLease {
   warnings: string[];
   /** Host path of the private workspace (access none/ro); undefined for rw. */
   privateWorkspace: string | undefined;
+  /**
+   * The private workspace's changes since seeding, read by a throwaway inspector container with
+   * the sandbox frozen (inspector/); undefined for rw, where the changes are in the workspace.
+   */
+  changes: WorkspaceChanges | undefined;
   /**
    * Runs `fn` while no process in the sandbox can run or write (the container paused), and
    * resumes it afterwards whatever `fn` did. Throws, with `fn`'s result dropped, when the
@@ -178,6 +186,7 @@ export class DockerSandboxManager {
   private readonly holders = new Map<string, number>();
   private readonly inventory: SandboxInventory;
   private readonly egress: EgressProxies;
+  private readonly inspectors: WorkspaceInspectors;
   private readonly autoPrune: AutoPruneOptions | undefined;
   private readonly liveRunHolders: (() => Promise<SandboxHolders>) | undefined;
   private readonly heartbeatMs: number;
@@ -220,6 +229,10 @@ export class DockerSandboxManager {
       stateDirectory: this.stateDirectory,
       upstream: options.upstreamProxy,
       imageOptions: { baseImage: options.imageOptions?.baseImage },
+      logger: this.logger,
+    });
+    this.inspectors = new WorkspaceInspectors({
+      containers: this.containers,
       logger: this.logger,
     });
     this.pool = new WarmPool({
@@ -408,9 +421,28 @@ export class DockerSandboxManager {
       stale: settled.stale,
       warnings,
       privateWorkspace: spec.workspaceAccess === "rw" ? undefined : spec.privateWorkspace,
+      changes: this.workspaceChanges(spec, image.reference),
       freeze: (fn) => this.freeze(spec, fn),
       release,
     };
+  }
+
+  /** See `SandboxLease.changes`. */
+  private workspaceChanges(spec: SandboxSpec, image: string): WorkspaceChanges | undefined {
+    if (spec.workspaceAccess === "rw" || !spec.privateWorkspace) return undefined;
+    return dockerWorkspaceChanges({
+      inspectors: this.inspectors,
+      target: {
+        sandboxName: spec.containerName,
+        workspace: spec.privateWorkspace,
+        baselineGitDir: baselineGitDir(spec.privateWorkspace),
+        image,
+        user: spec.docker.user,
+        runtime: spec.docker.runtime,
+        stateDirectory: this.stateDirectory,
+      },
+      freeze: (fn) => this.freeze(spec, fn),
+    });
   }
 
   /** See `SandboxLease.freeze`. */

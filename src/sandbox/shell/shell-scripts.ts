@@ -18,6 +18,7 @@ const scriptFiles = {
   execWrapper: "sandbox/shell/exec-wrapper.sh",
   processTable: "sandbox/shell/process-script.sh",
   fileOperations: "sandbox/docker/files/file-script.sh",
+  inspectChanges: "sandbox/docker/inspector/inspect-changes.sh",
 } as const;
 
 export type ShellScriptName = keyof typeof scriptFiles;

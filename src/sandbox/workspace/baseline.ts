@@ -1,12 +1,13 @@
 import { randomUUID } from "node:crypto";
 import { constants } from "node:fs";
-import { chmod, lstat, mkdir, open, rm, writeFile } from "node:fs/promises";
+import { chmod, lchown, lstat, mkdir, open, readdir, rm, writeFile } from "node:fs/promises";
 import path from "node:path";
 
 import { FileOperationError, SandboxError } from "../../common/index.js";
 import { carryExcludePatterns } from "./carry.js";
 import { gitConfigText, readRepositoryFormat, type RepositoryFormat } from "./git-state.js";
-import { HostGitError, defaultGitOutputBytes, runHostGit } from "./host-git.js";
+import { HostGitError, runHostGit } from "./host-git.js";
+import type { Owner } from "./owner.js";
 import { baselineGitDir } from "./paths.js";
 import { isErrno } from "./tree-copy.js";
 
@@ -101,161 +102,84 @@ export async function recordBaseline(
   }
 }
 
-export interface BaselineDiffOptions {
-  signal?: AbortSignal | undefined;
-  /** Milliseconds each git step may take. Default 10 minutes. */
-  timeoutMs?: number | undefined;
-  /**
-   * Workspace-relative file paths left out: whatever happened to them, they read as unchanged
-   * (fix-tests leaves out what the test command wrote). Taken literally, never as globs.
-   */
-  exclude?: readonly string[] | undefined;
+/**
+ * How cordon asks for the changes of a copy: what is read from `git add -A`'s pathspec file in
+ * the inspector (inspect-changes.sh). Everything, minus `exclude` — workspace-relative file
+ * paths left at the baseline whatever happened to them (fix-tests leaves out what the test
+ * command wrote) — NUL-separated, `literal` so a name with `*` or a leading `:` is only ever that
+ * name, and on stdin, so no argument-length limit applies.
+ */
+export function baselinePathspecs(exclude: readonly string[] = []): Uint8Array {
+  const pathspecs = [".", ...exclude.map((file) => `:(top,exclude,literal)${file}`)];
+  return Buffer.from(pathspecs.join("\0"));
 }
 
 /**
- * The changes made in a seeded private workspace since it was seeded, as one `git apply`-able
- * patch, byte for byte (file contents need not be UTF-8); empty when nothing changed. Host git,
- * against cordon's baseline git dir, with a fresh private index and the work tree as plain data:
- * no config but cordon's, no hooks, filters, textconv or external diff, prefixes forced to
- * `a/`/`b/` whatever anyone configured. The copy's `.git` is never read (git skips `.git` in a
- * work tree) and a nested repository is recorded as a gitlink from its HEAD only.
- *
- * Contract: the caller guarantees that no container process runs while this reads the copy (the
- * sandbox is paused or stopped), so what is diffed is one state, not a moving target.
+ * The files changed since seeding, each with what it is now (`<mode> <object id>`, or
+ * `deleted`), from `git diff --cached --raw -z --no-renames` as the inspector prints it. Two of
+ * these taken around a command tell which files the command wrote. Strict: an entry that is not
+ * git's shape ends the parse with an error, never a guess.
  */
-export async function diffAgainstBaseline(
-  privateWorkspace: string,
-  options: BaselineDiffOptions = {},
-): Promise<Uint8Array> {
-  return withWorkTreeIndex(privateWorkspace, options, (git) =>
-    git([
-      "-c",
-      "diff.noprefix=false",
-      "-c",
-      "diff.mnemonicPrefix=false",
-      "-c",
-      "core.quotePath=false",
-      "diff",
-      "--cached",
-      "--binary",
-      "--full-index",
-      "--no-color",
-      "--no-ext-diff",
-      "--no-textconv",
-      "--src-prefix=a/",
-      "--dst-prefix=b/",
-      baselineRef,
-    ]),
-  );
-}
-
-/**
- * The files changed in a seeded private workspace since it was seeded, each with what it is now
- * (`<mode> <object id>`, or `deleted`): two of these taken around a command tell which files the
- * command wrote, whatever was changed before it. Same git, same contract as diffAgainstBaseline.
- */
-export async function changedFilesSinceBaseline(
-  privateWorkspace: string,
-  options: BaselineDiffOptions = {},
-): Promise<Map<string, string>> {
-  const raw = await withWorkTreeIndex(privateWorkspace, options, (git) =>
-    git(["diff", "--cached", "--raw", "-z", "--no-abbrev", "--no-renames", baselineRef]),
-  );
+export function parseChangedFiles(raw: Uint8Array): Map<string, string> {
   // With -z each entry is `:<old mode> <new mode> <old id> <new id> <status>` NUL `<path>` NUL,
   // the path verbatim (no quoting), one path per entry since renames are off.
   const fields = Buffer.from(raw).toString("utf8").split("\0");
   const files = new Map<string, string>();
   for (let at = 0; at + 1 < fields.length; at += 2) {
-    const [, newMode, , newId, status] = (fields[at] ?? "").split(" ");
+    const entry = rawEntry.exec(fields[at] ?? "");
     const file = fields[at + 1];
-    if (file === undefined || newMode === undefined || newId === undefined) continue;
+    if (!entry || file === undefined || file === "") {
+      throw new SandboxError("the list of changed files read from the copy is malformed", {
+        fix: "run the command again; if it persists, report it with the output of `cordon exec -- git status`",
+      });
+    }
+    const [, newMode, newId, status] = entry;
     files.set(file, status === "D" ? "deleted" : `${newMode} ${newId}`);
   }
   return files;
 }
 
-type ScratchGit = (args: string[], maxBuffer?: number) => Promise<Buffer>;
+const rawEntry = /^:[0-7]{6} ([0-7]{6}) [0-9a-f]{40,64} ([0-9a-f]{40,64}) ([ADMTUX])$/;
 
 /**
- * Runs `fn` with git bound to a scratch index holding the work tree as it is now (minus
- * `options.exclude`, left at the baseline), then removes the scratch index and objects.
+ * Fails, naming the fix, when a private workspace has no cordon baseline (seeded by an older
+ * cordon, or not seeded): its changes cannot be told apart.
  */
-async function withWorkTreeIndex<T>(
-  privateWorkspace: string,
-  options: BaselineDiffOptions,
-  fn: (git: ScratchGit) => Promise<T>,
-): Promise<T> {
+export async function assertHasBaseline(privateWorkspace: string): Promise<void> {
+  const found = await lstat(path.join(baselineGitDir(privateWorkspace), baselineRef)).catch(
+    () => undefined,
+  );
+  if (found?.isFile()) return;
+  throw new FileOperationError(
+    `the private workspace ${privateWorkspace} has no cordon baseline, so its changes cannot be told apart`,
+    "not_found",
+    privateWorkspace,
+    {
+      fix: "diff and apply work on seeded private copies (sandbox.workspaceAccess none or ro, with seed on); a copy seeded by an older cordon has its baseline inside the sandbox: remove it with `cordon sandbox rm <name>` and run again",
+    },
+  );
+}
+
+/**
+ * Gives the baseline git dir of a private workspace to the sandbox user, so the inspector (which
+ * runs as that user, never as root) can read it. No container of the agent's ever mounts it, and
+ * it stays mode 0700 beside the copy, in cordon's state directory. Links are never followed (the
+ * dir is cordon's own: git writes no links into it).
+ */
+export async function openBaselineTo(privateWorkspace: string, owner: Owner): Promise<void> {
   const gitDir = baselineGitDir(privateWorkspace);
-  const found = await lstat(path.join(gitDir, baselineRef)).catch(() => undefined);
-  if (!found?.isFile()) {
-    throw new FileOperationError(
-      `the private workspace ${privateWorkspace} has no cordon baseline, so its changes cannot be told apart`,
-      "not_found",
-      privateWorkspace,
-      {
-        fix: "diff and apply work on seeded private copies (sandbox.workspaceAccess none or ro, with seed on); a copy seeded by an older cordon has its baseline inside the sandbox: remove it with `cordon sandbox rm <name>` and run again",
-      },
-    );
-  }
-  const scratch = `diff-${randomUUID()}`;
-  const index = path.join(gitDir, `${scratch}.index`);
-  // What `add` writes (the agent's files) goes to a scratch object dir deleted afterwards: the
-  // baseline never grows with what the agent wrote, so repeated diffs cannot fill the host's
-  // disk beyond the workspace's own size, and then only while one runs.
-  const objects = path.join(gitDir, `${scratch}.objects`);
-  const git = (args: string[], maxBuffer?: number, stdin?: Uint8Array): Promise<Buffer> =>
-    runHostGit([...fastObjects, ...args], {
-      gitDir,
-      workTree: privateWorkspace,
-      env: {
-        ...identity,
-        GIT_INDEX_FILE: index,
-        GIT_OBJECT_DIRECTORY: objects,
-        GIT_ALTERNATE_OBJECT_DIRECTORIES: path.join(gitDir, "objects"),
-      },
-      maxBuffer,
-      stdin,
-      timeoutMs: options.timeoutMs,
-      signal: options.signal,
-    });
-  await mkdir(objects, { mode: 0o700 });
-  try {
-    await git(["read-tree", baselineRef]);
-    // Pathspecs on stdin (no argument-length limit), NUL-separated, `literal` so a name with `*`
-    // or a leading `:` is only ever that name.
-    const pathspecs = [
-      ".",
-      ...(options.exclude ?? []).map((file) => `:(top,exclude,literal)${file}`),
-    ];
-    await git(
-      ["add", "-A", "--pathspec-from-file=-", "--pathspec-file-nul"],
-      undefined,
-      Buffer.from(pathspecs.join("\0")),
-    );
-    return await fn((args, maxBuffer) => git(args, maxBuffer));
-  } catch (error) {
-    if (error instanceof HostGitError && error.outputTooLarge) {
-      throw new FileOperationError(
-        `the changes in ${privateWorkspace} are bigger than ${defaultGitOutputBytes / 1024 / 1024} MiB as a patch`,
-        "too_large",
-        privateWorkspace,
-        {
-          fix: "remove large generated files from the workspace (cordon exec -- git status shows them), or copy them out by hand",
-          cause: error,
-        },
-      );
+  const top = await lstat(gitDir);
+  if (top.uid === owner.uid && top.gid === owner.gid) return;
+  const walk = async (directory: string): Promise<void> => {
+    for (const entry of await readdir(directory, { withFileTypes: true })) {
+      const entryPath = path.join(directory, entry.name);
+      await lchown(entryPath, owner.uid, owner.gid);
+      if (entry.isDirectory()) await walk(entryPath);
     }
-    if (error instanceof HostGitError) {
-      throw new SandboxError(`cannot take the changes of ${privateWorkspace}: ${error.message}`, {
-        fix: "look at the workspace with `cordon exec -- git status` and remove what blocks git (`cordon exec -- find . -type p` lists FIFOs), or discard it with `cordon sandbox rm <name>`",
-        cause: error,
-      });
-    }
-    throw error;
-  } finally {
-    await rm(index, { force: true });
-    await rm(objects, { recursive: true, force: true });
-  }
+  };
+  await walk(gitDir);
+  // The top last: it is what says the whole dir has been given.
+  await lchown(gitDir, owner.uid, owner.gid);
 }
 
 /** The copy's `info/exclude` (the user's, copied at seeding), never through a link. */

@@ -1,13 +1,15 @@
 import { execFile } from "node:child_process";
 
 /**
- * The one way cordon runs git on the host over workspace data. Everything a repository or an agent
- * wrote is hostile (DESIGN.md §10), so git here never reads a repository's own configuration: the
- * caller always names the git dir (one cordon wrote: a sanitized copy, a listing scratch dir or a
- * baseline dir) and the work tree, and these overrides close the paths by which git runs code:
- * hooks (`core.hooksPath`), the fsmonitor hook, and — through the system config, which is skipped —
- * filters and textconv drivers. `safe.directory=*` because the trees belong to the container's user
- * or the user's repository, never to this process.
+ * The one way cordon runs git on the host, and only over trees no agent has written: the user's own
+ * repository (listing its files to seed a copy) and a seed being built, before any container can
+ * reach it (recording its baseline). A private copy an agent wrote is never read here: the
+ * inspector (sandbox/docker/inspector/) reads it in a throwaway container (DESIGN.md §10). Still,
+ * a repository is hostile data, so git never reads its configuration: the caller names the git
+ * dir (one cordon wrote) and the work tree, and these overrides close the ways git runs code —
+ * hooks (`core.hooksPath`), the fsmonitor hook and, with the system config skipped, filters and
+ * textconv drivers. `safe.directory=*` because the trees belong to the user or the container's
+ * user, never to this process.
  */
 const closedConfig = [
   "-c",

@@ -15,7 +15,7 @@ import {
   type HostileRepository,
 } from "../../../test/support/hostile-repository.js";
 import { testSandboxSpec } from "../../../test/support/sandbox-spec.js";
-import { diffAgainstBaseline } from "./baseline.js";
+import { patchOf } from "../../../test/support/inspect-copy.js";
 import { ensurePrivateWorkspace, type PrivateWorkspace } from "./private-workspace.js";
 import { privateWorkspacePath } from "./paths.js";
 
@@ -152,7 +152,7 @@ describe("diffing a copy the agent armed", () => {
     expect((await markersLeft(hostile)).length).toBeGreaterThan(3);
     execFileSync("sh", ["-c", `rm -f '${hostile.markers}'/*`]);
 
-    const patch = Buffer.from(await diffAgainstBaseline(copy)).toString("utf8");
+    const patch = (await patchOf(copy)).toString("utf8");
     expect(await markersLeft(hostile)).toEqual([]);
     // The diff is of the bytes as they are: no clean filter ran over the .py files.
     expect(patch).toContain("+print('changed by the agent')");

@@ -45,10 +45,11 @@ export {
 } from "./tree-copy.js";
 export { parseContainerUser, processUid, type Owner } from "./owner.js";
 export {
+  assertHasBaseline,
+  baselinePathspecs,
   baselineRef,
-  changedFilesSinceBaseline,
-  diffAgainstBaseline,
-  type BaselineDiffOptions,
+  openBaselineTo,
+  parseChangedFiles,
   recordBaseline,
   type RecordBaselineOptions,
 } from "./baseline.js";
@@ -59,3 +60,4 @@ export {
   type CarryOptions,
   type CarrySummary,
 } from "./carry.js";
+export type { WorkspaceChanges, WorkspaceChangesOptions } from "./workspace-changes.js";

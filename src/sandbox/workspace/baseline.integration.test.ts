@@ -7,7 +7,8 @@ import { afterEach, beforeEach, describe, expect, it } from "vitest";
 
 import { FileOperationError, SandboxError } from "../../common/index.js";
 import type { SandboxSpec } from "../spec.js";
-import { baselineRef, changedFilesSinceBaseline, diffAgainstBaseline } from "./baseline.js";
+import { copyChanges, patchOf } from "../../../test/support/inspect-copy.js";
+import { baselineRef } from "./baseline.js";
 import { baselineGitDir, privateWorkspacePath, seedTempPrefix } from "./paths.js";
 import { ensurePrivateWorkspace } from "./private-workspace.js";
 
@@ -106,7 +107,7 @@ describe("the baseline git dir", () => {
       "keep.txt",
       "untracked.txt",
     ]);
-    expect(Buffer.from(await diffAgainstBaseline(copy)).toString("utf8")).toBe("");
+    expect((await patchOf(copy)).toString("utf8")).toBe("");
   });
 
   it("diffs exactly the agent's changes, with a/ b/ prefixes whatever the copy's config says", async () => {
@@ -123,7 +124,7 @@ describe("the baseline git dir", () => {
     await writeFile(path.join(copy, "debug.log"), "ignored by the user's .gitignore\n");
     await symlink("keep.txt", path.join(copy, "link"));
     await writeFile(path.join(copy, "blob.bin"), Buffer.from([0, 1, 2, 255]));
-    const patch = Buffer.from(await diffAgainstBaseline(copy)).toString("utf8");
+    const patch = (await patchOf(copy)).toString("utf8");
     const headers = patch.split("\n").filter((line) => line.startsWith("diff --git"));
     expect(headers).toEqual([
       "diff --git a/blob.bin b/blob.bin",
@@ -148,10 +149,8 @@ describe("the baseline git dir", () => {
     await writeFile(path.join(copy, "*.txt"), "star\n");
     await writeFile(path.join(copy, ":(glob)new.txt"), "magic\n");
     await writeFile(path.join(copy, "new.txt"), "kept\n");
-    const patch = Buffer.from(
-      await diffAgainstBaseline(copy, {
-        exclude: ["gone.txt", "build/out.bin", "*.txt", ":(glob)new.txt"],
-      }),
+    const patch = (
+      await patchOf(copy, { exclude: ["gone.txt", "build/out.bin", "*.txt", ":(glob)new.txt"] })
     ).toString("utf8");
     const headers = patch.split("\n").filter((line) => line.startsWith("diff --git"));
     expect(headers).toEqual(["diff --git a/edit.txt b/edit.txt", "diff --git a/new.txt b/new.txt"]);
@@ -160,10 +159,10 @@ describe("the baseline git dir", () => {
   it("lists the changed files with what each is now, so two lists tell what a command wrote", async () => {
     const copy = await seededRepository();
     await writeFile(path.join(copy, "edit.txt"), "after\n");
-    const before = await changedFilesSinceBaseline(copy);
+    const before = await (await copyChanges(copy)).changedFiles();
     await writeFile(path.join(copy, "report.bin"), Buffer.from([0, 255]));
     await unlink(path.join(copy, "gone.txt"));
-    const after = await changedFilesSinceBaseline(copy);
+    const after = await (await copyChanges(copy)).changedFiles();
     expect([...before.keys()]).toEqual(["edit.txt"]);
     expect(after.get("edit.txt")).toBe(before.get("edit.txt"));
     expect(after.get("edit.txt")).toMatch(/^100644 [0-9a-f]{40}$/);
@@ -177,7 +176,7 @@ describe("the baseline git dir", () => {
     const before = await listTree(gitDir);
     await writeFile(path.join(copy, "big.bin"), Buffer.alloc(1024 * 1024, 7));
     await writeFile(path.join(copy, "edit.txt"), "after\n");
-    const patch = Buffer.from(await diffAgainstBaseline(copy)).toString("utf8");
+    const patch = (await patchOf(copy)).toString("utf8");
     expect(patch).toContain("diff --git a/big.bin b/big.bin");
     expect(await listTree(gitDir)).toEqual(before);
   });
@@ -188,7 +187,7 @@ describe("the baseline git dir", () => {
     await mkdir(path.join(copy, "sub", ".git", "objects"), { recursive: true });
     await mkdir(path.join(copy, "sub", ".git", "refs"));
     execFileSync("mkfifo", [path.join(copy, "sub", ".git", "HEAD")]);
-    const attempt = diffAgainstBaseline(copy, { timeoutMs: 1500 });
+    const attempt = patchOf(copy, { timeoutMs: 1500 });
     await expect(attempt).rejects.toThrow(SandboxError);
     await expect(attempt).rejects.toThrow(/did not finish in 2 s .*FIFO/);
     expect(await readdir(baselineGitDir(copy))).not.toContain(
@@ -205,7 +204,7 @@ describe("the baseline git dir", () => {
     expect(git(copy, "rev-parse", "--show-object-format")).toBe("sha256\n");
     expect(git(copy, "log", "--format=%s")).toBe("init\n");
     await writeFile(path.join(copy, "a.txt"), "b\n");
-    const patch = Buffer.from(await diffAgainstBaseline(copy)).toString("utf8");
+    const patch = (await patchOf(copy)).toString("utf8");
     expect(patch).toMatch(/^index [0-9a-f]{64}\.\.[0-9a-f]{64} 100644$/m);
     // The real repository (sha256) takes the patch.
     execFileSync("git", ["apply", "--check", "-"], { cwd: agentWorkspace, input: patch });
@@ -214,7 +213,7 @@ describe("the baseline git dir", () => {
   it("refuses a workspace without a baseline, saying how to get one", async () => {
     const bare = path.join(root, "plain");
     await mkdir(bare);
-    const attempt = diffAgainstBaseline(bare);
+    const attempt = patchOf(bare);
     await expect(attempt).rejects.toThrow(FileOperationError);
     await expect(attempt).rejects.toMatchObject({
       reason: "not_found",
@@ -229,7 +228,7 @@ describe("the baseline git dir", () => {
     const abandoned = `${seedTempPrefix(target)}4194305-xyz.baseline.git`;
     await mkdir(abandoned);
     const copy = await seededRepository();
-    expect(Buffer.from(await diffAgainstBaseline(copy)).toString("utf8")).toBe("");
+    expect((await patchOf(copy)).toString("utf8")).toBe("");
     const names = await readdir(path.dirname(target));
     expect(names.sort()).toEqual([
       `.${containerName}.baseline.git`,

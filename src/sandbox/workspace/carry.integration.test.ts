@@ -18,7 +18,7 @@ import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { SandboxStartError } from "../../common/index.js";
 import { testSandboxSpec } from "../../../test/support/sandbox-spec.js";
 import type { SandboxSpec } from "../spec.js";
-import { diffAgainstBaseline } from "./baseline.js";
+import { patchOf } from "../../../test/support/inspect-copy.js";
 import { carryInto } from "./carry.js";
 import { privateWorkspacePath } from "./paths.js";
 import { ensurePrivateWorkspace } from "./private-workspace.js";
@@ -120,7 +120,7 @@ describe("carrying ignored paths into the seeded copy", () => {
       await writeFile(path.join(copy, "lib", "index.js"), "module.exports = 2;\n");
       await writeFile(path.join(copy, "lib", "node_modules", "local.js"), "exports.x = 2;\n");
 
-      const patch = Buffer.from(await diffAgainstBaseline(copy)).toString("utf8");
+      const patch = (await patchOf(copy)).toString("utf8");
       const files = [...patch.matchAll(/^diff --git a\/(\S+)/gm)].map((m) => m[1]);
       expect(files).toEqual(["lib/index.js", "lib/node_modules/local.js"]);
     },
@@ -154,8 +154,8 @@ describe("carrying ignored paths into the seeded copy", () => {
     expect(warningsSeen.join("\n")).toMatch(
       /carrying skipped 2 entries: .*node_modules\/pipe \(not a file, directory or symlink\).*vendor\/id_rsa \(a parent directory leads outside the workspace\)/,
     );
-    // Host git reading the copy for a diff does not descend into what was carried.
-    expect(Buffer.from(await diffAgainstBaseline(copy)).length).toBe(0);
+    // The inspector's git reading the copy for a diff does not descend into what was carried.
+    expect((await patchOf(copy)).length).toBe(0);
   });
 
   it("stops before copying past the disk budget, naming the fix", async () => {

@@ -6,7 +6,8 @@ import path from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 
 import { ChangesConflictError, applyChanges } from "./apply-changes.js";
-import { diffAgainstBaseline, recordBaseline } from "../sandbox/workspace/index.js";
+import { patchOf } from "../../test/support/inspect-copy.js";
+import { recordBaseline } from "../sandbox/workspace/index.js";
 import { parsePatch } from "./parse-git-patch.js";
 import { patchProblems } from "./patch-problems.js";
 
@@ -23,10 +24,8 @@ function git(cwd: string, ...args: string[]): string {
   return execFileSync("git", args, { cwd, env: gitEnv, encoding: "utf8" });
 }
 
-/** The agent's changes, taken as `cordon diff` takes them: host git on cordon's baseline dir. */
-async function changesOf(copy: string): Promise<Buffer> {
-  return Buffer.from(await diffAgainstBaseline(copy));
-}
+/** The agent's changes, taken as `cordon diff` takes them: by an inspector container. */
+const changesOf = (copy: string): Promise<Buffer> => patchOf(copy);
 
 describe("changes: baseline, inspect, apply", () => {
   let root: string;

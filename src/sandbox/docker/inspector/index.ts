@@ -1,0 +1,14 @@
+export {
+  dockerWorkspaceChanges,
+  type DockerWorkspaceChangesOptions,
+} from "./docker-workspace-changes.js";
+export {
+  WorkspaceInspectors,
+  inspectorContainer,
+  inspectorLabels,
+  type InspectedWorkspace,
+  type InspectionMode,
+  type InspectionRequest,
+  type Inspector,
+  type WorkspaceInspectorsOptions,
+} from "./workspace-inspector.js";

@@ -1,0 +1,282 @@
+import { randomBytes } from "node:crypto";
+
+import {
+  AbortedError,
+  FileOperationError,
+  SandboxError,
+  combineSignals,
+  createSilentLogger,
+  withAbort,
+  type Logger,
+} from "../../../common/index.js";
+import { scriptInvocation } from "../../shell/command-line.js";
+import { shellScript } from "../../shell/shell-scripts.js";
+import type { ContainerClient, CreateContainerRequest } from "../client/index.js";
+import { ContainerExec } from "../exec/container-exec.js";
+
+/**
+ * The one place cordon runs a program over a tree an agent wrote (DESIGN.md §10, rule 1): a fresh,
+ * throwaway container per inspection, never the agent's own container (its processes may still
+ * run) and never the host. Git reads the copy there, with whatever the copy holds (a submodule's
+ * config naming a filter, a FIFO where a file should be); the worst it can do is lie about a copy
+ * the agent could have written anyway, or fail. The host receives bytes on stdout and parses them
+ * strictly (parsePatch, parseChangedFiles).
+ *
+ * The container: the sandbox's image (it has the sandbox's git), no network, a read-only root, no
+ * capabilities, no-new-privileges, the sandbox's non-root user, the copy and cordon's baseline git
+ * dir mounted read-only, a tmpfs for git's scratch index and objects, bounded memory and pids, and
+ * a main process that ends by itself (the engine then removes it) should cordon die before
+ * removing it. Mounted the way the sandbox mounts the copy, so an engine-side volume can take the
+ * bind's place later.
+ */
+
+/** What an inspector reads: a private copy and its baseline, as one sandbox has them. */
+export interface InspectedWorkspace {
+  /** The sandbox whose copy it is: names the inspector container and its label. */
+  sandboxName: string;
+  /** Host path of the private copy. */
+  workspace: string;
+  /** Host path of cordon's baseline git dir of that copy. */
+  baselineGitDir: string;
+  /** The sandbox's image: the inspector uses the git the sandbox has. */
+  image: string;
+  /** `uid:gid` of the sandbox user, who owns the copy. */
+  user: string;
+  /** The sandbox's OCI runtime (runsc under gVisor); default the engine's. */
+  runtime?: string | undefined;
+  /** The state directory whose manager made it (the `cordon.home` label). */
+  stateDirectory?: string | undefined;
+}
+
+/** What one inspection computes (inspect-changes.sh's modes). */
+export type InspectionMode = "patch" | "changed-files";
+
+export interface InspectionRequest {
+  mode: InspectionMode;
+  /** The pathspecs of `git add -A`, NUL-separated. */
+  pathspecs: Uint8Array;
+  /** Milliseconds the inspection may take. Default 10 minutes. */
+  timeoutMs?: number | undefined;
+  /** Bytes of output accepted; more fails with `too_large`. Default 64 MiB. */
+  maxOutputBytes?: number | undefined;
+  signal?: AbortSignal | undefined;
+}
+
+/** A started inspector: run one inspection, then remove it. */
+export interface Inspector {
+  run(request: InspectionRequest): Promise<Buffer>;
+  remove(): Promise<void>;
+}
+
+/** Labels of inspector containers (never `cordon.managed`: they are not sandboxes). */
+export const inspectorLabels = {
+  /** The sandbox container whose copy it reads. */
+  sandbox: "cordon.inspector",
+  home: "cordon.home",
+} as const;
+
+export const defaultInspectionTimeoutMs = 10 * 60 * 1000;
+export const defaultInspectionOutputBytes = 64 * 1024 * 1024;
+
+/** git's scratch index and the agent's files as objects: 1 GiB, counted in the memory limit. */
+const scratchTmpfsBytes = 1024 * 1024 * 1024;
+const memoryBytes = 2 * 1024 * 1024 * 1024;
+const stderrKeptBytes = 64 * 1024;
+/** Seconds an inspector lives past its timeout if nobody removes it. */
+const leakGraceSeconds = 60;
+
+export interface WorkspaceInspectorsOptions {
+  containers: ContainerClient;
+  logger?: Logger | undefined;
+}
+
+/** Starts inspectors on one engine. */
+export class WorkspaceInspectors {
+  private readonly containers: ContainerClient;
+  private readonly logger: Logger;
+
+  constructor(options: WorkspaceInspectorsOptions) {
+    this.containers = options.containers;
+    this.logger = options.logger ?? createSilentLogger();
+  }
+
+  /**
+   * Creates and starts an inspector over `target`. Nothing runs over the copy yet, so it may be
+   * started before the sandbox is frozen, keeping the pause short.
+   */
+  async start(
+    target: InspectedWorkspace,
+    options: { timeoutMs?: number | undefined } = {},
+  ): Promise<Inspector> {
+    const name = `${target.sandboxName}-inspect-${randomBytes(4).toString("hex")}`;
+    const timeoutMs = options.timeoutMs ?? defaultInspectionTimeoutMs;
+    const request = inspectorContainer(name, target, timeoutMs);
+    const id = await this.containers.create(request);
+    if (id === undefined) {
+      throw new SandboxError(`cannot create the inspector ${name}: the name is taken`, {
+        fix: "run the command again",
+      });
+    }
+    const remove = async (): Promise<void> => {
+      await this.containers.remove(id, name).catch((error: unknown) => {
+        // It removes itself once its main process ends; a failure here leaks nothing for long.
+        this.logger.warn({ err: error, container: name }, "cannot remove an inspector");
+      });
+    };
+    try {
+      await this.containers.start(id, name);
+    } catch (error) {
+      await remove();
+      throw error;
+    }
+    const exec = new ContainerExec(this.containers, id, name, target.user);
+    let used = false;
+    return {
+      run: (inspection) => {
+        // One inspection per container: nothing a hostile copy did to it reaches a second one.
+        if (used) throw new SandboxError(`the inspector ${name} was used already`);
+        used = true;
+        return runInspection(exec, () => this.containers.kill(id), target, {
+          ...inspection,
+          timeoutMs: inspection.timeoutMs ?? timeoutMs,
+        });
+      },
+      remove,
+    };
+  }
+}
+
+/** The hardened, throwaway container of one inspection (see the module comment). */
+export function inspectorContainer(
+  name: string,
+  target: InspectedWorkspace,
+  timeoutMs: number,
+): CreateContainerRequest {
+  const owner = /^(\d+):(\d+)$/.exec(target.user);
+  if (!owner) {
+    throw new SandboxError(
+      `the inspector needs a numeric uid:gid for the sandbox user, not ${target.user}`,
+      { fix: 'set sandbox.docker.user to "uid:gid"' },
+    );
+  }
+  const lifetimeSeconds = Math.ceil(timeoutMs / 1000) + leakGraceSeconds;
+  return {
+    name,
+    Image: target.image,
+    User: target.user,
+    WorkingDir: "/",
+    Env: [],
+    // It only idles until its one exec; then it ends by itself if nobody removes it.
+    Entrypoint: ["sleep"],
+    Cmd: [String(lifetimeSeconds)],
+    Labels: {
+      [inspectorLabels.sandbox]: target.sandboxName,
+      ...(target.stateDirectory ? { [inspectorLabels.home]: target.stateDirectory } : {}),
+    },
+    NetworkDisabled: true,
+    HostConfig: {
+      NetworkMode: "none",
+      ReadonlyRootfs: true,
+      Tmpfs: {
+        "/scratch": `rw,nosuid,nodev,noexec,size=${scratchTmpfsBytes},uid=${owner[1]},gid=${owner[2]},mode=0700`,
+      },
+      CapDrop: ["ALL"],
+      SecurityOpt: ["no-new-privileges:true"],
+      Init: true,
+      Privileged: false,
+      Memory: memoryBytes,
+      MemorySwap: memoryBytes,
+      PidsLimit: 256,
+      Mounts: [
+        { Type: "bind", Source: target.workspace, Target: "/workspace", ReadOnly: true },
+        { Type: "bind", Source: target.baselineGitDir, Target: "/baseline", ReadOnly: true },
+      ],
+      LogConfig: { Type: "json-file", Config: { "max-size": "1m", "max-file": "1" } },
+      AutoRemove: true,
+      ...(target.runtime ? { Runtime: target.runtime } : {}),
+    },
+  };
+}
+
+async function runInspection(
+  exec: ContainerExec,
+  kill: () => Promise<void>,
+  target: InspectedWorkspace,
+  request: InspectionRequest & { timeoutMs: number },
+): Promise<Buffer> {
+  const maxOutput = request.maxOutputBytes ?? defaultInspectionOutputBytes;
+  const stdout: Buffer[] = [];
+  const stderr: Buffer[] = [];
+  let stdoutBytes = 0;
+  let stderrBytes = 0;
+  let tooLarge = false;
+  const signal = combineSignals([request.signal], request.timeoutMs);
+  const invocation = scriptInvocation(shellScript("inspectChanges"), [request.mode]);
+  const running = await exec.start({
+    ...invocation,
+    workingDir: "/workspace",
+    stdin: request.pathspecs,
+    onOutput: (stream, chunk) => {
+      const piece = Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength);
+      if (stream === "stderr") {
+        if (stderrBytes < stderrKeptBytes) stderr.push(piece);
+        stderrBytes += piece.byteLength;
+        return;
+      }
+      stdoutBytes += piece.byteLength;
+      if (stdoutBytes > maxOutput) {
+        // Bytes past the limit are never kept: the inspector is stopped instead.
+        if (!tooLarge) void kill().catch(() => undefined);
+        tooLarge = true;
+        return;
+      }
+      stdout.push(piece);
+    },
+  });
+  let stopped = false;
+  const exitCode = await withAbort(signal, running.exitCode, () => {
+    stopped = true;
+    running.detach();
+    void kill().catch(() => undefined);
+  });
+  if (tooLarge) {
+    throw new FileOperationError(
+      `the changes in ${target.workspace} are bigger than ${maxOutput / 1024 / 1024} MiB as a patch`,
+      "too_large",
+      target.workspace,
+      {
+        fix: "remove large generated files from the workspace (cordon exec -- git status shows them), or copy them out by hand",
+      },
+    );
+  }
+  if (stopped && request.signal?.aborted) {
+    throw new AbortedError("reading the workspace's changes was aborted", {
+      cause: request.signal.reason,
+    });
+  }
+  if (stopped) {
+    throw new SandboxError(
+      `reading the changes of ${target.workspace} did not finish in ${Math.round(request.timeoutMs / 1000)} s and was stopped (a FIFO or device where git reads a file, such as a nested .git/HEAD, blocks it)`,
+      { fix: inspectionFix },
+    );
+  }
+  if (exitCode !== 0) throw inspectionFailure(target, exitCode, Buffer.concat(stderr));
+  return Buffer.concat(stdout);
+}
+
+const inspectionFix =
+  "look at the workspace with `cordon exec -- git status` and remove what blocks git (`cordon exec -- find . -type p` lists FIFOs), or discard it with `cordon sandbox rm <name>`";
+
+function inspectionFailure(target: InspectedWorkspace, exitCode: number, stderr: Buffer): Error {
+  const said = stderr.toString("utf8").trim();
+  if (exitCode === 127 && /git: (command )?not found/.test(said)) {
+    return new SandboxError(
+      `the sandbox image ${target.image} has no git, which reads a private copy's changes (in a throwaway container of that image)`,
+      { fix: "add git to the image (apt-get install -y git), or leave sandbox.docker.image unset" },
+    );
+  }
+  return new SandboxError(
+    `cannot take the changes of ${target.workspace}: git ${exitCode === 137 ? "was killed (out of memory or scratch space?)" : `exited ${exitCode}`}${said ? `: ${said}` : ""}`,
+    { fix: inspectionFix },
+  );
+}
