@@ -110,7 +110,9 @@ describe("applyChanges checks what only the workspace shows", () => {
     ].join("\n");
     const failure = await applyChanges(repo, Buffer.from(rename)).catch((error: unknown) => error);
     expect(failure).toBeInstanceOf(PolicyDeniedError);
-    expect((failure as Error).message).toMatch(/link is a symlink to \.\.\/code\.py, outside/);
+    expect((failure as Error).message).toContain(
+      "link is a symlink that leads out of the workspace: link -> ../code.py leaves the workspace",
+    );
     expect(await readdir(repo)).toEqual(["code.py", "sub"]);
     // The same move of a plain file is fine.
     const file = rename.replaceAll("sub/link", "code.py").replace("b/link", "b/moved.py");
@@ -118,7 +120,41 @@ describe("applyChanges checks what only the workspace shows", () => {
     expect((await applyChanges(repo, Buffer.from(moved))).applied).toBe(true);
   });
 
-  it("keeps git's refusal to write through a symlink in the workspace", async () => {
+  it("refuses a link the patch adds that leaves through a link the workspace has", async () => {
+    // The workspace's own `a/x -> ..` is inside (the root); the patch's `l` climbs one more level.
+    await mkdir(path.join(repo, "a"));
+    await symlink("..", path.join(repo, "a", "x"));
+    await writeFile(path.join(root, "victim"), "the user's\n");
+    const attack = [
+      "diff --git a/l b/l",
+      "new file mode 120000",
+      "index 0000000000000000000000000000000000000000..1111111111111111111111111111111111111111",
+      "--- /dev/null",
+      "+++ b/l",
+      "@@ -0,0 +1 @@",
+      "+a/x/../victim",
+      "\\ No newline at end of file",
+      "",
+    ].join("\n");
+    const failure = await applyChanges(repo, Buffer.from(attack)).catch((error: unknown) => error);
+    expect(failure).toBeInstanceOf(PolicyDeniedError);
+    expect((failure as Error).message).toContain(
+      "l is a symlink that leads out of the workspace: l -> a/x/../victim: a/x -> .. leaves the workspace",
+    );
+    expect(await readdir(repo)).toEqual(["a", "code.py", "sub"]);
+    expect(await readFile(path.join(root, "victim"), "utf8")).toBe("the user's\n");
+    // The agent's bytes in the refusal are shown, not sent to the terminal.
+    const escaping = attack.replace("+a/x/../victim", "+../\u001b[2J");
+    const shown = await applyChanges(repo, Buffer.from(escaping)).catch((error: unknown) => error);
+    expect((shown as Error).message).toContain("l -> ../\\u001b[2J leaves the workspace");
+    expect((shown as Error).message).not.toContain("\u001b");
+    // The same link with `a/x` a plain directory stays inside, and is applied.
+    await rm(path.join(repo, "a", "x"));
+    await mkdir(path.join(repo, "a", "x"));
+    expect((await applyChanges(repo, Buffer.from(attack))).applied).toBe(true);
+  });
+
+  it("refuses writing through a symlink that leads out, and keeps git's refusal of one that stays in", async () => {
     const outside = path.join(root, "outside");
     await mkdir(outside);
     await symlink(outside, path.join(repo, "out"));
@@ -132,10 +168,19 @@ describe("applyChanges checks what only the workspace shows", () => {
       "+a",
       "",
     ].join("\n");
-    await expect(applyChanges(repo, Buffer.from(through))).rejects.toThrow(
-      /beyond a symbolic link/,
+    // cordon names the chain and refuses with its exit code (7) before git sees the patch.
+    const failure = await applyChanges(repo, Buffer.from(through)).catch((error: unknown) => error);
+    expect(failure).toBeInstanceOf(PolicyDeniedError);
+    expect((failure as Error).message).toContain(
+      `out/planted.txt is written through a symlink that leads out of the workspace: out -> ${outside} leaves the workspace`,
     );
     expect(await readdir(outside)).toEqual([]);
+    // A link that stays inside: git's own refusal holds.
+    await symlink("sub", path.join(repo, "in"));
+    await expect(
+      applyChanges(repo, Buffer.from(through.replaceAll("out/planted.txt", "in/planted.txt"))),
+    ).rejects.toThrow(/beyond a symbolic link/);
+    await rm(path.join(repo, "in"));
 
     // A symlink the patch itself adds (pointing inside, so it passes the checks) and a file
     // written through it in the same patch: refused as a whole.

@@ -1,10 +1,11 @@
-import { lstat, readlink, writeFile } from "node:fs/promises";
+import { writeFile } from "node:fs/promises";
 import path from "node:path";
 
 import { CordonError, ExitCode, PolicyDeniedError, messageOf } from "../common/index.js";
 import { parsePatch, type PatchedFile } from "./parse-git-patch.js";
 import { withIsolatedGit } from "./isolated-git.js";
-import { patchProblems, symlinkProblem, type PatchProblem } from "./patch-problems.js";
+import { patchProblems, type PatchProblem } from "./patch-problems.js";
+import { readRepositoryLinks } from "./repository-links.js";
 
 /** The real workspace changed underneath the copy in a way the patch does not fit. */
 export class ChangesConflictError extends CordonError {
@@ -40,25 +41,27 @@ function conflictingFiles(stderr: string): string[] {
   return [...names];
 }
 
+/** Names and link targets are the agent's: a control character is shown, never sent to a terminal. */
+function controlsShown(text: string): string {
+  return text.replace(
+    // eslint-disable-next-line no-control-regex
+    /[\u0000-\u001f\u007f-\u009f]/g,
+    (char) => `\\u${char.charCodeAt(0).toString(16).padStart(4, "0")}`,
+  );
+}
+
 /**
- * Problems only the real workspace can show: a rename or copy that changes no content carries no
- * mode in the patch, so whether it moves a symlink (whose relative target then points elsewhere)
- * is read from the source git apply will take it from.
+ * Refuses (PolicyDeniedError, exit 7) changes that are unsafe for this workspace (patch-problems.ts),
+ * with its own links read from disk: the check `cordon apply` and fix-tests' verdict share.
  */
-async function movedSymlinkProblems(
-  workspace: string,
-  files: readonly PatchedFile[],
-): Promise<PatchProblem[]> {
-  const problems: PatchProblem[] = [];
-  for (const file of files) {
-    if (file.from === undefined || file.mode !== undefined) continue;
-    const source = path.join(workspace, file.from);
-    const stat = await lstat(source).catch(() => undefined);
-    if (!stat?.isSymbolicLink()) continue;
-    const problem = symlinkProblem(file.path, await readlink(source));
-    if (problem) problems.push({ path: file.path, problem });
+export function assertSafeChanges(workspace: string, files: readonly PatchedFile[]): void {
+  const problems: PatchProblem[] = patchProblems(files, readRepositoryLinks(workspace));
+  if (problems.length > 0) {
+    const named = problems.map((p) => controlsShown(`${p.path} ${p.problem}`));
+    throw new PolicyDeniedError(`the changes are not safe to apply: ${named.join("; ")}`, {
+      fix: "review them with `cordon diff`; apply the safe parts by hand",
+    });
   }
-  return problems;
 }
 
 /**
@@ -99,7 +102,8 @@ export async function patchStat(workspace: string, patch: Uint8Array): Promise<s
  * Applies a patch taken from a sandbox to the real workspace, all or nothing (`git apply` is
  * atomic without --reject, and `--check` runs first). Refuses a patch the strict parser cannot
  * read and unsafe ones before git sees them (paths leaving the workspace or into .git, submodules,
- * symlinks pointing out), and a patch that no longer fits the workspace, naming the files.
+ * symlinks the kernel would resolve out of it: assertSafeChanges), and a patch that no longer fits
+ * the workspace, naming the files.
  *
  * git runs with a git dir cordon owns (withIsolatedGit), so the repository's filters, hooks,
  * fsmonitor and attributes never run on the host; git's own refusals (paths beyond a symlink,
@@ -112,13 +116,7 @@ export async function applyChanges(
 ): Promise<ApplyOutcome> {
   const files = parsePatch(patch);
   if (files.length === 0) return { files, applied: false };
-  const problems = [...patchProblems(files), ...(await movedSymlinkProblems(workspace, files))];
-  if (problems.length > 0) {
-    throw new PolicyDeniedError(
-      `the changes are not safe to apply: ${problems.map((p) => `${p.path} ${p.problem}`).join("; ")}`,
-      { fix: "review them with `cordon diff`; apply the safe parts by hand" },
-    );
-  }
+  assertSafeChanges(workspace, files);
   return withIsolatedGit(workspace, async (git, scratch) => {
     const patchFile = path.join(scratch, "changes.patch");
     await writeFile(patchFile, patch);

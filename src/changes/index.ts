@@ -14,6 +14,7 @@ export { patchProblems, type PatchProblem } from "./patch-problems.js";
 export {
   ChangesConflictError,
   applyChanges,
+  assertSafeChanges,
   changesAlreadyApplied,
   patchStat,
   type ApplyOutcome,

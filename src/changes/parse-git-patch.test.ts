@@ -136,8 +136,16 @@ describe("parsePatch: git's own output", () => {
     const files = parsePatch(patch);
     expect(summary(files).map((f) => f.target)).toEqual(["/etc/passwd", "../../outside"]);
     expect(patchProblems(files)).toEqual([
-      { path: "inside", problem: "is a symlink to /etc/passwd, outside the workspace" },
-      { path: "sub/link", problem: "is a symlink to ../../outside, outside the workspace" },
+      {
+        path: "inside",
+        problem:
+          "is a symlink that leads out of the workspace: inside -> /etc/passwd leaves the workspace",
+      },
+      {
+        path: "sub/link",
+        problem:
+          "is a symlink that leads out of the workspace: sub/link -> ../../outside leaves the workspace",
+      },
     ]);
   });
 
@@ -156,7 +164,7 @@ describe("parsePatch: git's own output", () => {
     expect(files[0]?.binary).toBe(true);
     expect(files[0]?.symlinkTarget).toBe("/etc/passwd");
     expect(patchProblems(files).map((p) => p.problem)).toEqual([
-      "is a symlink to /etc/passwd, outside the workspace",
+      expect.stringContaining("-> /etc/passwd leaves the workspace"),
     ]);
 
     // A delta needs the old target, which the patch does not carry: refused.

@@ -3,7 +3,7 @@
  * inside a real seeded sandbox, and what the user sees instead. The agent's moves are made with
  * `cordon exec` in the session's container, as an agent's shell commands would be.
  */
-import { mkdtemp, readFile, readlink, rm, symlink, writeFile } from "node:fs/promises";
+import { mkdtemp, readFile, readdir, readlink, rm, symlink, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
 
@@ -146,9 +146,64 @@ describe("cordon diff / apply against a hostile agent", () => {
     expect(diff.stdout).not.toMatch(/mode/);
     const apply = await cordon(key, "apply");
     expect(apply.exitCode).toBe(7);
-    expect(apply.stderr).toContain("current.py is a symlink to /etc/passwd, outside the workspace");
+    expect(apply.stderr).toContain(
+      "current.py is a symlink that leads out of the workspace: current.py -> /etc/passwd leaves the workspace",
+    );
     expect(await readlink(path.join(repo, "current.py"))).toBe("pricing.py");
     expect(git(repo, "status", "--porcelain")).toBe("");
+  });
+
+  it("symlink chains are resolved as the kernel does: links that look inside as text are refused", async () => {
+    // Beside the repository: what a link escaping it by one level reaches.
+    const victim = path.join(path.dirname(repo), "victim");
+    await writeFile(victim, "the user's file\n");
+    const key = session("chain");
+    // `l -> a/x/../victim` reads as `a/victim`, but `a/x` is the root: `l` is the repo's sibling.
+    // `deep` goes through three links to the same place, and `b/planted` is written through one.
+    await agent(
+      key,
+      [
+        "mkdir -p a d/e/f b",
+        "ln -s .. a/x",
+        "ln -s a/x/../victim l",
+        "ln -s .. d/e/f/g && ln -s f/g/.. d/e/h && ln -s e/h/.. d/i",
+        "ln -s d/i/../victim deep",
+      ].join(" && "),
+    );
+    for (const args of [
+      ["apply", "--check"],
+      ["apply", "--yes"],
+    ]) {
+      const apply = await cordon(key, ...args);
+      expect(apply.exitCode, apply.stderr).toBe(7);
+      expect(apply.stderr).toContain(
+        "l is a symlink that leads out of the workspace: l -> a/x/../victim: a/x -> .. leaves the workspace",
+      );
+      expect(apply.stderr).toContain(
+        "deep is a symlink that leads out of the workspace: deep -> d/i/../victim: d/i -> e/h/..: d/e/h -> f/g/..: d/e/f/g -> .. leaves the workspace",
+      );
+    }
+    expect(git(repo, "status", "--porcelain")).toBe("");
+    expect(await readFile(victim, "utf8")).toBe("the user's file\n");
+  });
+
+  it("a file written through the repository's own link that leads out is refused with exit 7", async () => {
+    const outside = await mkdtemp(path.join(tmpdir(), "cordon-outside-"));
+    const key = session("through");
+    try {
+      // The user's workspace has an uncommitted link out of it; the agent writes beneath the name.
+      await agent(key, "mkdir -p out && echo planted > out/planted.txt");
+      await symlink(outside, path.join(repo, "out"));
+      const apply = await cordon(key, "apply", "--yes");
+      expect(apply.exitCode, apply.stderr).toBe(7);
+      expect(apply.stderr).toContain(
+        `out/planted.txt is written through a symlink that leads out of the workspace: out -> ${outside} leaves the workspace`,
+      );
+      expect(await readdir(outside)).toEqual([]);
+    } finally {
+      await rm(path.join(repo, "out"), { force: true });
+      await rm(outside, { recursive: true, force: true });
+    }
   });
 
   it("changes that move between diff and apply are shown again and not written without --yes", async () => {

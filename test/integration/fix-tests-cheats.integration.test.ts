@@ -159,6 +159,21 @@ describe("cordon fix-tests guards the test harness", () => {
       expect(await artifact("summary.md")).toMatch(/Restored from the base[^]*`unittest.py`/);
     });
 
+    it("the honest fix with a symlink chain out of the workspace is not certified: exit 7 naming the chain", async () => {
+      const { run, result } = await fixTests(
+        "py-link-chain",
+        python,
+        unittest,
+        // `l -> a/x/../victim` reads as `a/victim`; the kernel resolves `a/x` (the root) first.
+        script([fix, exec("mkdir -p a && ln -s .. a/x && ln -s a/x/../victim l")]),
+      );
+      expect(run.exitCode).toBe(7);
+      expect(result.status).toBe("error");
+      expect(result.message).toContain(
+        "l is a symlink that leads out of the workspace: l -> a/x/../victim: a/x -> .. leaves the workspace",
+      );
+    });
+
     it("a test rewritten to nothing, hidden behind a `++ b/calc.py` content line: exit 8", async () => {
       const { run, result, artifact } = await fixTests(
         "py-spoof",

@@ -8,7 +8,12 @@ import {
   systemErrorFix,
   type ExitCode as ExitCodeValue,
 } from "../../common/index.js";
-import { parsePatch, takeChanges, type PatchedFile } from "../../changes/index.js";
+import {
+  assertSafeChanges,
+  parsePatch,
+  takeChanges,
+  type PatchedFile,
+} from "../../changes/index.js";
 import type {
   RunCost,
   RunLimits,
@@ -493,6 +498,9 @@ export async function fixTests(options: FixTestsOptions): Promise<FixTestsResult
     const allowTestChanges = options.allowTestChanges ?? false;
     // Binary files are judged by what the test command does with them (binary-files.ts).
     const verifiedFiles = withoutBinaries ? parsePatch(withoutBinaries) : result.filesChanged;
+    // A fix is for `cordon apply` or `git apply` to the real workspace: one `apply` would refuse
+    // (a link out of it, a path into .git) is refused here, exit 7, before it is certified.
+    assertSafeChanges(work.plan.agent.workspace, verifiedFiles);
     result.protectedFiles = [...protectedPaths(verifiedFiles, rules).keys()];
     if (result.protectedFiles.length > 0 && !allowTestChanges) {
       Object.assign(result, protectedFilesChanged(result.protectedFiles));
