@@ -14,9 +14,12 @@ import { requireSandboxImage } from "./docker.js";
  * inspector container of the sandbox image, as the copy's owner. No sandbox runs over the copy in
  * these tests, so nothing needs freezing.
  */
-export async function copyChanges(copy: string): Promise<WorkspaceChanges> {
+async function withCopyChanges<T>(
+  copy: string,
+  read: (changes: WorkspaceChanges) => Promise<T>,
+): Promise<T> {
   const owner = await stat(copy);
-  return dockerWorkspaceChanges({
+  const changes = dockerWorkspaceChanges({
     inspectors: new WorkspaceInspectors({ containers: new DockerEngine().containers }),
     target: {
       sandboxName: "cordon-test-inspect",
@@ -27,12 +30,22 @@ export async function copyChanges(copy: string): Promise<WorkspaceChanges> {
     },
     freeze: (fn) => fn(),
   });
+  try {
+    return await read(changes);
+  } finally {
+    await changes.dispose();
+  }
 }
 
-/** The copy's changes as one patch (see `copyChanges`). */
-export async function patchOf(
+/** The copy's changes as one patch (see `withCopyChanges`). */
+export function patchOf(
   copy: string,
   options: { exclude?: readonly string[]; timeoutMs?: number } = {},
 ): Promise<Buffer> {
-  return Buffer.from(await (await copyChanges(copy)).patch(options));
+  return withCopyChanges(copy, async (changes) => Buffer.from(await changes.patch(options)));
+}
+
+/** The copy's changed files (see `withCopyChanges`). */
+export function changedFilesOf(copy: string): Promise<Map<string, string>> {
+  return withCopyChanges(copy, (changes) => changes.changedFiles());
 }

@@ -35,7 +35,11 @@ import { EgressProxies, type EgressDecision, type UpstreamProxy } from "./egress
 import { labelsOf } from "./container-identity.js";
 import { poolMemberSpec, poolShape, unpoolableReason } from "./pool/pool-shape.js";
 import { WarmPool } from "./pool/warm-pool.js";
-import { WorkspaceInspectors, dockerWorkspaceChanges } from "./inspector/index.js";
+import {
+  WorkspaceInspectors,
+  dockerWorkspaceChanges,
+  type DockerWorkspaceChanges,
+} from "./inspector/index.js";
 
 /** A running container the manager hands to `createSandbox`. */
 export interface ManagedContainer {
@@ -367,6 +371,7 @@ export class DockerSandboxManager {
       egress && options.onEgress && !settled.stale
         ? this.egress.follow(egress, acquiredAt, options.onEgress)
         : undefined;
+    const changes = this.workspaceChanges(spec, image.reference);
     let released = false;
     const release = async (): Promise<void> => {
       if (released) return;
@@ -374,7 +379,7 @@ export class DockerSandboxManager {
       stopFollowing?.();
       watchdog?.stop();
       this.unhold(spec.containerName);
-      await this.touchRecord(spec.containerName);
+      await Promise.all([changes?.dispose(), this.touchRecord(spec.containerName)]);
     };
 
     let sandbox: Sandbox;
@@ -421,14 +426,14 @@ export class DockerSandboxManager {
       stale: settled.stale,
       warnings,
       privateWorkspace: spec.workspaceAccess === "rw" ? undefined : spec.privateWorkspace,
-      changes: this.workspaceChanges(spec, image.reference),
+      changes,
       freeze: (fn) => this.freeze(spec, fn),
       release,
     };
   }
 
   /** See `SandboxLease.changes`. */
-  private workspaceChanges(spec: SandboxSpec, image: string): WorkspaceChanges | undefined {
+  private workspaceChanges(spec: SandboxSpec, image: string): DockerWorkspaceChanges | undefined {
     if (spec.workspaceAccess === "rw" || !spec.privateWorkspace) return undefined;
     return dockerWorkspaceChanges({
       inspectors: this.inspectors,

@@ -7,7 +7,7 @@ import { afterEach, beforeEach, describe, expect, it } from "vitest";
 
 import { FileOperationError, SandboxError } from "../../common/index.js";
 import type { SandboxSpec } from "../spec.js";
-import { copyChanges, patchOf } from "../../../test/support/inspect-copy.js";
+import { changedFilesOf, patchOf } from "../../../test/support/inspect-copy.js";
 import { baselineRef } from "./baseline.js";
 import { baselineGitDir, privateWorkspacePath, seedTempPrefix } from "./paths.js";
 import { ensurePrivateWorkspace } from "./private-workspace.js";
@@ -159,10 +159,10 @@ describe("the baseline git dir", () => {
   it("lists the changed files with what each is now, so two lists tell what a command wrote", async () => {
     const copy = await seededRepository();
     await writeFile(path.join(copy, "edit.txt"), "after\n");
-    const before = await (await copyChanges(copy)).changedFiles();
+    const before = await changedFilesOf(copy);
     await writeFile(path.join(copy, "report.bin"), Buffer.from([0, 255]));
     await unlink(path.join(copy, "gone.txt"));
-    const after = await (await copyChanges(copy)).changedFiles();
+    const after = await changedFilesOf(copy);
     expect([...before.keys()]).toEqual(["edit.txt"]);
     expect(after.get("edit.txt")).toBe(before.get("edit.txt"));
     expect(after.get("edit.txt")).toMatch(/^100644 [0-9a-f]{40}$/);

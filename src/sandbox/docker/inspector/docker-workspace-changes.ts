@@ -7,10 +7,12 @@ import {
   type WorkspaceChanges,
   type WorkspaceChangesOptions,
 } from "../../workspace/index.js";
-import type {
-  InspectedWorkspace,
-  InspectionMode,
-  WorkspaceInspectors,
+import {
+  defaultInspectionTimeoutMs,
+  type InspectedWorkspace,
+  type InspectionMode,
+  type Inspector,
+  type WorkspaceInspectors,
 } from "./workspace-inspector.js";
 
 export interface DockerWorkspaceChangesOptions {
@@ -20,21 +22,65 @@ export interface DockerWorkspaceChangesOptions {
   freeze: <T>(fn: () => Promise<T>) => Promise<T>;
 }
 
+/** A reader of changes that keeps a spare inspector warm until it is disposed of. */
+export interface DockerWorkspaceChanges extends WorkspaceChanges {
+  /** Removes the spare inspector, if one is waiting. */
+  dispose(): Promise<void>;
+}
+
 /**
- * The changes of a Docker sandbox's private copy: an inspector is started first (it only idles
- * until used, so the sandbox's pause stays short), then the sandbox is frozen while the inspector
- * reads the copy against cordon's baseline, so what is read is one state, not a moving target.
+ * The changes of a Docker sandbox's private copy. An inspector is started before the sandbox is
+ * frozen (it only idles until used, so the pause stays short); the sandbox is then frozen while
+ * the inspector reads the copy against cordon's baseline, so what is read is one state.
+ *
+ * After a reading, the next inspector is started in the background: fix-tests reads a copy
+ * several times while it holds a sandbox, and a spare that has never run anything over the copy
+ * holds no agent data yet (each inspection still gets a container no earlier one touched).
  */
-export function dockerWorkspaceChanges(options: DockerWorkspaceChangesOptions): WorkspaceChanges {
+export function dockerWorkspaceChanges(
+  options: DockerWorkspaceChangesOptions,
+): DockerWorkspaceChanges {
+  const { target, inspectors } = options;
+  let spare: { inspector: Promise<Inspector>; startedAt: number } | undefined;
+  let disposed = false;
+  /** Removals of used inspectors, off the caller's path; `dispose` waits for them. */
+  const removals = new Set<Promise<void>>();
+  const removeLater = (inspector: Inspector | Promise<Inspector>): void => {
+    const removal = Promise.resolve(inspector)
+      .then((started) => started.remove())
+      .catch(() => undefined)
+      .finally(() => removals.delete(removal));
+    removals.add(removal);
+  };
+
+  const startSpare = (): void => {
+    const inspector = inspectors.start(target);
+    // A spare that failed to start is simply not used.
+    inspector.catch(() => undefined);
+    spare = { inspector, startedAt: Date.now() };
+  };
+  /** The spare if it is still well within its lifetime (it ends by itself), else a new one. */
+  const take = async (timeoutMs: number | undefined): Promise<Inspector> => {
+    const taken = spare;
+    spare = undefined;
+    const fresh = taken && Date.now() - taken.startedAt < defaultInspectionTimeoutMs / 2;
+    if (taken && fresh && timeoutMs === undefined) {
+      const inspector = await taken.inspector.catch(() => undefined);
+      if (inspector) return inspector;
+    } else if (taken) {
+      removeLater(taken.inspector);
+    }
+    return inspectors.start(target, { timeoutMs });
+  };
+
   const inspect = async (
     mode: InspectionMode,
     request: WorkspaceChangesOptions = {},
   ): Promise<Buffer> => {
-    const { target } = options;
     await assertHasBaseline(target.workspace);
     const owner = parseContainerUser(target.user);
     if (owner) await openBaselineTo(target.workspace, owner);
-    const inspector = await options.inspectors.start(target, { timeoutMs: request.timeoutMs });
+    const inspector = await take(request.timeoutMs);
     try {
       return await options.freeze(() =>
         inspector.run({
@@ -45,11 +91,18 @@ export function dockerWorkspaceChanges(options: DockerWorkspaceChangesOptions): 
         }),
       );
     } finally {
-      await inspector.remove();
+      removeLater(inspector);
+      if (!disposed) startSpare();
     }
   };
   return {
     patch: (request) => inspect("patch", request),
     changedFiles: async (request) => parseChangedFiles(await inspect("changed-files", request)),
+    dispose: async () => {
+      disposed = true;
+      if (spare) removeLater(spare.inspector);
+      spare = undefined;
+      await Promise.all([...removals]);
+    },
   };
 }

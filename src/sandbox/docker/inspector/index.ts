@@ -1,5 +1,6 @@
 export {
   dockerWorkspaceChanges,
+  type DockerWorkspaceChanges,
   type DockerWorkspaceChangesOptions,
 } from "./docker-workspace-changes.js";
 export {
