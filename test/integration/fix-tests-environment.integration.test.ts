@@ -174,6 +174,29 @@ describe("cordon fix-tests on real projects in the default image", () => {
     expect(server.requests.length).toBe(before);
   });
 
+  it("verification that fails as the run before the agent did, before any test ran: exit 9, likely the environment", async () => {
+    // A failure no pattern knows, before pytest starts: what a service or tool the tests need
+    // looks like when the sandbox lacks it. The agent's fix of inventory.py cannot change it.
+    const repo = await repository("warehouse-pytest");
+    const { run, result, summary } = await fixTests(
+      "same-failure",
+      repo,
+      "python3 -c 'import sys; sys.exit(\"fatal: no test database at /run/testdb.sock\")' && pytest -q",
+      script([edit("inventory.py", "if quantity >= available:", "if quantity > available:")]),
+    );
+    expect(run.exitCode).toBe(9);
+    expect(result).toMatchObject({
+      status: "same_failure",
+      exitCode: 9,
+      verification: { exitCode: 1 },
+      filesChanged: [{ path: "inventory.py" }],
+    });
+    expect(result.agent).toBeDefined();
+    expect(result.message).toMatch(/^The same failure as before the agent: likely the environment/);
+    expect(result.message).toMatch(/Fix: .*cordon exec/);
+    expect(summary).toMatch(/likely the environment/);
+  });
+
   it("an agent that changes nothing is not verified: exit 8 and the result says verification was skipped", async () => {
     const repo = await repository("warehouse-pytest");
     const { run, result } = await fixTests("pytest-nothing", repo, "pytest -q", script());

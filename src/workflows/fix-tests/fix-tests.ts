@@ -42,6 +42,7 @@ import { protectedPaths, type ProtectionRules } from "./protected-files.js";
 import { applyWithBaseHarness } from "./restore.js";
 import { renderSummary } from "./summary.js";
 import { watchFilesWritten } from "./test-outputs.js";
+import { verdict } from "./verdict.js";
 import {
   checkTestCount,
   countTests,
@@ -53,6 +54,8 @@ export type FixTestsStatus =
   | "already_passing"
   | "fixed"
   | "verification_failed"
+  /** Verification failed exactly as the run before the agent: likely the environment (exit 9). */
+  | "same_failure"
   | "protected_files_changed"
   | "binary_files_changed"
   | "agent_stopped"
@@ -280,30 +283,6 @@ function protectedFilesChanged(
   };
 }
 
-/** The verdict on a verification run: it passes, and it ran no fewer tests than before the agent. */
-function verdict(
-  verification: TestRun,
-  testCount: TestCountCheck,
-  filesChanged: readonly PatchedFile[],
-): Pick<FixTestsResult, "status" | "exitCode" | "message"> {
-  const failed = { status: "verification_failed", exitCode: ExitCode.verificationFailed } as const;
-  if (verification.exitCode !== 0) {
-    return { ...failed, message: "The tests still fail on a clean copy with the patch." };
-  }
-  if (testCount.status === "dropped") {
-    return {
-      ...failed,
-      message: `The tests pass on a clean copy with the patch, but fewer ran: ${testCount.message}. Tests must not be removed or skipped to make the command pass.`,
-    };
-  }
-  const counted = testCount.status === "not_checked" ? "test count not checked" : testCount.message;
-  return {
-    status: "fixed",
-    exitCode: ExitCode.success,
-    message: `Fixed: the tests pass on a clean copy with the patch (${filesChanged.length} file(s) changed; ${counted}).`,
-  };
-}
-
 /**
  * Why the failed baseline run cannot be the code's fault, or undefined. The workspace's own file
  * names keep a missing module of the project itself (which the agent may fix) from counting.
@@ -339,7 +318,7 @@ function environmentFailure(
  * code there; take its changes as a patch; verify the patch on a fresh clean copy; always write
  * the artifacts. The exit code is 0 when the tests pass (already, or after a verified fix), 8 when
  * verification fails (or the agent changed nothing), 9 when the tests cannot run in the sandbox
- * at all (no agent is started), else the agent run's own (5 turn limit, 6 timeout, 130 interrupted, …).
+ * at all (no agent is started) or verification fails exactly as the run before the agent, else the agent run's own (5 turn limit, 6 timeout, 130 interrupted, …).
  */
 export async function fixTests(options: FixTestsOptions): Promise<FixTestsResult> {
   const started = Date.now();
@@ -555,7 +534,16 @@ export async function fixTests(options: FixTestsOptions): Promise<FixTestsResult
       result.binaryFiles = [];
       result.testCommandOutputs = [...result.testCommandOutputs, ...rebuilt].sort();
     }
-    Object.assign(result, verdict(result.verification, result.testCount, result.filesChanged));
+    Object.assign(
+      result,
+      verdict({
+        before: result.before,
+        verification: result.verification,
+        testCount: result.testCount,
+        filesChanged: result.filesChanged,
+        restoredFiles: result.restoredFiles,
+      }),
+    );
     if (result.status === "fixed") result.message += unverifiedNote(result.restoredFiles);
     return result;
   } catch (error) {

@@ -5,6 +5,7 @@ const headline: Record<FixTestsResult["status"], string> = {
   already_passing: "✅ Tests already pass",
   fixed: "✅ Fixed and verified",
   verification_failed: "❌ Verification failed",
+  same_failure: "⚠️ The same failure as before the agent: likely the environment, not the code",
   protected_files_changed:
     "❌ Rejected: the agent changed tests, the test harness, CI or lockfiles",
   binary_files_changed: "❌ Rejected: the patch changes binary files",
