@@ -46,6 +46,7 @@ import { verdict } from "./verdict.js";
 import {
   checkTestCount,
   countTests,
+  unreadRunners,
   type RunnerCount,
   type TestCountCheck,
 } from "./test-count/index.js";
@@ -105,6 +106,11 @@ export interface TestRun {
    * printed no summary cordon reads.
    */
   counts: RunnerCount[];
+  /**
+   * Runners the output shows ran but whose count could not be read (pytest's header without its
+   * summary line): their tests are not counted, and result.json and summary.md say so.
+   */
+  countsNotRead: string[];
   durationMs: number;
 }
 
@@ -180,6 +186,7 @@ async function runTests(
     outputTail: tail(result.stdout, outputTailBytes),
     // The runners' summaries are at the end, and exec keeps the head and the tail of a long output.
     counts: countTests(result.stdout),
+    countsNotRead: unreadRunners(result.stdout),
     durationMs: result.durationMs,
   };
 }
@@ -246,6 +253,7 @@ async function verifyPatch(
         timedOut: false,
         outputTail: `the patch did not apply to a clean copy:\n${applied.stdout}`,
         counts: [],
+        countsNotRead: [],
         durationMs: applied.durationMs,
       };
       return verification;
@@ -521,7 +529,11 @@ export async function fixTests(options: FixTestsOptions): Promise<FixTestsResult
     // Only what the tests ran with: a patch refused before they ran restored nothing that counts.
     result.restoredFiles = verification.restoredFiles;
     result.verification = verification.run;
-    result.testCount = checkTestCount(result.before?.counts ?? [], result.verification.counts);
+    result.testCount = checkTestCount(
+      result.before?.counts ?? [],
+      result.verification.counts,
+      result.before?.countsNotRead ?? [],
+    );
     if (withoutBinaries) {
       const { rebuilt, refused } = sortBinaryFiles(result.binaryFiles, verification.written);
       if (refused.length > 0) {

@@ -8,6 +8,7 @@ const run = (exitCode: number, ran: number): TestRun => ({
   timedOut: false,
   outputTail: `Ran ${ran} tests in 0.001s\n\nOK\n`,
   counts: [{ runner: "unittest", ran }],
+  countsNotRead: [],
   durationMs: 10,
 });
 
@@ -90,5 +91,37 @@ describe("renderSummary", () => {
     const text = renderSummary(result({}));
     const beforeOutput = text.slice(0, text.indexOf("<details>"));
     expect(beforeOutput.split("\n").length).toBeLessThanOrEqual(30);
+  });
+
+  it("says plainly what was counted for Go without -v, and which runner's count was not read", () => {
+    const goRun = (exitCode: number): TestRun => ({
+      exitCode,
+      timedOut: false,
+      outputTail: "ok  \texample.com/calc/stats\t0.002s\n",
+      counts: [{ runner: "go test (packages)", ran: 2, unit: "packages" }],
+      countsNotRead: [],
+      durationMs: 10,
+    });
+    const go = renderSummary(result({ before: goRun(1), verification: goRun(0) }));
+    expect(go).toContain(
+      "- before the agent: the tests exited 1; 2 package(s) ran their tests (go test (packages))",
+    );
+    const notRead = renderSummary(
+      result({
+        before: { ...run(1, 3), counts: [], countsNotRead: ["pytest"] },
+        testCount: {
+          status: "not_checked",
+          message:
+            "test count not checked: pytest ran before the agent but printed no count cordon reads",
+          notRead: ["pytest"],
+        },
+      }),
+    );
+    expect(notRead).toContain(
+      "- before the agent: the tests exited 1; ⚠️ no count read from pytest",
+    );
+    expect(notRead).toContain(
+      "- test count: ⚠️ test count not checked: pytest ran before the agent but printed no count cordon reads",
+    );
   });
 });

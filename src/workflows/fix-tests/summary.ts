@@ -35,9 +35,18 @@ function paths(files: readonly string[]): string {
 }
 
 function testsRan(run: TestRun): string {
-  if (run.counts.length === 0) return "no test summary read";
-  const total = run.counts.reduce((sum, count) => sum + count.ran, 0);
-  return `${total} test(s) ran (${run.counts.map((count) => count.runner).join(", ")})`;
+  const tests = run.counts.filter((count) => count.unit !== "packages");
+  const parts: string[] = [];
+  if (tests.length > 0) {
+    const total = tests.reduce((sum, count) => sum + count.ran, 0);
+    parts.push(`${total} test(s) ran (${tests.map((count) => count.runner).join(", ")})`);
+  }
+  for (const { runner, ran, unit } of run.counts) {
+    if (unit === "packages") parts.push(`${ran} package(s) ran their tests (${runner})`);
+  }
+  // Said plainly: a runner whose count was not read is a guard that is off.
+  for (const runner of run.countsNotRead) parts.push(`⚠️ no count read from ${runner}`);
+  return parts.length === 0 ? "no test summary read" : parts.join("; ");
 }
 
 function exited(run: TestRun): string {

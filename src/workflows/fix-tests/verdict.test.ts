@@ -6,7 +6,7 @@ import { failureSignature, verdict } from "./verdict.js";
 
 function run(exitCode: number | null, outputTail: string, ran?: number): TestRun {
   const counts = ran === undefined ? [] : [{ runner: "pytest", ran }];
-  return { exitCode, timedOut: false, outputTail, counts, durationMs: 1 };
+  return { exitCode, timedOut: false, outputTail, counts, countsNotRead: [], durationMs: 1 };
 }
 
 const kept: TestCountCheck = {
@@ -145,6 +145,23 @@ describe("verdict", () => {
       message:
         "Fixed: the tests pass on a clean copy with the patch (1 file(s) changed; 4 tests before, 4 after).",
     });
+    // A count not checked is said with its reason in the verdict itself.
+    const notChecked: TestCountCheck = {
+      status: "not_checked",
+      message:
+        "test count not checked: pytest ran before the agent but printed no count cordon reads",
+    };
+    expect(
+      verdict({
+        before,
+        verification: run(0, ""),
+        testCount: notChecked,
+        filesChanged: calc,
+        restoredFiles: [],
+      }).message,
+    ).toBe(
+      "Fixed: the tests pass on a clean copy with the patch (1 file(s) changed; ⚠️ test count not checked: pytest ran before the agent but printed no count cordon reads).",
+    );
     const dropped: TestCountCheck = {
       status: "dropped",
       before: 4,

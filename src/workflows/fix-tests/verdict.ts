@@ -96,7 +96,9 @@ export function verdict(input: VerdictInput): Verdict {
       message: `The tests pass on a clean copy with the patch, but fewer ran: ${testCount.message}. Tests must not be removed or skipped to make the command pass.`,
     };
   }
-  const counted = testCount.status === "not_checked" ? "test count not checked" : testCount.message;
+  // The whole reason when the count was not checked: a guard that is off is never off silently.
+  const counted =
+    testCount.status === "not_checked" ? `⚠️ ${testCount.message}` : testCount.message;
   return {
     status: "fixed",
     exitCode: ExitCode.success,

@@ -4,7 +4,7 @@ import path from "node:path";
 import { describe, expect, it } from "vitest";
 
 import { packageRoot } from "../../../common/index.js";
-import { countTests } from "./count-tests.js";
+import { countTests, unreadRunners } from "./count-tests.js";
 
 /** Output captured by running the runner on a small suite (test/fixtures/test-count/README.md). */
 const captured = (name: string): string =>
@@ -29,8 +29,26 @@ describe("countTests on real runner output", () => {
     ["vitest-color.txt", "vitest", 3],
     // cargo: 3 unit tests (1 ignored), 1 integration test, 0 doc tests.
     ["cargo.txt", "cargo test", 3],
+    // go: TestAdd, TestMean and its two subtests, TestMax, TestMaxOne; TestSlow skipped.
+    ["go-test-v.txt", "go test", 6],
+    ["go-test-json.txt", "go test", 6],
   ])("%s: %s ran %i", (file, runner, ran) => {
     expect(countTests(captured(file))).toEqual([{ runner, ran }]);
+  });
+
+  it.each([
+    // Without -v: calc (a test named failing) and stats (ok) ran their tests; cmd/calc has none.
+    ["go-test.txt", 2],
+    ["go-test-cached.txt", 2],
+    // stats did not build: only calc ran its tests.
+    ["go-test-build-failed.txt", 1],
+    // TMPDIR noexec: go could run neither test binary.
+    ["go-test-noexec.txt", 0],
+  ])("%s: go test without -v counts the packages that ran their tests (%i)", (file, ran) => {
+    expect(countTests(captured(file))).toEqual([
+      { runner: "go test (packages)", ran, unit: "packages" },
+    ]);
+    expect(unreadRunners(captured(file))).toEqual([]);
   });
 
   it("adds up the summaries of a command that runs the runner twice", () => {
@@ -86,10 +104,11 @@ describe("countTests on documented summary formats", () => {
     expect(countTests(output)).toEqual([{ runner: "go test", ran: 4 }]);
   });
 
-  it("go test without -v names only failures, which is no count", () => {
-    expect(countTests("--- FAIL: TestAdd (0.00s)\nFAIL\nFAIL\texample.com/calc\t0.002s\n")).toEqual(
-      [],
-    );
+  it("go test's package lines are tab-separated: TAP's `ok 1 - adds` is not one", () => {
+    expect(countTests("ok  \texample.com/calc\t0.002s\n")).toEqual([
+      { runner: "go test (packages)", ran: 1, unit: "packages" },
+    ]);
+    expect(countTests("ok 1 - adds\nok 2 - subtracts\n")).toEqual([]);
   });
 
   it("plain TAP without summary comments: top-level test points, SKIP and TODO left out", () => {
@@ -118,5 +137,33 @@ describe("countTests on output it does not know", () => {
     expect(countTests("collecting ... \r3 passed in 0.10s\n")).toEqual([
       { runner: "pytest", ran: 3 },
     ]);
+  });
+});
+
+describe("unreadRunners: a runner that ran but whose count cannot be read is named", () => {
+  it("pytest interrupted before its summary, jest without its Tests: line, cargo without test result:", () => {
+    const pytest = [
+      "============================= test session starts ==============================",
+      "platform linux -- Python 3.11.2, pytest-7.2.1, pluggy-1.0.0+repack",
+      "rootdir: /workspace",
+      "collected 4 items",
+      "",
+      "test_calc.py ..",
+      "Killed",
+    ].join("\n");
+    expect(countTests(pytest)).toEqual([]);
+    expect(unreadRunners(pytest)).toEqual(["pytest"]);
+    expect(unreadRunners("Test Suites: 1 failed, 1 total\nTime:        0.5 s\n")).toEqual(["jest"]);
+    expect(unreadRunners("\nrunning 3 tests\nerror: test failed, to rerun pass `--lib`\n")).toEqual(
+      ["cargo test"],
+    );
+  });
+
+  it("a runner whose count was read is not named", () => {
+    expect(unreadRunners(captured("pytest-q.txt"))).toEqual([]);
+    expect(unreadRunners(captured("pytest.txt"))).toEqual([]);
+    expect(unreadRunners(captured("vitest.txt"))).toEqual([]);
+    expect(unreadRunners(captured("cargo.txt"))).toEqual([]);
+    expect(unreadRunners("all tests passed\n")).toEqual([]);
   });
 });

@@ -1,7 +1,7 @@
 import { stripVTControlCharacters } from "node:util";
 
 import { cargoTestParser } from "./runners/cargo-test.js";
-import { goTestParser } from "./runners/go-test.js";
+import { goPackagesParser, goTestParser } from "./runners/go-test.js";
 import { jestParser } from "./runners/jest.js";
 import { mochaParser } from "./runners/mocha.js";
 import type { TestCountParser } from "./runners/parser.js";
@@ -14,6 +14,8 @@ import { vitestParser } from "./runners/vitest.js";
 export interface RunnerCount {
   runner: string;
   ran: number;
+  /** Set when `ran` counts something else than tests: Go's packages without -v. */
+  unit?: "packages" | undefined;
 }
 
 const parsers: readonly TestCountParser[] = [
@@ -24,6 +26,7 @@ const parsers: readonly TestCountParser[] = [
   mochaParser,
   tapParser,
   goTestParser,
+  goPackagesParser,
   cargoTestParser,
 ];
 
@@ -37,11 +40,33 @@ export const countedRunners = parsers.map((parser) => parser.runner);
  * but a count never makes it pass.
  */
 export function countTests(output: string): RunnerCount[] {
-  const lines = stripVTControlCharacters(output)
-    .split("\n")
-    .map((line) => line.replace(/\r$/, "").replace(/^.*\r/, ""));
+  const lines = outputLines(output);
   return parsers.flatMap((parser) => {
     const ran = parser.count(lines);
-    return ran === undefined ? [] : [{ runner: parser.runner, ran }];
+    if (ran === undefined) return [];
+    return [
+      parser.unit
+        ? { runner: parser.runner, ran, unit: parser.unit }
+        : { runner: parser.runner, ran },
+    ];
   });
+}
+
+/**
+ * The runners the output shows ran but whose count could not be read (pytest's session header
+ * without its summary line, jest's `Test Suites:` without `Tests:`): said in result.json and
+ * summary.md, so a guard that is off is never off silently.
+ */
+export function unreadRunners(output: string): string[] {
+  const lines = outputLines(output);
+  return parsers
+    .filter((parser) => parser.seen?.(lines) === true && parser.count(lines) === undefined)
+    .map((parser) => parser.runner);
+}
+
+/** Lines as a terminal shows them: colours stripped, a line redrawn after `\r` read as its last form. */
+function outputLines(output: string): string[] {
+  return stripVTControlCharacters(output)
+    .split("\n")
+    .map((line) => line.replace(/\r$/, "").replace(/^.*\r/, ""));
 }

@@ -8,6 +8,7 @@ const summary = /^test result: \w+\. (\d+) passed; (\d+) failed;/;
 
 export const cargoTestParser: TestCountParser = {
   runner: "cargo test",
+  seen: (lines) => lines.some((line) => /^running \d+ tests?$/.test(line)),
   count(lines) {
     return sumOf(
       lines.flatMap((line) => {

@@ -5,6 +5,7 @@ const summary = /^Tests:\s+(.*\d+ total)$/;
 
 export const jestParser: TestCountParser = {
   runner: "jest",
+  seen: (lines) => lines.some((line) => /^Test Suites: /.test(line.trim())),
   count(lines) {
     return sumOf(
       lines.flatMap((line) => {

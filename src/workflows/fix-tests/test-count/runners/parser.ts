@@ -8,7 +8,15 @@
 export interface TestCountParser {
   /** Shown in result.json and summary.md, e.g. "pytest". */
   runner: string;
+  /** What `count` counts when it is not tests: Go's package lines without -v. */
+  unit?: "packages";
   count(lines: readonly string[]): number | undefined;
+  /**
+   * Whether the output shows this runner ran, summary or not (pytest's session header, jest's
+   * `Test Suites:`): a runner seen whose count is undefined is reported as not read, never
+   * skipped silently. Absent for runners whose summary is the only sign of them.
+   */
+  seen?(lines: readonly string[]): boolean;
 }
 
 /** The sum of `values`, or undefined when there are none (no summary seen). */

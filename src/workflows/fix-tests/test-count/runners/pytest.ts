@@ -10,6 +10,7 @@ const summary =
 
 export const pytestParser: TestCountParser = {
   runner: "pytest",
+  seen: (lines) => lines.some((line) => /^=+ test session starts =+$/.test(line)),
   count(lines) {
     const counts = lines.flatMap((line) => {
       const match = summary.exec(line);

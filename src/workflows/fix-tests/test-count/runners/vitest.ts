@@ -5,6 +5,7 @@ const summary = /^Tests\s{2,}(.*)\(\d+\)$/;
 
 export const vitestParser: TestCountParser = {
   runner: "vitest",
+  seen: (lines) => lines.some((line) => /^Test Files\s{2,}/.test(line.trim())),
   count(lines) {
     return sumOf(
       lines.flatMap((line) => {
