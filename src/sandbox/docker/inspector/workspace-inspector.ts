@@ -12,6 +12,7 @@ import {
 import { scriptInvocation } from "../../shell/command-line.js";
 import { shellScript } from "../../shell/shell-scripts.js";
 import type { ContainerClient, CreateContainerRequest } from "../client/index.js";
+import { engineStatusOf } from "../docker-errors.js";
 import { ContainerExec } from "../exec/container-exec.js";
 
 /**
@@ -107,6 +108,21 @@ export class WorkspaceInspectors {
   async start(
     target: InspectedWorkspace,
     options: { timeoutMs?: number | undefined } = {},
+  ): Promise<Inspector> {
+    try {
+      return await this.startOnce(target, options);
+    } catch (error) {
+      // A loaded engine sometimes fails a start with its own 500 (containerd's "failed to create
+      // shim task"); an inspector holds nothing yet, so a second, new one is all it costs.
+      if (engineStatusOf(error) !== 500) throw error;
+      this.logger.warn({ err: error }, "an inspector did not start; starting another");
+      return this.startOnce(target, options);
+    }
+  }
+
+  private async startOnce(
+    target: InspectedWorkspace,
+    options: { timeoutMs?: number | undefined },
   ): Promise<Inspector> {
     const name = `${target.sandboxName}-inspect-${randomBytes(4).toString("hex")}`;
     const timeoutMs = options.timeoutMs ?? defaultInspectionTimeoutMs;

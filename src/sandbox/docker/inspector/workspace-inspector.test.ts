@@ -1,0 +1,75 @@
+import { describe, expect, it } from "vitest";
+
+import { SandboxError } from "../../../common/index.js";
+import { FakeContainerClient, engineError } from "../client/testing/fake-container-client.js";
+import {
+  WorkspaceInspectors,
+  inspectorContainer,
+  inspectorLabels,
+  type InspectedWorkspace,
+} from "./workspace-inspector.js";
+
+const target: InspectedWorkspace = {
+  sandboxName: "cordon-s",
+  workspace: "/state/workspaces/cordon-s",
+  baselineGitDir: "/state/workspaces/.cordon-s.baseline.git",
+  image: "cordon-sandbox:test",
+  user: "1000:1000",
+};
+
+describe("the inspector container", () => {
+  it("is hardened: no network, read-only root and mounts, no capabilities, non-root, bounded, and ends by itself", () => {
+    const request = inspectorContainer("cordon-s-inspect-1", target, 60_000);
+    const host = request.HostConfig;
+    expect(request.NetworkDisabled).toBe(true);
+    expect(host.NetworkMode).toBe("none");
+    expect(host.ReadonlyRootfs).toBe(true);
+    expect(host.CapDrop).toEqual(["ALL"]);
+    expect(host.SecurityOpt).toEqual(["no-new-privileges:true"]);
+    expect(host.Privileged).toBe(false);
+    expect(request.User).toBe("1000:1000");
+    expect(host.Mounts).toEqual([
+      { Type: "bind", Source: target.workspace, Target: "/workspace", ReadOnly: true },
+      { Type: "bind", Source: target.baselineGitDir, Target: "/baseline", ReadOnly: true },
+    ]);
+    expect(host.Tmpfs?.["/scratch"]).toMatch(/noexec.*uid=1000,gid=1000,mode=0700/);
+    expect(host.PidsLimit).toBeGreaterThan(0);
+    expect(host.Memory).toBeGreaterThan(0);
+    // Its only process ends a minute after the deadline, and the engine then removes it.
+    expect([...(request.Entrypoint ?? []), ...(request.Cmd ?? [])]).toEqual(["sleep", "120"]);
+    expect(host.AutoRemove).toBe(true);
+    expect(request.Labels?.[inspectorLabels.sandbox]).toBe("cordon-s");
+  });
+
+  it("refuses a sandbox user that is a name, not uid:gid", () => {
+    expect(() => inspectorContainer("n", { ...target, user: "sandbox" }, 1000)).toThrow(
+      SandboxError,
+    );
+  });
+
+  it("starts a second, new container when the engine fails a start with its own 500", async () => {
+    const fake = new FakeContainerClient();
+    let starts = 0;
+    fake.before.start = () => {
+      starts += 1;
+      if (starts === 1) throw engineError(500, "failed to create shim task");
+    };
+    const inspectors = new WorkspaceInspectors({ containers: fake });
+    const inspector = await inspectors.start(target);
+    expect(starts).toBe(2);
+    // The failed one was removed; one inspector is left, and removing it leaves none.
+    expect([...fake.containers.values()]).toHaveLength(1);
+    await inspector.remove();
+    expect([...fake.containers.values()]).toHaveLength(0);
+  });
+
+  it("does not retry what a second try cannot fix (a missing image: 404)", async () => {
+    const fake = new FakeContainerClient();
+    fake.before.start = () => {
+      throw engineError(404, "No such image");
+    };
+    await expect(new WorkspaceInspectors({ containers: fake }).start(target)).rejects.toThrow();
+    expect(fake.methods().filter((method) => method === "start")).toHaveLength(1);
+    expect([...fake.containers.values()]).toHaveLength(0);
+  });
+});
