@@ -51,10 +51,10 @@ describe("egress allowlist", () => {
     expect(egressAllows(allow, "registry.npmjs.org.evil.com")).toBe(false);
   });
 
-  it("the model gateway keeps the internal network with an empty list: the proxy refuses every host", () => {
+  it("the model gateway gets the proxy with an empty list: the proxy refuses every host", () => {
     const result = plan({ gateway: true });
-    expect(result.egress).toMatchObject({ allow: [], network: "cordon-demo-1234-egress" });
-    expect(result.env["HTTPS_PROXY"]).toBe("http://cordon-egress-proxy:3128");
+    expect(result.egress).toMatchObject({ allow: [], proxyContainer: "cordon-demo-1234-egress" });
+    expect(result.env["HTTPS_PROXY"]).toBe("http://127.0.0.1:3128");
     expect(result.explanation.join("\n")).toMatch(/none but cordon's model gateway/);
     expect(plan({ gateway: true, network: "bridge" }).problems).toEqual([
       expect.objectContaining({ path: "agents.defaults.sandbox.docker.network" }),
@@ -76,12 +76,11 @@ describe("egress allowlist", () => {
     expect(result.problems).toEqual([]);
     expect(result.egress).toEqual({
       allow: ["*.pythonhosted.org", "registry.npmjs.org"],
-      network: "cordon-demo-1234-egress",
       proxyContainer: "cordon-demo-1234-egress",
-      proxyHost: "cordon-egress-proxy",
       proxyPort: 3128,
     });
-    expect(result.env["HTTPS_PROXY"]).toBe("http://cordon-egress-proxy:3128");
+    // The forwarded port on the sandbox's loopback: it has no network of its own.
+    expect(result.env["HTTPS_PROXY"]).toBe("http://127.0.0.1:3128");
     expect(result.env["no_proxy"]).toContain("localhost");
     expect(result.explanation.join("\n")).toMatch(
       /to \*\.pythonhosted\.org, registry\.npmjs\.org \(agents\.defaults\.sandbox\.egress\.allow, --allow-host\)/,

@@ -2,10 +2,11 @@ import type { ConfigIssue, SandboxConfig } from "../config/index.js";
 import type { EgressSpec, MountSpec } from "../sandbox/index.js";
 import type { HostEntryKind } from "./mount-plan.js";
 
-/** Where the proxy listens, on the sandbox's internal network. */
+/**
+ * Where squid listens in its container, and the port cordon forwards to it on 127.0.0.1 inside
+ * the sandbox (the sandbox has no network: docs/network.md, "No route out").
+ */
 export const egressProxyPort = 3128;
-/** The proxy's name on the internal network; HTTP(S)_PROXY point at it. */
-export const egressProxyHost = "cordon-egress-proxy";
 /** Where the host's CA bundle appears in the sandbox (`trustHostCertificates`). */
 export const hostCaBundleTarget = "/usr/local/share/cordon/host-ca-certificates.crt";
 /** Where the host's CA bundle is looked for, in this order (Debian/Ubuntu, Fedora/RHEL, others). */
@@ -57,8 +58,8 @@ export interface EgressPlanInput {
    */
   phaseAllow?: readonly string[] | undefined;
   /**
-   * The run's agent reaches the model only through cordon's model gateway on the host
-   * (docs/runtimes.md), so the sandbox needs its internal network even with nothing allowed.
+   * The run's agent reaches the model only through cordon's model gateway (docs/runtimes.md),
+   * over a forwarded port like the proxy's, so it gets the proxy's setup even with nothing allowed.
    */
   gateway?: boolean | undefined;
   /** `sandbox.docker.network` as configured, and its key. */
@@ -112,15 +113,13 @@ export function planEgress(input: EgressPlanInput): EgressPlan {
       const needs = allow.length > 0 ? source : "the model gateway (runtime claude-code)";
       problems.push({
         path: input.networkKey,
-        message: `is "${input.network}", but ${needs} needs "none": the egress proxy is the sandbox's only way out, on a network of its own`,
+        message: `is "${input.network}", but ${needs} needs "none": the egress proxy, through a port cordon forwards, is the sandbox's only way out`,
       });
     }
-    const proxyUrl = `http://${egressProxyHost}:${egressProxyPort}`;
+    const proxyUrl = `http://127.0.0.1:${egressProxyPort}`;
     egress = {
       allow,
-      network: `${input.containerName}-egress`,
       proxyContainer: `${input.containerName}-egress`,
-      proxyHost: egressProxyHost,
       proxyPort: egressProxyPort,
     };
     // Both spellings: curl and Python read the lower-case ones, npm and Go either.
@@ -130,8 +129,8 @@ export function planEgress(input: EgressPlanInput): EgressPlan {
     env["NO_PROXY"] = env["no_proxy"] = "localhost,127.0.0.1,::1";
     explanation.push(
       allow.length > 0
-        ? `egress: only through the proxy ${egressProxyHost}:${egressProxyPort} on the internal network ${egress.network} (no other route, no DNS out), to ${allow.join(", ")} (${source}); every other host is refused`
-        : `egress: none but cordon's model gateway on the host, on the internal network ${egress.network} (no other route, no DNS out; the proxy ${egressProxyHost}:${egressProxyPort} refuses every host: ${input.key("allow")} is empty)`,
+        ? `egress: only through the proxy ${egress.proxyContainer}, forwarded to 127.0.0.1:${egressProxyPort} in the sandbox over cordon's executor (the sandbox has no network: no route, no DNS), to ${allow.join(", ")} (${source}); every other host is refused`
+        : `egress: none but cordon's model gateway, forwarded to a loopback port over cordon's executor (the sandbox has no network: no route, no DNS; the proxy ${egress.proxyContainer} refuses every host: ${input.key("allow")} is empty)`,
     );
   } else {
     explanation.push(

@@ -20,15 +20,13 @@ export const offlineEnvironment: Readonly<Record<string, string>> = {
 };
 
 /**
- * The sandbox environment for `network`: with no network, the offline defaults under the
- * declared variables (a variable the config sets wins); otherwise the declared variables alone.
- * The one place that decides whether a sandbox is told it is offline.
+ * The sandbox environment: with no way out (network "none" and no egress proxy), the offline
+ * defaults under the declared variables (a variable the config sets wins); otherwise the
+ * declared variables alone. The one place that decides whether a sandbox is told it is offline.
  */
 export function withOfflineDefaults(
-  network: string,
+  offline: boolean,
   declared: Readonly<Record<string, string>>,
 ): Record<string, string> {
-  return network.toLowerCase() === "none"
-    ? { ...offlineEnvironment, ...declared }
-    : { ...declared };
+  return offline ? { ...offlineEnvironment, ...declared } : { ...declared };
 }

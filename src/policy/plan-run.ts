@@ -63,7 +63,7 @@ export interface PlanRunInput {
     | {
         allow?: readonly string[] | undefined;
         only?: readonly string[] | undefined;
-        /** The agent calls the model through cordon's gateway: keep the internal network. */
+        /** The agent calls the model through cordon's gateway: keep the egress proxy set up. */
         gateway?: boolean | undefined;
       }
     | undefined;
@@ -495,11 +495,19 @@ function planSandbox(context: SandboxPlanContext): SandboxSpec {
     problems,
     explanation,
   });
-  if (network.egress) settings.network = network.egress.network;
+  if (network.egress && settings.executor !== "resident") {
+    problems.push({
+      path: agent.dockerKey("executor"),
+      message: `is "${settings.executor ?? "exec"}", but the egress proxy and the model gateway are reached through ports forwarded by cordon's resident executor: use "resident"`,
+    });
+  }
   if (settings.image === undefined && input.runtimeImage) settings.image = input.runtimeImage;
   Object.assign(settings.env, network.env);
-  // After egress: only a sandbox left with no network at all is told it is offline.
-  settings.env = withOfflineDefaults(settings.network, settings.env);
+  // After egress: only a sandbox with no way out at all (no network, no proxy) is told it is offline.
+  settings.env = withOfflineDefaults(
+    settings.network.toLowerCase() === "none" && !network.egress,
+    settings.env,
+  );
   const mounts = planMounts({
     workspaceAccess,
     protectGitDir: agent.sandbox.protectGitDir,

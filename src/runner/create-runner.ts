@@ -269,7 +269,7 @@ export function createRunner(options: RunnerOptions = {}): Runner {
     "cordon";
   /**
    * The plan, planned again for an agent program other than cordon's: Claude Code reaches the
-   * model through the gateway (its internal network kept) and runs from its agent image.
+   * model through the gateway (a forwarded port, with the egress proxy kept) and runs from its agent image.
    */
   const plan = async (request: PlanRequest = {}): Promise<RunPlan> => {
     const config = (await loadedConfig()).config;

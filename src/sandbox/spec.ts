@@ -97,20 +97,18 @@ export interface DockerSettings {
 }
 
 /**
- * Network by allowlist (`sandbox.egress`, docs/network.md): the sandbox sits on an internal Docker
- * network with no route out; its one way out is its own egress proxy, which admits HTTP and HTTPS
- * CONNECT to the allowed hosts only. Names are derived from the container name, so the policy
- * layer decides them and the manager only makes them exist.
+ * Network by allowlist (`sandbox.egress`, docs/network.md): the sandbox has no network (loopback
+ * only); its one way out is its own egress proxy, which admits HTTP and HTTPS CONNECT to the
+ * allowed hosts only, reached through a port cordon forwards to 127.0.0.1 in the sandbox over
+ * the executor's stream. The proxy is named after the container, so the policy layer decides it
+ * and the manager only makes it exist.
  */
 export interface EgressSpec {
   /** Host patterns the proxy admits, lowercase: "registry.npmjs.org", "*.pythonhosted.org". */
   allow: string[];
-  /** The internal network the sandbox is attached to (`docker network create --internal`). */
-  network: string;
-  /** The proxy container: on that network and on the default bridge. */
+  /** The proxy container, on the default bridge. */
   proxyContainer: string;
-  /** The proxy's name on the internal network (what HTTP(S)_PROXY point at). */
-  proxyHost: string;
+  /** Where squid listens in its container, and the forwarded port on 127.0.0.1 in the sandbox. */
   proxyPort: number;
 }
 

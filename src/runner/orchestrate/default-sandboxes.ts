@@ -12,7 +12,6 @@ import {
 import { sandboxesHeldByRuns } from "../session/index.js";
 import type { PlannedRun } from "./planned-run.js";
 import type {
-  HostAddress,
   ProvideSandboxOptions,
   ProvidedSandbox,
   SandboxProvider,
@@ -46,8 +45,7 @@ export function defaultSandboxes(options: DefaultSandboxesOptions): SandboxProvi
       const held = await sandboxesHeldByRuns(options.stateDir);
       return (sandbox) => held.holderOf(sandbox);
     },
-    createSandbox: (container) =>
-      DockerSandbox.forContainer(options.engine, container, options.logger),
+    createSandbox: (container) => DockerSandbox.attach(options.engine, container, options.logger),
   });
   const inventory = new SandboxInventory({
     engine: options.engine,
@@ -75,16 +73,18 @@ export function defaultSandboxes(options: DefaultSandboxesOptions): SandboxProvi
       prune: plan.sandbox.prune,
       pool: plan.sandbox.pool,
     });
+    const sandbox = lease.sandbox;
     return {
-      sandbox: lease.sandbox,
+      sandbox,
       fresh: lease.fresh,
       warnings: lease.warnings,
       privateWorkspace: lease.privateWorkspace,
       freeze: (fn) => lease.freeze(fn),
       changes: lease.changes,
-      hostAddress: spec.egress
-        ? () => networkHostAddress(options.engine, spec.egress?.network ?? "")
-        : undefined,
+      forwardPort:
+        sandbox instanceof DockerSandbox
+          ? (destination) => sandbox.forwardPort(0, destination)
+          : undefined,
       release: () => lease.release(),
     };
   };
@@ -97,17 +97,4 @@ export function defaultSandboxes(options: DefaultSandboxesOptions): SandboxProvi
       await inventory.remove(name, discardOptions);
     },
   };
-}
-
-/**
- * The gateway address of a Docker bridge network: on a local engine it is the host's own address
- * on that network's bridge, reachable from the network's containers even when it is internal.
- */
-async function networkHostAddress(
-  engine: DockerEngine,
-  network: string,
-): Promise<HostAddress | undefined> {
-  const info = await engine.networks.inspect(network);
-  const config = info?.subnets[0];
-  return config ? { address: config.gateway, subnet: config.subnet } : undefined;
 }

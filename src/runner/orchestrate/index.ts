@@ -1,7 +1,7 @@
 export { refusalFor, type PlannedRun, type PlannedToolDecision } from "./planned-run.js";
 export type { AgentRuntime, AgentRuntimeRun } from "./agent-runtime.js";
 export type {
-  HostAddress,
+  ForwardedPort,
   ProvideSandboxOptions,
   ProvidedSandbox,
   SandboxProgress,

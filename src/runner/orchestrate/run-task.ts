@@ -426,7 +426,8 @@ function sandboxFacts(plan: PlannedRun, sandbox: Sandbox): SandboxFacts {
     sandboxed: plan.sandbox.enabled,
     mode: plan.sandbox.mode,
     workspaceAccess: plan.sandbox.workspaceAccess,
-    network: plan.sandbox.enabled ? network !== "none" : true,
+    // An egress proxy (forwarded into a sandbox of network "none") is a network to the agent.
+    network: plan.sandbox.enabled ? network !== "none" || !!plan.sandbox.spec?.egress : true,
     workdir: sandbox.workdir,
     readOnlyWorkspacePath:
       plan.sandbox.enabled && plan.sandbox.workspaceAccess === "ro"

@@ -1,3 +1,5 @@
+import type { Duplex } from "node:stream";
+
 import type { EgressDecision, Sandbox, WorkspaceChanges } from "../../sandbox/index.js";
 import type { PlannedRun } from "./planned-run.js";
 
@@ -28,18 +30,18 @@ export interface ProvidedSandbox {
    */
   changes?: WorkspaceChanges | undefined;
   /**
-   * The host's own address on the sandbox's internal network, and that network's subnet: where a
-   * host-side service (cordon's model gateway) listens for this sandbox only. Undefined when the
-   * sandbox has no such network (no egress) or the backend has none.
+   * Forwards a loopback port inside the sandbox to `destination` in cordon's process (each
+   * connection made there arrives as a duplex): how a host-side service such as the model gateway
+   * is offered to a sandbox that has no network. Undefined where the backend cannot.
    */
-  hostAddress?: (() => Promise<HostAddress | undefined>) | undefined;
+  forwardPort?: ((destination: (channel: Duplex) => void) => Promise<ForwardedPort>) | undefined;
   release(): Promise<void>;
 }
 
-/** An address of the host on a sandbox's network (IPv4 or IPv6) and the network's subnet (CIDR). */
-export interface HostAddress {
-  address: string;
-  subnet: string;
+/** A port forwarded into a sandbox: 127.0.0.1:`port` there, until `close()`. */
+export interface ForwardedPort {
+  port: number;
+  close(): void;
 }
 
 export interface ProvideSandboxOptions {

@@ -1,5 +1,5 @@
 import { ConfigError, SandboxError } from "../../common/index.js";
-import { anthropicApiUrl, startModelGateway } from "../../sandbox/index.js";
+import { anthropicApiUrl, createModelGateway } from "../../sandbox/index.js";
 import { quoteShellArg } from "../../tools/shell-quote.js";
 import type { AgentRuntime, AgentRuntimeRun, PlannedRun } from "../orchestrate/index.js";
 import type { RunResult } from "../loop/index.js";
@@ -86,23 +86,28 @@ export class ClaudeCodeRuntime implements AgentRuntime {
 
   async run(run: AgentRuntimeRun): Promise<RunResult> {
     const access = this.access();
-    const address = await run.lease.hostAddress?.();
-    if (!address) {
+    const forwardPort = run.lease.forwardPort;
+    if (!forwardPort) {
       throw new SandboxError(
-        "the claude-code runtime needs its sandbox on cordon's internal network, and this one has none",
+        "the claude-code runtime reaches its model gateway through a port cordon forwards into the sandbox, and this sandbox cannot forward one",
         { fix: 'run it with cordon\'s Docker sandboxes (sandbox.mode "all", network "none")' },
       );
     }
-    const gateway = await startModelGateway({
-      listenAddress: address.address,
-      clientSubnet: address.subnet,
+    const gateway = createModelGateway({
       upstream: access.upstream,
       credential: access.credential,
       onCall: (call) => run.emit({ type: "model-gateway", ...call }),
     });
+    // A loopback port in the sandbox whose every connection this gateway serves: this run's only.
+    const forwarded = await forwardPort((channel) => gateway.accept(channel)).catch(
+      async (error: unknown) => {
+        await gateway.close();
+        throw error;
+      },
+    );
     try {
-      const gatewayHost = new URL(gateway.url).hostname;
-      const noProxy = `localhost,127.0.0.1,::1,${gatewayHost}`;
+      const gatewayUrl = `http://127.0.0.1:${forwarded.port}`;
+      const noProxy = "localhost,127.0.0.1,::1";
       const argv = [
         "claude",
         "-p",
@@ -124,7 +129,7 @@ export class ClaudeCodeRuntime implements AgentRuntime {
         env: {
           // The task goes in as data, never as shell text.
           CORDON_TASK: run.prompt,
-          ANTHROPIC_BASE_URL: gateway.url,
+          ANTHROPIC_BASE_URL: gatewayUrl,
           ANTHROPIC_API_KEY: gateway.placeholderKey,
           NO_PROXY: noProxy,
           no_proxy: noProxy,
@@ -143,6 +148,7 @@ export class ClaudeCodeRuntime implements AgentRuntime {
         result,
       );
     } finally {
+      forwarded.close();
       await gateway.close();
     }
   }

@@ -74,14 +74,22 @@ export function createContainerOptions(input: ContainerOptionsInput): CreateCont
     securityOpt.push(`seccomp=${input.seccompProfileJson}`);
   }
   if (docker.apparmorProfile) securityOpt.push(`apparmor=${docker.apparmorProfile}`);
-  const networkDisabled = docker.network === "none" && input.hostsFile !== undefined;
+  const ownHostsFile = docker.network === "none" && input.hostsFile !== undefined;
+  // Under gVisor (any runtime but runc) a disabled network leaves loopback down ("Network is
+  // unreachable" on 127.0.0.1): its netstack takes the interfaces libnetwork set up, and there
+  // are none. Forwarded ports (the egress proxy, the model gateway) and a suite's local servers
+  // need loopback, so there the engine makes its loopback-only namespace.
+  const networkDisabled =
+    ownHostsFile && (docker.runtime === undefined || docker.runtime === "runc");
   const mounts: BindMount[] = spec.mounts.map((mount) => ({
     Type: "bind" as const,
     Source: mount.source,
     Target: mount.target,
     ReadOnly: mount.readOnly,
   }));
-  if (networkDisabled && input.hostsFile) {
+  // Docker 20.10 leaves /etc/hosts empty under network "none" either way: cordon's carries
+  // `localhost`.
+  if (ownHostsFile && input.hostsFile) {
     mounts.push({
       Type: "bind",
       Source: input.hostsFile,

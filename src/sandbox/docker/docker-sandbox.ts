@@ -1,10 +1,16 @@
-import { createSilentLogger, type Logger, type SandboxError } from "../../common/index.js";
+import { SandboxError, createSilentLogger, type Logger } from "../../common/index.js";
 import { ShellSandbox } from "../shell-sandbox.js";
 import type { DockerEngine } from "./engine.js";
 import type { ManagedContainer } from "./manager.js";
 import { ContainerExec } from "./exec/container-exec.js";
 import { ContainerFiles, type DockerSandboxFiles } from "./files/container-files.js";
-import { ResidentTransport } from "./resident/resident-transport.js";
+import { proxyChannel } from "./egress/proxy-channel.js";
+import {
+  ResidentTransport,
+  type OpenForward,
+  type PortForward,
+} from "./resident/resident-transport.js";
+import type { ChannelDestination } from "./resident/resident-connection.js";
 
 /** Where background processes and full output logs live inside the container. */
 const containerProcessDirectory = "/tmp/.cordon/proc";
@@ -37,6 +43,11 @@ export interface DockerSandboxOptions {
    * is not running. "exec" (default here): one Docker exec per call.
    */
   executor?: "resident" | "exec" | undefined;
+  /**
+   * Ports forwarded into the sandbox over the resident executor's stream (its egress proxy): they
+   * listen on 127.0.0.1 there before the first call runs, and again after an executor restart.
+   */
+  forwards?: readonly PortForward[] | undefined;
 }
 
 /**
@@ -59,6 +70,7 @@ export class DockerSandbox extends ShellSandbox<DockerSandboxFiles> {
     container: ManagedContainer,
     logger?: Logger,
   ): DockerSandbox {
+    const egress = container.spec.egress;
     return new DockerSandbox({
       engine,
       containerId: container.containerId,
@@ -69,7 +81,33 @@ export class DockerSandbox extends ShellSandbox<DockerSandboxFiles> {
       stopReason: container.stopReason,
       logger,
       executor: container.spec.docker.executor,
+      // The sandbox's only way out: its proxy's port, forwarded to the proxy from cordon's side.
+      forwards: egress && [
+        {
+          port: egress.proxyPort,
+          destination: proxyChannel({
+            containers: engine.containers,
+            proxyContainer: egress.proxyContainer,
+            proxyPort: egress.proxyPort,
+            logger,
+          }),
+        },
+      ],
     });
+  }
+
+  /**
+   * `forContainer`, with the sandbox's forwarded ports listening before it is returned: what the
+   * manager hands out, so a failure to forward fails the acquire, not the agent's first command.
+   */
+  static async attach(
+    engine: DockerEngine,
+    container: ManagedContainer,
+    logger?: Logger,
+  ): Promise<DockerSandbox> {
+    const sandbox = DockerSandbox.forContainer(engine, container, logger);
+    if (container.spec.egress) await sandbox.openForwards();
+    return sandbox;
   }
 
   constructor(options: DockerSandboxOptions) {
@@ -84,8 +122,11 @@ export class DockerSandbox extends ShellSandbox<DockerSandboxFiles> {
       options.user,
       { recover: recover && (() => recover()), stopReason: options.stopReason },
     );
-    const transport =
-      options.executor === "resident" ? new ResidentTransport(plainExec, logger) : plainExec;
+    const resident =
+      options.executor === "resident"
+        ? new ResidentTransport(plainExec, logger, options.forwards)
+        : undefined;
+    const transport = resident ?? plainExec;
     super({
       commands: {
         transport,
@@ -98,5 +139,31 @@ export class DockerSandbox extends ShellSandbox<DockerSandboxFiles> {
       processDirectory: containerProcessDirectory,
     });
     this.id = options.containerName;
+    this.#resident = resident;
+    this.#containerName = options.containerName;
+  }
+
+  readonly #resident: ResidentTransport | undefined;
+  readonly #containerName: string;
+
+  /** Waits until the sandbox's forwarded ports listen (starting its executor if needed). */
+  async openForwards(): Promise<void> {
+    await this.#residentTransport().openForwards();
+  }
+
+  /**
+   * Forwards a port into the sandbox (127.0.0.1:`port`, 0 = a free one) to `destination`, which
+   * cordon chooses here and the sandbox cannot change, until `close()`.
+   */
+  forwardPort(port: number, destination: ChannelDestination): Promise<OpenForward> {
+    return this.#residentTransport().forward({ port, destination });
+  }
+
+  #residentTransport(): ResidentTransport {
+    if (this.#resident) return this.#resident;
+    throw new SandboxError(
+      `cannot forward ports into ${this.#containerName}: it runs commands by plain exec`,
+      { fix: 'set sandbox.docker.executor "resident" (the default)' },
+    );
   }
 }

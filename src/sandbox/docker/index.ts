@@ -45,7 +45,7 @@ export {
 export {
   EgressProxies,
   anthropicApiUrl,
-  startModelGateway,
+  createModelGateway,
   type ModelGateway,
   type ModelGatewayCall,
   type ModelGatewayOptions,

@@ -309,7 +309,7 @@ export class SandboxInventory {
   }
 
   /**
-   * Egress proxies and networks whose sandbox container is gone (removed by hand). A sandbox
+   * Egress proxies (and networks earlier versions made) whose sandbox container is gone. A sandbox
    * being created makes its proxy first: young ones are left alone (like orphaned workspaces),
    * and the container is looked for again right before.
    */
@@ -323,7 +323,7 @@ export class SandboxInventory {
       if (await this.containers.inspect(sandbox)) continue;
       report.orphans.push({
         path: `${sandbox}-egress`,
-        reason: `egress proxy and network of ${sandbox}, whose container is gone`,
+        reason: `egress proxy of ${sandbox}, whose container is gone`,
       });
       if (!report.dryRun) await this.egress.remove(sandbox);
     }

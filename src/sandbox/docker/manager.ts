@@ -124,8 +124,11 @@ export interface DockerSandboxManagerOptions {
   upstreamProxy?: UpstreamProxy | undefined;
   /** Extra labels on every container created (tests mark theirs). */
   extraLabels?: Record<string, string> | undefined;
-  /** Wraps a running container in the `Sandbox` tools talk to. */
-  createSandbox: (container: ManagedContainer) => Sandbox;
+  /**
+   * Wraps a running container in the `Sandbox` tools talk to (`DockerSandbox.attach`: with its
+   * forwarded ports listening); a failure fails the acquire.
+   */
+  createSandbox: (container: ManagedContainer) => Sandbox | Promise<Sandbox>;
   /**
    * Prune after acquires (DESIGN.md §5), in the background, at most once per `everyMs`
    * (default 5 minutes): sandboxes idle or older than the limits go, with their private
@@ -182,7 +185,7 @@ export class DockerSandboxManager {
   private readonly stateDirectory: string;
   private readonly logger: Logger;
   private readonly extraLabels: Record<string, string>;
-  private readonly createSandbox: (container: ManagedContainer) => Sandbox;
+  private readonly createSandbox: (container: ManagedContainer) => Sandbox | Promise<Sandbox>;
   private readonly images: ImageResolver;
   private readonly records: SandboxRecords;
   private readonly containers: ContainerClient;
@@ -376,7 +379,8 @@ export class DockerSandboxManager {
     const release = async (): Promise<void> => {
       if (released) return;
       released = true;
-      stopFollowing?.();
+      // Before the run ends: the proxy's last decisions are the run's events.
+      await stopFollowing?.();
       watchdog?.stop();
       this.unhold(spec.containerName);
       await Promise.all([changes?.dispose(), this.touchRecord(spec.containerName)]);
@@ -391,7 +395,7 @@ export class DockerSandboxManager {
         );
       }
       await this.writeRecord(spec, image, settled.container, log);
-      sandbox = this.createSandbox({
+      sandbox = await this.createSandbox({
         containerId: settled.container.id,
         containerName: spec.containerName,
         workdir: spec.docker.workdir,

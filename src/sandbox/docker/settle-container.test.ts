@@ -123,9 +123,7 @@ describe("settleContainer", () => {
     const { client, spec } = setup({
       egress: {
         allow: ["registry.npmjs.org"],
-        network: "cordon-net",
         proxyContainer: "cordon-proxy",
-        proxyHost: "egress-proxy",
         proxyPort: 3128,
       },
     });

@@ -28,7 +28,7 @@ export interface SettleOptions {
    */
   beforeReplace: () => Promise<void>;
   /**
-   * Makes the sandbox's egress proxy and network exist (or removes leftovers without egress):
+   * Makes the sandbox's egress proxy exist (or removes leftovers without egress):
    * before a container is created, and on reuse of one with egress.
    */
   ensureEgress: () => Promise<void>;
@@ -207,7 +207,7 @@ function driftOf(
 async function createStarted(options: SettleOptions): Promise<ContainerDetails | undefined> {
   const { containers, spec } = options;
   const name = spec.containerName;
-  // The network and proxy first: the container is created on that network.
+  // The proxy first: the sandbox's forwarded port leads to it from its first command.
   await options.ensureEgress();
   const id = await containers.create(await options.createRequest());
   if (id === undefined) return undefined;

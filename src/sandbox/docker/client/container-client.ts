@@ -104,6 +104,8 @@ export interface ContainerDetails {
   labels: Readonly<Record<string, string>>;
   /** When the engine created it (ISO 8601). */
   createdAt: string;
+  /** Its IPv4 address on each network it is attached to, by network name ("bridge"). */
+  addresses?: Readonly<Record<string, string>> | undefined;
   state: ContainerState;
 }
 

@@ -263,6 +263,11 @@ function detailsOf(info: Docker.ContainerInspectInfo): ContainerDetails {
     imageId: info.Image,
     labels: info.Config.Labels ?? {},
     createdAt: info.Created,
+    addresses: Object.fromEntries(
+      Object.entries(info.NetworkSettings.Networks ?? {})
+        .filter(([, network]) => network.IPAddress)
+        .map(([name, network]) => [name, network.IPAddress]),
+    ),
     state: {
       status: state.Status as ContainerStatus,
       running: state.Running,

@@ -52,7 +52,7 @@ export interface ImageBuildStreamEvent {
   error?: string | undefined;
 }
 
-/** Networks on the engine (the egress proxies' internal networks). */
+/** Networks on the engine (the internal networks earlier versions made per sandbox; prune removes them). */
 export interface NetworkClient {
   /** undefined when there is none by that name or id. */
   inspect(nameOrId: string): Promise<NetworkDetails | undefined>;

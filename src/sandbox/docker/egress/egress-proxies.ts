@@ -20,7 +20,10 @@ import { parseEgressLine, type EgressDecision } from "./access-log.js";
 import { readyMarker, squidConfig } from "./squid-config.js";
 import type { UpstreamProxy } from "./upstream-proxy.js";
 
-/** Labels of the proxy container and the internal network (never `cordon.managed`: not sandboxes). */
+/**
+ * Labels of the proxy container (never `cordon.managed`: not a sandbox). Networks with them are
+ * what earlier versions made per sandbox; `remove` and prune still clear them.
+ */
 export const egressLabels = {
   /** The sandbox container this proxy (or network) belongs to. */
   sandbox: "cordon.egress.sandbox",
@@ -51,12 +54,17 @@ export interface EgressProxiesOptions {
 }
 
 const readyTimeoutMs = 20_000;
+/** Log lines still arriving when a lease ends are waited for until none came for this long… */
+const followQuietMs = 250;
+/** …but no longer than this. */
+const followDrainMaxMs = 2_000;
 
 /**
- * One egress proxy per sandbox (docs/network.md): an internal Docker network with no route out
- * that the sandbox joins, and a squid container on that network and on the default bridge that
- * admits the allowed hosts only. Per sandbox rather than shared, so one sandbox's allowlist,
- * decisions and lifetime never mix with another's, and removing a sandbox removes its way out.
+ * One egress proxy per sandbox (docs/network.md): a squid container on the default bridge that
+ * admits the allowed hosts only. The sandbox itself has no network; cordon forwards its loopback
+ * proxy port to this container over the executor's stream (proxy-channel.ts). Per sandbox
+ * rather than shared, so one sandbox's allowlist, decisions and lifetime never mix with
+ * another's, and removing a sandbox removes its way out.
  */
 export class EgressProxies {
   private readonly containers: ContainerClient;
@@ -74,9 +82,8 @@ export class EgressProxies {
   }
 
   /**
-   * Makes the network and proxy of `spec.egress` exist and run with exactly its allowlist, before
-   * the sandbox container is created on that network; with no egress, removes what an earlier
-   * policy of this sandbox left.
+   * Makes the proxy of `spec.egress` exist and run with exactly its allowlist; with no egress,
+   * removes what an earlier policy of this sandbox left.
    */
   async ensure(
     spec: Pick<SandboxSpec, "containerName" | "egress">,
@@ -97,7 +104,6 @@ export class EgressProxies {
       }
       await this.containers.remove(existing.id, egress.proxyContainer);
     }
-    await this.ensureNetwork(egress, spec.containerName);
     const image = await this.image.resolve((text) => options.onProgress?.(text));
     throwIfAborted(options.signal, "egress proxy start");
     options.onProgress?.(
@@ -115,7 +121,6 @@ export class EgressProxies {
       );
     }
     try {
-      await this.containers.connect(egress.network, id, [egress.proxyHost]);
       await this.containers.start(id, egress.proxyContainer);
       await this.waitReady(id, egress.proxyContainer, options.signal);
     } catch (error) {
@@ -126,7 +131,10 @@ export class EgressProxies {
     }
   }
 
-  /** Removes the proxy and the network of a sandbox (after its container is gone); none is fine. */
+  /**
+   * Removes the proxy of a sandbox (after its container is gone), and an internal network an
+   * earlier version made for it; none is fine.
+   */
   async remove(sandbox: string): Promise<void> {
     const labels = [
       `${egressLabels.sandbox}=${sandbox}`,
@@ -175,21 +183,26 @@ export class EgressProxies {
 
   /**
    * Follows the proxy's access log from `sinceMs` on and calls `onDecision` for each request it
-   * admitted or refused; returns a function that stops following.
+   * admitted or refused; returns a function that stops following once the log has been quiet a
+   * moment. squid logs a tunnel when it closes, and a client's connections close only as its
+   * process exits: their lines arrive after the command's exit (the channel's end travels the
+   * executor's stream behind it, then squid, then the engine's log stream).
    */
   follow(
     egress: EgressSpec,
     sinceMs: number,
     onDecision: (decision: EgressDecision) => void,
-  ): () => void {
+  ): () => Promise<void> {
     let stopped = false;
     let stream: Readable | undefined;
+    let lastLineAt = performance.now();
     void this.containers
       .followStdout(egress.proxyContainer, { sinceSeconds: Math.floor(sinceMs / 1000) })
       .then((stdout) => {
         stream = stdout;
         if (stopped) return void stream.destroy();
         createInterface({ input: stdout }).on("line", (line) => {
+          lastLineAt = performance.now();
           const space = line.indexOf(" ");
           // Docker's RFC 3339 time with nanoseconds; milliseconds are enough to drop older lines.
           const at = Date.parse(`${line.slice(0, Math.min(23, space))}Z`);
@@ -201,28 +214,18 @@ export class EgressProxies {
       .catch((error: unknown) =>
         this.logger.warn({ err: error }, "cannot follow the egress proxy's log"),
       );
-    return () => {
+    return async () => {
+      const until = performance.now() + followDrainMaxMs;
+      do {
+        await sleep(followQuietMs);
+      } while (
+        stream &&
+        performance.now() - lastLineAt < followQuietMs &&
+        performance.now() < until
+      );
       stopped = true;
       stream?.destroy();
     };
-  }
-
-  private async ensureNetwork(egress: EgressSpec, sandbox: string): Promise<void> {
-    const found = await this.networks.inspect(egress.network);
-    if (found) {
-      this.assertOurs(found.labels, egress.network, sandbox);
-      if (found.internal) return;
-      throw new SandboxStartError(`the network ${egress.network} is not internal`, {
-        fix: `remove it (\`docker network rm ${egress.network}\`) and run again`,
-      });
-    }
-    // False when another process made it a moment ago: fine either way.
-    await this.networks.create({
-      name: egress.network,
-      // No gateway out: the only thing a container on it reaches is what else is on it.
-      internal: true,
-      labels: { [egressLabels.sandbox]: sandbox, [egressLabels.home]: this.stateDirectory },
-    });
   }
 
   private assertOurs(
@@ -261,8 +264,8 @@ export class EgressProxies {
         [egressLabels.configHash]: configHash,
       },
       HostConfig: {
-        // The default bridge is its way to the allowed hosts (or the host's upstream proxy); the
-        // internal network, connected before start, is the sandbox's way to it.
+        // The default bridge is its way to the allowed hosts (or the host's upstream proxy), and
+        // where cordon's process reaches it for the sandbox's forwarded port.
         NetworkMode: "bridge",
         ReadonlyRootfs: true,
         Tmpfs: {

@@ -10,7 +10,7 @@ export { upstreamProxyFromEnv, type UpstreamProxy } from "./upstream-proxy.js";
 export { EgressProxyImage, egressProxyImageRepository } from "./proxy-image.js";
 export {
   anthropicApiUrl,
-  startModelGateway,
+  createModelGateway,
   type ModelGateway,
   type ModelGatewayCall,
   type ModelGatewayOptions,

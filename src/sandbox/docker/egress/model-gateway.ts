@@ -1,10 +1,9 @@
 import { randomBytes, timingSafeEqual } from "node:crypto";
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
-import { BlockList, isIPv4, type AddressInfo, type Socket } from "node:net";
-import { Readable } from "node:stream";
+import { Readable, type Duplex } from "node:stream";
 import type { ReadableStream as WebReadableStream } from "node:stream/web";
 
-import { SandboxStartError, messageOf } from "../../../common/index.js";
+import { messageOf } from "../../../common/index.js";
 
 /** The Anthropic API, when the host names no other endpoint (`ANTHROPIC_BASE_URL`). */
 export const anthropicApiUrl = "https://api.anthropic.com";
@@ -28,10 +27,6 @@ export interface ModelGatewayCall {
 }
 
 export interface ModelGatewayOptions {
-  /** The address to listen on: the sandbox's internal network's gateway address on the host. */
-  listenAddress: string;
-  /** The internal network's subnet (`172.18.0.0/16`): only its addresses may call. */
-  clientSubnet: string;
   /** Where calls go: the host's `ANTHROPIC_BASE_URL`, else the Anthropic API. */
   upstream: string;
   /** The real credential, added to every forwarded call; it never leaves this process otherwise. */
@@ -40,13 +35,17 @@ export interface ModelGatewayOptions {
 }
 
 export interface ModelGateway {
-  /** What the sandbox sets as `ANTHROPIC_BASE_URL`, e.g. `http://172.18.0.1:40123`. */
-  readonly url: string;
   /**
    * What the sandbox sets as its API key: random per gateway, worthless anywhere else; the
-   * gateway refuses a call without it (another container that can reach the address has none).
+   * gateway refuses a call without it.
    */
   readonly placeholderKey: string;
+  /**
+   * Serves HTTP on one connection: a channel of the port forwarded into the sandbox for this
+   * gateway (the gateway has no listener of its own; nothing but its sandbox can reach it).
+   */
+  accept(connection: Duplex): void;
+  /** Ends every connection it serves. */
   close(): Promise<void>;
 }
 
@@ -80,17 +79,17 @@ const droppedResponseHeaders = new Set([
 ]);
 
 /**
- * Keys at the edge (docs/runtimes.md): an HTTP server in cordon's own process on the host, bound
- * to the sandbox's internal network's gateway address, that forwards Messages API calls to the
- * real endpoint with the real key added and streams the answers back. The sandbox holds only a
- * per-run placeholder; the key stays in this process. Forwarding is the platform's fetch
- * (undici); nothing here parses HTTP.
+ * Keys at the edge (docs/runtimes.md): an HTTP server in cordon's own process that listens
+ * nowhere: it serves the connections handed to it (`accept`), which come from a loopback port
+ * forwarded into the sandbox over cordon's executor. It forwards Messages API calls to the real
+ * endpoint with the real key added and streams the answers back. The sandbox holds only a
+ * per-run placeholder; the key stays in this process. Node's HTTP server parses the requests and
+ * the platform's fetch (undici) forwards them; nothing here parses HTTP.
  */
-export async function startModelGateway(options: ModelGatewayOptions): Promise<ModelGateway> {
+export function createModelGateway(options: ModelGatewayOptions): ModelGateway {
   const placeholderKey = `cordon-gateway-${randomBytes(24).toString("hex")}`;
-  const clients = subnetList(options.clientSubnet);
   const upstream = new URL(options.upstream);
-  const sockets = new Set<Socket>();
+  const sockets = new Set<Duplex>();
 
   const server = createServer((request, response) => {
     void forward(request, response).catch((error: unknown) => {
@@ -98,7 +97,7 @@ export async function startModelGateway(options: ModelGatewayOptions): Promise<M
       else response.destroy();
     });
   });
-  server.on("connection", (socket) => {
+  server.on("connection", (socket: Duplex) => {
     sockets.add(socket);
     socket.on("close", () => sockets.delete(socket));
   });
@@ -112,11 +111,6 @@ export async function startModelGateway(options: ModelGatewayOptions): Promise<M
       answer(response, status, type, `cordon's model gateway: ${reason}`);
       options.onCall?.({ ...call, status, refused: reason });
     };
-    const remote = request.socket.remoteAddress ?? "";
-    if (!clients.check(remote.replace(/^::ffff:/, ""), isIPv4(remote) ? "ipv4" : "ipv6")) {
-      refuse(403, `${remote} is not on the sandbox's network`, "permission_error");
-      return;
-    }
     if (!presentsPlaceholder(request, placeholderKey)) {
       refuse(401, "the request does not carry this run's placeholder key", "authentication_error");
       return;
@@ -188,29 +182,18 @@ export async function startModelGateway(options: ModelGatewayOptions): Promise<M
     options.onCall?.({ ...call, ...usage.totals() });
   }
 
-  await new Promise<void>((resolve, reject) => {
-    server.once("error", (error: NodeJS.ErrnoException) =>
-      reject(
-        new SandboxStartError(
-          `cordon's model gateway cannot listen on ${options.listenAddress}: ${error.message}`,
-          {
-            fix: "the claude-code runtime needs the Docker engine on this machine (its networks' gateway addresses are the host's); run cordon where the engine runs",
-          },
-        ),
-      ),
-    );
-    server.listen(0, options.listenAddress, resolve);
-  });
-  const { address, port } = server.address() as AddressInfo;
-  const host = address.includes(":") ? `[${address}]` : address;
   return {
-    url: `http://${host}:${port}`,
     placeholderKey,
-    close: () =>
-      new Promise<void>((resolve) => {
-        for (const socket of sockets) socket.destroy();
-        server.close(() => resolve());
-      }),
+    accept: (connection) => {
+      // A connection whose other end went away mid-request is that request's end, not cordon's.
+      connection.on("error", () => connection.destroy());
+      server.emit("connection", connection);
+    },
+    close: () => {
+      for (const socket of sockets) socket.destroy();
+      server.close();
+      return Promise.resolve();
+    },
   };
 }
 
@@ -223,15 +206,6 @@ function redirectReason(response: Response): string {
   const location = response.headers.get("location");
   const where = location === null ? "with no Location" : `to ${JSON.stringify(location)}`;
   return `answered ${response.status} ${where}; the gateway follows no redirect (the key would go with it): set ANTHROPIC_BASE_URL to the address that answers`;
-}
-
-/** `172.18.0.0/16` as a block list that `check`s addresses. */
-function subnetList(cidr: string): BlockList {
-  const [network = "", prefix = ""] = cidr.split("/");
-  const list = new BlockList();
-  const type = isIPv4(network) ? "ipv4" : "ipv6";
-  list.addSubnet(network, Number(prefix), type);
-  return list;
 }
 
 function presentsPlaceholder(request: IncomingMessage, placeholder: string): boolean {

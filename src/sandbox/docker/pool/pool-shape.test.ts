@@ -70,9 +70,7 @@ describe("unpoolableReason", () => {
     expect(unpoolableReason(spec("a", { carry: ["node_modules"] }))).toMatch(/sandbox\.carry/);
     const egress = {
       allow: ["registry.npmjs.org"],
-      network: "n",
       proxyContainer: "p",
-      proxyHost: "proxy",
       proxyPort: 3128,
     };
     expect(unpoolableReason(spec("a", { egress }))).toMatch(/sandbox\.egress/);

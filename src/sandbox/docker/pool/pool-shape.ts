@@ -7,7 +7,7 @@ import type { SandboxSpec } from "../../spec.js";
 /**
  * Why a sandbox of this spec is never taken from a pool, or undefined when it can be. Each reason
  * is something a pool member, made before the scope was known, cannot have right:
- * - egress: the internal network and proxy are named after the container (spec.ts);
+ * - egress: the proxy is named after the container (spec.ts);
  * - carry: the carried trees (node_modules and the like) are not part of the fingerprint that
  *   tells whether a member's seeded copy is still current.
  */

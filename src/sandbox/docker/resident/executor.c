@@ -19,6 +19,14 @@
  * neither open /proc/<pid>/fd/0 or /1 (to read requests or forge answers) nor ptrace it. It can
  * kill it; cordon then falls back to plain exec and starts a new one.
  *
+ * Forwarded ports (docs/network.md, "No route out"): a sandbox has only loopback. cordon asks the
+ * executor to listen on 127.0.0.1:PORT in the sandbox's namespace (L), and each connection a
+ * process there makes is carried over this same stream as a channel (N, B, Z, Y, A) to whatever
+ * cordon connects it to on its side. The sandbox chooses nothing about where a channel goes: it
+ * only connects to a loopback port, the executor announces the connection by the listener id
+ * cordon gave, and cordon alone maps that id to a destination it fixed (the sandbox's proxy, the
+ * model gateway); the bytes are relayed opaquely and never interpreted here.
+ *
  * Frame: type (1 byte), id (u32 BE), length (u32 BE), payload. See resident-protocol.ts.
  */
 #define _GNU_SOURCE
@@ -26,6 +34,7 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <netinet/in.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdint.h>
@@ -34,18 +43,25 @@
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/signalfd.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/types.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
-#define PROTOCOL "cordon-executor 3"
+#define PROTOCOL "cordon-executor 4"
 #define HEADER 9
 #define MAX_FRAME (256u * 1024 * 1024)
 #define CHUNK 65536
 /* Output bytes in flight per child before cordon acknowledges them: backpressure per command. */
 #define WINDOW (1024 * 1024)
 #define MAX_CHILDREN 256
+#define MAX_LISTENERS 16
+#define MAX_CHANNELS 256
+/* Channel bytes in flight each way before the other side acknowledges them. */
+#define CHANNEL_WINDOW (256 * 1024)
+/* Channel ids the executor makes have this bit; cordon's call ids never do. */
+#define CHANNEL_BIT 0x80000000u
 
 /* cordon -> executor */
 #define REQ_SPAWN 'S'
@@ -58,6 +74,11 @@
 #define REQ_PING 'P'
 #define REQ_RUN 'C'
 #define REQ_KILL 'K'
+#define REQ_LISTEN 'L'
+#define REQ_UNLISTEN 'Q'
+#define REQ_CHANNEL_DATA 'B'
+#define REQ_CHANNEL_END 'Z'
+#define REQ_CHANNEL_RESET 'Y'
 /* executor -> cordon */
 #define RES_HELLO 'H'
 #define RES_STDOUT 'O'
@@ -66,6 +87,11 @@
 #define RES_FAILED 'F'
 #define RES_UNHANDLED 'U'
 #define RES_PONG 'P'
+#define RES_CHANNEL_OPEN 'N'
+#define RES_CHANNEL_DATA 'B'
+#define RES_CHANNEL_END 'Z'
+#define RES_CHANNEL_RESET 'Y'
+#define RES_CHANNEL_ACK 'A'
 
 struct child {
   uint32_t id;
@@ -89,6 +115,29 @@ struct child {
 };
 
 static struct child children[MAX_CHILDREN];
+
+/* A loopback port cordon asked for (L): its connections become channels under cordon's id. */
+struct listener {
+  uint32_t id;
+  int fd;
+  int used;
+};
+
+/* One accepted connection, carried over the stream. */
+struct channel {
+  uint32_t id;
+  int fd;
+  int used;
+  char *buf;       /* bytes from cordon not yet written into the connection */
+  size_t len, off;
+  int read_done;   /* the connection's side ended (Z sent) */
+  int write_done;  /* cordon's side ended (Z received): shut down once buf is written */
+  size_t unacked;  /* bytes sent to cordon and not yet acknowledged */
+};
+
+static struct listener listeners[MAX_LISTENERS];
+static struct channel channels[MAX_CHANNELS];
+static uint32_t next_channel = 1;
 static char **base_env;
 
 static void die(const char *what) {
@@ -778,8 +827,174 @@ static void fast_stat(uint32_t id, char *payload, uint32_t length) {
   send_status(RES_EXIT, id, 0);
 }
 
+
+/* L: u32 port (0: any). Listens on 127.0.0.1:PORT; answers X with the bound port, or F. */
+static void listen_port(uint32_t id, const char *payload, uint32_t length) {
+  struct listener *l = NULL;
+  for (int i = 0; i < MAX_LISTENERS; i++) {
+    if (listeners[i].used && listeners[i].id == id) goto refuse;
+    if (!l && !listeners[i].used) l = &listeners[i];
+  }
+  if (length != 4 || !l) goto refuse;
+  uint32_t port = get_u32((const unsigned char *)payload);
+  if (port > 65535) goto refuse;
+  int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+  if (fd < 0) goto failed;
+  /* Another cordon process attached to this sandbox listens on the same port beside this one
+   * (where the kernel honours SO_REUSEPORT; gVisor's host network does not: then "in use"). */
+  int one = 1;
+  setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+  setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof one);
+  struct sockaddr_in addr = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t size = sizeof addr;
+  if (bind(fd, (struct sockaddr *)&addr, sizeof addr) < 0 || listen(fd, 64) < 0 ||
+      getsockname(fd, (struct sockaddr *)&addr, &size) < 0) {
+    int saved = errno;
+    close(fd);
+    errno = saved;
+    goto failed;
+  }
+  l->used = 1;
+  l->id = id;
+  l->fd = fd;
+  send_status(RES_EXIT, id, ntohs(addr.sin_port));
+  return;
+failed: {
+  /* "in use": cordon tells a port another listener holds from a real failure (protocol.ts). */
+  const char *why = errno == EADDRINUSE ? "in use" : strerror(errno);
+  send_frame(RES_FAILED, id, why, strlen(why));
+  return;
+}
+refuse:
+  send_frame(RES_FAILED, id, "bad listen request", 18);
+}
+
+/* Q: stops listening; channels it opened go on. */
+static void unlisten(uint32_t id) {
+  for (int i = 0; i < MAX_LISTENERS; i++)
+    if (listeners[i].used && listeners[i].id == id) {
+      close(listeners[i].fd);
+      memset(&listeners[i], 0, sizeof listeners[i]);
+    }
+}
+
+static struct channel *find_channel(uint32_t id) {
+  if (!(id & CHANNEL_BIT)) return NULL;
+  for (int i = 0; i < MAX_CHANNELS; i++)
+    if (channels[i].used && channels[i].id == id) return &channels[i];
+  return NULL;
+}
+
+static void drop_channel(struct channel *ch) {
+  close(ch->fd);
+  free(ch->buf);
+  memset(ch, 0, sizeof *ch);
+}
+
+/* Both sides ended and everything cordon sent is written: nothing more can move. */
+static void finish_channel_if_done(struct channel *ch) {
+  if (ch->read_done && ch->write_done && ch->off == ch->len) drop_channel(ch);
+}
+
+/* The connection failed (reset, or writing into it failed): cordon drops its side too. */
+static void reset_channel(struct channel *ch) {
+  send_frame(RES_CHANNEL_RESET, ch->id, NULL, 0);
+  drop_channel(ch);
+}
+
+static void accept_connections(struct listener *l) {
+  for (;;) {
+    int fd = accept4(l->fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
+    if (fd < 0) return;
+    struct channel *ch = NULL;
+    for (int i = 0; i < MAX_CHANNELS && !ch; i++)
+      if (!channels[i].used) ch = &channels[i];
+    if (!ch) {
+      /* Out of channels: the client sees a closed connection and may retry. */
+      close(fd);
+      continue;
+    }
+    memset(ch, 0, sizeof *ch);
+    ch->used = 1;
+    ch->fd = fd;
+    ch->id = CHANNEL_BIT | (next_channel++ & ~CHANNEL_BIT);
+    if (next_channel > ~CHANNEL_BIT) next_channel = 1;
+    unsigned char p[4];
+    put_u32(p, l->id);
+    send_frame(RES_CHANNEL_OPEN, ch->id, p, 4);
+  }
+}
+
+static void read_channel(struct channel *ch) {
+  static char buffer[CHUNK];
+  ssize_t n = read(ch->fd, buffer, sizeof buffer);
+  if (n < 0 && (errno == EINTR || errno == EAGAIN)) return;
+  if (n < 0) {
+    reset_channel(ch);
+    return;
+  }
+  if (n == 0) {
+    ch->read_done = 1;
+    send_frame(RES_CHANNEL_END, ch->id, NULL, 0);
+    finish_channel_if_done(ch);
+    return;
+  }
+  send_frame(RES_CHANNEL_DATA, ch->id, buffer, (size_t)n);
+  ch->unacked += (size_t)n;
+}
+
+static void write_channel(struct channel *ch) {
+  size_t written = 0;
+  while (ch->off < ch->len) {
+    ssize_t n = write(ch->fd, ch->buf + ch->off, ch->len - ch->off);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0 && errno == EAGAIN) break;
+    if (n < 0) {
+      reset_channel(ch);
+      return;
+    }
+    ch->off += (size_t)n;
+    written += (size_t)n;
+  }
+  if (written > 0) send_status(RES_CHANNEL_ACK, ch->id, (int32_t)written);
+  if (ch->off == ch->len) {
+    free(ch->buf);
+    ch->buf = NULL;
+    ch->len = ch->off = 0;
+    if (ch->write_done) shutdown(ch->fd, SHUT_WR);
+  }
+  finish_channel_if_done(ch);
+}
+
+/* B: bytes for the connection. More than cordon's window unwritten is a broken peer: reset. */
+static void channel_data(uint32_t id, const char *payload, uint32_t length) {
+  struct channel *ch = find_channel(id);
+  if (!ch || ch->write_done || length == 0) return;
+  if (ch->len - ch->off + length > 2 * CHANNEL_WINDOW) {
+    reset_channel(ch);
+    return;
+  }
+  char *grown = realloc(ch->buf, ch->len + length);
+  if (!grown) die("realloc");
+  memcpy(grown + ch->len, payload, length);
+  ch->buf = grown;
+  ch->len += length;
+  write_channel(ch);
+}
+
+/* Z: cordon's side ended; the connection is shut down for writing once buf is written. */
+static void channel_end(uint32_t id) {
+  struct channel *ch = find_channel(id);
+  if (!ch || ch->write_done) return;
+  ch->write_done = 1;
+  if (ch->off == ch->len) shutdown(ch->fd, SHUT_WR);
+  finish_channel_if_done(ch);
+}
+
 static void handle_frame(char type, uint32_t id, char *payload, uint32_t length) {
   struct child *c;
+  struct channel *ch;
   switch (type) {
     case REQ_SPAWN:
       spawn(id, payload, length);
@@ -791,6 +1006,9 @@ static void handle_frame(char type, uint32_t id, char *payload, uint32_t length)
       if ((c = find_child(id)) && length == 4) {
         uint32_t n = get_u32((unsigned char *)payload);
         c->unacked = n > c->unacked ? 0 : c->unacked - n;
+      } else if ((ch = find_channel(id)) && length == 4) {
+        uint32_t n = get_u32((unsigned char *)payload);
+        ch->unacked = n > ch->unacked ? 0 : ch->unacked - n;
       }
       break;
     case REQ_DETACH:
@@ -821,6 +1039,21 @@ static void handle_frame(char type, uint32_t id, char *payload, uint32_t length)
       break;
     case REQ_KILL:
       kill_run(id, payload, length);
+      break;
+    case REQ_LISTEN:
+      listen_port(id, payload, length);
+      break;
+    case REQ_UNLISTEN:
+      unlisten(id);
+      break;
+    case REQ_CHANNEL_DATA:
+      channel_data(id, payload, length);
+      break;
+    case REQ_CHANNEL_END:
+      channel_end(id);
+      break;
+    case REQ_CHANNEL_RESET:
+      if ((ch = find_channel(id))) drop_channel(ch);
       break;
     default:
       fprintf(stderr, "cordon-executor: unknown frame type %d\n", type);
@@ -882,9 +1115,11 @@ int main(void) {
 
   unsigned char *in = NULL;
   size_t in_len = 0, in_cap = 0;
-  struct pollfd fds[2 + 3 * MAX_CHILDREN];
-  struct child *owner[2 + 3 * MAX_CHILDREN];
-  int kind[2 + 3 * MAX_CHILDREN];
+#define MAX_POLL (2 + 3 * MAX_CHILDREN + MAX_LISTENERS + MAX_CHANNELS)
+  struct pollfd fds[MAX_POLL];
+  struct child *owner[MAX_POLL];
+  int kind[MAX_POLL];
+  int slot[MAX_POLL];
   for (;;) {
     int n = 0;
     fds[n] = (struct pollfd){.fd = 0, .events = POLLIN};
@@ -912,6 +1147,25 @@ int main(void) {
         owner[n] = c;
         kind[n++] = 4;
       }
+    }
+    for (int i = 0; i < MAX_LISTENERS; i++) {
+      if (!listeners[i].used) continue;
+      fds[n] = (struct pollfd){.fd = listeners[i].fd, .events = POLLIN};
+      owner[n] = NULL;
+      slot[n] = i;
+      kind[n++] = 5;
+    }
+    for (int i = 0; i < MAX_CHANNELS; i++) {
+      struct channel *ch = &channels[i];
+      if (!ch->used) continue;
+      short events = 0;
+      if (!ch->read_done && ch->unacked < CHANNEL_WINDOW) events |= POLLIN;
+      if (ch->off < ch->len) events |= POLLOUT;
+      if (!events) continue;
+      fds[n] = (struct pollfd){.fd = ch->fd, .events = events};
+      owner[n] = NULL;
+      slot[n] = i;
+      kind[n++] = 6;
     }
     if (poll(fds, (nfds_t)n, -1) < 0) {
       if (errno == EINTR) continue;
@@ -973,8 +1227,20 @@ int main(void) {
         relay_output(c, &c->out, RES_STDOUT);
       } else if (kind[i] == 3) {
         relay_output(c, &c->err, RES_STDERR);
-      } else {
+      } else if (kind[i] == 4) {
         feed_stdin(c);
+      } else if (kind[i] == 5) {
+        /* Closed by a frame handled earlier this round (Q): then its slot no longer holds it. */
+        if (listeners[slot[i]].used && listeners[slot[i]].fd == fds[i].fd)
+          accept_connections(&listeners[slot[i]]);
+      } else {
+        struct channel *ch = &channels[slot[i]];
+        /* Dropped (or its slot reused) by something handled earlier this round. */
+        if (!ch->used || ch->fd != fds[i].fd) continue;
+        if ((fds[i].revents & (POLLOUT | POLLERR | POLLHUP)) && ch->off < ch->len) write_channel(ch);
+        if (ch->used && ch->fd == fds[i].fd && (fds[i].revents & (POLLIN | POLLHUP | POLLERR)) &&
+            !ch->read_done)
+          read_channel(ch);
       }
     }
   }

@@ -1,11 +1,15 @@
 /**
  * The frames cordon and its resident executor (executor.c) exchange over the executor's stdin and
  * stdout: type (1 byte), id (u32 big-endian), payload length (u32 big-endian), payload. The id
- * names one call; the executor's own frames use id 0.
+ * names one call; the executor's own frames use id 0. A channel (a connection accepted on a
+ * forwarded port) has an id the executor made, with `channelIdBit` set; cordon's ids never have it.
  */
 
+/** Set in every channel id (the executor's); cordon's call and listener ids stay below it. */
+export const channelIdBit = 0x80000000;
+
 /** What the executor says first; a different version is a different protocol (fall back). */
-export const protocolGreeting = "cordon-executor 3";
+export const protocolGreeting = "cordon-executor 4";
 
 export const headerBytes = 9;
 
@@ -34,7 +38,24 @@ export const request = {
   run: "C",
   /** Kill the process tree of a command started by `run`: its run id. Unhandled if unknown. */
   kill: "K",
+  /**
+   * Listen on 127.0.0.1 in the sandbox: u32 port (0 = any free one). Its id names the listener in
+   * the channels it opens. Answered by exit (the bound port as the status) or failed (a reason;
+   * exactly `portInUse` when another socket holds the port).
+   */
+  listen: "L",
+  /** Stop listening (the listener's id); channels it opened go on. */
+  unlisten: "Q",
+  /** Bytes for a channel's connection. */
+  channelData: "B",
+  /** No more bytes for the channel's connection: it is shut down for writing (half close). */
+  channelEnd: "Z",
+  /** Drop the channel's connection at once. */
+  channelReset: "Y",
 } as const;
+
+/** The reason of a failed listen when the port is held by another socket. */
+export const portInUse = "in use";
 
 /** executor → cordon. */
 export const response = {
@@ -49,6 +70,16 @@ export const response = {
   failed: "F",
   /** A fast path did not handle the case: run the file script. */
   unhandled: "U",
+  /** A connection accepted on a forwarded port: a new channel id, payload u32 listener id. */
+  channelOpen: "N",
+  /** Bytes from a channel's connection (acknowledged with `request.ack`, per channel). */
+  channelData: "B",
+  /** The connection's side ended (half close). */
+  channelEnd: "Z",
+  /** The connection failed or was reset. */
+  channelReset: "Y",
+  /** u32: bytes of the channel cordon sent that are written into the connection. */
+  channelAck: "A",
 } as const;
 
 export interface Frame {

@@ -1,11 +1,14 @@
 import { SandboxError, type Logger } from "../../../common/index.js";
 import type { OutputHandler } from "../exec/demux-stream.js";
 import type { ExecRequest, ExecTransport, RunningExec } from "../../shell/exec-transport.js";
+import { ForwardedChannel } from "./forwarded-channel.js";
 import {
+  channelIdBit,
   cStrings,
   frameParts,
   FrameReader,
   payloadOf,
+  portInUse,
   protocolGreeting,
   request,
   response,
@@ -27,6 +30,12 @@ const pingEveryMs = 1_000;
 const unresponsiveAfterMs = 8_000;
 /** Stdin is sent in frames of at most this size, so the executor never holds one huge frame. */
 const stdinFrameBytes = 1024 * 1024;
+
+/**
+ * A forwarded port another socket in the sandbox holds: another cordon process attached to the
+ * sandbox where the kernel does not share ports (gVisor), or a process of the sandbox's own.
+ */
+export class PortInUseError extends SandboxError {}
 
 /** A process's call cut off because the executor itself stopped (not the process). */
 export class ExecutorStoppedError extends SandboxError {}
@@ -93,6 +102,28 @@ interface FastCall {
   resolve: (result: FastResult | undefined) => void;
 }
 
+/** A listen request waiting for the executor's answer. */
+interface ListenCall {
+  kind: "listen";
+  destination: ChannelDestination;
+  resolve: (port: number) => void;
+  reject: (error: Error) => void;
+}
+
+/**
+ * Where the connections accepted on one forwarded port go: cordon's choice, made when it asked
+ * for the listener. It takes the channel over (pipes it somewhere, or destroys it).
+ */
+export type ChannelDestination = (channel: ForwardedChannel) => void;
+
+/** A port the executor listens on in the sandbox for cordon. */
+export interface ForwardedPort {
+  /** The listener's id (its channels are announced with it). */
+  id: number;
+  /** The port bound on 127.0.0.1 in the sandbox. */
+  port: number;
+}
+
 export interface FastResult {
   status: number;
   stdout: Buffer;
@@ -108,7 +139,10 @@ export interface FastResult {
 export class ResidentConnection {
   readonly #frames = new FrameQueue();
   readonly #reader = new FrameReader();
-  readonly #calls = new Map<number, ProcessCall | FastCall>();
+  readonly #calls = new Map<number, ProcessCall | FastCall | ListenCall>();
+  /** Forwarded ports by listener id: the one place a channel's destination is looked up. */
+  readonly #listeners = new Map<number, ChannelDestination>();
+  readonly #channels = new Map<number, ForwardedChannel>();
   readonly #logger: Logger;
   readonly #exec: ExecTransport;
   #running: RunningExec | undefined;
@@ -305,6 +339,36 @@ export class ResidentConnection {
     });
   }
 
+  /**
+   * Listens on 127.0.0.1:`port` inside the sandbox (0: a free port), and hands every connection
+   * accepted there to `destination` as a channel. The listener lives as long as this executor.
+   */
+  listen(port: number, destination: ChannelDestination): Promise<ForwardedPort> {
+    const id = this.#newId();
+    return new Promise<number>((resolve, reject) => {
+      this.#track(id, {
+        kind: "listen",
+        destination,
+        resolve: (bound) => {
+          this.#forget(id);
+          this.#listeners.set(id, destination);
+          resolve(bound);
+        },
+        reject: (error) => {
+          this.#forget(id);
+          reject(error);
+        },
+      });
+      this.#send(request.listen, id, u32(port));
+    }).then((bound) => ({ id, port: bound }));
+  }
+
+  /** Stops a listener; the channels it opened go on until they end. */
+  unlisten(id: number): void {
+    if (!this.#listeners.delete(id) || !this.#alive) return;
+    this.#send(request.unlisten, id);
+  }
+
   /** Stops the executor's stream (the executor exits at end of its stdin). */
   close(): void {
     this.#frames.close();
@@ -314,11 +378,12 @@ export class ResidentConnection {
 
   #newId(): number {
     const id = this.#nextId;
-    this.#nextId = this.#nextId >= 0xfffffff0 ? 1 : this.#nextId + 1;
+    // Below channelIdBit: the executor's channel ids are the other half.
+    this.#nextId = this.#nextId >= channelIdBit - 16 ? 1 : this.#nextId + 1;
     return id;
   }
 
-  #track(id: number, call: ProcessCall | FastCall): void {
+  #track(id: number, call: ProcessCall | FastCall | ListenCall): void {
     if (!this.#alive) {
       if (call.kind === "fast") call.resolve(undefined);
       else call.reject(this.#stoppedError());
@@ -362,9 +427,32 @@ export class ResidentConnection {
       this.#pingOutstanding = false;
       return;
     }
+    if (frame.id >= channelIdBit) {
+      this.#channelFrame(frame);
+      return;
+    }
     const call = this.#calls.get(frame.id);
     if (!call) return;
     const { parts } = frame;
+    if (call.kind === "listen") {
+      const reason = payloadOf(frame).toString("utf8");
+      if (frame.type === response.exit) call.resolve(payloadOf(frame).readInt32BE(0));
+      else if (reason === portInUse) {
+        call.reject(
+          new PortInUseError(`a socket in ${this.#exec.containerName} holds the forwarded port`),
+        );
+      } else {
+        call.reject(
+          new SandboxError(
+            `cannot forward a port into ${this.#exec.containerName}: ${reason || "refused"}`,
+            {
+              fix: "a process in the sandbox may hold the port; restart the sandbox (cordon sandbox stop)",
+            },
+          ),
+        );
+      }
+      return;
+    }
     if (call.kind === "fast") {
       if (frame.type === response.stdout) call.stdout.push(...parts);
       else if (frame.type === response.stderr) call.stderr.push(...parts);
@@ -402,6 +490,37 @@ export class ResidentConnection {
     }
   }
 
+  /**
+   * A frame of a channel. A new channel's destination is the one its listener was given by
+   * cordon; the sandbox names only the listener id, and an id cordon never gave is refused.
+   */
+  #channelFrame(frame: Frame): void {
+    if (frame.type === response.channelOpen) {
+      const destination = this.#listeners.get(
+        frame.length === 4 ? payloadOf(frame).readUInt32BE(0) : 0,
+      );
+      if (!destination || this.#channels.has(frame.id)) {
+        this.#send(request.channelReset, frame.id);
+        return;
+      }
+      const channel = new ForwardedChannel(frame.id, (type, id, ...payload) =>
+        this.#send(type, id, ...payload),
+      );
+      this.#channels.set(frame.id, channel);
+      channel.once("close", () => this.#channels.delete(frame.id));
+      destination(channel);
+      return;
+    }
+    const channel = this.#channels.get(frame.id);
+    if (!channel) return;
+    if (frame.type === response.channelData) channel.receive(frame.parts, frame.length);
+    else if (frame.type === response.channelAck && frame.length === 4)
+      channel.acknowledged(payloadOf(frame).readUInt32BE(0));
+    else if (frame.type === response.channelEnd) channel.receivedEnd();
+    else if (frame.type === response.channelReset)
+      channel.reset("the connection in the sandbox was reset");
+  }
+
   #died(why: string): void {
     if (!this.#alive) return;
     this.#alive = false;
@@ -409,11 +528,20 @@ export class ResidentConnection {
     clearInterval(this.#heartbeat);
     this.#frames.close();
     this.#logger.debug({ why }, "resident executor stopped");
+    // Its listeners died with it: the sandbox's forwarded ports are gone until a new one listens.
+    this.#listeners.clear();
+    for (const channel of [...this.#channels.values()])
+      channel.reset(`the executor stopped: ${why}`);
+    this.#channels.clear();
     const calls = [...this.#calls.values()];
     this.#calls.clear();
     for (const call of calls) {
       if (call.kind === "fast") {
         call.resolve(undefined);
+        continue;
+      }
+      if (call.kind === "listen") {
+        call.reject(this.#stoppedError());
         continue;
       }
       const fail = (): void => call.reject(this.#stoppedError());

@@ -1,4 +1,4 @@
-import { throwIfAborted, type Logger } from "../../../common/index.js";
+import { SandboxError, throwIfAborted, type Logger } from "../../../common/index.js";
 import type { ContainerExec } from "../exec/container-exec.js";
 import {
   runCollected,
@@ -10,7 +10,34 @@ import {
   type RunningExec,
 } from "../../shell/exec-transport.js";
 import { cStrings, request, u32, u64 } from "./protocol.js";
-import { ExecutorStoppedError, ResidentConnection } from "./resident-connection.js";
+import {
+  ExecutorStoppedError,
+  PortInUseError,
+  ResidentConnection,
+  type ChannelDestination,
+} from "./resident-connection.js";
+
+/**
+ * A port forwarded into the sandbox: 127.0.0.1:`port` there, each connection handed to
+ * `destination` on cordon's side (docs/network.md, "No route out").
+ */
+export interface PortForward {
+  /** The port in the sandbox; 0 = a free one, fixed by the first listen and kept after. */
+  port: number;
+  destination: ChannelDestination;
+}
+
+/** A forward made by `ResidentTransport.forward`; `close()` stops it (idempotent). */
+export interface OpenForward {
+  /** The port listened on, 127.0.0.1 in the sandbox. */
+  port: number;
+  close(): void;
+}
+
+/** One forward of a transport and its listener on the live executor, if any. */
+interface ForwardState extends PortForward {
+  listening?: { connection: ResidentConnection; id: number } | undefined;
+}
 
 /** Starts that fail in a row (not kills: a binary that is missing or refuses) before giving up. */
 const maxFailedStarts = 3;
@@ -42,10 +69,14 @@ export class ResidentTransport implements ExecTransport {
   /** Whether an executor ever ran for this transport (later starts do not hold up a call). */
   #hadConnection = false;
   #failedStarts = 0;
+  /** What this transport forwards into the sandbox: listened on by every executor it starts. */
+  readonly #forwards: ForwardState[];
+  #listenQueue: Promise<void> = Promise.resolve();
 
-  constructor(exec: ContainerExec, logger: Logger) {
+  constructor(exec: ContainerExec, logger: Logger, forwards: readonly PortForward[] = []) {
     this.#exec = exec;
     this.#logger = logger;
+    this.#forwards = forwards.map((forward) => ({ ...forward }));
     this.fastFiles = {
       read: async (path, maxBytes, signal) => {
         const result = await this.#fast(signal, request.read, u64(maxBytes), cStrings(path));
@@ -87,6 +118,77 @@ export class ResidentTransport implements ExecTransport {
     void this.#ready();
   }
 
+  /**
+   * Starts the executor if it is not running and waits until every forward listens in the
+   * sandbox; fails when they cannot (no executor binary, or a port the sandbox holds).
+   */
+  async openForwards(): Promise<void> {
+    const connection = await this.#ready(true);
+    if (!connection) throw this.#noExecutorError();
+    await this.#listenAll(connection);
+  }
+
+  /** Forwards one more port, for as long as this transport lives or until `close()`. */
+  async forward(forward: PortForward): Promise<OpenForward> {
+    const state: ForwardState = { ...forward };
+    this.#forwards.push(state);
+    try {
+      await this.openForwards();
+    } catch (error) {
+      this.#drop(state);
+      throw error;
+    }
+    return { port: state.port, close: () => this.#drop(state) };
+  }
+
+  #drop(state: ForwardState): void {
+    const at = this.#forwards.indexOf(state);
+    if (at >= 0) this.#forwards.splice(at, 1);
+    state.listening?.connection.unlisten(state.listening.id);
+    state.listening = undefined;
+  }
+
+  /**
+   * Every forward listening on `connection` (those already there are left as they are). One at a
+   * time per transport, so two calls never listen twice for one forward.
+   */
+  #listenAll(connection: ResidentConnection): Promise<void> {
+    const done = this.#listenQueue.then(() => this.#listenMissing(connection));
+    this.#listenQueue = done.catch(() => undefined);
+    return done;
+  }
+
+  async #listenMissing(connection: ResidentConnection): Promise<void> {
+    await Promise.all(
+      this.#forwards.map(async (state) => {
+        if (state.listening?.connection === connection) return;
+        let listening;
+        try {
+          listening = await connection.listen(state.port, state.destination);
+        } catch (error) {
+          if (!(error instanceof PortInUseError)) throw error;
+          // Another cordon process attached to this sandbox forwards it (to the same proxy) where
+          // ports cannot be shared, or the sandbox took it for itself: tried again at every call,
+          // so this process takes over when the other lets go.
+          this.#logger.debug({ port: state.port }, error.message);
+          return;
+        }
+        // Dropped while it was being opened.
+        if (!this.#forwards.includes(state)) return void connection.unlisten(listening.id);
+        state.port = listening.port;
+        state.listening = { connection, id: listening.id };
+      }),
+    );
+  }
+
+  #noExecutorError(): SandboxError {
+    return new SandboxError(
+      `cannot forward ports into ${this.#exec.containerName}: its resident executor does not run`,
+      {
+        fix: 'the egress proxy and the model gateway are reached through cordon\'s executor: build it (`npm run build` needs gcc) and keep sandbox.docker.executor "resident"',
+      },
+    );
+  }
   async start(exec: ExecRequest): Promise<RunningExec> {
     const streamsStdin = exec.stdin !== undefined && !(exec.stdin instanceof Uint8Array);
     const connection = streamsStdin ? undefined : await this.#ready();
@@ -122,27 +224,39 @@ export class ResidentTransport implements ExecTransport {
    * The live executor; undefined when there is none, and then a new one is started for the next
    * calls. The first call waits for the first start (it costs what one plain exec would).
    */
-  #ready(): Promise<ResidentConnection | undefined> {
+  #ready(wait = false): Promise<ResidentConnection | undefined> {
     const key = `${this.#exec.containerId}\0${this.#exec.user}`;
     const live = connections.get(key);
     if (live?.alive) {
       this.#hadConnection = true;
-      return Promise.resolve(live);
+      return this.#withForwards(live);
     }
     if (live) connections.delete(key);
     const inFlight = openings.get(key);
-    if (inFlight) return inFlight;
+    // Opened by another transport over the same container: this one's forwards are added.
+    if (inFlight)
+      return inFlight.then((connection) => connection && this.#withForwards(connection));
     if (this.#failedStarts >= maxFailedStarts) return Promise.resolve(undefined);
     const first = !this.#hadConnection && this.#failedStarts === 0;
     if (this.#hadConnection) this.#logger.debug("resident executor stopped; starting a new one");
     const opening = ResidentConnection.open(this.#exec, this.#logger).then(
-      (connection) => {
+      async (connection) => {
         this.#failedStarts = 0;
         this.#hadConnection = true;
         connections.set(key, connection);
         connection.onStopped(() => {
           if (connections.get(key) === connection) connections.delete(key);
+          // The sandbox's way out died with it: a new executor listens again at once.
+          if (this.#forwards.length > 0) {
+            void this.openForwards().catch((error: unknown) =>
+              this.#logger.warn({ err: error }, "cannot forward the sandbox's ports again"),
+            );
+          }
         });
+        // Before any call runs on it: a command that needs a forwarded port finds it listening.
+        await this.#listenAll(connection).catch((error: unknown) =>
+          this.#logger.warn({ err: error }, "cannot forward the sandbox's ports"),
+        );
         return connection;
       },
       (error: unknown) => {
@@ -159,6 +273,17 @@ export class ResidentTransport implements ExecTransport {
       key,
       opening.finally(() => openings.delete(key)),
     );
-    return first ? opening : Promise.resolve(undefined);
+    return first || wait ? opening : Promise.resolve(undefined);
+  }
+
+  /** `connection`, once this transport's forwards listen on it (a failure is logged). */
+  async #withForwards(connection: ResidentConnection): Promise<ResidentConnection> {
+    if (this.#forwards.every((state) => state.listening?.connection === connection)) {
+      return connection;
+    }
+    await this.#listenAll(connection).catch((error: unknown) =>
+      this.#logger.warn({ err: error }, "cannot forward the sandbox's ports"),
+    );
+    return connection;
   }
 }

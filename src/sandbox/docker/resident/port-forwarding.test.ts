@@ -1,0 +1,157 @@
+import { spawn } from "node:child_process";
+import { once } from "node:events";
+import { connect, createServer, type Socket } from "node:net";
+import { createHash, randomBytes } from "node:crypto";
+
+import { afterEach, describe, expect, it } from "vitest";
+
+import { createSilentLogger } from "../../../common/index.js";
+import type { ExecRequest, ExecTransport, RunningExec } from "../../shell/exec-transport.js";
+import { residentExecutorBinary } from "./executor-binary.js";
+import type { ForwardedChannel } from "./forwarded-channel.js";
+import { ResidentConnection } from "./resident-connection.js";
+
+/**
+ * The real executor binary run as a child process on this machine (the frames are the same as
+ * in a container; no engine needed): its forwarded ports listen on this machine's loopback.
+ */
+function localExecutor(binary: string): ExecTransport {
+  const start = (request: ExecRequest): Promise<RunningExec> => {
+    const child = spawn(binary, [], { stdio: ["pipe", "pipe", "pipe"] });
+    void (async () => {
+      for await (const chunk of request.stdin as AsyncIterable<Uint8Array>) {
+        if (!child.stdin.write(chunk)) await once(child.stdin, "drain");
+      }
+      child.stdin.end();
+    })().catch(() => undefined);
+    child.stdout.on("data", (chunk: Buffer) => void request.onOutput("stdout", chunk));
+    child.stderr.on("data", (chunk: Buffer) => void request.onOutput("stderr", chunk));
+    const exitCode = new Promise<number>((resolve) =>
+      child.on("exit", (code, signal) => resolve(code ?? (signal ? 128 : 0))),
+    );
+    return Promise.resolve({ exitCode, detach: () => child.kill(), keepAlive: () => undefined });
+  };
+  return {
+    containerName: "local-executor",
+    start,
+    run: () => Promise.reject(new Error("not in this test")),
+    assertRunning: () => Promise.resolve(),
+  };
+}
+
+const binary = residentExecutorBinary();
+
+describe.skipIf(!binary)("ports forwarded over the executor's stream", () => {
+  let connection: ResidentConnection | undefined;
+  afterEach(() => connection?.close());
+
+  async function open(): Promise<ResidentConnection> {
+    connection = await ResidentConnection.open(localExecutor(binary ?? ""), createSilentLogger());
+    return connection;
+  }
+
+  async function dial(port: number): Promise<Socket> {
+    const socket = connect({ host: "127.0.0.1", port });
+    await once(socket, "connect");
+    return socket;
+  }
+
+  it("carries megabytes both ways with half closes, a slow reader holding back only its channel", async () => {
+    const executor = await open();
+    // The destination echoes, and reads slowly at first: the window, not memory, absorbs it.
+    const echo = (channel: ForwardedChannel): void => {
+      channel.on("error", () => undefined);
+      channel.pause();
+      setTimeout(() => channel.pipe(channel), 200);
+    };
+    const { port } = await executor.listen(0, echo);
+    const payload = randomBytes(6 * 1024 * 1024);
+    const socket = await dial(port);
+    const received: Buffer[] = [];
+    socket.on("data", (chunk: Buffer) => received.push(chunk));
+    socket.end(payload);
+    // A second connection answers while the first one's bytes are still under way.
+    const other = await dial(port);
+    other.end("ping");
+    const [otherReply] = (await once(other, "data")) as [Buffer];
+    expect(otherReply.toString()).toBe("ping");
+    await once(socket, "end");
+    const digest = (data: Buffer) => createHash("sha256").update(data).digest("hex");
+    expect(digest(Buffer.concat(received))).toBe(digest(payload));
+  });
+
+  it("two listeners on one port share it (another attached cordon process); each channel goes where its listener was told", async () => {
+    const executor = await open();
+    const seen: string[] = [];
+    const answer = (name: string) => (channel: ForwardedChannel) => {
+      channel.on("error", () => undefined);
+      seen.push(name);
+      channel.end(name);
+      channel.resume();
+    };
+    const first = await executor.listen(0, answer("first"));
+    const second = await executor.listen(first.port, answer("second"));
+    expect(second.port).toBe(first.port);
+    executor.unlisten(first.id);
+    const socket = await dial(first.port);
+    const [reply] = (await once(socket, "data")) as [Buffer];
+    expect(reply.toString()).toBe("second");
+    expect(seen).toEqual(["second"]);
+  });
+
+  it("a connection whose destination goes away is reset in the sandbox; the executor's death resets the rest", async () => {
+    const executor = await open();
+    const channels: ForwardedChannel[] = [];
+    const { port } = await executor.listen(0, (channel) => {
+      channel.on("error", () => undefined);
+      channels.push(channel);
+    });
+    const reset = await dial(port);
+    reset.on("error", () => undefined);
+    await waitFor(() => channels.length === 1);
+    channels[0]?.destroy();
+    await once(reset, "close");
+
+    const held = await dial(port);
+    await waitFor(() => channels.length === 2);
+    const errors: string[] = [];
+    channels[1]?.on("error", (error: NodeJS.ErrnoException) => errors.push(error.code ?? ""));
+    const closed = new Promise((resolve) => channels[1]?.on("close", resolve));
+    executor.close();
+    await closed;
+    expect(errors).toEqual(["ECONNRESET"]);
+    held.destroy();
+    // Its listener died with it: nothing accepts on the port once the process is gone.
+    const codes: string[] = [];
+    for (let attempt = 0; attempt < 100 && codes.at(-1) !== "ECONNREFUSED"; attempt += 1) {
+      const probe = connect({ host: "127.0.0.1", port });
+      probe.on("connect", () => probe.destroy());
+      const [error] = (await once(probe, "error").catch((e: unknown) => [e])) as [
+        NodeJS.ErrnoException,
+      ];
+      codes.push(error.code ?? "");
+    }
+    expect(codes.at(-1)).toBe("ECONNREFUSED");
+  });
+
+  it("a port another socket holds without sharing is told apart from a failure", async () => {
+    const squatter = createServer();
+    await new Promise<void>((resolve) => squatter.listen(0, "127.0.0.1", resolve));
+    const { port } = squatter.address() as { port: number };
+    try {
+      const executor = await open();
+      await expect(executor.listen(port, () => undefined)).rejects.toThrow(
+        /holds the forwarded port/,
+      );
+    } finally {
+      squatter.close();
+    }
+  });
+});
+
+async function waitFor(condition: () => boolean): Promise<void> {
+  for (let attempt = 0; attempt < 200 && !condition(); attempt += 1) {
+    await new Promise((resolve) => setTimeout(resolve, 10));
+  }
+  expect(condition()).toBe(true);
+}
