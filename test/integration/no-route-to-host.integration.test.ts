@@ -216,6 +216,13 @@ describe("no route to the host from any sandbox", () => {
       await second.openForwards();
       const listeners = await exec("grep -c ' 0100007F:0C38 00000000:0000 0A ' /proc/net/tcp");
       expect(listeners.stdout.trim()).toBe(testRuntime === "runsc" ? "1" : "2");
+      // The agent kills its executor (the same uid can): the call running fails, and the next
+      // command finds a new executor already listening.
+      const killed = await exec("kill -9 $PPID; sleep 5").then(
+        (result) => `exit ${result.exitCode}`,
+        (error: unknown) => String(error),
+      );
+      expect(killed).toMatch(/executor .* stopped/);
       for (let attempt = 0; attempt < 4; attempt += 1) {
         const again = await exec(
           "curl -sS -m 30 -o /dev/null -w '%{http_code}' http://deb.debian.org/debian/",

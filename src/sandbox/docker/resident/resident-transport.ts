@@ -246,12 +246,6 @@ export class ResidentTransport implements ExecTransport {
         connections.set(key, connection);
         connection.onStopped(() => {
           if (connections.get(key) === connection) connections.delete(key);
-          // The sandbox's way out died with it: a new executor listens again at once.
-          if (this.#forwards.length > 0) {
-            void this.openForwards().catch((error: unknown) =>
-              this.#logger.warn({ err: error }, "cannot forward the sandbox's ports again"),
-            );
-          }
         });
         // Before any call runs on it: a command that needs a forwarded port finds it listening.
         await this.#listenAll(connection).catch((error: unknown) =>
@@ -273,7 +267,8 @@ export class ResidentTransport implements ExecTransport {
       key,
       opening.finally(() => openings.delete(key)),
     );
-    return first || wait ? opening : Promise.resolve(undefined);
+    // With forwards, the call waits for the new executor too: the command it runs may need them.
+    return first || wait || this.#forwards.length > 0 ? opening : Promise.resolve(undefined);
   }
 
   /** `connection`, once this transport's forwards listen on it (a failure is logged). */
