@@ -1,8 +1,14 @@
-import { createHash, randomUUID } from "node:crypto";
-import { mkdir, readFile, rename, rm, writeFile } from "node:fs/promises";
-import path from "node:path";
+import { rm } from "node:fs/promises";
 
 import { CordonError, ExitCode } from "../common/index.js";
+import {
+  changesRecordPaths,
+  patchDigest,
+  readDigestRecord,
+  writeChangesRecord,
+} from "../sandbox/index.js";
+
+export { patchDigest };
 
 /**
  * What `cordon diff` last showed for a sandbox, kept under the state directory (never in the
@@ -16,38 +22,17 @@ export class ChangesNotReviewedError extends CordonError {
   readonly exitCode = ExitCode.usage;
 }
 
-/** sha256 of a patch, in hex: how a patch is named to the user and compared. */
-export function patchDigest(patch: Uint8Array): string {
-  return createHash("sha256").update(patch).digest("hex");
-}
-
-function recordPaths(stateDir: string, containerName: string): { patch: string; digest: string } {
-  // Container names are cordon's own ([a-z0-9_.-]); anything else is hashed, never a path.
-  const name = /^[A-Za-z0-9][A-Za-z0-9_.-]*$/.test(containerName)
-    ? containerName
-    : patchDigest(Buffer.from(containerName)).slice(0, 32);
-  const base = path.join(stateDir, "changes", name);
-  return { patch: `${base}.patch`, digest: `${base}.sha256` };
-}
-
-async function writeAtomically(file: string, content: Uint8Array | string): Promise<void> {
-  const temporary = `${file}.${process.pid}.${randomUUID()}.tmp`;
-  await writeFile(temporary, content, { mode: 0o600 });
-  await rename(temporary, file);
-}
-
 /** Records `patch` as shown to the user for this sandbox; returns its digest. */
 export async function recordShownChanges(
   stateDir: string,
   containerName: string,
   patch: Uint8Array,
 ): Promise<string> {
-  const files = recordPaths(stateDir, containerName);
-  await mkdir(path.dirname(files.patch), { recursive: true, mode: 0o700 });
+  const files = changesRecordPaths(stateDir, containerName);
   const digest = patchDigest(patch);
   // The digest last: it is what apply trusts, and it names a patch already in place.
-  await writeAtomically(files.patch, patch);
-  await writeAtomically(files.digest, `${digest}\n`);
+  await writeChangesRecord(files.patch, patch);
+  await writeChangesRecord(files.digest, `${digest}\n`);
   return digest;
 }
 
@@ -56,16 +41,12 @@ export async function lastShownDigest(
   stateDir: string,
   containerName: string,
 ): Promise<string | undefined> {
-  const text = await readFile(recordPaths(stateDir, containerName).digest, "utf8").catch(
-    () => undefined,
-  );
-  const digest = text?.trim();
-  return digest && /^[0-9a-f]{64}$/.test(digest) ? digest : undefined;
+  return readDigestRecord(changesRecordPaths(stateDir, containerName).digest);
 }
 
 /** Forgets what was shown (after it was applied: the next apply needs a new review). */
 export async function forgetShownChanges(stateDir: string, containerName: string): Promise<void> {
-  const files = recordPaths(stateDir, containerName);
+  const files = changesRecordPaths(stateDir, containerName);
   await rm(files.digest, { force: true });
   await rm(files.patch, { force: true });
 }

@@ -22,4 +22,9 @@ export interface CliContext {
    * the command's own code for `cordon exec`.
    */
   exitCode: number;
+  /**
+   * Asks the user a yes/no question (tests and embedders); default: on the terminal when stdin
+   * and stderr are one, else undefined (no one to ask). See `confirmOnTerminal`.
+   */
+  confirm?: ((question: string) => Promise<boolean | undefined>) | undefined;
 }

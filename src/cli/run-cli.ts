@@ -25,6 +25,8 @@ export interface CliOutput {
   stdinStream?: (() => NodeJS.ReadableStream) | undefined;
   /** Whether stdout and stderr reach the same place (see `CliContext.outputShared`). */
   outputShared?: boolean | undefined;
+  /** Asks the user a yes/no question (see `CliContext.confirm`); default: on the terminal. */
+  confirm?: ((question: string) => Promise<boolean | undefined>) | undefined;
 }
 
 /**
@@ -85,6 +87,7 @@ export async function runCli(
       stdinStream: output.stdinStream ?? (() => process.stdin),
       outputShared: output.outputShared ?? false,
       exitCode: ExitCode.success,
+      confirm: output.confirm,
     };
     const program = await createProgram(context, argv);
     await program.parseAsync([...argv]);

@@ -1,4 +1,5 @@
 export * from "./docker/index.js";
+export * from "./changes-records/index.js";
 export * from "./host/index.js";
 export * from "./sandbox.js";
 export * from "./spec.js";

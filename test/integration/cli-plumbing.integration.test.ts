@@ -52,7 +52,11 @@ describe("the CLI process and its surroundings", () => {
   });
 
   afterAll(async () => {
-    await promisify(execFile)(process.execPath, [cli, "sandbox", "rm", "--all"], { env: env() });
+    await promisify(execFile)(
+      process.execPath,
+      [cli, "sandbox", "rm", "--all", "--discard-changes"],
+      { env: env() },
+    );
     await removeStateDirectory(home);
     await rm(path.dirname(repo), { recursive: true, force: true });
   });

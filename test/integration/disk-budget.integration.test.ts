@@ -88,7 +88,7 @@ describe("sandbox.disk bounds the private workspace", () => {
   });
 
   afterAll(async () => {
-    await cordon("sandbox", "rm", "--all").catch(() => undefined);
+    await cordon("sandbox", "rm", "--all", "--discard-changes").catch(() => undefined);
     await removeStateDirectory(home);
     await rm(root, { recursive: true, force: true });
     await rm(path.dirname(repo), { recursive: true, force: true });
@@ -166,7 +166,7 @@ describe("sandbox.disk bounds the private workspace", () => {
   it("cordon sandbox rm leaves no mount, no loop device and no image", async () => {
     const image = diskImagePath(workspace);
     expect(await loopBackingFiles()).toContain(image);
-    const removed = await cordon("sandbox", "rm", containerName);
+    const removed = await cordon("sandbox", "rm", containerName, "--discard-changes");
     expect(removed.exitCode).toBe(0);
     expect(await mountCountAt(workspace)).toBe(0);
     expect(await lstat(image).catch(() => undefined)).toBeUndefined();
@@ -288,7 +288,7 @@ describe("sandbox.disk where the machine cannot mount (the watchdog)", () => {
 
   afterAll(async () => {
     overrideDiskBudgetSupport(undefined);
-    await cordon("sandbox", "rm", "--all").catch(() => undefined);
+    await cordon("sandbox", "rm", "--all", "--discard-changes").catch(() => undefined);
     await removeStateDirectory(home);
     await rm(root, { recursive: true, force: true });
     await rm(path.dirname(repo), { recursive: true, force: true });
@@ -365,7 +365,7 @@ describe("sandbox.disk on a writable root filesystem (readOnlyRoot false)", () =
   });
 
   afterAll(async () => {
-    await cordon("sandbox", "rm", "--all").catch(() => undefined);
+    await cordon("sandbox", "rm", "--all", "--discard-changes").catch(() => undefined);
     await removeStateDirectory(home);
     await rm(root, { recursive: true, force: true });
     await rm(path.dirname(repo), { recursive: true, force: true });

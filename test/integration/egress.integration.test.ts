@@ -43,7 +43,7 @@ describe("egress by allowlist", () => {
   });
 
   afterAll(async () => {
-    await runCordon(["sandbox", "rm", "--all"], env()).catch(() => undefined);
+    await runCordon(["sandbox", "rm", "--all", "--discard-changes"], env()).catch(() => undefined);
     await removeStateDirectory(home);
     await rm(path.dirname(repo), { recursive: true, force: true });
   });

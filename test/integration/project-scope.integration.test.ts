@@ -65,7 +65,7 @@ describe("one project, one sandbox, under one CORDON_HOME", () => {
   });
 
   afterAll(async () => {
-    await runCordon(["sandbox", "rm", "--all"], env());
+    await runCordon(["sandbox", "rm", "--all", "--discard-changes"], env());
     await removeStateDirectory(home);
     await rm(root, { recursive: true, force: true });
   });
@@ -175,7 +175,7 @@ describe("rw mode keeps the real repository's .git read-only", () => {
   });
 
   afterAll(async () => {
-    await runCordon(["sandbox", "rm", "--all"], env());
+    await runCordon(["sandbox", "rm", "--all", "--discard-changes"], env());
     await removeStateDirectory(home);
     await rm(root, { recursive: true, force: true });
   });

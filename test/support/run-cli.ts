@@ -14,6 +14,8 @@ export async function runCordon(
   args: string[],
   env: NodeJS.ProcessEnv = {},
   stdin = "",
+  /** Answers the questions a command would ask on a terminal (default: no terminal). */
+  confirm?: (question: string) => Promise<boolean | undefined>,
 ): Promise<CliRun> {
   let stdout = "";
   let stderr = "";
@@ -32,6 +34,7 @@ export async function runCordon(
         stderr += text;
       },
       readStdin: () => Promise.resolve(stdin),
+      confirm: confirm ?? (() => Promise.resolve(undefined)),
     },
   );
   return { exitCode, stdout, stderr };

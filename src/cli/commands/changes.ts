@@ -16,6 +16,7 @@ import {
   type PatchedFile,
 } from "../../changes/index.js";
 import type { Runner } from "../../runner/index.js";
+import { recordAppliedChanges } from "../../sandbox/index.js";
 import type { CliContext } from "../context.js";
 import { withInterrupt } from "../interrupt.js";
 import { printable } from "../printable.js";
@@ -161,6 +162,7 @@ export function registerChangesCommands(program: Command, context: CliContext): 
         }
         if (await changesAlreadyApplied(taken.workspace, taken.patch)) {
           // A second `cordon apply`: nothing moved underneath, the work is done.
+          await recordAppliedChanges(runner.stateDir, taken.containerName, sha256);
           if (flags.json) {
             context.stdout(
               `${JSON.stringify({ files, applied: false, sha256, decision: "already-applied" })}\n`,
@@ -197,7 +199,11 @@ export function registerChangesCommands(program: Command, context: CliContext): 
         const outcome = await applyChanges(taken.workspace, taken.patch, {
           check: flags.check ?? false,
         });
-        if (outcome.applied) await forgetShownChanges(runner.stateDir, taken.containerName);
+        if (outcome.applied) {
+          // Prune and rm may now remove the sandbox: its work is in the real workspace.
+          await recordAppliedChanges(runner.stateDir, taken.containerName, sha256);
+          await forgetShownChanges(runner.stateDir, taken.containerName);
+        }
         const decision: ApplyDecision = flags.check
           ? "checked"
           : reviewed

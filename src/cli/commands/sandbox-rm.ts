@@ -1,15 +1,53 @@
 import type { Command } from "commander";
 
 import { ConfigError, CordonError, exitCodeOf, messageOf } from "../../common/index.js";
-import type { RemovedSandbox } from "../../sandbox/index.js";
+import {
+  UnappliedChangesError,
+  type RemovedSandbox,
+  type SandboxInventory,
+} from "../../sandbox/index.js";
+import { confirmOnTerminal } from "../confirm.js";
 import type { CliContext } from "../context.js";
 import { inventoryFor } from "./sandbox-list.js";
+
+interface RmFlags {
+  all?: boolean;
+  keepWorkspace?: boolean;
+  discardChanges?: boolean;
+  json?: boolean;
+}
 
 function describeRemoved(removed: RemovedSandbox): string {
   const parts = [removed.containerId ? "container" : "record"];
   if (removed.workspace) parts.push(`workspace ${removed.workspace}`);
   if (removed.keptWorkspace) parts.push(`kept its workspace ${removed.keptWorkspace}`);
   return `removed ${removed.name} (${parts.join(", ")})\n`;
+}
+
+function reportFailure(context: CliContext, error: unknown): void {
+  const fix = CordonError.is(error) && error.fix ? `  fix: ${error.fix}\n` : "";
+  context.stderr(`cordon: ${messageOf(error)}\n${fix}`);
+  if (context.exitCode === 0) context.exitCode = exitCodeOf(error);
+}
+
+/**
+ * A sandbox refused for its unapplied changes: removed anyway only if the user says so on a
+ * terminal; without one it stays refused (exit 2), and the message says how to discard.
+ */
+async function removeIfConfirmed(
+  context: CliContext,
+  inventory: SandboxInventory,
+  refused: UnappliedChangesError,
+): Promise<RemovedSandbox | undefined> {
+  const answer = await confirmOnTerminal(
+    context,
+    `${refused.message}.\n  ${refused.fix ?? ""}\nRemove ${refused.sandbox} and lose them?`,
+  );
+  if (answer !== true) {
+    reportFailure(context, refused);
+    return undefined;
+  }
+  return inventory.remove(refused.sandbox, { discardChanges: true });
 }
 
 export function registerSandboxRmCommand(sandbox: Command, context: CliContext): void {
@@ -19,45 +57,60 @@ export function registerSandboxRmCommand(sandbox: Command, context: CliContext):
     .argument("[names...]", "container names, as `cordon sandbox list` shows them")
     .option("--all", "remove every sandbox of this state directory")
     .option("--keep-workspace", "keep the private workspaces (seeded copies with unreviewed work)")
+    .option(
+      "--discard-changes",
+      "remove sandboxes whose private copies hold changes `cordon apply` never applied (asked on a terminal otherwise)",
+    )
     .option("--json", "print what was removed as JSON")
-    .action(
-      async (
-        names: string[],
-        options: { all?: boolean; keepWorkspace?: boolean; json?: boolean },
-      ) => {
-        if (names.length === 0 && !options.all) {
-          throw new ConfigError("name the sandboxes to remove, or pass --all", {
-            fix: "`cordon sandbox list` shows the names",
-          });
-        }
-        if (names.length > 0 && options.all) {
-          throw new ConfigError("give names or --all, not both", {
-            fix: "drop the names to remove everything, or drop --all",
-          });
-        }
-        const inventory = inventoryFor(context);
-        const removeOptions = { keepWorkspace: options.keepWorkspace ?? false };
-        const removed: RemovedSandbox[] = [];
-        if (options.all) {
-          removed.push(...(await inventory.removeAll(removeOptions)));
-        } else {
-          // Each name on its own: one that fails does not keep the others.
-          for (const name of names) {
-            try {
-              removed.push(await inventory.remove(name, removeOptions));
-            } catch (error) {
-              const fix = CordonError.is(error) && error.fix ? `  fix: ${error.fix}\n` : "";
-              context.stderr(`cordon: ${messageOf(error)}\n${fix}`);
-              if (context.exitCode === 0) context.exitCode = exitCodeOf(error);
-            }
+    .action(async (names: string[], options: RmFlags) => {
+      if (names.length === 0 && !options.all) {
+        throw new ConfigError("name the sandboxes to remove, or pass --all", {
+          fix: "`cordon sandbox list` shows the names",
+        });
+      }
+      if (names.length > 0 && options.all) {
+        throw new ConfigError("give names or --all, not both", {
+          fix: "drop the names to remove everything, or drop --all",
+        });
+      }
+      const inventory = inventoryFor(context);
+      const removeOptions = {
+        keepWorkspace: options.keepWorkspace ?? false,
+        discardChanges: options.discardChanges ?? false,
+      };
+      const removed: RemovedSandbox[] = [];
+      const refused: UnappliedChangesError[] = [];
+      if (options.all) {
+        const result = await inventory.removeAll(removeOptions);
+        removed.push(...result.removed);
+        refused.push(...result.refused);
+      } else {
+        // Each name on its own: one that fails does not keep the others.
+        for (const name of names) {
+          try {
+            removed.push(await inventory.remove(name, removeOptions));
+          } catch (error) {
+            if (error instanceof UnappliedChangesError) refused.push(error);
+            else reportFailure(context, error);
           }
         }
-        if (options.json) {
-          context.stdout(`${JSON.stringify(removed, null, 2)}\n`);
-          return;
+      }
+      for (const error of refused) {
+        try {
+          const entry = await removeIfConfirmed(context, inventory, error);
+          if (entry) removed.push(entry);
+        } catch (failure) {
+          reportFailure(context, failure);
         }
-        for (const entry of removed) context.stdout(describeRemoved(entry));
-        if (removed.length === 0 && options.all) context.stderr("no sandboxes to remove\n");
-      },
-    );
+      }
+      if (options.json) {
+        // Refused ones were reported on stderr, like any sandbox that could not be removed.
+        context.stdout(`${JSON.stringify(removed, null, 2)}\n`);
+        return;
+      }
+      for (const entry of removed) context.stdout(describeRemoved(entry));
+      if (removed.length === 0 && refused.length === 0 && options.all) {
+        context.stderr("no sandboxes to remove\n");
+      }
+    });
 }

@@ -94,7 +94,9 @@ export function defaultSandboxes(options: DefaultSandboxesOptions): SandboxProvi
       const name = plan.sandbox.spec?.containerName;
       // Nothing to discard is done, like a 404 on remove (fix-tests discards what may never have started).
       if (!name || !(await inventory.exists(name))) return;
-      await inventory.remove(name, discardOptions);
+      // Discarding is asked for by name (--rm, fix-tests' own sandboxes, createSandbox's
+      // `remove`): the copy's changes go with it, unlike a prune or a plain `sandbox rm`.
+      await inventory.remove(name, { ...discardOptions, discardChanges: true });
     },
   };
 }

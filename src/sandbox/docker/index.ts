@@ -31,10 +31,21 @@ export {
   type ManagedContainer,
   type SandboxLease,
 } from "./manager.js";
+export {
+  UnappliedChangesCheck,
+  reviewCommand,
+  type CheckedCopy,
+  type CopyWork,
+  type UnappliedChanges,
+} from "./unapplied-changes.js";
 export { SandboxRecords, recordsDirectory, type SandboxRecord } from "./records.js";
 export {
   SandboxInventory,
+  UnappliedChangesError,
+  describeWork,
   type Freshness,
+  type KeptForChanges,
+  type SandboxRemoveOptions,
   type InventoryListOptions,
   type PruneOptions,
   type PruneReport,

@@ -1,7 +1,14 @@
 import { lstat, readdir, realpath, rm } from "node:fs/promises";
 import path from "node:path";
 
-import { ConfigError, createSilentLogger, messageOf, type Logger } from "../../common/index.js";
+import {
+  ConfigError,
+  CordonError,
+  ExitCode,
+  createSilentLogger,
+  messageOf,
+  type Logger,
+} from "../../common/index.js";
 import {
   baselineGitDir,
   isInside,
@@ -20,6 +27,13 @@ import { SandboxRecords, type SandboxRecord } from "./records.js";
 import type { SandboxHolders } from "./idle-stop.js";
 import { SandboxImage, sandboxImageRepository, type SandboxImageOptions } from "./sandbox-image.js";
 import { EgressProxies } from "./egress/index.js";
+import { forgetChangesRecords } from "../changes-records/index.js";
+import {
+  UnappliedChangesCheck,
+  type CheckedCopy,
+  type CopyWork,
+  type UnappliedChanges,
+} from "./unapplied-changes.js";
 
 export type Freshness = "current" | "stale" | "unknown";
 
@@ -34,6 +48,8 @@ export interface SandboxSummary {
   /** Docker's state: running, exited, created, paused, dead, removing. */
   state: string;
   image: string;
+  /** The id of the image its container runs ("sha256:…"). */
+  imageId: string;
   /** Whether the image is the one an acquire would use now (built-in: the current tag). */
   imageStatus: Freshness;
   configHash: string;
@@ -83,6 +99,61 @@ export interface RemovedSandbox {
    * `<stateDir>/workspaces` (a configured `sandbox.workspaceRoot`), where cordon deletes nothing.
    */
   keptWorkspace?: string | undefined;
+  /** Unapplied changes its copy held, deleted because the caller said to discard them. */
+  discardedChanges?: UnappliedChanges | undefined;
+}
+
+export interface SandboxRemoveOptions {
+  /** Keep the private workspace (the container and record go). */
+  keepWorkspace?: boolean | undefined;
+  /**
+   * Delete a private copy even when it holds changes `cordon apply` never applied. Without it,
+   * such a sandbox is refused with `UnappliedChangesError`.
+   */
+  discardChanges?: boolean | undefined;
+}
+
+/** A sandbox or orphaned copy prune left in place because its work was never applied. */
+export interface KeptForChanges {
+  /** The sandbox's name (an orphan's: the name in its record, or its directory's). */
+  name: string;
+  /** Host path of the private copy. */
+  workspace: string;
+  /** Why it was a candidate for removal, then why it was kept. */
+  reason: string;
+  /** Undefined when the copy could not be read (it is kept all the same). */
+  changes?: UnappliedChanges | undefined;
+}
+
+/**
+ * The sandbox's private copy holds changes `cordon apply` never applied (or could not be read),
+ * so it was not removed.
+ */
+export class UnappliedChangesError extends CordonError {
+  readonly code = "unapplied_changes";
+  readonly exitCode = ExitCode.usage;
+
+  constructor(
+    readonly sandbox: string,
+    readonly work: Exclude<CopyWork, { state: "none" }>,
+  ) {
+    super(describeWork(sandbox, work), { fix: keepOrDiscardFix(sandbox, work) });
+  }
+}
+
+/** "cordon-x holds 3 changed files that were never applied". */
+export function describeWork(name: string, work: Exclude<CopyWork, { state: "none" }>): string {
+  if (work.state === "unknown") return `${name} was kept: ${work.reason}`;
+  const files = work.changes.changedFiles;
+  return `${name} holds ${files} changed file${files === 1 ? "" : "s"} that were never applied`;
+}
+
+function keepOrDiscardFix(name: string, work: Exclude<CopyWork, { state: "none" }>): string {
+  const discard = `\`cordon sandbox rm ${name} --discard-changes\` deletes them, \`--keep-workspace\` keeps the copy`;
+  if (work.state === "unknown" || !work.changes.review) return discard;
+  const where = work.changes.project ? ` in ${work.changes.project}` : "";
+  const apply = work.changes.review.replace(/^cordon diff/, "cordon apply");
+  return `\`${work.changes.review}\`${where} shows them and \`${apply}\` applies them; ${discard}`;
 }
 
 export interface PruneOptions {
@@ -106,6 +177,11 @@ export interface PruneOptions {
    * (an acquire in another process may be between creating a workspace and its container).
    */
   orphanMinAgeMs?: number | undefined;
+  /**
+   * Also remove sandboxes and orphaned copies holding changes `cordon apply` never applied
+   * (default false: they are kept and listed in `keptForChanges`).
+   */
+  discardChanges?: boolean | undefined;
   /** "Now", for tests. */
   now?: Date | undefined;
 }
@@ -115,9 +191,11 @@ export interface PruneReport {
   /** Containers (with their private workspaces and records) removed. */
   removed: RemovedSandbox[];
   /** Private workspaces and records whose container is gone. */
-  orphans: { path: string; reason: string }[];
+  orphans: { path: string; reason: string; discardedChanges?: UnappliedChanges | undefined }[];
   /** Sandboxes that matched but were kept, with why. */
   skipped: { name: string; reason: string }[];
+  /** Sandboxes and orphaned copies that matched but hold unapplied changes: kept. */
+  keptForChanges: KeptForChanges[];
 }
 
 /**
@@ -138,6 +216,8 @@ export class SandboxInventory {
   private readonly containers: ContainerClient;
   private readonly logger: Logger;
   private readonly egress: EgressProxies;
+  private readonly work: UnappliedChangesCheck;
+  private readonly images: ImageFreshness;
 
   constructor(private readonly options: SandboxInventoryOptions) {
     this.engine = options.engine;
@@ -147,6 +227,12 @@ export class SandboxInventory {
     this.logger = options.logger ?? createSilentLogger();
     this.egress = new EgressProxies({
       engine: options.engine,
+      stateDirectory: this.stateDirectory,
+      logger: this.logger,
+    });
+    this.images = new ImageFreshness(options.engine, options);
+    this.work = new UnappliedChangesCheck({
+      containers: this.containers,
       stateDirectory: this.stateDirectory,
       logger: this.logger,
     });
@@ -181,9 +267,11 @@ export class SandboxInventory {
   /**
    * Removes one sandbox by name: its container (whatever its state), its private workspace
    * (unless `keepWorkspace`), then its record. A cordon container of another state directory is
-   * removed too (the name is explicit); a container cordon did not create is refused.
+   * removed too (the name is explicit); a container cordon did not create is refused. A private
+   * copy holding changes never applied is refused (`UnappliedChangesError`), nothing removed,
+   * unless `discardChanges`.
    */
-  async remove(name: string, options: { keepWorkspace?: boolean } = {}): Promise<RemovedSandbox> {
+  async remove(name: string, options: SandboxRemoveOptions = {}): Promise<RemovedSandbox> {
     const info = await this.containers.inspect(name);
     const record = await this.records.read(name).catch(() => undefined);
     if (!info) {
@@ -192,9 +280,13 @@ export class SandboxInventory {
           fix: "`cordon sandbox list` shows the sandboxes",
         });
       }
+      await this.assertNoUnappliedWork(
+        { name, privateWorkspace: record.privateWorkspace, image: record.wantedImage },
+        options,
+      );
       const workspaces = await this.disposeWorkspace(record.privateWorkspace, options);
       await this.egress.remove(name);
-      await this.records.remove(name);
+      await this.forget(name);
       return { name, reason: "requested", ...workspaces };
     }
     const labels = labelsOf(info, record);
@@ -203,17 +295,72 @@ export class SandboxInventory {
         fix: `remove it with \`docker rm -f ${name}\` if it is yours to remove`,
       });
     }
+    const workspacePath = labels[labelKeys.privateWorkspace] ?? record?.privateWorkspace;
+    await this.assertNoUnappliedWork(
+      {
+        name,
+        privateWorkspace: workspacePath,
+        image: info.imageId,
+        containerId: info.id,
+        project: labels[labelKeys.workspace],
+        sessionKey: labels[labelKeys.session],
+        agent: labels[labelKeys.agent],
+      },
+      options,
+    );
     await this.containers.remove(info.id, name);
     await this.egress.remove(name);
-    const workspacePath = labels[labelKeys.privateWorkspace] ?? record?.privateWorkspace;
     const workspaces = await this.disposeWorkspace(workspacePath, options);
-    await this.records.remove(name);
+    await this.forget(name);
     return { name, reason: "requested", containerId: info.id, ...workspaces };
+  }
+
+  /**
+   * What a sandbox's private copy holds that cleanup would lose: unapplied changes, or unknown
+   * when it cannot be read. "none" for a sandbox without a seeded copy of this state directory.
+   */
+  async workOf(name: string): Promise<CopyWork> {
+    const info = await this.containers.inspect(name);
+    const record = await this.records.read(name).catch(() => undefined);
+    const labels = info ? labelsOf(info, record) : {};
+    return this.checkWork({
+      name,
+      privateWorkspace: labels[labelKeys.privateWorkspace] ?? record?.privateWorkspace,
+      image: info?.imageId ?? record?.wantedImage,
+      containerId: info?.id,
+      project: labels[labelKeys.workspace],
+      sessionKey: labels[labelKeys.session],
+      agent: labels[labelKeys.agent],
+    });
+  }
+
+  private async assertNoUnappliedWork(
+    copy: Omit<CheckedCopy, "privateWorkspace"> & { privateWorkspace: string | undefined },
+    options: SandboxRemoveOptions,
+  ): Promise<void> {
+    if (options.keepWorkspace || options.discardChanges) return;
+    const work = await this.checkWork(copy);
+    if (work.state !== "none") throw new UnappliedChangesError(copy.name, work);
+  }
+
+  /** Only a copy cordon would delete (below this state directory) is worth reading. */
+  private checkWork(
+    copy: Omit<CheckedCopy, "privateWorkspace"> & { privateWorkspace: string | undefined },
+  ): Promise<CopyWork> {
+    const owned = this.ownedWorkspace(copy.privateWorkspace);
+    if (!owned) return Promise.resolve({ state: "none" });
+    return this.work.check({ ...copy, privateWorkspace: owned });
+  }
+
+  /** Drops a removed sandbox's record and what was recorded about its changes. */
+  private async forget(name: string): Promise<void> {
+    await this.records.remove(name);
+    await forgetChangesRecords(this.stateDirectory, name);
   }
 
   private async disposeWorkspace(
     workspace: string | undefined,
-    options: { keepWorkspace?: boolean },
+    options: SandboxRemoveOptions,
   ): Promise<Pick<RemovedSandbox, "workspace" | "keptWorkspace">> {
     if (!workspace) return {};
     if (options.keepWorkspace) {
@@ -227,13 +374,24 @@ export class SandboxInventory {
     return removed ? { workspace: removed } : { keptWorkspace: workspace };
   }
 
-  /** Removes every sandbox of this state directory. */
-  async removeAll(options: { keepWorkspace?: boolean } = {}): Promise<RemovedSandbox[]> {
+  /**
+   * Removes every sandbox of this state directory; one refused (unapplied changes) does not keep
+   * the others, and is reported in `refused`.
+   */
+  async removeAll(
+    options: SandboxRemoveOptions = {},
+  ): Promise<{ removed: RemovedSandbox[]; refused: UnappliedChangesError[] }> {
     const removed: RemovedSandbox[] = [];
+    const refused: UnappliedChangesError[] = [];
     for (const container of await this.listContainers()) {
-      removed.push(await this.remove(container.name, options));
+      try {
+        removed.push(await this.remove(container.name, options));
+      } catch (error) {
+        if (!(error instanceof UnappliedChangesError)) throw error;
+        refused.push(error);
+      }
     }
-    return removed;
+    return { removed, refused };
   }
 
   /**
@@ -244,7 +402,13 @@ export class SandboxInventory {
   async prune(options: PruneOptions = {}): Promise<PruneReport> {
     const now = (options.now ?? new Date()).getTime();
     const dryRun = options.dryRun ?? false;
-    const report: PruneReport = { dryRun, removed: [], orphans: [], skipped: [] };
+    const report: PruneReport = {
+      dryRun,
+      removed: [],
+      orphans: [],
+      skipped: [],
+      keptForChanges: [],
+    };
     const summaries = await this.list();
 
     for (const sandbox of summaries) {
@@ -258,9 +422,23 @@ export class SandboxInventory {
         containerId: sandbox.containerId,
         workspace: this.ownedWorkspace(sandbox.privateWorkspace),
       };
+      const work = await this.checkWork({
+        name: sandbox.name,
+        privateWorkspace: sandbox.privateWorkspace,
+        image: sandbox.imageId,
+        containerId: sandbox.containerId,
+        project: sandbox.workspace,
+        sessionKey: sandbox.session,
+        agent: sandbox.agent,
+      });
+      if (work.state !== "none" && !options.discardChanges) {
+        report.keptForChanges.push(keptFor(sandbox.name, entry.workspace ?? "", reason, work));
+        continue;
+      }
+      if (work.state === "unapplied") entry.discardedChanges = work.changes;
       if (!dryRun) {
         try {
-          await this.remove(sandbox.name);
+          await this.remove(sandbox.name, { discardChanges: true });
         } catch (error) {
           report.skipped.push({ name: sandbox.name, reason: `cannot remove: ${messageOf(error)}` });
           continue;
@@ -275,8 +453,9 @@ export class SandboxInventory {
     );
     const orphanMinAgeMs = options.orphanMinAgeMs ?? orphanGraceMs;
     await this.pruneOrphanProxies(live, now - orphanMinAgeMs, report);
-    await this.pruneOrphanRecords(live, referenced, now - orphanMinAgeMs, report);
-    await this.pruneOrphanDirectories(referenced, now - orphanMinAgeMs, report);
+    const discardChanges = options.discardChanges ?? false;
+    await this.pruneOrphanRecords(live, referenced, now - orphanMinAgeMs, report, discardChanges);
+    await this.pruneOrphanDirectories(referenced, now - orphanMinAgeMs, report, discardChanges);
     return report;
   }
 
@@ -334,6 +513,7 @@ export class SandboxInventory {
     referenced: Set<string>,
     usedBefore: number,
     report: PruneReport,
+    discardChanges: boolean,
   ): Promise<void> {
     for (const record of await this.records.readAll()) {
       if (live.has(record.containerName)) continue;
@@ -342,12 +522,24 @@ export class SandboxInventory {
       if (await this.containers.inspect(record.containerName)) continue;
       const workspace = record.privateWorkspace ? path.resolve(record.privateWorkspace) : undefined;
       if (workspace && !referenced.has(workspace) && this.ownedWorkspace(workspace)) {
+        referenced.add(workspace);
+        const reason = `private workspace of ${record.containerName}, whose container is gone`;
+        const work = await this.checkWork({
+          name: record.containerName,
+          privateWorkspace: workspace,
+          image: record.wantedImage,
+        });
+        if (work.state !== "none" && !discardChanges) {
+          // The record stays too: it names the image and sandbox the copy belongs to.
+          report.keptForChanges.push(keptFor(record.containerName, workspace, reason, work));
+          continue;
+        }
         report.orphans.push({
           path: workspace,
-          reason: `private workspace of ${record.containerName}, whose container is gone`,
+          reason,
+          ...(work.state === "unapplied" ? { discardedChanges: work.changes } : {}),
         });
         if (!report.dryRun) await this.removeWorkspace(workspace);
-        referenced.add(workspace);
       }
       report.orphans.push({
         path: this.recordPath(record),
@@ -362,6 +554,7 @@ export class SandboxInventory {
     referenced: Set<string>,
     usedBefore: number,
     report: PruneReport,
+    discardChanges: boolean,
   ): Promise<void> {
     const root = privateWorkspaceRoot(this.stateDirectory);
     let names: string[];
@@ -382,7 +575,22 @@ export class SandboxInventory {
       if (referenced.has(workspace) || recorded.has(workspace)) continue;
       const stats = await lstat(workspace).catch(() => undefined);
       if (!stats || !(stats.mtimeMs < usedBefore)) continue;
-      report.orphans.push({ path: workspace, reason: "private workspace no sandbox refers to" });
+      const reason = "private workspace no sandbox refers to";
+      // Nothing names its image any more: the current built-in image has git too.
+      const work = await this.checkWork({
+        name,
+        privateWorkspace: workspace,
+        image: await this.images.currentBuiltinTag(),
+      });
+      if (work.state !== "none" && !discardChanges) {
+        report.keptForChanges.push(keptFor(name, workspace, reason, work));
+        continue;
+      }
+      report.orphans.push({
+        path: workspace,
+        reason,
+        ...(work.state === "unapplied" ? { discardedChanges: work.changes } : {}),
+      });
       if (!report.dryRun) await this.removeWorkspace(workspace);
     }
   }
@@ -435,6 +643,22 @@ export class SandboxInventory {
   }
 }
 
+function keptFor(
+  name: string,
+  workspace: string,
+  candidate: string,
+  work: Exclude<CopyWork, { state: "none" }>,
+): KeptForChanges {
+  if (work.state === "unknown") return { name, workspace, reason: `${candidate}; ${work.reason}` };
+  const files = work.changes.changedFiles;
+  return {
+    name,
+    workspace,
+    reason: `${candidate}; it holds ${files} changed file${files === 1 ? "" : "s"} never applied`,
+    changes: work.changes,
+  };
+}
+
 function summarize(container: ContainerSummary, record: SandboxRecord | undefined): SandboxSummary {
   const labels = labelsOf(container, record);
   const createdAt = labels[labelKeys.createdAt] ?? new Date(container.createdAtMs).toISOString();
@@ -448,6 +672,7 @@ function summarize(container: ContainerSummary, record: SandboxRecord | undefine
     session: labels[labelKeys.session] ?? "",
     state: container.status,
     image: labels[labelKeys.image] ?? container.image,
+    imageId: container.imageId,
     imageStatus: "unknown",
     configHash,
     configStatus: record
@@ -503,7 +728,7 @@ class ImageFreshness {
     return id;
   }
 
-  private currentBuiltinTag(): Promise<string | undefined> {
+  currentBuiltinTag(): Promise<string | undefined> {
     this.builtinTag ??=
       this.options.image !== undefined
         ? Promise.resolve(this.options.image)

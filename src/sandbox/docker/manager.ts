@@ -1,8 +1,8 @@
 import { stat } from "node:fs/promises";
 import path from "node:path";
 
+import type { SandboxError } from "../../common/index.js";
 import {
-  SandboxError,
   SandboxStartError,
   createSilentLogger,
   throwIfAborted,
@@ -32,6 +32,7 @@ import { stopIdleSandboxes, type SandboxHolders } from "./idle-stop.js";
 import { assertWorkspaceWritable, hostPermissionsHold } from "./workspace-probe.js";
 import type { SandboxImageOptions } from "./sandbox-image.js";
 import { EgressProxies, type EgressDecision, type UpstreamProxy } from "./egress/index.js";
+import { whileFrozen } from "./freeze-container.js";
 import { labelsOf } from "./container-identity.js";
 import { poolMemberSpec, poolShape, unpoolableReason } from "./pool/pool-shape.js";
 import { WarmPool } from "./pool/warm-pool.js";
@@ -247,7 +248,8 @@ export class DockerSandboxManager {
       records: this.records,
       stateDirectory: this.stateDirectory,
       discard: async (name) => {
-        await this.inventory.remove(name);
+        // A pool member's copy was never handed to an agent: nothing of anyone's to keep.
+        await this.inventory.remove(name, { discardChanges: true });
       },
       later: (work) => this.inBackground("warm pool", work),
       logger: this.logger,
@@ -461,30 +463,7 @@ export class DockerSandboxManager {
     const info = found && (await this.identify(found, name));
     if (info) assertAdoptable(info, spec, this.stateDirectory);
     // Nothing runs in a missing or stopped container.
-    if (!info?.state.running) return fn();
-    if (info.state.paused) {
-      // Acquire resumes a pause left behind, so this is another command freezing it right now.
-      throw new SandboxError(`${name} is paused by another cordon command taking its changes`, {
-        fix: "run the command again when that one has finished",
-      });
-    }
-    await this.containers.pause(info.id);
-    try {
-      const result = await fn();
-      const after = await this.containers.inspect(info.id);
-      if (!after?.state.paused) {
-        throw new SandboxError(
-          `${name} was resumed while cordon read its workspace (by another cordon command or docker unpause), so what was read may be torn`,
-          { fix: "run the command again" },
-        );
-      }
-      return result;
-    } finally {
-      await this.containers.unpause(info.id).catch(async (error: unknown) => {
-        // Already resumed (or gone) is fine; a container left frozen is not.
-        if ((await this.containers.inspect(info.id))?.state.paused) throw error;
-      });
-    }
+    return whileFrozen(this.containers, info || undefined, fn);
   }
 
   private hold(name: string): void {
@@ -577,6 +556,12 @@ export class DockerSandboxManager {
                 orphans: report.orphans.map((o) => o.path),
               },
               "pruned sandboxes",
+            );
+          }
+          if (report.keptForChanges.length > 0) {
+            this.logger.info(
+              { kept: report.keptForChanges.map((k) => `${k.name} (${k.reason})`) },
+              "kept idle sandboxes whose changes were never applied",
             );
           }
         },

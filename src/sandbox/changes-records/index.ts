@@ -1,0 +1,10 @@
+export {
+  appliedChangesDigest,
+  changesRecordPaths,
+  forgetChangesRecords,
+  patchDigest,
+  readDigestRecord,
+  recordAppliedChanges,
+  writeChangesRecord,
+  type ChangesRecordPaths,
+} from "./changes-records.js";
