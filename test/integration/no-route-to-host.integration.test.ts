@@ -77,6 +77,8 @@ describe("no route to the host from any sandbox", () => {
       ...new Set([
         "127.0.0.1",
         "172.17.0.1",
+        // A cloud's metadata service.
+        "169.254.169.254",
         ...gateway.IPAM.Config.flatMap((entry) => (entry.Gateway ? [entry.Gateway] : [])),
         ...Object.values(networkInterfaces())
           .flat()
@@ -181,6 +183,17 @@ describe("no route to the host from any sandbox", () => {
       );
       expect(refused.stdout).toBe("403");
       await probeHost(held);
+      // Nor another container: not even its own proxy, at its address, without the channel.
+      const proxy = (await dockerClient()
+        .getContainer(spec?.egress?.proxyContainer ?? "")
+        .inspect()) as { NetworkSettings: { Networks: Record<string, { IPAddress: string }> } };
+      const proxyAddress = proxy.NetworkSettings.Networks["bridge"]?.IPAddress ?? "";
+      expect(proxyAddress).not.toBe("");
+      const direct = await exec(
+        `curl --noproxy '*' -sS -m 5 -o /dev/null http://${proxyAddress}:3128/ 2>&1; echo " exit $?"`,
+      );
+      expect(direct.stdout).toMatch(/Couldn't connect|unreachable/i);
+      expect(direct.stdout).not.toMatch(/ exit 0$/);
       await waitFor(() => decisions.some((d) => d.host === "example.com" && !d.allowed));
       expect(decisions).toContainEqual(
         expect.objectContaining({ host: "deb.debian.org", allowed: true }),
