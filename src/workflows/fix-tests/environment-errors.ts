@@ -1,5 +1,6 @@
 import { stripVTControlCharacters } from "node:util";
 
+import { dependencyFix } from "./dependency-fix.js";
 import { runnerOwnLines } from "./runner-words.js";
 
 /**
@@ -40,8 +41,10 @@ export interface ClassifyInput {
 
 const evidenceWidth = 160;
 
-const dependencyFix =
-  'carry the project\'s installed dependencies into the sandbox (`--carry node_modules`, `--carry .venv`), install them before the tests with `--setup-cmd` (e.g. `--setup-cmd "npm ci" --setup-allow-host registry.npmjs.org`, or `--setup-cmd "pip install -r requirements.txt" --setup-allow-host pypi.org --setup-allow-host files.pythonhosted.org`), or use an image that has them (sandbox.docker.image, sandbox.docker.dockerfile)';
+/** A missing command: the project's dependencies bring it, or the image must have it. */
+function commandFix(projectNames: ReadonlySet<string>): string {
+  return `if the command comes with the project's dependencies, ${dependencyFix({ projectNames })}; if it is a system tool, use an image that has it (sandbox.docker.image or sandbox.docker.dockerfile, FROM cordon-sandbox:latest)`;
+}
 
 /** What one line shows: the problem sentence, and a fix when it is more precise than the rule's. */
 interface Finding {
@@ -113,16 +116,17 @@ const deniedRunFix =
 const rules: readonly Rule[] = [
   {
     kind: "command_not_found",
-    match: (line) => {
+    match: (line, input) => {
+      const fix = commandFix(input.projectNames);
       const command = notFoundPatterns.map((pattern) => capture(pattern, line)).find(Boolean);
-      if (command) return `\`${command}\` is not installed in the sandbox`;
+      if (command) return { problem: `\`${command}\` is not installed in the sandbox`, fix };
       // GNU make running a tool that is not there.
       if (/^make(?:\[\d+\])?: \*\*\* .*Error 127$/.test(line)) {
-        return "a command the Makefile runs is not installed in the sandbox";
+        return { problem: "a command the Makefile runs is not installed in the sandbox", fix };
       }
       return undefined;
     },
-    fix: `if the command comes with the project's dependencies, ${dependencyFix}; if it is a system tool, use an image that has it (sandbox.docker.image or sandbox.docker.dockerfile, FROM cordon-sandbox:latest)`,
+    fix: commandFix(new Set()),
   },
   {
     kind: "missing_script",
@@ -136,31 +140,44 @@ const rules: readonly Rule[] = [
     kind: "module_not_found",
     match: (line, input) => {
       const python = capture(/ModuleNotFoundError: No module named '([^']+)'/, line);
-      if (python && !isProjectModule(python, input.projectNames)) {
-        return `the Python module \`${python}\` is not installed in the sandbox`;
+      const { projectNames } = input;
+      if (python && !isProjectModule(python, projectNames)) {
+        return {
+          problem: `the Python module \`${python}\` is not installed in the sandbox`,
+          fix: dependencyFix({ projectNames, ecosystem: "python", module: python }),
+        };
       }
       const node =
         capture(/Error: Cannot find module '([^']+)'/, line) ??
         capture(/\[ERR_MODULE_NOT_FOUND\]: Cannot find package '([^']+)'/, line);
       const name = node === undefined ? undefined : packageName(node);
-      if (name && !isProjectModule(name, input.projectNames)) {
-        return `the package \`${name}\` is not installed in the sandbox`;
+      if (name && !isProjectModule(name, projectNames)) {
+        return {
+          problem: `the package \`${name}\` is not installed in the sandbox`,
+          fix: dependencyFix({ projectNames, ecosystem: "node" }),
+        };
       }
       return undefined;
     },
-    fix: dependencyFix,
+    fix: dependencyFix({ projectNames: new Set() }),
   },
   {
     kind: "no_network",
     match: (line, input) => {
       if (input.network !== "none") return undefined;
-      const signal = capture(
+      const found = capture(
         /\b(EAI_AGAIN|ENOTFOUND|ENETUNREACH|ENOTCACHED|Temporary failure in name resolution|Could not resolve host|Name or service not known|Network is unreachable|No matching distribution found)\b/i,
         line,
       );
-      return signal
-        ? `the tests tried to reach the network (${signal}), and this sandbox has none`
-        : undefined;
+      // Go's own resolver reads no resolv.conf and asks [::1]:53, which refuses: "dial tcp: lookup proxy.golang.org on [::1]:53: … connection refused".
+      const goLookup = capture(/\bdial tcp: lookup (\S+?)(?: on \S+)?: /, line);
+      const signal = found ?? (goLookup ? `lookup ${goLookup}` : undefined);
+      if (!signal) return undefined;
+      const problem = `the tests tried to reach the network (${signal}), and this sandbox has none`;
+      // go fetching a module it does not have: `go: example.com/x@v1.2.0: Get "https://proxy.golang.org/…": dial tcp: lookup …`.
+      return /^go: |proxy\.golang\.org/.test(line)
+        ? { problem, fix: dependencyFix({ projectNames: input.projectNames, ecosystem: "go" }) }
+        : problem;
     },
     fix: "install what the tests download before they run (`--setup-cmd` with `--setup-allow-host HOST`), carry it in (`--carry`), or let the run reach the host it needs (`--allow-host HOST`, sandbox.egress.allow)",
   },
@@ -231,7 +248,7 @@ export function classifyEnvironmentError(input: ClassifyInput): EnvironmentError
       kind: "command_not_found",
       evidence: "exit code 127",
       problem: "the test command was not found in the sandbox",
-      fix: rules[0]!.fix,
+      fix: commandFix(input.projectNames),
     };
   }
   return undefined;
