@@ -156,6 +156,7 @@ export interface Runner {
       signal?: AbortSignal | undefined;
       onProgress?: ProvideSandboxOptions["onProgress"];
       onEgress?: ProvideSandboxOptions["onEgress"];
+      readsChanges?: ProvideSandboxOptions["readsChanges"];
     },
   ): Promise<HeldSandbox>;
   /**
@@ -335,6 +336,7 @@ export function createRunner(options: RunnerOptions = {}): Runner {
       signal: request.signal,
       onProgress: request.onProgress,
       onEgress: request.onEgress,
+      readsChanges: request.readsChanges,
     });
     // A run shows them with its sandbox-ready event; here the progress line is the only place.
     for (const warning of lease.warnings ?? []) {

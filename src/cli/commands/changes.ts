@@ -78,6 +78,7 @@ async function sessionChanges(
   const { lease } = await runner.acquireSandbox({
     ...request,
     signal,
+    readsChanges: true,
     onProgress: (progress) => context.stderr(`· ${progress.message}\n`),
   });
   try {

@@ -49,6 +49,11 @@ export interface ProvideSandboxOptions {
   onProgress?: ((progress: SandboxProgress) => void) | undefined;
   /** Each request the sandbox's egress proxy admits or refuses while it is held. */
   onEgress?: ((decision: EgressDecision) => void) | undefined;
+  /**
+   * The caller will read the private copy's changes (`changes`): a backend that reads them with
+   * a container of its own may start it alongside the acquire.
+   */
+  readsChanges?: boolean | undefined;
 }
 
 /**

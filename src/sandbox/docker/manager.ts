@@ -81,6 +81,11 @@ export interface AcquireOptions {
    * waits for it). Size 0 or unset: no pool.
    */
   pool?: { size: number } | undefined;
+  /**
+   * The caller will read the private copy's changes (`lease.changes`): an inspector is started
+   * while the rest of the acquire runs, so the first reading does not wait for one.
+   */
+  readsChanges?: boolean | undefined;
 }
 
 /** A sandbox held by one user of the manager; `release()` when done (idempotent). */
@@ -316,55 +321,64 @@ export class DockerSandboxManager {
     for (const note of image.notes ?? []) warn(note, "image");
 
     const shape = this.poolShapeFor(spec, options.pool, log);
+    const changes = this.workspaceChanges(spec, image.reference);
     const acquiredAt = Date.now();
     let watchdog: DiskWatchdog | undefined;
     let taken = false;
-    const settled = await this.locks.run(spec.containerName, async () => {
-      throwIfAborted(signal, "sandbox acquire");
-      if (shape) {
-        taken = (await this.pool.take(spec, shape, image)) !== undefined;
-        if (taken) progress("pool", `took a container from the warm pool as ${spec.containerName}`);
-      }
-      // Used from now on: an idle stop in another process reads the record again right before
-      // stopping, and leaves this one running.
-      await this.touchRecord(spec.containerName);
-      // A member's copy is fingerprinted, so a take can tell whether it is still current.
-      await this.prepareWorkspace(spec, {
-        signal,
-        progress,
-        warn,
-        fingerprint: memberOf !== undefined,
+    const settled = await this.locks
+      .run(spec.containerName, async () => {
+        throwIfAborted(signal, "sandbox acquire");
+        if (shape) {
+          taken = (await this.pool.take(spec, shape, image)) !== undefined;
+          if (taken)
+            progress("pool", `took a container from the warm pool as ${spec.containerName}`);
+        }
+        // Used from now on: an idle stop in another process reads the record again right before
+        // stopping, and leaves this one running.
+        await this.touchRecord(spec.containerName);
+        // A member's copy is fingerprinted, so a take can tell whether it is still current.
+        await this.prepareWorkspace(spec, {
+          signal,
+          progress,
+          warn,
+          fingerprint: memberOf !== undefined,
+        });
+        // The caller reads the changes next (`cordon diff`): an inspector starts meanwhile.
+        if (options.readsChanges) changes?.prepare();
+        // A workspace already over a budget the kernel does not enforce: no sandbox starts on it.
+        watchdog = await DiskWatchdog.for({
+          workspace: spec.workspaceAccess === "rw" ? undefined : spec.privateWorkspace,
+          diskBytes: spec.diskBytes,
+          rootLayerBytes: spec.docker.readOnlyRoot
+            ? undefined
+            : () => this.containers.writableLayerBytes(spec.containerName),
+          containerName: spec.containerName,
+          intervalMs: this.diskWatchdogMs,
+        });
+        await watchdog?.assertWithinBudget(signal);
+        const result = await this.settleContainer(spec, image, {
+          signal,
+          // A taken member is in use already: "reusing" it would tell the user something else.
+          progress: taken
+            ? (phase, message) =>
+                phase === "reuse" ? log.debug({ phase }, message) : progress(phase, message)
+            : progress,
+          log,
+          memberOf,
+        });
+        // Before the lease exists, so no agent turn runs on a workspace it cannot write.
+        await assertWorkspaceWritable(this.containers, result.container.id, spec, {
+          hostPermissionsHold: await hostPermissions,
+          signal,
+        });
+        // Counted inside the lock, so the next acquire of this key sees it held.
+        this.hold(spec.containerName);
+        return result;
+      })
+      .catch(async (error: unknown) => {
+        await changes?.dispose();
+        throw error;
       });
-      // A workspace already over a budget the kernel does not enforce: no sandbox starts on it.
-      watchdog = await DiskWatchdog.for({
-        workspace: spec.workspaceAccess === "rw" ? undefined : spec.privateWorkspace,
-        diskBytes: spec.diskBytes,
-        rootLayerBytes: spec.docker.readOnlyRoot
-          ? undefined
-          : () => this.containers.writableLayerBytes(spec.containerName),
-        containerName: spec.containerName,
-        intervalMs: this.diskWatchdogMs,
-      });
-      await watchdog?.assertWithinBudget(signal);
-      const result = await this.settleContainer(spec, image, {
-        signal,
-        // A taken member is in use already: "reusing" it would tell the user something else.
-        progress: taken
-          ? (phase, message) =>
-              phase === "reuse" ? log.debug({ phase }, message) : progress(phase, message)
-          : progress,
-        log,
-        memberOf,
-      });
-      // Before the lease exists, so no agent turn runs on a workspace it cannot write.
-      await assertWorkspaceWritable(this.containers, result.container.id, spec, {
-        hostPermissionsHold: await hostPermissions,
-        signal,
-      });
-      // Counted inside the lock, so the next acquire of this key sees it held.
-      this.hold(spec.containerName);
-      return result;
-    });
     watchdog?.start((error) => {
       log.error({ err: error }, error.message);
       void this.containers.kill(spec.containerName).catch((killError: unknown) => {
@@ -376,7 +390,6 @@ export class DockerSandboxManager {
       egress && options.onEgress && !settled.stale
         ? this.egress.follow(egress, acquiredAt, options.onEgress)
         : undefined;
-    const changes = this.workspaceChanges(spec, image.reference);
     let released = false;
     const release = async (): Promise<void> => {
       if (released) return;

@@ -390,7 +390,12 @@ export async function fixTests(options: FixTestsOptions): Promise<FixTestsResult
     phase("seeding a private copy and running the tests");
     let mark = Date.now();
     if (!(await setUp(sessionKey))) return result;
-    const work = await options.runner.acquireSandbox({ ...request, sessionKey, onProgress });
+    const work = await options.runner.acquireSandbox({
+      ...request,
+      sessionKey,
+      onProgress,
+      readsChanges: true,
+    });
     result.sessionKey = work.plan.sessionKey;
     project = work.plan.agent.workspaceId;
     try {

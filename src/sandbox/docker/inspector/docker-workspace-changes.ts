@@ -24,6 +24,8 @@ export interface DockerWorkspaceChangesOptions {
 
 /** A reader of changes that keeps a spare inspector warm until it is disposed of. */
 export interface DockerWorkspaceChanges extends WorkspaceChanges {
+  /** Starts the spare inspector now, if none is waiting (the first reading is coming). */
+  prepare(): void;
   /** Removes the spare inspector, if one is waiting. */
   dispose(): Promise<void>;
 }
@@ -98,6 +100,9 @@ export function dockerWorkspaceChanges(
   return {
     patch: (request) => inspect("patch", request),
     changedFiles: async (request) => parseChangedFiles(await inspect("changed-files", request)),
+    prepare: () => {
+      if (!spare && !disposed) startSpare();
+    },
     dispose: async () => {
       disposed = true;
       if (spare) removeLater(spare.inspector);
