@@ -1,4 +1,5 @@
 import type { Logger } from "../common/index.js";
+import type { CommandSignals } from "./interrupt.js";
 
 /** What every command gets: the environment, output channels and a logger (stderr). */
 export interface CliContext {
@@ -27,4 +28,6 @@ export interface CliContext {
    * and stderr are one, else undefined (no one to ask). See `confirmOnTerminal`.
    */
   confirm?: ((question: string) => Promise<boolean | undefined>) | undefined;
+  /** SIGINT/SIGTERM handling for this command (`runCli` installs it); see `withInterrupt`. */
+  signals?: CommandSignals | undefined;
 }

@@ -1,3 +1,4 @@
+import { CommandSignals } from "./interrupt.js";
 import { CommanderError } from "commander";
 
 import {
@@ -70,6 +71,12 @@ export async function runCli(
   output: CliOutput = processOutput,
 ): Promise<number> {
   let debug = env["CORDON_DEBUG"] === "1";
+  const signals = new CommandSignals({
+    stderr: output.stderr,
+    command: commandName(argv),
+    terminal: output === processOutput && process.stderr.isTTY,
+  });
+  const uninstallSignals = signals.install();
   try {
     // Every CORDON_* / ANTHROPIC_* value is checked before any command runs (exit 2, one line).
     const checked = checkEnvironment(env);
@@ -88,18 +95,45 @@ export async function runCli(
       outputShared: output.outputShared ?? false,
       exitCode: ExitCode.success,
       confirm: output.confirm,
+      signals,
     };
     const program = await createProgram(context, argv);
     await program.parseAsync([...argv]);
-    return context.exitCode;
+    if (signals.interruption && output === processOutput) {
+      // Stopped and cleaned up: end now. Left to end by itself, the process would linger over
+      // open engine connections, and a signal in its last moments kills it by Node's default.
+      process.exit(signals.interruption.exitCode);
+    }
+    return signals.interruption?.exitCode ?? context.exitCode;
   } catch (error) {
     if (error instanceof CommanderError) {
       // Help and version are "errors" to commander; their output is already printed.
       return error.exitCode === 0 ? ExitCode.success : ExitCode.usage;
     }
+    // Stopped by a signal: the line saying so is printed; the abort's own error says no more.
+    if (signals.interruption && exitCodeOf(error) === ExitCode.interrupted) {
+      return signals.interruption.exitCode;
+    }
     output.stderr(formatError(error, debug));
-    return exitCodeOf(error);
+    return signals.interruption?.exitCode ?? exitCodeOf(error);
+  } finally {
+    // The real process keeps them until it exits: a signal while it ends still gets its code
+    // and line, never Node's default death by signal. In-process callers (tests) get theirs back.
+    if (output !== processOutput) uninstallSignals();
   }
+}
+
+/** Commands that take a subcommand: `cordon sandbox prune` is named with both words. */
+const commandGroups = new Set(["sandbox", "config", "sessions", "image"]);
+
+/** `cordon run`, `cordon sandbox prune`: the command argv names, for the line a stop prints. */
+function commandName(argv: readonly string[]): string {
+  const words = argv.slice(2).filter((word) => !word.startsWith("-"));
+  const [first, second] = words;
+  if (first === undefined) return "cordon";
+  return commandGroups.has(first) && second !== undefined
+    ? `cordon ${first} ${second}`
+    : `cordon ${first}`;
 }
 
 export function formatError(error: unknown, withStack: boolean): string {

@@ -17,7 +17,10 @@ export const ExitCode = {
   verificationFailed: 8,
   /** The tests cannot run in the sandbox (a missing command, module or network): not the code. */
   environment: 9,
+  /** Stopped by SIGINT (Ctrl-C), as a shell reports it: 128 + 2. */
   interrupted: 130,
+  /** Stopped by SIGTERM: 128 + 15. */
+  terminated: 143,
 } as const;
 export type ExitCode = (typeof ExitCode)[keyof typeof ExitCode];
 

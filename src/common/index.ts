@@ -1,5 +1,6 @@
 export * from "./errors.js";
 export * from "./abort.js";
+export * from "./exit-cleanup.js";
 export * from "./logger.js";
 export * from "./paths.js";
 export * from "./process-identity.js";

@@ -173,8 +173,14 @@ describe("cordon exec -i/-t and --rm", () => {
     await expect
       .poll(processes, { timeout: 60_000 })
       .toContainEqual(expect.stringMatching(/^cat$/));
+    let stderr = "";
+    child.stderr.setEncoding("utf8").on("data", (chunk: string) => (stderr += chunk));
     child.kill("SIGTERM");
-    expect(await exited).toBe(130);
+    // 128 + 15, as a shell reports a command stopped by SIGTERM, and one line saying so.
+    expect(await exited).toBe(143);
+    expect(stderr).toMatch(
+      /cordon: SIGTERM: stopped the command \(its processes in the sandbox are killed\)/,
+    );
     await expect
       .poll(processes, { timeout: 30_000 })
       .not.toContainEqual(expect.stringMatching(/^(cat|\/bin\/sh -c cat)/));

@@ -120,8 +120,10 @@ export function registerChangesCommands(program: Command, context: CliContext): 
     .option("--json", "print {files, patch, sha256} as JSON")
     .action(async (flags: DiffFlags) => {
       const runner = runnerFromFlags(context, flags);
-      const { patch, containerName, workspace } = await withInterrupt(context, (signal) =>
-        sessionChanges(context, runner, flags, signal),
+      const { patch, containerName, workspace } = await withInterrupt(
+        context,
+        (signal) => sessionChanges(context, runner, flags, signal),
+        () => "stopped reading the changes; the sandbox keeps them, nothing was recorded",
       );
       const files = parsePatch(patch);
       const sha256 = await recordShownChanges(runner.stateDir, containerName, patch);
@@ -149,77 +151,87 @@ export function registerChangesCommands(program: Command, context: CliContext): 
     .option("--json", "print {files, applied, sha256, decision} as JSON")
     .action(async (flags: ApplyFlags) => {
       const runner = runnerFromFlags(context, flags);
-      await withInterrupt(context, async (signal) => {
-        const taken = await sessionChanges(context, runner, flags, signal);
-        const sha256 = patchDigest(taken.patch);
-        const shown = await lastShownDigest(runner.stateDir, taken.containerName);
-        const reviewed = shown === sha256;
-        const files = parsePatch(taken.patch);
-        if (files.length === 0) {
-          if (flags.json) {
-            context.stdout(`${JSON.stringify({ files, applied: false, sha256 })}\n`);
-          } else context.stderr("no changes to apply\n");
-          return;
-        }
-        if (await changesAlreadyApplied(taken.workspace, taken.patch)) {
-          // A second `cordon apply`: nothing moved underneath, the work is done.
-          await recordAppliedChanges(runner.stateDir, taken.containerName, sha256);
-          if (flags.json) {
-            context.stdout(
-              `${JSON.stringify({ files, applied: false, sha256, decision: "already-applied" })}\n`,
-            );
-          } else context.stderr(`these changes are already in the workspace (sha256 ${sha256})\n`);
-          return;
-        }
-        if (!reviewed && !flags.check) {
-          // Changed since the review (or never reviewed): these bytes are shown now, and so are
-          // what a second `cordon apply` applies if they stay the same.
-          await recordShownChanges(runner.stateDir, taken.containerName, taken.patch);
-          if (!flags.json) {
-            context.stdout(describeFiles(files));
-            context.stdout(Buffer.from(taken.patch).toString("utf8"));
-          }
-          context.stderr(
-            `sha256 ${sha256}: ${shown ? `not the changes \`cordon diff\` showed (sha256 ${shown})` : "`cordon diff` has not shown these changes"}\n`,
-          );
-          if (!flags.yes) {
+      let applied = false;
+      await withInterrupt(
+        context,
+        async (signal) => {
+          const taken = await sessionChanges(context, runner, flags, signal);
+          const sha256 = patchDigest(taken.patch);
+          const shown = await lastShownDigest(runner.stateDir, taken.containerName);
+          const reviewed = shown === sha256;
+          const files = parsePatch(taken.patch);
+          if (files.length === 0) {
             if (flags.json) {
-              const patch = Buffer.from(taken.patch).toString("utf8");
+              context.stdout(`${JSON.stringify({ files, applied: false, sha256 })}\n`);
+            } else context.stderr("no changes to apply\n");
+            return;
+          }
+          if (await changesAlreadyApplied(taken.workspace, taken.patch)) {
+            // A second `cordon apply`: nothing moved underneath, the work is done.
+            await recordAppliedChanges(runner.stateDir, taken.containerName, sha256);
+            if (flags.json) {
               context.stdout(
-                `${JSON.stringify({ files, applied: false, sha256, decision: "refused", patch })}\n`,
+                `${JSON.stringify({ files, applied: false, sha256, decision: "already-applied" })}\n`,
+              );
+            } else
+              context.stderr(`these changes are already in the workspace (sha256 ${sha256})\n`);
+            return;
+          }
+          if (!reviewed && !flags.check) {
+            // Changed since the review (or never reviewed): these bytes are shown now, and so are
+            // what a second `cordon apply` applies if they stay the same.
+            await recordShownChanges(runner.stateDir, taken.containerName, taken.patch);
+            if (!flags.json) {
+              context.stdout(describeFiles(files));
+              context.stdout(Buffer.from(taken.patch).toString("utf8"));
+            }
+            context.stderr(
+              `sha256 ${sha256}: ${shown ? `not the changes \`cordon diff\` showed (sha256 ${shown})` : "`cordon diff` has not shown these changes"}\n`,
+            );
+            if (!flags.yes) {
+              if (flags.json) {
+                const patch = Buffer.from(taken.patch).toString("utf8");
+                context.stdout(
+                  `${JSON.stringify({ files, applied: false, sha256, decision: "refused", patch })}\n`,
+                );
+              }
+              throw new ChangesNotReviewedError(
+                "the changes in the sandbox are not the ones last reviewed, so nothing was written; they are shown above",
+                {
+                  fix: "review them, then run `cordon apply` again to apply exactly these (same sha256), or `cordon apply --yes`",
+                },
               );
             }
-            throw new ChangesNotReviewedError(
-              "the changes in the sandbox are not the ones last reviewed, so nothing was written; they are shown above",
-              {
-                fix: "review them, then run `cordon apply` again to apply exactly these (same sha256), or `cordon apply --yes`",
-              },
-            );
           }
-        }
-        const outcome = await applyChanges(taken.workspace, taken.patch, {
-          check: flags.check ?? false,
-        });
-        if (outcome.applied) {
-          // Prune and rm may now remove the sandbox: its work is in the real workspace.
-          await recordAppliedChanges(runner.stateDir, taken.containerName, sha256);
-          await forgetShownChanges(runner.stateDir, taken.containerName);
-        }
-        const decision: ApplyDecision = flags.check
-          ? "checked"
-          : reviewed
-            ? "reviewed"
-            : "confirmed";
-        if (flags.json) {
-          context.stdout(`${JSON.stringify({ ...outcome, sha256, decision })}\n`);
-          return;
-        }
-        if (reviewed || flags.check) context.stdout(describeFiles(outcome.files));
-        context.stderr(
-          outcome.applied
-            ? `applied ${outcome.files.length} file change(s) (sha256 ${sha256})\n`
-            : `the changes apply cleanly (${outcome.files.length} file(s), sha256 ${sha256}${reviewed ? "" : ", not the ones `cordon diff` last showed"}); run without --check to apply\n`,
-        );
-      });
+          const outcome = await applyChanges(taken.workspace, taken.patch, {
+            check: flags.check ?? false,
+          });
+          applied = outcome.applied;
+          if (outcome.applied) {
+            // Prune and rm may now remove the sandbox: its work is in the real workspace.
+            await recordAppliedChanges(runner.stateDir, taken.containerName, sha256);
+            await forgetShownChanges(runner.stateDir, taken.containerName);
+          }
+          const decision: ApplyDecision = flags.check
+            ? "checked"
+            : reviewed
+              ? "reviewed"
+              : "confirmed";
+          if (flags.json) {
+            context.stdout(`${JSON.stringify({ ...outcome, sha256, decision })}\n`);
+            return;
+          }
+          if (reviewed || flags.check) context.stdout(describeFiles(outcome.files));
+          context.stderr(
+            outcome.applied
+              ? `applied ${outcome.files.length} file change(s) (sha256 ${sha256})\n`
+              : `the changes apply cleanly (${outcome.files.length} file(s), sha256 ${sha256}${reviewed ? "" : ", not the ones `cordon diff` last showed"}); run without --check to apply\n`,
+          );
+        },
+        () =>
+          applied
+            ? "stopped after the changes were applied"
+            : "stopped before applying: nothing was written to the workspace",
+      );
     });
 }

@@ -166,40 +166,49 @@ export function registerExecCommand(program: Command, context: CliContext): void
       const command = words.length === 1 ? (words[0] ?? "") : words.map(quoteShellArg).join(" ");
       const runner = runnerFromFlags(context, flags);
       const lines = new StderrLines();
-      await withInterrupt(context, async (signal) => {
-        const { plan, lease } = await runner.acquireSandbox({
-          agentId: flags.agent,
-          sessionKey: flags.session,
-          signal,
-          // Progress names files of the workspace (a skipped FIFO's name): shown, never obeyed.
-          onProgress: (progress) => context.stderr(`· ${printable(progress.message)}\n`),
-        });
-        try {
-          context.exitCode =
-            flags.interactive || flags.tty
-              ? await runInteractiveCommand({
-                  env: context.env,
-                  ...interactiveTarget(plan),
-                  command,
-                  interactive: flags.interactive ?? false,
-                  tty: flags.tty ?? false,
-                  signal,
-                  onStderr: (chunk) => lines.saw(chunk),
-                })
-              : await runCommand(context, lease.sandbox, command, flags, signal, lines);
-        } catch (error) {
-          // The error line cordon prints next starts a line of its own.
-          context.stderr(lines.own(""));
-          throw error;
-        } finally {
-          await lease.release();
-          if (flags.rm) {
-            await removeSandboxAfter(context, runner, plan, {
-              agentId: flags.agent,
-              sessionKey: flags.session,
-            });
+      let started = false;
+      await withInterrupt(
+        context,
+        async (signal) => {
+          const { plan, lease } = await runner.acquireSandbox({
+            agentId: flags.agent,
+            sessionKey: flags.session,
+            signal,
+            // Progress names files of the workspace (a skipped FIFO's name): shown, never obeyed.
+            onProgress: (progress) => context.stderr(`· ${printable(progress.message)}\n`),
+          });
+          started = true;
+          try {
+            context.exitCode =
+              flags.interactive || flags.tty
+                ? await runInteractiveCommand({
+                    env: context.env,
+                    ...interactiveTarget(plan),
+                    command,
+                    interactive: flags.interactive ?? false,
+                    tty: flags.tty ?? false,
+                    signal,
+                    onStderr: (chunk) => lines.saw(chunk),
+                  })
+                : await runCommand(context, lease.sandbox, command, flags, signal, lines);
+          } catch (error) {
+            // The error line cordon prints next starts a line of its own.
+            context.stderr(lines.own(""));
+            throw error;
+          } finally {
+            await lease.release();
+            if (flags.rm) {
+              await removeSandboxAfter(context, runner, plan, {
+                agentId: flags.agent,
+                sessionKey: flags.session,
+              });
+            }
           }
-        }
-      });
+        },
+        () =>
+          started
+            ? `stopped the command (its processes in the sandbox are killed); the sandbox keeps its files${flags.rm ? "" : ": `cordon exec` with the same --session runs in it again"}`
+            : "stopped before the command started; nothing ran",
+      );
     });
 }

@@ -95,26 +95,30 @@ export function registerFixTestsCommand(program: Command, context: CliContext): 
         stderr: context.stderr,
         narrationShowsAnswer: true,
       });
-      const result = await withInterrupt(context, (signal) =>
-        fixTests({
-          runner,
-          testCommand: flags.testCmd,
-          outDir: path.resolve(flags.out),
-          agentId: flags.agent,
-          modelId: flags.model,
-          limits: { maxTurns: flags.maxTurns, timeoutMs: flags.timeout },
-          testTimeoutMs: flags.testTimeout,
-          allowTestChanges: flags.allowTestChanges,
-          allowBinary: flags.allowBinary,
-          keepSandboxes: flags.keepSandboxes,
-          setup:
-            flags.setupCmd === undefined
-              ? undefined
-              : { command: flags.setupCmd, allowHosts: flags.setupAllowHost ?? [] },
-          signal,
-          onEvent: (event) => progress.onEvent(event),
-          onPhase: (message) => context.stderr(`==> ${message}\n`),
-        }),
+      const result = await withInterrupt(
+        context,
+        (signal) =>
+          fixTests({
+            runner,
+            testCommand: flags.testCmd,
+            outDir: path.resolve(flags.out),
+            agentId: flags.agent,
+            modelId: flags.model,
+            limits: { maxTurns: flags.maxTurns, timeoutMs: flags.timeout },
+            testTimeoutMs: flags.testTimeout,
+            allowTestChanges: flags.allowTestChanges,
+            allowBinary: flags.allowBinary,
+            keepSandboxes: flags.keepSandboxes,
+            setup:
+              flags.setupCmd === undefined
+                ? undefined
+                : { command: flags.setupCmd, allowHosts: flags.setupAllowHost ?? [] },
+            signal,
+            onEvent: (event) => progress.onEvent(event),
+            onPhase: (message) => context.stderr(`==> ${message}\n`),
+          }),
+        () =>
+          `stopped fix-tests; your workspace is unchanged (fix-tests never writes to it), what it wrote so far is in ${path.resolve(flags.out)}`,
       );
       if (flags.json) context.stdout(`${JSON.stringify(result, null, 2)}\n`);
       else context.stdout(`${result.message}\n`);

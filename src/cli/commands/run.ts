@@ -19,6 +19,7 @@ import { durationOf, nameList, positiveInteger } from "../flag-parsers.js";
 import { printable } from "../printable.js";
 import { StreamJsonInput, parseTypedLine } from "../stream-json-input.js";
 import { removeSandboxAfter } from "./remove-after.js";
+import { RunStopReport } from "./run-stop.js";
 
 interface RunFlags extends PlanFlags {
   model?: string;
@@ -176,59 +177,67 @@ export function registerRunCommand(program: Command, context: CliContext): void 
         return;
       }
       const runner = runnerFromFlags(context, flags, { modelScript: flags.modelScript });
-      const result = await withInterrupt(context, async (signal) => {
-        if (flags.setupCmd !== undefined) {
-          context.stderr(`· setup: ${flags.setupCmd}\n`);
-          // Loaded only when asked for, like every command's own module.
-          const { runSetupPhase, setupFailureMessage } =
-            await import("../../workflows/setup-phase.js");
-          const setup = await runSetupPhase({
-            runner,
-            setup: { command: flags.setupCmd, allowHosts: flags.setupAllowHost ?? [] },
-            agentId: flags.agent,
-            sessionKey: flags.session,
-            signal,
-            onEgress: (d) =>
-              context.stderr(
-                `· setup egress ${d.allowed ? "allowed" : "REFUSED"}: ${printable(d.host)}:${d.port}\n`,
-              ),
-          }).catch((error: unknown) => failedRunResult(randomUUID(), flags.session ?? "", error));
-          if ("runId" in setup) return reportWithoutRun(setup);
-          if (setup.exitCode !== 0) {
-            // Exit 9, as fix-tests: the environment cannot be prepared, the code is not at fault.
-            const error = new EnvironmentError(setupFailureMessage(setup), {
-              fix: "fix the setup command, or allow what it needs with --setup-allow-host",
-            });
-            return reportWithoutRun(failedRunResult(randomUUID(), flags.session ?? "", error));
+      const stop = new RunStopReport(flags.session);
+      const result = await withInterrupt(
+        context,
+        async (signal) => {
+          if (flags.setupCmd !== undefined) {
+            context.stderr(`· setup: ${flags.setupCmd}\n`);
+            // Loaded only when asked for, like every command's own module.
+            const { runSetupPhase, setupFailureMessage } =
+              await import("../../workflows/setup-phase.js");
+            const setup = await runSetupPhase({
+              runner,
+              setup: { command: flags.setupCmd, allowHosts: flags.setupAllowHost ?? [] },
+              agentId: flags.agent,
+              sessionKey: flags.session,
+              signal,
+              onEgress: (d) =>
+                context.stderr(
+                  `· setup egress ${d.allowed ? "allowed" : "REFUSED"}: ${printable(d.host)}:${d.port}\n`,
+                ),
+            }).catch((error: unknown) => failedRunResult(randomUUID(), flags.session ?? "", error));
+            if ("runId" in setup) return reportWithoutRun(setup);
+            if (setup.exitCode !== 0) {
+              // Exit 9, as fix-tests: the environment cannot be prepared, the code is not at fault.
+              const error = new EnvironmentError(setupFailureMessage(setup), {
+                fix: "fix the setup command, or allow what it needs with --setup-allow-host",
+              });
+              return reportWithoutRun(failedRunResult(randomUUID(), flags.session ?? "", error));
+            }
           }
-        }
-        let runs = 0;
-        const runOnce = (
-          task: string | UserContentBlock[],
-          steering?: MessageQueue,
-        ): Promise<RunResult> => {
-          const rendered = runs++ === 0 ? renderer : newRenderer();
-          return runner.run({
-            prompt: task,
-            agentId: flags.agent,
-            sessionKey: flags.session,
-            modelId: flags.model,
-            limits: { maxTurns: flags.maxTurns, timeoutMs: flags.timeout },
-            thinking: flags.thinking,
-            allowTools: flags.allowTools,
-            denyTools: flags.denyTools,
-            waitForSession: flags.wait,
-            signal,
-            onEvent: (event) => rendered.onEvent(event),
-            steering,
-          });
-        };
-        if (!input) return runOnce(prompt);
-        hint("type to steer while tools run, or a follow-up once the answer is in; Ctrl-D ends");
-        return runConversation(input, prompt, runOnce, () =>
-          hint("waiting for your next message (Ctrl-D ends)"),
-        );
-      });
+          let runs = 0;
+          const runOnce = (
+            task: string | UserContentBlock[],
+            steering?: MessageQueue,
+          ): Promise<RunResult> => {
+            const rendered = runs++ === 0 ? renderer : newRenderer();
+            return runner.run({
+              prompt: task,
+              agentId: flags.agent,
+              sessionKey: flags.session,
+              modelId: flags.model,
+              limits: { maxTurns: flags.maxTurns, timeoutMs: flags.timeout },
+              thinking: flags.thinking,
+              allowTools: flags.allowTools,
+              denyTools: flags.denyTools,
+              waitForSession: flags.wait,
+              signal,
+              onEvent: (event) => {
+                stop.onEvent(event);
+                rendered.onEvent(event);
+              },
+              steering,
+            });
+          };
+          if (!input) return runOnce(prompt);
+          hint("type to steer while tools run, or a follow-up once the answer is in; Ctrl-D ends");
+          return runConversation(input, prompt, runOnce, () =>
+            hint("waiting for your next message (Ctrl-D ends)"),
+          );
+        },
+        () => stop.describe(),
+      );
       if (flags.rm) {
         const request = { agentId: flags.agent, sessionKey: flags.session };
         // A plan that cannot be made (a bad config) made no sandbox either.

@@ -36,8 +36,11 @@ export function registerToolCommand(program: Command, context: CliContext): void
     .action(async (name: string, flags: ToolFlags) => {
       const input = parseInput(flags.input === "-" ? await context.readStdin() : flags.input);
       const runner = runnerFromFlags(context, flags);
-      const result = await withInterrupt(context, (signal) =>
-        runner.callTool(name, input, { agentId: flags.agent, sessionKey: flags.session, signal }),
+      const result = await withInterrupt(
+        context,
+        (signal) =>
+          runner.callTool(name, input, { agentId: flags.agent, sessionKey: flags.session, signal }),
+        () => `stopped the ${name} call; the sandbox keeps its files`,
       );
       if (flags.json) {
         context.stdout(`${JSON.stringify(result)}\n`);

@@ -256,6 +256,8 @@ export function createRunRenderer(options: RunRendererOptions): RunRenderer {
         const shown = options.narrationShowsAnswer === true && !options.quiet;
         if (answer && !shown) options.stdout(answer.endsWith("\n") ? answer : `${answer}\n`);
         if (event["status"] === "completed") progress(`${endLine(event)}\n`);
+        // Stopped by a signal: the CLI's own line says what was stopped and what is left.
+        if (event["status"] === "aborted") break;
         if (event["status"] !== "completed") {
           progress(`${endLine(event)}\n`);
           options.stderr(`cordon: ${String(event["message"] ?? event["status"])}\n`);

@@ -1,11 +1,11 @@
 import { spawnSync } from "node:child_process";
-import { mkdir, mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
+import { mkdir, mkdtemp, readFile, readdir, rm, writeFile } from "node:fs/promises";
 import { hostname, tmpdir } from "node:os";
 import path from "node:path";
 
-import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 
-import { currentProcessIdentity, exitCodeOf } from "../../common/index.js";
+import { AbortedError, currentProcessIdentity, exitCodeOf } from "../../common/index.js";
 import {
   SessionBusyError,
   SessionLockError,
@@ -219,18 +219,27 @@ describe("the session lock", () => {
     expect((await readSessionLock(lockFile))?.runId).toBe("someone-else");
   });
 
-  it("a waiting run gives up when its signal fires", async () => {
+  it("a waiting run gives up when its signal fires, naming what it stopped, its wait file gone", async () => {
     const first = await acquire("run-1");
     const controller = new AbortController();
+    let waited = false;
     const waiting = acquireSessionLock({
       stateDir,
       sessionKey,
       runId: "run-2",
       pollMs: 10,
       signal: controller.signal,
+      onWait: () => (waited = true),
     });
+    await vi.waitFor(() => expect(waited).toBe(true));
     controller.abort();
-    await expect(waiting).rejects.toThrow(/aborted/);
+    const error = await waiting.catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(AbortedError);
+    expect((error as Error).message).toMatch(
+      new RegExp(`^stopped waiting for session ${sessionKey}, held by pid ${process.pid} on `),
+    );
+    const left = await readdir(path.dirname(first.path));
+    expect(left.filter((name) => name.includes(".wait."))).toEqual([]);
     await first.release();
   });
 });

@@ -1,17 +1,19 @@
 import { randomUUID } from "node:crypto";
+import { readFileSync, unlinkSync } from "node:fs";
 import { link, mkdir, readFile, rename, writeFile } from "node:fs/promises";
 import path from "node:path";
 
 import { z } from "zod";
 
 import {
+  AbortedError,
   CordonError,
   ExitCode,
   createExclusive,
   currentProcessIdentity,
+  onProcessExit,
   processState,
   sleep,
-  throwIfAborted,
   unlinkIfPresent,
 } from "../../common/index.js";
 import { sessionFiles } from "./session-name.js";
@@ -118,14 +120,19 @@ export async function acquireSessionLock(options: AcquireSessionLockOptions): Pr
   if (options.workspace !== undefined) holder.workspace = options.workspace;
   const pollMs = options.pollMs ?? 200;
   let waiting: string | undefined;
+  let forgetWaiting: (() => void) | undefined;
   try {
     return await takeLock(file, holder, pollMs, options, async () => {
       if (waiting !== undefined) return;
-      waiting = waitingFile(file, holder);
+      const waitFile = waitingFile(file, holder);
+      waiting = waitFile;
+      // Also gone when the process is made to exit while it waits (a second Ctrl-C).
+      forgetWaiting = onProcessExit(() => unlinkSync(waitFile));
       // Best effort: a run that cannot say it waits still waits.
-      await writeFile(waiting, lockText(holder), { mode: 0o600 }).catch(() => undefined);
+      await writeFile(waitFile, lockText(holder), { mode: 0o600 }).catch(() => undefined);
     });
   } finally {
+    forgetWaiting?.();
     if (waiting !== undefined) await unlinkIfPresent(waiting).catch(() => undefined);
   }
 }
@@ -137,9 +144,14 @@ async function takeLock(
   options: AcquireSessionLockOptions,
   markWaiting: () => Promise<void>,
 ): Promise<SessionLock> {
-  let announced: string | undefined;
+  let announced: SessionLockHolder | undefined;
   for (;;) {
-    throwIfAborted(options.signal, `waiting for session ${options.sessionKey}`);
+    if (options.signal?.aborted) {
+      const held = announced ? `, held by ${describeHolder(announced)}` : "";
+      throw new AbortedError(`stopped waiting for session ${options.sessionKey}${held}`, {
+        cause: options.signal.reason,
+      });
+    }
     holder.since = new Date().toISOString();
     if (await createExclusive(file, lockText(holder))) return heldLock(file, holder);
     const current = await readHolder(file);
@@ -162,12 +174,13 @@ async function takeLock(
         },
       );
     }
-    if (announced !== current.runId) {
-      announced = current.runId;
+    if (announced?.runId !== current.runId) {
+      announced = current;
       await markWaiting();
       options.onWait?.(current);
     }
-    await sleep(pollMs, options.signal);
+    // An interrupt while asleep is reported by the check at the top, naming what was stopped.
+    await sleep(pollMs, options.signal).catch(() => undefined);
   }
 }
 
@@ -179,12 +192,17 @@ export async function readSessionLock(file: string): Promise<SessionLockHolder |
 
 function heldLock(file: string, holder: SessionLockHolder): SessionLock {
   let released = false;
+  // A process made to exit (a second Ctrl-C) skips `release`: the lock goes all the same.
+  const forget = onProcessExit(() => {
+    if (holderRunIdSync(file) === holder.runId) unlinkSync(file);
+  });
   return {
     holder: { ...holder },
     path: file,
     async release() {
       if (released) return;
       released = true;
+      forget();
       const current = await readHolder(file);
       // Never remove a lock that is no longer ours (it cannot be taken from a live process, but
       // a lock file deleted and re-made by hand must not be dropped by the run that ends here).
@@ -193,6 +211,12 @@ function heldLock(file: string, holder: SessionLockHolder): SessionLock {
       }
     },
   };
+}
+
+/** The run id in a lock file, read synchronously (at exit); undefined when unreadable. */
+function holderRunIdSync(file: string): string | undefined {
+  const parsed = sessionLockHolderSchema.safeParse(JSON.parse(readFileSync(file, "utf8")));
+  return parsed.success ? parsed.data.runId : undefined;
 }
 
 /** A lock file's text: its holder as one JSON line. */
