@@ -107,9 +107,11 @@ describe("fix-tests with a setup phase", () => {
 
     // The agent phase had the run's own policy (none): its curl to the registry failed.
     const transcript = await readFile(path.join(out, "transcript.jsonl"), "utf8");
-    // (A tool result's output, after a newline; the command itself names both words.)
-    expect(transcript).toMatch(/registry\.npmjs\.org\\nREGISTRY-UNREACHABLE/);
-    expect(transcript).not.toMatch(/\\nREGISTRY-REACHED/);
+    // (A tool result's output: a line of its own, where the command itself names both words
+    // after `echo `. curl's stderr and echo's stdout may arrive in either order.)
+    expect(transcript).toMatch(/Could not resolve host: registry\.npmjs\.org/);
+    expect(transcript).toMatch(/(?:"text":"|\\n)REGISTRY-UNREACHABLE/);
+    expect(transcript).not.toMatch(/(?:"text":"|\\n)REGISTRY-REACHED/);
     // node_modules came from setup, and is no part of the patch.
     expect(await readFile(path.join(out, "changes.patch"), "utf8")).not.toContain("node_modules");
   }, 600_000);
