@@ -92,6 +92,7 @@ describe("looseningKeys", () => {
             mode: "off",
             workspaceAccess: "rw",
             workspaceRoot: "/tmp/elsewhere",
+            seedInclude: [".env"],
             docker: {
               network: "bridge",
               user: "0",
@@ -124,6 +125,7 @@ describe("looseningKeys", () => {
       "agents.defaults.sandbox.mode",
       "agents.defaults.sandbox.workspaceAccess",
       "agents.defaults.sandbox.workspaceRoot",
+      "agents.defaults.sandbox.seedInclude",
       "agents.defaults.sandbox.docker.network",
       "agents.defaults.sandbox.docker.user",
       "agents.defaults.sandbox.docker.capDrop",

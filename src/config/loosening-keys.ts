@@ -192,6 +192,12 @@ export const untrustedKeyRules: Readonly<Record<string, KeyRule>> = {
     "copies git-ignored files of your workspace (where secrets like .env live) into the sandbox, where the agent can read them",
     nonEmpty,
   ),
+  // Seeding leaves secret-shaped files out (.env, keys, .ssh, tokens in .npmrc): a repository's
+  // own config must not be able to name them back in for the agent to read.
+  "sandbox.seedInclude": loosening(
+    "copies secret-shaped files of your workspace (.env, private keys, token files) into the sandbox, where the agent can read them",
+    nonEmpty,
+  ),
   "sandbox.protectGitDir": loosening(
     "false lets an agent with rw access write your repository's .git (hooks and config you run later)",
     unless(true),

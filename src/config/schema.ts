@@ -79,6 +79,8 @@ export const configDefaults = {
     disk: "10g" as string | number,
     /** Ignored paths of the workspace copied into the seeded copy (e.g. node_modules). */
     carry: [] as string[],
+    /** Secret-shaped paths of the workspace seeded all the same (e.g. a test fixture's key). */
+    seedInclude: [] as string[],
     protectGitDir: true,
     prune: { stopIdleMinutes: 30, idleHours: 24, maxAgeDays: 7 },
     /** Started containers kept ready per sandbox shape (docs/pool.md); 0 = no pool. */
@@ -144,6 +146,17 @@ const carryList = z
   )
   .describe(
     "Git-ignored paths of the workspace (e.g. node_modules, .venv) copied into the seeded private copy: writable there, never part of a diff",
+  );
+/** Secret-shaped workspace paths seeded on purpose (`.env.test`, `fixtures/server.pem`). */
+const seedIncludeList = z
+  .array(
+    text.superRefine((value, ctx) => {
+      const problem = carryPathProblem(value);
+      if (problem) ctx.addIssue({ code: "custom", message: problem });
+    }),
+  )
+  .describe(
+    "Secret-shaped paths of the workspace (.env*, keys, .ssh, tokens in .npmrc) copied into the seeded private copy on purpose; by default they are left out",
   );
 const toolNameList = z.array(
   z
@@ -502,6 +515,7 @@ function sandboxSchema<F extends Flavour>(flavour: F) {
       .describe("Where private workspaces live; default <state dir>/workspaces"),
     disk: field(flavour, diskSize, s.disk),
     carry: field(flavour, carryList, s.carry),
+    seedInclude: field(flavour, seedIncludeList, s.seedInclude),
     protectGitDir: field(
       flavour,
       z

@@ -2,6 +2,7 @@ import path from "node:path";
 
 import { ConfigError, PolicyDeniedError } from "../common/index.js";
 import type { ConfigIssue, CordonConfig, PromptMode, ThinkingLevel } from "../config/index.js";
+import { normalizeCarryPath } from "../config/index.js";
 import type { SandboxMode, SandboxScope, SandboxSpec, WorkspaceAccess } from "../sandbox/index.js";
 import { hashOf } from "../common/index.js";
 import { containerNameOf, scopeKeyOf, workspaceIdOf } from "./container-name.js";
@@ -574,6 +575,10 @@ function planSandbox(context: SandboxPlanContext): SandboxSpec {
     diskBytes,
     seed,
     carry,
+    seedInclude: agent.sandbox.seedInclude.flatMap((entry) => {
+      const normalized = normalizeCarryPath(entry);
+      return "path" in normalized ? [normalized.path] : [];
+    }),
     mounts,
     docker: settings,
     egress: network.egress,

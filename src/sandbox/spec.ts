@@ -145,6 +145,12 @@ export interface SandboxSpec {
    * every diff. Undefined or empty: nothing is carried.
    */
   carry?: readonly string[] | undefined;
+  /**
+   * Secret-shaped paths of the agent workspace seeded all the same (`sandbox.seedInclude`,
+   * workspace-relative; a directory includes what is below it). Every other secret-shaped path
+   * is left out of the seed (workspace/secret-paths.ts).
+   */
+  seedInclude?: readonly string[] | undefined;
   /** All bind mounts, workspace ones included, in mount order. */
   mounts: MountSpec[];
   docker: DockerSettings;

@@ -600,7 +600,9 @@ export class DockerSandboxManager {
       if (workspace.seed) {
         context.progress(
           "workspace",
-          `seeded ${workspace.path} from ${workspace.seed.source} (${workspace.seed.method}: ${workspace.seed.files} files, ${workspace.seed.bytes} bytes)`,
+          workspace.seed.repository === false
+            ? `seeded ${workspace.path} from ${workspace.seed.source}: not a git repository: copied ${workspace.seed.files} file${workspace.seed.files === 1 ? "" : "s"}, ${megabytes(workspace.seed.bytes)}`
+            : `seeded ${workspace.path} from ${workspace.seed.source} (${workspace.seed.method}: ${workspace.seed.files} files, ${workspace.seed.bytes} bytes)`,
         );
         if (workspace.seed.carried) {
           context.progress("workspace", describeCarry(workspace.seed.carried));
@@ -768,4 +770,9 @@ export class DockerSandboxManager {
       log.warn({ err: error }, "cannot write the sandbox record");
     }
   }
+}
+
+/** "3.1 MB": a seed's size as people read it. */
+function megabytes(bytes: number): string {
+  return `${(bytes / 1_000_000).toFixed(1)} MB`;
 }

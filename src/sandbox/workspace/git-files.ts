@@ -12,6 +12,8 @@ export interface GitListing {
   workTree: string;
   /** The directory whose files are listed (inside `workTree`); paths come back relative to it. */
   directory: string;
+  /** Only the files git tracks (default: tracked and untracked, not ignored). */
+  trackedOnly?: boolean | undefined;
   signal?: AbortSignal | undefined;
 }
 
@@ -24,7 +26,8 @@ export interface GitListing {
  */
 export async function listGitFiles(listing: GitListing): Promise<string[]> {
   try {
-    const stdout = await runHostGit(["ls-files", "-co", "--exclude-standard", "-z"], {
+    const which = listing.trackedOnly ? ["-c"] : ["-co", "--exclude-standard"];
+    const stdout = await runHostGit(["ls-files", ...which, "-z"], {
       gitDir: listing.gitDir,
       workTree: listing.workTree,
       cwd: listing.directory,

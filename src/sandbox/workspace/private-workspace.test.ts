@@ -215,6 +215,7 @@ describe("ensurePrivateWorkspace", () => {
 
   it("copies a plain directory whole: dotfiles, links as links, and skips sockets", async () => {
     await writeFile(path.join(agentWorkspace, ".env"), "X=1\n");
+    await writeFile(path.join(agentWorkspace, ".editorconfig"), "root = true\n");
     await mkdir(path.join(agentWorkspace, "sub"));
     await writeFile(path.join(agentWorkspace, "sub", "f"), "f\n");
     await symlink("../.env", path.join(agentWorkspace, "sub", "link"));
@@ -226,7 +227,15 @@ describe("ensurePrivateWorkspace", () => {
     try {
       const result = await ensurePrivateWorkspace(spec(), { stateDirectory });
       expect(result.seed?.method).toBe("copy");
-      expect((await readdir(result.path)).sort()).toEqual([".env", ".git", "outside-dir", "sub"]);
+      expect((await readdir(result.path)).sort()).toEqual([
+        ".editorconfig",
+        ".git",
+        "outside-dir",
+        "sub",
+      ]);
+      expect(result.seed?.repository).toBe(false);
+      expect(result.seed?.leftOut).toEqual([".env"]);
+      // A link is copied as a link: it names .env, but leads nowhere in the copy.
       expect(await readlink(path.join(result.path, "sub", "link"))).toBe("../.env");
       expect((await lstat(path.join(result.path, "outside-dir"))).isSymbolicLink()).toBe(true);
       expect(result.seed?.skipped.map((s) => s.path)).toEqual(["daemon.sock"]);
@@ -291,8 +300,88 @@ describe("ensurePrivateWorkspace", () => {
       { stateDirectory },
     );
     expect(ignored.seed?.method).toBe("copy");
-    expect((await readdir(ignored.path)).sort()).toEqual([".env", ".git", "out.js"]);
+    // Copied whole, but the .env is left out as anywhere else, and said so.
+    expect((await readdir(ignored.path)).sort()).toEqual([".git", "out.js"]);
     expect(ignored.warnings.join("\n")).toMatch(/ignored by the git repository/);
+    expect(ignored.warnings.join("\n")).toContain("left secret-shaped paths out of the seed: .env");
+  });
+
+  it("leaves secret-shaped paths out of a plain folder's seed, says which, and seeds what seedInclude names", async () => {
+    const files: Record<string, string> = {
+      ".env": "KEY=1\n",
+      ".env.production": "KEY=2\n",
+      ".env.example": "KEY=\n",
+      ".ssh/id_rsa": "key\n",
+      "deploy/.aws/credentials": "[default]\n",
+      ".gnupg/secring.gpg": "x",
+      ".netrc": "machine x password y\n",
+      ".git-credentials": "https://u:p@host\n",
+      "certs/server.pem": "pem\n",
+      "fixtures/id_ed25519": "key\n",
+      ".npmrc": "//registry.npmjs.org/:_authToken=npm_secret\n",
+      "pkg/.npmrc": "save-exact=true\n",
+      ".pypirc": "[pypi]\npassword = pypi-token\n",
+      "src/app.js": "app\n",
+    };
+    for (const [name, content] of Object.entries(files)) {
+      await mkdir(path.dirname(path.join(agentWorkspace, name)), { recursive: true });
+      await writeFile(path.join(agentWorkspace, name), content);
+    }
+    const result = await ensurePrivateWorkspace(spec(), { stateDirectory });
+    const present = async (name: string) =>
+      lstat(path.join(result.path, name)).then(
+        () => true,
+        () => false,
+      );
+    for (const kept of ["src/app.js", "pkg/.npmrc"]) expect(await present(kept)).toBe(true);
+    for (const name of Object.keys(files).filter(
+      (n) => !["src/app.js", "pkg/.npmrc"].includes(n),
+    )) {
+      expect(await present(name), name).toBe(false);
+    }
+    expect(await present(".ssh")).toBe(false);
+    expect(result.seed?.leftOut).toEqual([
+      ".env",
+      ".env.example",
+      ".env.production",
+      ".git-credentials",
+      ".gnupg/",
+      ".netrc",
+      ".npmrc",
+      ".pypirc",
+      ".ssh/",
+      "certs/server.pem",
+      "deploy/.aws/",
+      "fixtures/id_ed25519",
+    ]);
+    const note = result.warnings.find((w) => w.startsWith("left secret-shaped paths"));
+    expect(note).toContain("(to seed one on purpose, name it in sandbox.seedInclude)");
+
+    const included = await ensurePrivateWorkspace(
+      spec({
+        containerName: "cordon-unit-included",
+        privateWorkspace: privateWorkspacePath(stateDirectory, "cordon-unit-included"),
+        seedInclude: ["certs", ".env.example"],
+      }),
+      { stateDirectory },
+    );
+    expect(await readFile(path.join(included.path, "certs", "server.pem"), "utf8")).toBe("pem\n");
+    expect(await readFile(path.join(included.path, ".env.example"), "utf8")).toBe("KEY=\n");
+    expect(included.seed?.leftOut).not.toContain("certs/server.pem");
+  });
+
+  it("leaves a tracked .env out of a repository's seed, and keeps a tracked .env.example", async () => {
+    await writeFile(path.join(agentWorkspace, ".env"), "KEY=committed\n");
+    await writeFile(path.join(agentWorkspace, ".env.example"), "KEY=\n");
+    await writeFile(path.join(agentWorkspace, "app.js"), "app\n");
+    git(agentWorkspace, "init", "-q");
+    git(agentWorkspace, "add", "-A");
+    git(agentWorkspace, "commit", "-qm", "init");
+    await writeFile(path.join(agentWorkspace, ".env.sample"), "untracked template\n");
+    const result = await ensurePrivateWorkspace(spec(), { stateDirectory });
+    expect(result.seed?.method).toBe("git");
+    expect((await readdir(result.path)).sort()).toEqual([".env.example", ".git", "app.js"]);
+    expect(result.seed?.leftOut).toEqual([".env", ".env.sample"]);
   });
 
   it("creates an empty workspace when seeding is off", async () => {

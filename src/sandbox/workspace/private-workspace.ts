@@ -21,6 +21,7 @@ import { recordBaseline } from "./baseline.js";
 import { carryInto, type CarrySummary } from "./carry.js";
 import { attachWorkspaceDisk, workspaceDiskFor } from "./disk-budget.js";
 import { listGitFiles } from "./git-files.js";
+import { SecretFilter, describeLeftOut } from "./secret-paths.js";
 import {
   copySanitizedGitDir,
   defaultRepositoryFormat,
@@ -57,6 +58,10 @@ export interface SeedInfo {
   symlinks: number;
   bytes: number;
   skipped: CopySummary["skipped"];
+  /** False when the workspace is in no git repository (it was copied whole, secrets aside). */
+  repository?: boolean | undefined;
+  /** Secret-shaped paths left out (secret-paths.ts); directories end with `/`. */
+  leftOut?: string[] | undefined;
   /** What `spec.carry` brought in besides the seed (never part of a diff). */
   carried?: CarrySummary | undefined;
   /**
@@ -359,6 +364,7 @@ async function seedInto(
     );
   }
   const repository = await findRepository(sourceRoot);
+  let tracked: string[] = [];
   let summary: CopySummary = { files: 0, directories: 0, symlinks: 0, bytes: 0, skipped: [] };
   let format = defaultRepositoryFormat;
   let listed: string[] | undefined;
@@ -383,24 +389,28 @@ async function seedInto(
     });
     format = gitCopy.format;
     summary = gitCopy.summary;
-    listed = await listGitFiles({
+    const listing = {
       gitDir: path.join(temporary, ".git"),
       workTree: sourceRoot,
       directory: sourceRoot,
       signal: options.signal,
-    });
+    };
+    listed = await listGitFiles(listing);
+    tracked = await listGitFiles({ ...listing, trackedOnly: true });
     await fingerprint?.addEntries(listed);
   } else if (repository) {
     const scratch = await mkdtemp(path.join(os.tmpdir(), "cordon-listing-"));
     try {
       const gitDir = path.join(scratch, "git");
       await writeListingGitDir(repository, gitDir, options.warnings);
-      listed = await listGitFiles({
+      const listing = {
         gitDir,
         workTree: repository.workTree,
         directory: sourceRoot,
         signal: options.signal,
-      });
+      };
+      listed = await listGitFiles(listing);
+      tracked = await listGitFiles({ ...listing, trackedOnly: true });
     } finally {
       await rm(scratch, { recursive: true, force: true });
     }
@@ -421,10 +431,16 @@ async function seedInto(
       );
     }
   }
+  const secrets = new SecretFilter({
+    sourceRoot,
+    include: spec.seedInclude ?? [],
+    tracked: new Set(tracked),
+  });
   const copier = new TreeCopier({
     sourceRoot,
     targetRoot: temporary,
     owner: options.owner,
+    leaveOut: (relative, kind) => secrets.leavesOut(relative, kind),
     // Where cordon keeps its own things, and a `.git` that is no repository (it could hold
     // hooks): never copied. Carried paths come after, by themselves (carry.ts).
     exclude: [
@@ -447,6 +463,8 @@ async function seedInto(
     // A repository of cordon's own, so the agent can use git and diffs have a baseline.
     await writeFreshRepository(path.join(temporary, ".git"), format, options.owner);
   }
+  const leftOut = secrets.leftOut();
+  if (leftOut.length > 0) options.warnings.push(describeLeftOut(leftOut, "sandbox.seedInclude"));
   if (summary.skipped.length > 0) {
     options.warnings.push(
       `seeding skipped ${summary.skipped.length} entr${summary.skipped.length === 1 ? "y" : "ies"}: ${summary.skipped
@@ -458,11 +476,13 @@ async function seedInto(
   const seed: SeedInfo = {
     source: spec.agentWorkspace,
     method: listed ? "git" : "copy",
+    repository: repository !== undefined,
     seededAt: new Date().toISOString(),
     files: summary.files,
     symlinks: summary.symlinks,
     bytes: summary.bytes,
     skipped: summary.skipped,
+    leftOut,
     ...(fingerprint
       ? {
           sourceFingerprint: gitDirFingerprint

@@ -49,6 +49,12 @@ export interface TreeCopierOptions {
    * for git state, where git never makes one and a link would make later host reads follow it.
    */
   symlinks?: "copy" | "skip" | undefined;
+  /**
+   * Asked before each entry is copied (relative, `/`-separated): true leaves it out (a directory
+   * with everything below it). The seed's secret filter (secret-paths.ts).
+   */
+  leaveOut?:
+    ((relative: string, kind: "file" | "directory" | "symlink") => Promise<boolean>) | undefined;
   /** Files copied at once. Default 16. */
   concurrency?: number | undefined;
   /**
@@ -149,6 +155,8 @@ export class TreeCopier {
       if (isErrno(error, "ENOENT") || isErrno(error, "ENOTDIR")) return;
       throw error;
     }
+    const kind = stats.isDirectory() ? "directory" : stats.isSymbolicLink() ? "symlink" : "file";
+    if (await this.options.leaveOut?.(relative, kind)) return;
     const parentReady = await this.ensureTargetDirectory(path.dirname(relative));
     if (!parentReady) {
       this.skip(relative, "its parent is not a directory in the copy");
@@ -182,6 +190,8 @@ export class TreeCopier {
       const child = relative === "" ? entry.name : `${relative}/${entry.name}`;
       const childSource = path.join(this.options.sourceRoot, child);
       if (this.isExcluded(childSource)) continue;
+      const kind = entry.isDirectory() ? "directory" : entry.isSymbolicLink() ? "symlink" : "file";
+      if (await this.options.leaveOut?.(child, kind)) continue;
       if (entry.isDirectory()) {
         const stats = await lstat(childSource);
         if (await this.ensureTargetDirectory(child, stats.mode)) {

@@ -31,6 +31,8 @@ export function poolShape(spec: SandboxSpec): string {
     agentWorkspace: spec.agentWorkspace,
     diskBytes: spec.diskBytes,
     seed: spec.seed,
+    // What the seed leaves out: a member seeded without a secret must not serve one that names it.
+    seedInclude: spec.seedInclude ?? [],
     mounts: spec.mounts.map((mount) =>
       mount.source === privateWorkspace ? { ...mount, source: "<private workspace>" } : mount,
     ),
