@@ -61,7 +61,10 @@ export function dockerWorkspaceChanges(
     inspector.catch(() => undefined);
     spare = { inspector, startedAt: Date.now() };
   };
-  /** The spare if it is still well within its lifetime (it ends by itself), else a new one. */
+  /**
+   * The spare if it has waited less than half a deadline (its container ends by itself after one
+   * and a half: inspectorContainer), else a new one.
+   */
   const take = async (timeoutMs: number | undefined): Promise<Inspector> => {
     const taken = spare;
     spare = undefined;

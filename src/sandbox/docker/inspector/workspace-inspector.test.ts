@@ -35,8 +35,9 @@ describe("the inspector container", () => {
     expect(host.Tmpfs?.["/scratch"]).toMatch(/noexec.*uid=1000,gid=1000,mode=0700/);
     expect(host.PidsLimit).toBeGreaterThan(0);
     expect(host.Memory).toBeGreaterThan(0);
-    // Its only process ends a minute after the deadline, and the engine then removes it.
-    expect([...(request.Entrypoint ?? []), ...(request.Cmd ?? [])]).toEqual(["sleep", "120"]);
+    // Its only process ends a minute after a spare's wait and a whole inspection could, and the
+    // engine then removes it.
+    expect([...(request.Entrypoint ?? []), ...(request.Cmd ?? [])]).toEqual(["sleep", "150"]);
     expect(host.AutoRemove).toBe(true);
     expect(request.Labels?.[inspectorLabels.sandbox]).toBe("cordon-s");
   });

@@ -175,7 +175,9 @@ export function inspectorContainer(
       { fix: 'set sandbox.docker.user to "uid:gid"' },
     );
   }
-  const lifetimeSeconds = Math.ceil(timeoutMs / 1000) + leakGraceSeconds;
+  // A spare waits up to half its deadline before it is used (docker-workspace-changes.ts), so
+  // one and a half deadlines cover the wait and a whole inspection.
+  const lifetimeSeconds = Math.ceil((timeoutMs * 1.5) / 1000) + leakGraceSeconds;
   return {
     name,
     Image: target.image,
