@@ -33,7 +33,7 @@ import {
   releaseWorkspaceDisk,
 } from "../../src/sandbox/index.js";
 import { demoRepo } from "../support/demo-repo.js";
-import { requireSandboxImage } from "../support/docker.js";
+import { dockerClient, requireSandboxImage } from "../support/docker.js";
 import { runCordon } from "../support/run-cli.js";
 import { testSandboxSpec } from "../support/sandbox-spec.js";
 import { removeStateDirectory } from "../support/state-directory.js";
@@ -207,6 +207,64 @@ describe("sandbox.disk bounds the private workspace", () => {
       .poll(async () =>
         (await loopBackingFiles()).filter((f) => f.startsWith(diskImagePath(target))),
       )
+      .toEqual([]);
+  });
+
+  it("an orphan with unapplied work: list names it, prune unmounts it and keeps its image, discarding frees all", async () => {
+    const orphan = `${session}-work`;
+    const made = await cordon(
+      "exec",
+      "--workspace",
+      repo,
+      "--session",
+      orphan,
+      "--",
+      "sh",
+      "-c",
+      "echo wip > partial.txt",
+    );
+    expect(made.exitCode, made.stderr).toBe(0);
+    const explained = await cordon(
+      "sandbox",
+      "explain",
+      "--json",
+      "--workspace",
+      repo,
+      "--session",
+      orphan,
+    );
+    const spec = (JSON.parse(explained.stdout) as RunPlan).sandbox.spec;
+    const target = spec?.privateWorkspace ?? "";
+    const image = diskImagePath(target);
+    expect(await mountCountAt(target)).toBe(1);
+    // Gone behind cordon's back, as `docker rm -f` or a CI cleanup does it: the raw engine API.
+    await dockerClient()
+      .getContainer(spec?.containerName ?? "")
+      .remove({ force: true });
+
+    const listed = await cordon("sandbox", "list");
+    expect(listed.stderr).toContain(
+      `orphaned workspace ${target} of ${spec?.containerName}: a mounted disk image, holding a loop device, whose container is gone`,
+    );
+
+    const inventory = new SandboxInventory({ engine: new DockerEngine(), stateDirectory: home });
+    const kept = await inventory.prune({ orphanMinAgeMs: 0 });
+    expect(kept.keptForChanges.map((k) => [k.workspace, k.changes?.changedFiles])).toEqual([
+      [target, 1],
+    ]);
+    expect(await mountCountAt(target)).toBe(0);
+    expect(await lstat(image).catch(() => undefined)).toBeDefined();
+    await expect
+      .poll(async () => (await loopBackingFiles()).filter((f) => f.startsWith(image)))
+      .toEqual([]);
+
+    const discarded = await inventory.prune({ orphanMinAgeMs: 0, discardChanges: true });
+    expect(discarded.orphans.map((o) => o.path)).toContain(target);
+    expect(await lstat(image).catch(() => undefined)).toBeUndefined();
+    expect(await lstat(target).catch(() => undefined)).toBeUndefined();
+    // No loop device holds a file of this state directory: `rm -rf` of it works.
+    await expect
+      .poll(async () => (await loopBackingFiles()).filter((f) => f.startsWith(home)))
       .toEqual([]);
   });
 

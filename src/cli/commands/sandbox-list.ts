@@ -4,6 +4,7 @@ import { stateDirectory } from "../../common/index.js";
 import {
   DockerEngine,
   SandboxInventory,
+  type OrphanWorkspace,
   type SandboxSummary,
   baseImageFromEnv,
 } from "../../sandbox/index.js";
@@ -65,6 +66,16 @@ function formatSandboxes(sandboxes: ListedSandbox[]): string {
   );
 }
 
+function describeOrphan(orphan: OrphanWorkspace): string {
+  const what = orphan.mounted
+    ? "a mounted disk image, holding a loop device"
+    : orphan.diskImage
+      ? "a disk image"
+      : "a directory";
+  const of = orphan.sandbox ? ` of ${orphan.sandbox}` : "";
+  return `orphaned workspace ${orphan.path}${of}: ${what}, whose container is gone; \`cordon sandbox prune\` releases it (work never applied is kept)\n`;
+}
+
 export function registerSandboxListCommand(sandbox: Command, context: CliContext): void {
   sandbox
     .command("list")
@@ -98,10 +109,13 @@ export function registerSandboxListCommand(sandbox: Command, context: CliContext
         context.stdout(`${JSON.stringify(sandboxes, null, 2)}\n`);
         return;
       }
-      if (sandboxes.length === 0) {
+      const orphans = await inventoryFor(context).orphans();
+      if (sandboxes.length === 0 && orphans.length === 0) {
         context.stderr("no sandboxes; `cordon run` creates them as sessions need them\n");
         return;
       }
-      context.stdout(formatSandboxes(sandboxes));
+      if (sandboxes.length > 0) context.stdout(formatSandboxes(sandboxes));
+      // Not in the table (no container to show), and on stderr: stdout stays the table.
+      for (const orphan of orphans) context.stderr(describeOrphan(orphan));
     });
 }

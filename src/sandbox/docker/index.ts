@@ -45,6 +45,7 @@ export {
   describeWork,
   type Freshness,
   type KeptForChanges,
+  type OrphanWorkspace,
   type SandboxRemoveOptions,
   type InventoryListOptions,
   type PruneOptions,

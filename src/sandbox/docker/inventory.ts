@@ -11,7 +11,9 @@ import {
 } from "../../common/index.js";
 import {
   baselineGitDir,
+  diskImagePath,
   isInside,
+  mountCountAt,
   privateWorkspaceRoot,
   releaseWorkspaceDisk,
   unmountWorkspaceDisk,
@@ -111,6 +113,18 @@ export interface SandboxRemoveOptions {
    * such a sandbox is refused with `UnappliedChangesError`.
    */
   discardChanges?: boolean | undefined;
+}
+
+/** A private workspace whose container is gone (removed by hand, by CI, by an engine reset). */
+export interface OrphanWorkspace {
+  /** Host path of the private workspace. */
+  path: string;
+  /** The sandbox it belonged to, when its record still names it. */
+  sandbox?: string | undefined;
+  /** It lives in a disk image (`sandbox.disk`). */
+  diskImage: boolean;
+  /** Still mounted, holding a loop device, though no container uses it. */
+  mounted: boolean;
 }
 
 /** A sandbox or orphaned copy prune left in place because its work was never applied. */
@@ -256,6 +270,44 @@ export class SandboxInventory {
       summaries.push(summary);
     }
     return summaries.sort((a, b) => a.name.localeCompare(b.name));
+  }
+
+  /**
+   * Private workspaces of this state directory whose container is gone: `sandbox list` names
+   * them (a mounted one holds a loop device), `sandbox prune` releases them.
+   */
+  async orphans(): Promise<OrphanWorkspace[]> {
+    const live = new Set((await this.listContainers()).map((c) => c.name));
+    const records = await this.records.readAll();
+    const owners = new Map<string, string | undefined>();
+    for (const record of records) {
+      const workspace = this.ownedWorkspace(record.privateWorkspace);
+      if (workspace && !live.has(record.containerName)) owners.set(workspace, record.containerName);
+    }
+    const claimed = new Set(
+      records.flatMap((r) =>
+        live.has(r.containerName) && r.privateWorkspace ? [path.resolve(r.privateWorkspace)] : [],
+      ),
+    );
+    const root = privateWorkspaceRoot(this.stateDirectory);
+    for (const name of await readdir(root).catch(() => [])) {
+      const workspace = path.join(root, name);
+      if (name.startsWith(".") || owners.has(workspace) || claimed.has(workspace)) continue;
+      // A workspace whose container lives but whose record is gone is not an orphan.
+      if (live.has(name)) continue;
+      owners.set(workspace, undefined);
+    }
+    const orphans: OrphanWorkspace[] = [];
+    for (const [workspace, sandbox] of owners) {
+      if (!(await lstat(workspace).catch(() => undefined))) continue;
+      orphans.push({
+        path: workspace,
+        sandbox,
+        diskImage: (await lstat(diskImagePath(workspace)).catch(() => undefined)) !== undefined,
+        mounted: (await mountCountAt(workspace)) > 0,
+      });
+    }
+    return orphans.sort((a, b) => a.path.localeCompare(b.path));
   }
 
   /** Whether there is anything of a sandbox by this name to remove: a container or a record. */
@@ -532,6 +584,7 @@ export class SandboxInventory {
         if (work.state !== "none" && !discardChanges) {
           // The record stays too: it names the image and sandbox the copy belongs to.
           report.keptForChanges.push(keptFor(record.containerName, workspace, reason, work));
+          if (!report.dryRun) await this.releaseMount(workspace);
           continue;
         }
         report.orphans.push({
@@ -584,6 +637,7 @@ export class SandboxInventory {
       });
       if (work.state !== "none" && !discardChanges) {
         report.keptForChanges.push(keptFor(name, workspace, reason, work));
+        if (!report.dryRun) await this.releaseMount(workspace);
         continue;
       }
       report.orphans.push({
@@ -623,6 +677,16 @@ export class SandboxInventory {
       }
     }
     return owned;
+  }
+
+  /**
+   * A kept orphan's work stays in its disk image, but nothing stays mounted with no container on
+   * it: unmounted (lazily if something still holds it), its loop device released with the mount.
+   */
+  private async releaseMount(workspace: string): Promise<void> {
+    await unmountWorkspaceDisk(workspace).catch((error: unknown) => {
+      this.logger.warn({ err: error, workspace }, "cannot unmount an orphaned workspace");
+    });
   }
 
   private ownedWorkspace(workspace: string | undefined): string | undefined {
