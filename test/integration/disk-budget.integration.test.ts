@@ -247,6 +247,13 @@ describe("sandbox.disk bounds the private workspace", () => {
       `orphaned workspace ${target} of ${spec?.containerName}: a mounted disk image, holding a loop device, whose container is gone`,
     );
 
+    const doctor = await cordon("doctor", "--json");
+    const orphans = (
+      JSON.parse(doctor.stdout) as { checks: { name: string; status: string; detail: string }[] }
+    ).checks.find((check) => check.name === "orphans");
+    expect(orphans?.status).toBe("warn");
+    expect(orphans?.detail).toContain("still mounted (each holds a loop device)");
+
     const inventory = new SandboxInventory({ engine: new DockerEngine(), stateDirectory: home });
     const kept = await inventory.prune({ orphanMinAgeMs: 0 });
     expect(kept.keptForChanges.map((k) => [k.workspace, k.changes?.changedFiles])).toEqual([

@@ -21,7 +21,10 @@ describe("cordon doctor", () => {
   it("is green on a set-up machine, naming the engine and the current image", async () => {
     const run = await runCordon(["doctor", "--json"]);
     const report = JSON.parse(run.stdout) as Report;
-    expect(report.checks.map((c) => [c.name, c.status])).toEqual([
+    // Orphaned workspaces of whatever state directory this machine uses only warn.
+    const orphans = report.checks.find((c) => c.name === "orphans");
+    expect(["ok", "warn"]).toContain(orphans?.status);
+    expect(report.checks.filter((c) => c !== orphans).map((c) => [c.name, c.status])).toEqual([
       ["node", "ok"],
       ["docker", "ok"],
       ["image", "ok"],

@@ -10,6 +10,7 @@ import {
   DockerEngine,
   releaseWorkspaceDisk,
   SandboxImage,
+  SandboxInventory,
   workspaceDiskFor,
   baseImageFromEnv,
   gvisorBoundaryNote,
@@ -173,6 +174,31 @@ async function checkRuntime(
 }
 
 /** Runs every check; never throws. `runtime`: the one the config asks for, if any. */
+/**
+ * Private workspaces whose container is gone: a mounted one holds a loop device until it is
+ * released (and makes `rm -rf` of the state directory fail with "Device or resource busy").
+ */
+async function checkOrphans(engine: DockerEngine, dir: string): Promise<DoctorCheck> {
+  try {
+    const orphans = await new SandboxInventory({ engine, stateDirectory: dir }).orphans();
+    if (orphans.length === 0) {
+      return { name: "orphans", status: "ok", detail: "no workspace outlives its sandbox" };
+    }
+    const mounted = orphans.filter((orphan) => orphan.mounted).length;
+    return {
+      name: "orphans",
+      status: "warn",
+      detail: `${orphans.length} private workspace(s) whose container is gone${mounted ? `, ${mounted} still mounted (each holds a loop device)` : ""}: ${orphans
+        .slice(0, 3)
+        .map((orphan) => orphan.path)
+        .join(", ")}`,
+      fix: "run `cordon sandbox prune`: it releases them, keeping the disk images of work never applied (`--discard-changes` removes those too)",
+    };
+  } catch (error) {
+    return failed("orphans", error);
+  }
+}
+
 export async function runDoctor(env: NodeJS.ProcessEnv, runtime?: string): Promise<DoctorReport> {
   const checks: DoctorCheck[] = [checkNode(process.versions.node)];
   const engine = DockerEngine.fromEnv(env);
@@ -215,6 +241,7 @@ export async function runDoctor(env: NodeJS.ProcessEnv, runtime?: string): Promi
       checks.push(failed("image", error));
     }
     if (engineInfo) checks.push(await checkRuntime(engine, engineInfo, runtime, presentImage));
+    checks.push(await checkOrphans(engine, stateDirectory(env)));
   } else {
     checks.push({ name: "image", status: "skipped", detail: "needs a Docker engine" });
     checks.push({ name: "runtime", status: "skipped", detail: "needs a Docker engine" });
