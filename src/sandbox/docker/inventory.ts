@@ -159,7 +159,9 @@ export class UnappliedChangesError extends CordonError {
 export function describeWork(name: string, work: Exclude<CopyWork, { state: "none" }>): string {
   if (work.state === "unknown") return `${name} was kept: ${work.reason}`;
   const files = work.changes.changedFiles;
-  return `${name} holds ${files} changed file${files === 1 ? "" : "s"} that were never applied`;
+  return files === 1
+    ? `${name} holds 1 changed file that was never applied`
+    : `${name} holds ${files} changed files that were never applied`;
 }
 
 function keepOrDiscardFix(name: string, work: Exclude<CopyWork, { state: "none" }>): string {
