@@ -41,7 +41,7 @@ export async function changesFigure(ctx: BenchContext): Promise<FigureResult> {
     await makeRepository(repository);
     const lease = await ctx.manager.acquire(
       { ...spec, agentWorkspace: repository },
-      { signal: ctx.signal },
+      { signal: ctx.signal, readsChanges: true },
     );
     try {
       const copy = lease.privateWorkspace ?? "";
@@ -78,7 +78,7 @@ export async function changesFigure(ctx: BenchContext): Promise<FigureResult> {
               // Removing its inspectors is not part of what `cordon diff` waits for.
               return () => reader.dispose().then(() => patch);
             }),
-          // The lease's reader: from the second reading on, a spare inspector is started.
+          // The lease's reader, prepared by `readsChanges`: a spare inspector is always waiting.
           warm: () =>
             failures.guard(async () => {
               inspected = (await lease.changes?.patch())?.byteLength ?? 0;

@@ -24,7 +24,10 @@ export interface DockerWorkspaceChangesOptions {
 
 /** A reader of changes that keeps a spare inspector warm until it is disposed of. */
 export interface DockerWorkspaceChanges extends WorkspaceChanges {
-  /** Starts the spare inspector now, if none is waiting (the first reading is coming). */
+  /**
+   * Readings are coming: starts a spare inspector now, and another after each reading until
+   * `dispose`. Unprepared, each reading starts its own and leaves none behind.
+   */
   prepare(): void;
   /** Removes the spare inspector, if one is waiting. */
   dispose(): Promise<void>;
@@ -35,9 +38,10 @@ export interface DockerWorkspaceChanges extends WorkspaceChanges {
  * frozen (it only idles until used, so the pause stays short); the sandbox is then frozen while
  * the inspector reads the copy against cordon's baseline, so what is read is one state.
  *
- * After a reading, the next inspector is started in the background: fix-tests reads a copy
- * several times while it holds a sandbox, and a spare that has never run anything over the copy
- * holds no agent data yet (each inspection still gets a container no earlier one touched).
+ * Once prepared, the next inspector is started in the background after each reading: fix-tests
+ * reads a copy several times while it holds a sandbox, and a spare that has never run anything
+ * over the copy holds no agent data yet (each inspection still gets a container no earlier one
+ * touched). A reader nobody prepared (a prune's check) starts no spare it would only remove.
  */
 export function dockerWorkspaceChanges(
   options: DockerWorkspaceChangesOptions,
@@ -45,6 +49,7 @@ export function dockerWorkspaceChanges(
   const { target, inspectors } = options;
   let spare: { inspector: Promise<Inspector>; startedAt: number } | undefined;
   let disposed = false;
+  let prepared = false;
   /** Removals of used inspectors, off the caller's path; `dispose` waits for them. */
   const removals = new Set<Promise<void>>();
   const removeLater = (inspector: Inspector | Promise<Inspector>): void => {
@@ -97,13 +102,14 @@ export function dockerWorkspaceChanges(
       );
     } finally {
       removeLater(inspector);
-      if (!disposed) startSpare();
+      if (prepared && !disposed) startSpare();
     }
   };
   return {
     patch: (request) => inspect("patch", request),
     changedFiles: async (request) => parseChangedFiles(await inspect("changed-files", request)),
     prepare: () => {
+      prepared = true;
       if (!spare && !disposed) startSpare();
     },
     dispose: async () => {
