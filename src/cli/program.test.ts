@@ -74,7 +74,7 @@ describe("cordon help", () => {
     expect(unknown.code).toBe(2);
     expect(unknown.err).toMatch(/no command or help topic "sandbox lsit"/);
     expect(unknown.err).toMatch(
-      /topics are configuration, scripted-model, library, network, images, runtimes, gvisor/,
+      /topics are configuration, scripted-model, library, network, images, runtimes, gvisor, exit-codes/,
     );
   });
 });

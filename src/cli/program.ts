@@ -3,8 +3,9 @@ import path from "node:path";
 
 import { Command } from "commander";
 
-import { ConfigError } from "../common/errors.js";
+import { ConfigError, exitCodeMeanings } from "../common/errors.js";
 import { packageRoot } from "../common/paths.js";
+import { closedPipeExitCode } from "./closed-pipe.js";
 import type { CliContext } from "./context.js";
 
 /** Adds a module's commands (with their options and actions) to the program. */
@@ -85,8 +86,11 @@ const commandModules: readonly CommandModule[] = [
   },
 ];
 
-/** `cordon help <topic>`: the guides the package ships (docs/), for what no command's help covers. */
-const helpTopics: Readonly<Record<string, { file: string; summary: string }>> = {
+/**
+ * `cordon help <topic>`: the guides the package ships (docs/), for what no command's help covers,
+ * and the few topics printed from the code that decides them.
+ */
+const helpTopics: Readonly<Record<string, HelpTopic>> = {
   configuration: {
     file: "configuration.md",
     summary: "the config file: every key, its default, layering, trust",
@@ -109,7 +113,31 @@ const helpTopics: Readonly<Record<string, { file: string; summary: string }>> = 
     summary: "another agent in the sandbox: --runtime claude-code, a command, the model gateway",
   },
   gvisor: { file: "gvisor.md", summary: "gVisor (runsc) as the sandbox's runtime" },
+  "exit-codes": { text: exitCodesText, summary: "what each exit code of cordon means" },
 };
+
+interface HelpTopic {
+  summary: string;
+  /** A guide under docs/, or the text itself. */
+  file?: string;
+  text?: () => string;
+}
+
+function exitCodesText(): string {
+  const lines: [string, string][] = [
+    ...Object.entries(exitCodeMeanings),
+    [
+      String(closedPipeExitCode),
+      "the reader of stdout went away (a closed pipe, as with `| head`)",
+    ],
+  ];
+  return lines.map(([code, meaning]) => `  ${code.padStart(3)}  ${meaning}\n`).join("");
+}
+
+function topicText(topic: HelpTopic): string {
+  if (topic.text) return topic.text();
+  return readFileSync(path.join(packageRoot(), "docs", topic.file ?? ""), "utf8");
+}
 
 function topicList(): string {
   const width = Math.max(...Object.keys(helpTopics).map((name) => name.length)) + 2;
@@ -125,14 +153,17 @@ function topicList(): string {
 function addHelpCommand(program: Command, context: CliContext): void {
   program
     .helpCommand(false)
-    .addHelpText("after", `\nHelp topics (cordon help <topic>):\n${topicList()}`)
+    .addHelpText(
+      "after",
+      `\nExit codes:\n${exitCodesText()}\nHelp topics (cordon help <topic>):\n${topicList()}`,
+    )
     .command("help")
     .description("help for a command (help sandbox list) or a topic (below)")
     .argument("[names...]", "a command and its subcommands, or a topic")
     .action((names: string[]) => {
       const topic = names.length === 1 ? helpTopics[names[0] ?? ""] : undefined;
       if (topic) {
-        context.stdout(readFileSync(path.join(packageRoot(), "docs", topic.file), "utf8"));
+        context.stdout(topicText(topic));
         return;
       }
       let command = program;
@@ -146,6 +177,22 @@ function addHelpCommand(program: Command, context: CliContext): void {
         command = sub;
       }
       command.outputHelp();
+    });
+}
+
+/** `cordon version`, as `docker version` and `gh version` have it, beside `--version`. */
+function addVersionCommand(program: Command, context: CliContext): void {
+  program
+    .command("version")
+    .description("print cordon's version (--json: with Node's)")
+    .option("--json", "as JSON")
+    .action((options: { json?: boolean }) => {
+      const version = packageVersion();
+      context.stdout(
+        options.json
+          ? `${JSON.stringify({ version, node: process.versions.node })}\n`
+          : `cordon ${version}\n`,
+      );
     });
 }
 
@@ -209,5 +256,6 @@ async function buildProgram(
     }
   }
   addHelpCommand(program, context);
+  addVersionCommand(program, context);
   return program;
 }

@@ -35,6 +35,22 @@ describe("the CLI boundary", () => {
     const version = await run(["--version"]);
     expect(version.code).toBe(0);
     expect(version.out).toMatch(/^\d+\.\d+\.\d+/);
+    const command = await run(["version"]);
+    expect(command).toEqual({ code: 0, out: `cordon ${version.out}`, err: "" });
+    const json = JSON.parse((await run(["version", "--json"])).out) as unknown;
+    expect(json).toEqual({ version: version.out.trim(), node: process.versions.node });
+  });
+
+  it("lists the exit codes in --help and in `help exit-codes`", async () => {
+    const help = await run(["--help"]);
+    expect(help.out).toMatch(
+      /Exit codes:\n[\s\S]*\b8 +fix-tests: the patch did not pass verification/,
+    );
+    expect(help.out).toMatch(/143 +stopped by SIGTERM/);
+    const topic = await run(["help", "exit-codes"]);
+    expect(topic.code).toBe(0);
+    expect(topic.out).toMatch(/^ +0 +success/);
+    expect(topic.out).toMatch(/141 +the reader of stdout went away/);
   });
 
   it("refuses a bad environment value before any command runs: exit 2, one line and the fix", async () => {

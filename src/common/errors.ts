@@ -24,6 +24,24 @@ export const ExitCode = {
 } as const;
 export type ExitCode = (typeof ExitCode)[keyof typeof ExitCode];
 
+/** What each exit code means, in the words `cordon help exit-codes` and `--help` print. */
+export const exitCodeMeanings: Readonly<Record<ExitCode, string>> = {
+  [ExitCode.success]: "success (fix-tests: fixed and verified, or the tests already pass)",
+  [ExitCode.internal]: "internal error: a bug in cordon (CORDON_DEBUG=1 shows the stack)",
+  [ExitCode.usage]: "usage or config error: a flag, an argument, a path or cordon.json5",
+  [ExitCode.sandbox]:
+    "sandbox or infrastructure failure: the Docker engine, the image, a container",
+  [ExitCode.model]: "model or API failure: the Messages API, a key, a scripted model's script",
+  [ExitCode.limit]: "a turn, token or cost limit was reached",
+  [ExitCode.timeout]: "a timeout: the run's, a tool's or a command's",
+  [ExitCode.policy]: "blocked by the tool policy",
+  [ExitCode.verificationFailed]: "fix-tests: the patch did not pass verification on a clean copy",
+  [ExitCode.environment]:
+    "fix-tests: the tests cannot run in the sandbox (a missing tool, module or network), not the code",
+  [ExitCode.interrupted]: "stopped by SIGINT (Ctrl-C)",
+  [ExitCode.terminated]: "stopped by SIGTERM",
+};
+
 export interface CordonErrorOptions {
   /** What the user can do about it, phrased as an instruction. */
   fix?: string | undefined;
