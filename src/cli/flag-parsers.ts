@@ -1,3 +1,6 @@
+import { statSync } from "node:fs";
+import path from "node:path";
+
 import { InvalidArgumentError } from "commander";
 
 import { parseDuration } from "./commands/parse-duration.js";
@@ -23,4 +26,16 @@ export function nameList(value: string, previous: string[] | undefined): string[
     .map((name) => name.trim())
     .filter((name) => name.length > 0);
   return [...(previous ?? []), ...names];
+}
+
+/**
+ * A directory that exists, as an absolute path: a mistyped `--workspace` is a usage error (exit
+ * 2) at once, not a sandbox failure after the plan.
+ */
+export function existingDirectory(value: string): string {
+  const resolved = path.resolve(value);
+  const stats = statSync(resolved, { throwIfNoEntry: false });
+  if (!stats) throw new InvalidArgumentError(`${resolved} does not exist`);
+  if (!stats.isDirectory()) throw new InvalidArgumentError(`${resolved} is not a directory`);
+  return resolved;
 }

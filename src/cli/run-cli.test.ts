@@ -41,6 +41,15 @@ describe("the CLI boundary", () => {
     expect(json).toEqual({ version: version.out.trim(), node: process.versions.node });
   });
 
+  it("refuses a --workspace that is not a directory as a usage error (exit 2)", async () => {
+    const missing = await run(["exec", "--workspace", "/nonexistent/project", "--", "true"]);
+    expect(missing.code).toBe(2);
+    expect(missing.err).toMatch(/--workspace <dir>.* \/nonexistent\/project does not exist/);
+    const file = await run(["diff", "--workspace", "/etc/hostname"]);
+    expect(file.code).toBe(2);
+    expect(file.err).toMatch(/\/etc\/hostname is not a directory/);
+  });
+
   it("lists the exit codes in --help and in `help exit-codes`", async () => {
     const help = await run(["--help"]);
     expect(help.out).toMatch(

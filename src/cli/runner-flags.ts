@@ -2,7 +2,7 @@ import path from "node:path";
 
 import { Option, type Command } from "commander";
 
-import { nameList } from "./flag-parsers.js";
+import { existingDirectory, nameList } from "./flag-parsers.js";
 
 import { agentRuntimes, type AgentRuntimeName } from "../config/index.js";
 import { createRunner, type Runner, type RunnerOptions } from "../runner/index.js";
@@ -30,6 +30,7 @@ export function addPlanOptions(command: Command): Command {
     .option(
       "--workspace <dir>",
       "agent workspace (default: the config's, else the current directory)",
+      existingDirectory,
     )
     .option(...allowHostOption)
     .addOption(runtimeOption());
