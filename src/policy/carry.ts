@@ -3,6 +3,7 @@ import path from "node:path";
 import { ConfigError } from "../common/index.js";
 import { normalizeCarryPath } from "../config/index.js";
 import type { HostEntryKind } from "./mount-plan.js";
+import { planned, type Planned } from "./planned.js";
 
 export interface CarryPlanInput {
   /** `sandbox.carry` of the agent (schema-checked). */
@@ -17,8 +18,6 @@ export interface CarryPlanInput {
   seeded: boolean;
   workspaceAccessKey: string;
   entryKind: (p: string) => HostEntryKind | undefined;
-  warnings: string[];
-  explanation: string[];
 }
 
 /**
@@ -27,10 +26,11 @@ export interface CarryPlanInput {
  * not end as "mocha: not found" minutes later); a missing `sandbox.carry` entry is a warning (one
  * config may serve projects with and without a `.venv`).
  */
-export function planCarry(input: CarryPlanInput): string[] {
+export function planCarry(input: CarryPlanInput): Planned<string[]> {
   const fromFlag = input.flag !== undefined;
   const source = fromFlag ? "--carry" : input.configKey;
   const wanted: string[] = [];
+  const warnings: string[] = [];
   for (const value of input.flag ?? input.configured) {
     const normalized = normalizeCarryPath(value);
     if ("problem" in normalized) {
@@ -41,12 +41,13 @@ export function planCarry(input: CarryPlanInput): string[] {
     }
     wanted.push(normalized.path);
   }
-  if (wanted.length === 0) return [];
+  if (wanted.length === 0) return planned([]);
   if (!input.seeded) {
-    input.warnings.push(
-      `${source} is ignored: it fills a seeded private copy, and this sandbox has none (${input.workspaceAccessKey} "none" with seed on makes one)`,
-    );
-    return [];
+    return planned([], {
+      warnings: [
+        `${source} is ignored: it fills a seeded private copy, and this sandbox has none (${input.workspaceAccessKey} "none" with seed on makes one)`,
+      ],
+    });
   }
 
   const carried: string[] = [];
@@ -61,25 +62,26 @@ export function planCarry(input: CarryPlanInput): string[] {
           fix: `check the spelling, or install the dependencies first (e.g. \`npm ci\` makes node_modules)`,
         });
       }
-      input.warnings.push(`${message}; nothing is carried for it`);
+      warnings.push(`${message}; nothing is carried for it`);
       continue;
     }
     if (kind === "symlink") {
-      input.warnings.push(
+      warnings.push(
         `${source}: ${entry} is a symlink; the copy gets the link itself, not what it points at (cordon never follows a link out of the workspace)`,
       );
     } else if (kind === "other") {
-      input.warnings.push(
+      warnings.push(
         `${source}: ${entry} is not a file or directory (a FIFO, socket or device); nothing is carried for it`,
       );
       continue;
     }
     carried.push(entry);
   }
-  if (carried.length > 0) {
-    input.explanation.push(
-      `carry ${carried.join(", ")} (${source}): copied from the workspace into the seeded copy, writable there, never part of a diff`,
-    );
-  }
-  return carried;
+  const notes =
+    carried.length > 0
+      ? [
+          `carry ${carried.join(", ")} (${source}): copied from the workspace into the seeded copy, writable there, never part of a diff`,
+        ]
+      : [];
+  return planned(carried, { warnings, notes });
 }

@@ -4,6 +4,7 @@ import { parseByteSize, sandboxHomeDirectory } from "../config/index.js";
 // The module, not the sandbox index: policy stays free of Docker's client.
 import { parseContainerUser } from "../sandbox/workspace/owner.js";
 import { isWithin, normalizeAbsolute } from "./path-guard.js";
+import { planned, type Planned } from "./planned.js";
 import { sandboxEnvironment } from "./sandbox-env.js";
 
 /** Where the agent workspace appears when it is mounted read-only. */
@@ -23,9 +24,6 @@ export interface DockerSettingsInput {
   workspaceOwner?: { uid: number; gid: number } | undefined;
   /** The uid:gid cordon itself runs as (for `user: "auto"` with a private copy); undefined off POSIX. */
   invokingUser?: { uid: number; gid: number } | undefined;
-  /** Refusals (the plan fails) and warnings (the plan goes on, explain shows them). */
-  problems: ConfigIssue[];
-  warnings: string[];
 }
 
 function isRootUser(user: string): boolean {
@@ -47,12 +45,15 @@ export function withExecStated(options: string): string {
 /**
  * `sandbox.docker` resolved into what the container is created from: sizes in bytes, nulls
  * dropped, the user decided, and every setting that would weaken isolation either refused or —
- * when its `dangerouslyAllow…` flag is set — kept with a warning.
+ * when its `dangerouslyAllow…` flag is set — kept with a warning. `env` is the declared
+ * environment; the sandbox plan adds the egress and offline variables to it.
  */
-export function resolveDockerSettings(input: DockerSettingsInput): DockerSettings {
-  const { docker, key, problems, warnings } = input;
+export function resolveDockerSettings(input: DockerSettingsInput): Planned<DockerSettings> {
+  const { docker, key } = input;
+  const issues: ConfigIssue[] = [];
+  const warnings: string[] = [];
   const refuse = (field: keyof DockerConfig, message: string) =>
-    problems.push({ path: key(field), message });
+    issues.push({ path: key(field), message });
 
   const workdir = normalizeAbsolute(docker.workdir);
   if (!docker.workdir.startsWith("/"))
@@ -115,7 +116,10 @@ export function resolveDockerSettings(input: DockerSettingsInput): DockerSetting
     warnings.push(`network "${network}" (${key("network")}): the sandbox can reach the network`);
   }
 
-  const user = resolveUser(input);
+  const resolvedUser = resolveUser(input);
+  const user = resolvedUser.value;
+  issues.push(...resolvedUser.issues);
+  warnings.push(...resolvedUser.warnings);
 
   const capDrop = docker.capDrop.map((cap) => cap.toUpperCase());
   if (!capDrop.includes("ALL")) {
@@ -203,19 +207,20 @@ export function resolveDockerSettings(input: DockerSettingsInput): DockerSetting
     }
   }
 
+  const declared = sandboxEnvironment({
+    env: docker.env,
+    allowedNames: docker.dangerouslyAllowEnvNames,
+    configKey: key("env"),
+  });
+  issues.push(...declared.issues);
+  warnings.push(...declared.warnings);
   const env = {
     // A home and a name for any uid, passwd entry or not (python's getpass, npm, git read these);
     // the config's own env comes after and may change them.
     HOME: sandboxHomeDirectory,
     USER: sandboxUserName,
     LOGNAME: sandboxUserName,
-    ...sandboxEnvironment({
-      env: docker.env,
-      allowedNames: docker.dangerouslyAllowEnvNames,
-      configKey: key("env"),
-      problems,
-      warnings,
-    }),
+    ...declared.value,
   };
   const homeTmpfs = tmpfs[sandboxHomeDirectory];
   const owner = parseContainerUser(user);
@@ -235,7 +240,7 @@ export function resolveDockerSettings(input: DockerSettingsInput): DockerSetting
     }
   }
 
-  return {
+  const settings: DockerSettings = {
     image: docker.image,
     containerPrefix: docker.containerPrefix,
     workdir,
@@ -257,6 +262,7 @@ export function resolveDockerSettings(input: DockerSettingsInput): DockerSetting
     executor: docker.executor,
     runtime: docker.runtime,
   };
+  return planned(settings, { issues, warnings });
 }
 
 /**
@@ -266,29 +272,36 @@ export function resolveDockerSettings(input: DockerSettingsInput): DockerSetting
  * 1000:1000 (root hands its copy over to that user). An explicit user is taken as written, with a warning for
  * root. The one place the container user is decided; `explain` prints what this returns.
  */
-function resolveUser(input: DockerSettingsInput): string {
-  const { docker, key, problems, warnings } = input;
+function resolveUser(input: DockerSettingsInput): Planned<string> {
+  const { docker, key } = input;
   if (docker.user !== "auto") {
     if (!/^[A-Za-z0-9_.-]+(:[A-Za-z0-9_.-]+)?$/.test(docker.user)) {
-      problems.push({
-        path: key("user"),
-        message: `"${docker.user}" is not "uid", "uid:gid" or "auto"`,
+      return planned(docker.user, {
+        issues: [
+          { path: key("user"), message: `"${docker.user}" is not "uid", "uid:gid" or "auto"` },
+        ],
       });
-    } else if (isRootUser(docker.user)) {
-      warnings.push(`the sandbox runs as root (${key("user")}=${docker.user})`);
     }
-    return docker.user;
+    if (isRootUser(docker.user)) {
+      return planned(docker.user, {
+        warnings: [`the sandbox runs as root (${key("user")}=${docker.user})`],
+      });
+    }
+    return planned(docker.user);
   }
   const self = input.invokingUser;
-  if (input.workspaceAccess !== "rw" && self && self.uid !== 0) return `${self.uid}:${self.gid}`;
-  const owner = input.workspaceOwner;
-  if (input.workspaceAccess === "none" || owner === undefined) return fallbackUser;
-  if (owner.uid === 0) {
-    if (input.workspaceAccess !== "rw") return fallbackUser;
-    warnings.push(
-      `the agent workspace is owned by root; the sandbox runs as ${fallbackUser} and may not be able to write it (set ${key("user")})`,
-    );
-    return fallbackUser;
+  if (input.workspaceAccess !== "rw" && self && self.uid !== 0) {
+    return planned(`${self.uid}:${self.gid}`);
   }
-  return `${owner.uid}:${owner.gid}`;
+  const owner = input.workspaceOwner;
+  if (input.workspaceAccess === "none" || owner === undefined) return planned(fallbackUser);
+  if (owner.uid === 0) {
+    if (input.workspaceAccess !== "rw") return planned(fallbackUser);
+    return planned(fallbackUser, {
+      warnings: [
+        `the agent workspace is owned by root; the sandbox runs as ${fallbackUser} and may not be able to write it (set ${key("user")})`,
+      ],
+    });
+  }
+  return planned(`${owner.uid}:${owner.gid}`);
 }

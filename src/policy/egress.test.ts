@@ -1,11 +1,8 @@
 import { describe, expect, it } from "vitest";
 
-import type { ConfigIssue } from "../config/index.js";
 import { egressAllows, egressHostProblem, hostCaBundleTarget, planEgress } from "./egress.js";
 
 function plan(overrides: Partial<Parameters<typeof planEgress>[0]> = {}) {
-  const problems: ConfigIssue[] = [];
-  const explanation: string[] = [];
   const result = planEgress({
     config: { allow: [], trustHostCertificates: false },
     key: (field) => `agents.defaults.sandbox.egress.${field}`,
@@ -13,11 +10,9 @@ function plan(overrides: Partial<Parameters<typeof planEgress>[0]> = {}) {
     networkKey: "agents.defaults.sandbox.docker.network",
     containerName: "cordon-demo-1234",
     entryKind: (p) => (p === "/etc/ssl/certs/ca-certificates.crt" ? "file" : undefined),
-    problems,
-    explanation,
     ...overrides,
   });
-  return { ...result, problems, explanation };
+  return { ...result.value, problems: result.issues, explanation: result.notes };
 }
 
 describe("egress allowlist", () => {

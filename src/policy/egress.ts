@@ -1,6 +1,7 @@
 import type { ConfigIssue, SandboxConfig } from "../config/index.js";
 import type { EgressSpec, MountSpec } from "../sandbox/index.js";
 import type { HostEntryKind } from "./mount-plan.js";
+import { planned, type Planned } from "./planned.js";
 
 /**
  * Where squid listens in its container, and the port cordon forwards to it on 127.0.0.1 inside
@@ -68,8 +69,6 @@ export interface EgressPlanInput {
   containerName: string;
   /** What is at a host path (lstat), for the CA bundle. */
   entryKind: (p: string) => HostEntryKind | undefined;
-  problems: ConfigIssue[];
-  explanation: string[];
 }
 
 export interface EgressPlan {
@@ -85,8 +84,9 @@ export interface EgressPlan {
  * network and proxy named after the container, and the environment that points every common
  * client at the proxy (and, with `trustHostCertificates`, at the host's CA bundle).
  */
-export function planEgress(input: EgressPlanInput): EgressPlan {
-  const { problems, explanation } = input;
+export function planEgress(input: EgressPlanInput): Planned<EgressPlan> {
+  const problems: ConfigIssue[] = [];
+  const explanation: string[] = [];
   const phase = input.phaseAllow !== undefined;
   const entries = phase
     ? [...(input.phaseAllow ?? [])]
@@ -166,5 +166,5 @@ export function planEgress(input: EgressPlanInput): EgressPlan {
       );
     }
   }
-  return { egress, caMount, env };
+  return planned({ egress, caMount, env }, { issues: problems, notes: explanation });
 }

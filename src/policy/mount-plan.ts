@@ -10,17 +10,13 @@ import {
   safeRealpath,
   type ProtectedPath,
 } from "./path-guard.js";
+import { planned, type Planned } from "./planned.js";
 
 /** What lstat finds at a host path (a symlink is reported as one, not followed). */
 export type HostEntryKind = "directory" | "file" | "symlink" | "other";
 
 export interface MountPlanInput {
   workspaceAccess: WorkspaceAccess;
-  /** `sandbox.protectGitDir`: the real repository's `.git` stays read-only in the sandbox. */
-  protectGitDir: boolean;
-  protectGitDirKey: string;
-  /** lstat of a host path, injected like realpath. */
-  entryKind: (p: string) => HostEntryKind | undefined;
   /** Absolute host path. */
   agentWorkspace: string;
   /** Absolute host path; for access none and ro. */
@@ -29,17 +25,23 @@ export interface MountPlanInput {
   workdir: string;
   /** tmpfs mount points (normalised). */
   tmpfsTargets: readonly string[];
-  binds: readonly BindConfig[];
-  /** Roots bind sources must lie in (already absolute). */
-  bindRoots: readonly string[];
-  allowExternalBindSources: boolean;
-  homeDir: string;
-  realpath: (p: string) => string;
-  protectedPaths: readonly ProtectedPath[];
-  bindsKey: string;
-  bindRootsKey: string;
-  problems: ConfigIssue[];
-  warnings: string[];
+  /** `sandbox.protectGitDir`: the real repository's `.git` stays read-only in the sandbox. */
+  gitDir: { protect: boolean; key: string };
+  /** `sandbox.docker.binds`, the roots their sources must lie in (absolute or `~/`), and keys. */
+  binds: {
+    entries: readonly BindConfig[];
+    roots: readonly string[];
+    allowExternalSources: boolean;
+    key: string;
+    rootsKey: string;
+  };
+  /** The host, injected so policy stays pure: lstat, realpath, home and what is never mounted. */
+  host: {
+    homeDir: string;
+    realpath: (p: string) => string;
+    entryKind: (p: string) => HostEntryKind | undefined;
+    protectedPaths: readonly ProtectedPath[];
+  };
 }
 
 /** Paths inside the container no bind may cover, contain or sit below. */
@@ -80,37 +82,43 @@ function expandHome(p: string, homeDir: string): string {
  * Docker would follow it at mount time (a link to `~/.ssh` would expose that), and the agent
  * could replace the link with a directory of its own.
  */
-function planGitDirMount(input: MountPlanInput): MountSpec | undefined {
-  if (input.workspaceAccess !== "rw") return undefined;
+function planGitDirMount(input: MountPlanInput): Planned<MountSpec | undefined> {
+  if (input.workspaceAccess !== "rw") return planned(undefined);
   const gitDir = path.posix.join(input.agentWorkspace, ".git");
-  if (!input.protectGitDir) {
-    input.warnings.push(
-      `${input.protectGitDirKey} is false: the agent can write ${gitDir} (hooks, config) that git on this machine runs later; set it to true unless the agent must commit`,
-    );
-    return undefined;
+  const key = input.gitDir.key;
+  if (!input.gitDir.protect) {
+    return planned(undefined, {
+      warnings: [
+        `${key} is false: the agent can write ${gitDir} (hooks, config) that git on this machine runs later; set it to true unless the agent must commit`,
+      ],
+    });
   }
-  const kind = input.entryKind(gitDir);
+  const kind = input.host.entryKind(gitDir);
   switch (kind) {
     case undefined:
-      input.warnings.push(
-        `${gitDir} does not exist, so there is no .git to keep read-only: the agent can create one (hooks, config) that git run in this directory would use`,
-      );
-      return undefined;
+      return planned(undefined, {
+        warnings: [
+          `${gitDir} does not exist, so there is no .git to keep read-only: the agent can create one (hooks, config) that git run in this directory would use`,
+        ],
+      });
     case "directory":
     case "file":
-      return {
+      return planned({
         source: gitDir,
         target: path.posix.join(input.workdir, ".git"),
         readOnly: true,
         role: "git-dir",
-      };
+      });
     case "symlink":
     case "other":
-      input.problems.push({
-        path: input.protectGitDirKey,
-        message: `${gitDir} is ${kind === "symlink" ? "a symlink" : "neither a directory nor a gitdir file"}, so it cannot be mounted read-only in the sandbox; make it a real directory (or worktree file), or set ${input.protectGitDirKey} to false`,
+      return planned(undefined, {
+        issues: [
+          {
+            path: key,
+            message: `${gitDir} is ${kind === "symlink" ? "a symlink" : "neither a directory nor a gitdir file"}, so it cannot be mounted read-only in the sandbox; make it a real directory (or worktree file), or set ${key} to false`,
+          },
+        ],
       });
-      return undefined;
   }
 }
 
@@ -121,7 +129,8 @@ function planGitDirMount(input: MountPlanInput): MountSpec | undefined {
  * source, not protected, inside the allowed roots — as written and after symlinks — a target
  * that does not cover the workspace, and never the protected `.git` read-write).
  */
-export function planMounts(input: MountPlanInput): MountSpec[] {
+export function planMounts(input: MountPlanInput): Planned<MountSpec[]> {
+  const { host, binds } = input;
   const mounts: MountSpec[] = [];
   const workspaceSource =
     input.workspaceAccess === "rw" ? input.agentWorkspace : input.privateWorkspace;
@@ -142,24 +151,26 @@ export function planMounts(input: MountPlanInput): MountSpec[] {
     });
   }
   const gitDirMount = planGitDirMount(input);
-  if (gitDirMount) mounts.push(gitDirMount);
+  if (gitDirMount.value) mounts.push(gitDirMount.value);
+  const issues: ConfigIssue[] = [...gitDirMount.issues];
+  const warnings: string[] = [...gitDirMount.warnings];
   // Whatever the access mode, no bind may hand the sandbox write access to the real `.git`.
   const guardedGitDir =
-    input.protectGitDir && input.entryKind(path.posix.join(input.agentWorkspace, ".git"))
+    input.gitDir.protect && host.entryKind(path.posix.join(input.agentWorkspace, ".git"))
       ? path.posix.join(input.agentWorkspace, ".git")
       : undefined;
 
   const reserved = [input.workdir, ...(input.workspaceAccess === "ro" ? [agentMountPoint] : [])];
-  const roots = input.bindRoots.map((root) => normalizeAbsolute(expandHome(root, input.homeDir)));
-  const realRoots = roots.map((root) => normalizeAbsolute(safeRealpath(input.realpath, root)));
+  const roots = binds.roots.map((root) => normalizeAbsolute(expandHome(root, host.homeDir)));
+  const realRoots = roots.map((root) => normalizeAbsolute(safeRealpath(host.realpath, root)));
   const targets = new Set<string>(mounts.map((m) => m.target.toLowerCase()));
 
-  input.binds.forEach((bind, index) => {
-    const where = `${input.bindsKey}[${index}]`;
-    const refuse = (message: string) => input.problems.push({ path: where, message });
+  binds.entries.forEach((bind, index) => {
+    const where = `${binds.key}[${index}]`;
+    const refuse = (message: string) => issues.push({ path: where, message });
     const parsed = parseBind(bind);
     if (typeof parsed === "string") return refuse(parsed);
-    const written = expandHome(parsed.source, input.homeDir);
+    const written = expandHome(parsed.source, host.homeDir);
     if (/[\0\n\r]/.test(written) || /[\0\n\r]/.test(parsed.target)) {
       return refuse("paths must not contain NUL or line breaks");
     }
@@ -174,23 +185,23 @@ export function planMounts(input: MountPlanInput): MountSpec[] {
 
     const protectedProblem = protectedPathProblem({
       path: source,
-      realpath: input.realpath,
-      protectedPaths: input.protectedPaths,
+      realpath: host.realpath,
+      protectedPaths: host.protectedPaths,
     });
     if (protectedProblem) return refuse(`source ${protectedProblem}; it is never mounted`);
 
-    const real = normalizeAbsolute(safeRealpath(input.realpath, source));
+    const real = normalizeAbsolute(safeRealpath(host.realpath, source));
     const inRoots = roots.some((root) => isWithin(source, root));
     const realInRoots =
       realRoots.some((root) => isWithin(real, root)) || roots.some((root) => isWithin(real, root));
     if (!(inRoots && realInRoots)) {
       const shown = real === source ? source : `${source} (resolves to ${real})`;
-      if (!input.allowExternalBindSources) {
+      if (!binds.allowExternalSources) {
         return refuse(
-          `source ${shown} is outside the allowed bind roots [${roots.join(", ")}]; add a root to ${input.bindRootsKey} (or set sandbox.docker.dangerouslyAllowExternalBindSources: true)`,
+          `source ${shown} is outside the allowed bind roots [${roots.join(", ")}]; add a root to ${binds.rootsKey} (or set sandbox.docker.dangerouslyAllowExternalBindSources: true)`,
         );
       }
-      input.warnings.push(
+      warnings.push(
         `bind source ${shown} is outside the bind roots (dangerouslyAllowExternalBindSources)`,
       );
     }
@@ -216,7 +227,7 @@ export function planMounts(input: MountPlanInput): MountSpec[] {
       (isWithin(guardedGitDir, real) || isWithin(real, guardedGitDir))
     ) {
       return refuse(
-        `source ${real} exposes the repository's ${guardedGitDir} read-write, which ${input.protectGitDirKey} keeps read-only; mount it read-only (:ro) or set ${input.protectGitDirKey} to false`,
+        `source ${real} exposes the repository's ${guardedGitDir} read-write, which ${input.gitDir.key} keeps read-only; mount it read-only (:ro) or set ${input.gitDir.key} to false`,
       );
     }
     if (
@@ -224,7 +235,7 @@ export function planMounts(input: MountPlanInput): MountSpec[] {
       (isWithin(input.agentWorkspace, real) || isWithin(real, input.agentWorkspace)) &&
       !parsed.readOnly
     ) {
-      input.warnings.push(
+      warnings.push(
         `${where} mounts the agent workspace (or part of it) read-write at ${target}, although workspace access is "${input.workspaceAccess}": changes there are live on the host`,
       );
     }
@@ -233,5 +244,5 @@ export function planMounts(input: MountPlanInput): MountSpec[] {
     mounts.push({ source: real, target, readOnly: parsed.readOnly, role: "bind" });
     return undefined;
   });
-  return mounts;
+  return planned(mounts, { issues, warnings });
 }

@@ -3,12 +3,19 @@ import path from "node:path";
 import { ConfigError, PolicyDeniedError } from "../common/index.js";
 import type { ConfigIssue, CordonConfig, PromptMode, ThinkingLevel } from "../config/index.js";
 import { normalizeCarryPath } from "../config/index.js";
-import type { SandboxMode, SandboxScope, SandboxSpec, WorkspaceAccess } from "../sandbox/index.js";
+import type {
+  DockerSettings,
+  SandboxMode,
+  SandboxScope,
+  SandboxSpec,
+  WorkspaceAccess,
+} from "../sandbox/index.js";
 import { hashOf } from "../common/index.js";
 import { containerNameOf, scopeKeyOf, workspaceIdOf } from "./container-name.js";
 import { planCarry } from "./carry.js";
 import { resolveDiskBudget } from "./disk-budget.js";
 import { resolveDockerSettings } from "./docker-settings.js";
+import { combine, planned, type Planned } from "./planned.js";
 import { planProjectImage } from "./project-image.js";
 import { planEgress } from "./egress.js";
 import { withOfflineDefaults } from "./offline-defaults.js";
@@ -19,6 +26,7 @@ import {
   protectedPathProblem,
   protectedPaths,
   safeRealpath,
+  type ProtectedPath,
 } from "./path-guard.js";
 import { SandboxSettingsRefusedError } from "./policy-errors.js";
 import { resolveAgent, type ResolvedAgent } from "./resolve-agent.js";
@@ -215,9 +223,6 @@ export function planRun(input: PlanRunInput): RunPlan {
   const catalog = input.catalog ?? builtinToolCatalog;
   const agent = resolveAgent(config, input.agentId);
   const sessionKey = normalizeSessionKey(agent.id, input.sessionKey);
-  const warnings: string[] = [];
-  const problems: ConfigIssue[] = [];
-  const explanation: string[] = [];
   const stateDir = normalizeAbsolute(input.stateDir);
   const homeDir = normalizeAbsolute(input.homeDir);
 
@@ -236,34 +241,8 @@ export function planRun(input: PlanRunInput): RunPlan {
     scope: agent.sandboxKey("scope"),
     workspaceAccess: agent.sandboxKey("workspaceAccess"),
   };
-  const main = mainSessionKey(agent.id);
-  let enabled: boolean;
-  let reason: string;
-  switch (mode) {
-    case "off":
-      enabled = false;
-      reason = `${keys.mode} is "off": tools run on the host, confined to the workspace, with no isolation (trusted use only)`;
-      warnings.push(
-        `sandbox mode is off (${keys.mode}): commands run on this machine with your permissions; set it to "all" to sandbox them`,
-      );
-      break;
-    case "non-main":
-      enabled = sessionKey !== main;
-      reason = enabled
-        ? `${keys.mode} is "non-main" and ${sessionKey} is not the agent's main session (${main}): sandboxed`
-        : `${keys.mode} is "non-main" and ${sessionKey} is the agent's main session: runs on the host, with no isolation`;
-      if (!enabled) {
-        warnings.push(
-          `the main session ${main} runs on the host (${keys.mode} is "non-main"); use another --session or mode "all" to sandbox it`,
-        );
-      }
-      break;
-    case "all":
-      enabled = true;
-      reason = `${keys.mode} is "all": every session is sandboxed`;
-      break;
-  }
-  explanation.push(reason);
+  const sandboxing = decideSandboxing({ mode, modeKey: keys.mode, agentId: agent.id, sessionKey });
+  const { enabled, reason } = sandboxing.value;
 
   const prune = {
     stopIdleMs: agent.sandbox.prune.stopIdleMinutes * 60_000,
@@ -271,26 +250,18 @@ export function planRun(input: PlanRunInput): RunPlan {
     maxAgeMs: agent.sandbox.prune.maxAgeDays * 24 * hourMs,
   };
 
-  let spec: SandboxSpec | undefined;
-  if (enabled) {
-    spec = planSandbox({
-      input,
-      agent,
-      sessionKey,
-      workspace,
-      stateDir,
-      homeDir,
-      problems,
-      warnings,
-      explanation,
-      keys,
-    });
-  } else {
-    explanation.push(
-      `not sandboxed: ${keys.scope}, ${keys.workspaceAccess} and sandbox.docker do not apply; tools.sandbox.tools is not applied`,
-    );
-  }
-  if (problems.length > 0) throw new SandboxSettingsRefusedError(agent.id, problems);
+  const sandboxed = enabled
+    ? planSandbox({ run: input, agent, sessionKey, workspace, stateDir, homeDir })
+    : planned(undefined, {
+        notes: [
+          `not sandboxed: ${keys.scope}, ${keys.workspaceAccess} and sandbox.docker do not apply; tools.sandbox.tools is not applied`,
+        ],
+      });
+  const findings = combine([sandboxing, sandboxed]);
+  if (findings.issues.length > 0) throw new SandboxSettingsRefusedError(agent.id, findings.issues);
+  const spec = sandboxed.value;
+  const warnings = findings.warnings;
+  const explanation = findings.notes;
 
   const toolResult = evaluateToolPolicy({
     catalog,
@@ -364,34 +335,67 @@ export function planRun(input: PlanRunInput): RunPlan {
   return plan;
 }
 
-interface SandboxPlanContext {
-  input: PlanRunInput;
+/**
+ * Sandboxed or not, by the mode and the session: one sentence why (the first line `explain`
+ * shows), and a warning whenever tools run on the host.
+ */
+function decideSandboxing(input: {
+  mode: SandboxMode;
+  modeKey: string;
+  agentId: string;
+  sessionKey: string;
+}): Planned<{ enabled: boolean; reason: string }> {
+  const { mode, modeKey, sessionKey } = input;
+  const main = mainSessionKey(input.agentId);
+  const decided = (enabled: boolean, reason: string, warnings: string[] = []) =>
+    planned({ enabled, reason }, { notes: [reason], warnings });
+  switch (mode) {
+    case "off":
+      return decided(
+        false,
+        `${modeKey} is "off": tools run on the host, confined to the workspace, with no isolation (trusted use only)`,
+        [
+          `sandbox mode is off (${modeKey}): commands run on this machine with your permissions; set it to "all" to sandbox them`,
+        ],
+      );
+    case "non-main":
+      return sessionKey !== main
+        ? decided(
+            true,
+            `${modeKey} is "non-main" and ${sessionKey} is not the agent's main session (${main}): sandboxed`,
+          )
+        : decided(
+            false,
+            `${modeKey} is "non-main" and ${sessionKey} is the agent's main session: runs on the host, with no isolation`,
+            [
+              `the main session ${main} runs on the host (${modeKey} is "non-main"); use another --session or mode "all" to sandbox it`,
+            ],
+          );
+    case "all":
+      return decided(true, `${modeKey} is "all": every session is sandboxed`);
+  }
+}
+
+interface SandboxPlanInput {
+  run: PlanRunInput;
   agent: ResolvedAgent;
   sessionKey: string;
+  /** The agent workspace, symlinks resolved; cordon's state and home directories, normalised. */
   workspace: string;
   stateDir: string;
   homeDir: string;
-  problems: ConfigIssue[];
-  warnings: string[];
-  explanation: string[];
-  keys: RunPlan["sandbox"]["keys"];
 }
 
-function planSandbox(context: SandboxPlanContext): SandboxSpec {
-  const {
-    input,
-    agent,
-    sessionKey,
-    workspace,
-    stateDir,
-    homeDir,
-    problems,
-    warnings,
-    explanation,
-    keys,
-  } = context;
+/**
+ * The container of a sandboxed run: each part decided by its own planner (docker settings,
+ * project image, egress, mounts, carry, disk budget), their findings combined in one order.
+ */
+function planSandbox(input: SandboxPlanInput): Planned<SandboxSpec> {
+  const { run, agent, sessionKey, workspace, stateDir, homeDir } = input;
   const { scope, workspaceAccess } = agent.sandbox;
   const docker = agent.sandbox.docker;
+  const scopeKeyName = agent.sandboxKey("scope");
+  const accessKey = agent.sandboxKey("workspaceAccess");
   const guarded = protectedPaths(homeDir, stateDir);
 
   const workspaceId = workspaceIdOf(workspace);
@@ -402,152 +406,114 @@ function planSandbox(context: SandboxPlanContext): SandboxSpec {
     stateDir,
     workspace,
   });
-  explanation.push(
-    {
-      session: `scope "session" (${keys.scope}): this session has its own container for this workspace`,
-      agent: `scope "agent" (${keys.scope}): every session of agent "${agent.id}" on this workspace shares one container`,
-      shared: `scope "shared" (${keys.scope}): all agents and sessions on this workspace share one container`,
-    }[scope],
-    `scope key ${scopeKey} (workspace ${workspace} is ${workspaceId}) → container ${containerName}`,
-  );
-  if (agent.ignoredDockerKeys.length > 0) {
-    warnings.push(
-      `scope "shared" ignores per-agent docker settings: ${agent.ignoredDockerKeys.join(", ")} (set them in agents.defaults.sandbox.docker, or give the agent scope "agent")`,
-    );
-  }
+  const placement = planned(undefined, {
+    notes: [
+      {
+        session: `scope "session" (${scopeKeyName}): this session has its own container for this workspace`,
+        agent: `scope "agent" (${scopeKeyName}): every session of agent "${agent.id}" on this workspace shares one container`,
+        shared: `scope "shared" (${scopeKeyName}): all agents and sessions on this workspace share one container`,
+      }[scope],
+      `scope key ${scopeKey} (workspace ${workspace} is ${workspaceId}) → container ${containerName}`,
+    ],
+    warnings:
+      agent.ignoredDockerKeys.length > 0
+        ? [
+            `scope "shared" ignores per-agent docker settings: ${agent.ignoredDockerKeys.join(", ")} (set them in agents.defaults.sandbox.docker, or give the agent scope "agent")`,
+          ]
+        : [],
+  });
 
   // The workspace is exposed when mounted (ro/rw) or copied into the sandbox (none + seed).
   const seed = workspaceAccess === "none" && agent.sandbox.seed;
-  if (workspaceAccess !== "none" || seed) {
-    const problem = protectedPathProblem({
-      path: workspace,
-      realpath: input.realpath,
-      protectedPaths: guarded.filter((p) => p.kind !== "state"),
-    });
-    if (problem) {
-      problems.push({
-        path:
-          agent.index === undefined
-            ? "agents.defaults.workspace"
-            : `agents.list[${agent.index}].workspace`,
-        message: `the agent workspace ${problem}; ${workspaceAccess === "none" ? "seeding would copy it" : "mounting would expose it"} into the sandbox — run cordon from a project directory or set the workspace`,
-      });
-    }
-    if (isWithin(stateDir, workspace)) {
-      warnings.push(
-        `the state directory ${stateDir} is inside the agent workspace; its sessions are visible in the sandbox (set CORDON_HOME elsewhere)`,
-      );
-    }
-  }
-
-  let privateWorkspace: string | undefined;
-  if (workspaceAccess !== "rw") {
-    const configuredRoot = agent.sandbox.workspaceRoot;
-    let root = path.posix.join(stateDir, "workspaces");
-    if (configuredRoot !== undefined) {
-      if (!path.posix.isAbsolute(configuredRoot)) {
-        problems.push({
-          path: agent.sandboxKey("workspaceRoot"),
-          message: "must be an absolute path",
-        });
-      } else {
-        root = normalizeAbsolute(configuredRoot);
-        const problem = protectedPathProblem({
-          path: root,
-          realpath: input.realpath,
-          protectedPaths: guarded.filter((p) => p.kind === "system" || p.kind === "credentials"),
-        });
-        if (problem) problems.push({ path: agent.sandboxKey("workspaceRoot"), message: problem });
-      }
-    }
-    privateWorkspace = path.posix.join(root, containerName);
-  }
-  const diskBytes =
-    privateWorkspace === undefined
-      ? undefined
-      : resolveDiskBudget(agent.sandbox.disk, agent.sandboxKey("disk"), problems);
+  const exposure = checkWorkspaceExposure({ agent, workspace, stateDir, seed, guarded, run });
+  const privateWorkspace = planPrivateWorkspace({ agent, stateDir, containerName, guarded, run });
+  const disk =
+    privateWorkspace.value === undefined
+      ? planned(undefined)
+      : resolveDiskBudget(agent.sandbox.disk, agent.sandboxKey("disk"));
 
   const settings = resolveDockerSettings({
     docker,
     key: agent.dockerKey,
     workspaceAccess,
-    workspaceOwner: input.pathOwner?.(workspace),
-    invokingUser: input.invokingUser,
-    problems,
-    warnings,
+    workspaceOwner: run.pathOwner?.(workspace),
+    invokingUser: run.invokingUser,
   });
-  settings.projectImage = planProjectImage({
-    docker,
-    key: agent.dockerKey,
-    workspace,
-    problems,
-    explanation,
-  });
+  const projectImage = planProjectImage({ docker, key: agent.dockerKey, workspace });
   const network = planEgress({
     config: agent.sandbox.egress,
     key: (field) => `${agent.sandboxKey("egress")}.${field}`,
-    runAllow: input.runEgress?.allow,
-    phaseAllow: input.runEgress?.only,
-    gateway: input.runEgress?.gateway,
-    network: settings.network,
+    runAllow: run.runEgress?.allow,
+    phaseAllow: run.runEgress?.only,
+    gateway: run.runEgress?.gateway,
+    network: settings.value.network,
     networkKey: agent.dockerKey("network"),
     containerName,
-    entryKind: input.entryKind,
-    problems,
-    explanation,
+    entryKind: run.entryKind,
   });
-  if (network.egress && settings.executor !== "resident") {
-    problems.push({
-      path: agent.dockerKey("executor"),
-      message: `is "${settings.executor ?? "exec"}", but the egress proxy and the model gateway are reached through ports forwarded by cordon's resident executor: use "resident"`,
-    });
-  }
-  if (settings.image === undefined && input.runtimeImage) settings.image = input.runtimeImage;
-  Object.assign(settings.env, network.env);
-  // After egress: only a sandbox with no way out at all (no network, no proxy) is told it is offline.
-  settings.env = withOfflineDefaults(
-    settings.network.toLowerCase() === "none" && !network.egress,
-    settings.env,
-  );
-  const mounts = planMounts({
+  const { egress, caMount } = network.value;
+  const executor = planned(undefined, {
+    issues:
+      egress && settings.value.executor !== "resident"
+        ? [
+            {
+              path: agent.dockerKey("executor"),
+              message: `is "${settings.value.executor ?? "exec"}", but the egress proxy and the model gateway are reached through ports forwarded by cordon's resident executor: use "resident"`,
+            },
+          ]
+        : [],
+  });
+  const dockerSettings: DockerSettings = {
+    ...settings.value,
+    image: settings.value.image ?? (run.runtimeImage || undefined),
+    // After egress: only a sandbox with no way out at all (no network, no proxy) is told it is offline.
+    env: withOfflineDefaults(settings.value.network.toLowerCase() === "none" && !egress, {
+      ...settings.value.env,
+      ...network.value.env,
+    }),
+    projectImage: projectImage.value,
+  };
+  const planMountsResult = planMounts({
     workspaceAccess,
-    protectGitDir: agent.sandbox.protectGitDir,
-    protectGitDirKey: agent.sandboxKey("protectGitDir"),
-    entryKind: input.entryKind,
     agentWorkspace: workspace,
-    privateWorkspace,
-    workdir: settings.workdir,
-    tmpfsTargets: Object.keys(settings.tmpfs),
-    binds: docker.binds,
-    bindRoots: docker.bindRoots ?? [workspace, homeDir],
-    allowExternalBindSources: docker.dangerouslyAllowExternalBindSources,
-    homeDir,
-    realpath: input.realpath,
-    protectedPaths: guarded,
-    bindsKey: agent.dockerKey("binds"),
-    bindRootsKey: agent.dockerKey("bindRoots"),
-    problems,
-    warnings,
+    privateWorkspace: privateWorkspace.value,
+    workdir: dockerSettings.workdir,
+    tmpfsTargets: Object.keys(dockerSettings.tmpfs),
+    gitDir: { protect: agent.sandbox.protectGitDir, key: agent.sandboxKey("protectGitDir") },
+    binds: {
+      entries: docker.binds,
+      roots: docker.bindRoots ?? [workspace, homeDir],
+      allowExternalSources: docker.dangerouslyAllowExternalBindSources,
+      key: agent.dockerKey("binds"),
+      rootsKey: agent.dockerKey("bindRoots"),
+    },
+    host: {
+      homeDir,
+      realpath: run.realpath,
+      entryKind: run.entryKind,
+      protectedPaths: guarded,
+    },
   });
-  if (network.caMount) mounts.push(network.caMount);
+  const mounts = [...planMountsResult.value, ...(caMount ? [caMount] : [])];
 
-  explanation.push(
-    {
-      none: `workspace access "none" (${keys.workspaceAccess}): the agent workspace is not mounted; ${settings.workdir} is a private directory${seed ? " seeded with a copy of it (review with `cordon diff`)" : " (empty; seed is off)"}`,
-      ro: `workspace access "ro" (${keys.workspaceAccess}): the agent workspace is read-only at /agent; ${settings.workdir} is private scratch space`,
-      rw: `workspace access "rw" (${keys.workspaceAccess}): the agent workspace is mounted read-write at ${settings.workdir}; changes are live on the host`,
-    }[workspaceAccess],
-  );
+  const workdir = dockerSettings.workdir;
+  const access = planned(undefined, {
+    notes: [
+      {
+        none: `workspace access "none" (${accessKey}): the agent workspace is not mounted; ${workdir} is a private directory${seed ? " seeded with a copy of it (review with `cordon diff`)" : " (empty; seed is off)"}`,
+        ro: `workspace access "ro" (${accessKey}): the agent workspace is read-only at /agent; ${workdir} is private scratch space`,
+        rw: `workspace access "rw" (${accessKey}): the agent workspace is mounted read-write at ${workdir}; changes are live on the host`,
+      }[workspaceAccess],
+    ],
+  });
   const carry = planCarry({
     configured: agent.sandbox.carry,
     configKey: agent.sandboxKey("carry"),
-    flag: input.carry,
+    flag: run.carry,
     workspace,
     seeded: seed,
-    workspaceAccessKey: keys.workspaceAccess,
-    entryKind: input.entryKind,
-    warnings,
-    explanation,
+    workspaceAccessKey: accessKey,
+    entryKind: run.entryKind,
   });
 
   const hashed = {
@@ -555,15 +521,15 @@ function planSandbox(context: SandboxPlanContext): SandboxSpec {
     scopeKey,
     containerName,
     workspaceAccess,
-    privateWorkspace,
+    privateWorkspace: privateWorkspace.value,
     // Not carry: it fills a copy once, when it is seeded, and shapes no container; `cordon diff`
     // of a session started with --carry must not find its container stale.
     seed,
     mounts,
-    docker: settings,
-    egress: network.egress,
+    docker: dockerSettings,
+    egress,
   };
-  return {
+  const spec: SandboxSpec = {
     scope,
     scopeKey,
     containerName,
@@ -571,19 +537,108 @@ function planSandbox(context: SandboxPlanContext): SandboxSpec {
     sessionKey,
     workspaceAccess,
     agentWorkspace: workspace,
-    privateWorkspace,
-    diskBytes,
+    privateWorkspace: privateWorkspace.value,
+    diskBytes: disk.value,
     seed,
-    carry,
+    carry: carry.value,
     seedInclude: agent.sandbox.seedInclude.flatMap((entry) => {
       const normalized = normalizeCarryPath(entry);
       return "path" in normalized ? [normalized.path] : [];
     }),
     mounts,
-    docker: settings,
-    egress: network.egress,
+    docker: dockerSettings,
+    egress,
     // Session and agent are labels, not shape: a new session reusing an agent-scoped container
     // must not find it stale.
     configHash: hashOf(hashed),
   };
+  return {
+    value: spec,
+    ...combine([
+      placement,
+      exposure,
+      privateWorkspace,
+      disk,
+      settings,
+      projectImage,
+      network,
+      executor,
+      planMountsResult,
+      access,
+      carry,
+    ]),
+  };
+}
+
+/**
+ * A workspace mounted (ro/rw) or copied (none + seed) into the sandbox must hold no credentials;
+ * a state directory inside it shows its sessions to the sandbox.
+ */
+function checkWorkspaceExposure(input: {
+  run: PlanRunInput;
+  agent: ResolvedAgent;
+  workspace: string;
+  stateDir: string;
+  seed: boolean;
+  guarded: readonly ProtectedPath[];
+}): Planned<undefined> {
+  const { agent, workspace, stateDir } = input;
+  const access = agent.sandbox.workspaceAccess;
+  if (access === "none" && !input.seed) return planned(undefined);
+  const issues: ConfigIssue[] = [];
+  const problem = protectedPathProblem({
+    path: workspace,
+    realpath: input.run.realpath,
+    protectedPaths: input.guarded.filter((p) => p.kind !== "state"),
+  });
+  if (problem) {
+    issues.push({
+      path:
+        agent.index === undefined
+          ? "agents.defaults.workspace"
+          : `agents.list[${agent.index}].workspace`,
+      message: `the agent workspace ${problem}; ${access === "none" ? "seeding would copy it" : "mounting would expose it"} into the sandbox — run cordon from a project directory or set the workspace`,
+    });
+  }
+  const warnings = isWithin(stateDir, workspace)
+    ? [
+        `the state directory ${stateDir} is inside the agent workspace; its sessions are visible in the sandbox (set CORDON_HOME elsewhere)`,
+      ]
+    : [];
+  return planned(undefined, { issues, warnings });
+}
+
+/**
+ * Where the private workspace (access none and ro) lives on the host: under
+ * `sandbox.workspaceRoot`, else the state directory, named after the container.
+ */
+function planPrivateWorkspace(input: {
+  run: PlanRunInput;
+  agent: ResolvedAgent;
+  stateDir: string;
+  containerName: string;
+  guarded: readonly ProtectedPath[];
+}): Planned<string | undefined> {
+  const { agent } = input;
+  if (agent.sandbox.workspaceAccess === "rw") return planned(undefined);
+  const configuredRoot = agent.sandbox.workspaceRoot;
+  const key = agent.sandboxKey("workspaceRoot");
+  let root = path.posix.join(input.stateDir, "workspaces");
+  const issues: ConfigIssue[] = [];
+  if (configuredRoot !== undefined) {
+    if (!path.posix.isAbsolute(configuredRoot)) {
+      issues.push({ path: key, message: "must be an absolute path" });
+    } else {
+      root = normalizeAbsolute(configuredRoot);
+      const problem = protectedPathProblem({
+        path: root,
+        realpath: input.run.realpath,
+        protectedPaths: input.guarded.filter(
+          (p) => p.kind === "system" || p.kind === "credentials",
+        ),
+      });
+      if (problem) issues.push({ path: key, message: problem });
+    }
+  }
+  return planned(path.posix.join(root, input.containerName), { issues });
 }

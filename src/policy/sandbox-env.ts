@@ -1,4 +1,5 @@
 import type { ConfigIssue } from "../config/index.js";
+import { planned, type Planned } from "./planned.js";
 
 /** Names that reach the host or a credential: never passed into a sandbox by accident. */
 const forbiddenNames = new Set([
@@ -38,8 +39,6 @@ export interface SandboxEnvironmentInput {
   /** `dangerouslyAllowEnvNames`: credential-like names the user explicitly passes. */
   allowedNames: readonly string[];
   configKey: string;
-  problems: ConfigIssue[];
-  warnings: string[];
 }
 
 /**
@@ -47,35 +46,39 @@ export interface SandboxEnvironmentInput {
  * names that are not plain identifiers, NUL bytes (they would cut the value), and credential-like
  * names unless listed in `dangerouslyAllowEnvNames`.
  */
-export function sandboxEnvironment(input: SandboxEnvironmentInput): Record<string, string> {
+export function sandboxEnvironment(
+  input: SandboxEnvironmentInput,
+): Planned<Record<string, string>> {
   const env: Record<string, string> = {};
+  const issues: ConfigIssue[] = [];
+  const warnings: string[] = [];
   const allowed = new Set(input.allowedNames);
   for (const [name, value] of Object.entries(input.env)) {
     if (value === null) continue;
     const path = `${input.configKey}.${name}`;
     if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(name)) {
-      input.problems.push({
+      issues.push({
         path,
         message: "an environment variable name is letters, digits and _",
       });
       continue;
     }
     if (value.includes("\0") || name.includes("\0")) {
-      input.problems.push({ path, message: "contains a NUL byte" });
+      issues.push({ path, message: "contains a NUL byte" });
       continue;
     }
     const credential = credentialLikeName(name);
     if (credential) {
       if (!allowed.has(name)) {
-        input.problems.push({
+        issues.push({
           path,
           message: `${name} ${credential}; secrets do not go into sandboxes (list it in sandbox.docker.dangerouslyAllowEnvNames to pass it anyway)`,
         });
         continue;
       }
-      input.warnings.push(`${name} is passed into the sandbox (dangerouslyAllowEnvNames)`);
+      warnings.push(`${name} is passed into the sandbox (dangerouslyAllowEnvNames)`);
     }
     env[name] = value;
   }
-  return env;
+  return planned(env, { issues, warnings });
 }
