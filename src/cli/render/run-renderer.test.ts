@@ -196,6 +196,32 @@ describe("run renderer", () => {
     expect(JSON.parse(lines[0] ?? "")).toMatchObject({ status: "completed", finalText: "Done." });
   });
 
+  it("json: claude -p's field names beside cordon's own", () => {
+    const end = {
+      type: "run-end",
+      sessionKey: "fix-login",
+      status: "limit_turns",
+      turns: 3,
+      durationMs: 1_250,
+      cost: { usd: 0.02 },
+      finalText: "Stopped.",
+    };
+    expect(JSON.parse(render("json", [end]).stdout)).toMatchObject({
+      finalText: "Stopped.",
+      result: "Stopped.",
+      session_id: "fix-login",
+      is_error: true,
+      num_turns: 3,
+      duration_ms: 1_250,
+      total_cost_usd: 0.02,
+    });
+    const unpriced = { ...end, status: "completed", cost: { usd: null, reason: "no price" } };
+    expect(JSON.parse(render("json", [unpriced]).stdout)).toMatchObject({
+      is_error: false,
+      total_cost_usd: null,
+    });
+  });
+
   it("stream-json: versioned envelopes with increasing seq, ending with one run-end", () => {
     const out = render("stream-json", events);
     const records = out.stdout

@@ -42,6 +42,23 @@ export interface RunRenderer {
   readonly ended: boolean;
 }
 
+/**
+ * The result's fields under the names `claude -p --output-format json` uses, beside cordon's own,
+ * so scripts written for it (`jq .result`, `.is_error`, `.session_id`) work unchanged. The session
+ * id is cordon's session key: `--session` takes it back.
+ */
+function claudePrintFields(result: Record<string, unknown>): Record<string, unknown> {
+  const cost = result["cost"] as { usd?: unknown } | undefined;
+  return {
+    result: result["finalText"],
+    session_id: result["sessionKey"],
+    is_error: result["status"] !== "completed",
+    num_turns: result["turns"],
+    duration_ms: result["durationMs"],
+    total_cost_usd: cost?.usd ?? null,
+  };
+}
+
 const previewLength = 160;
 
 function preview(value: unknown): string {
@@ -287,7 +304,7 @@ export function createRunRenderer(options: RunRendererOptions): RunRenderer {
         case "json":
           if (event.type === "run-end") {
             const { type: _type, ...result } = event;
-            options.stdout(`${JSON.stringify(result)}\n`);
+            options.stdout(`${JSON.stringify({ ...result, ...claudePrintFields(result) })}\n`);
           }
           break;
         case "stream-json":
