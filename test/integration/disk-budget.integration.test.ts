@@ -5,17 +5,7 @@
  * going away (a host reboot), and `cordon sandbox rm` leaves no mount, loop device or image.
  */
 import { execFile } from "node:child_process";
-import {
-  lstat,
-  mkdir,
-  mkdtemp,
-  readdir,
-  readFile,
-  rm,
-  stat,
-  statfs,
-  writeFile,
-} from "node:fs/promises";
+import { lstat, mkdir, mkdtemp, readFile, rm, stat, statfs, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { promisify } from "node:util";
@@ -34,23 +24,13 @@ import {
 } from "../../src/sandbox/index.js";
 import { demoRepo } from "../support/demo-repo.js";
 import { dockerClient, requireSandboxImage } from "../support/docker.js";
+import { loopBackingFiles } from "../support/loop-devices.js";
 import { runCordon } from "../support/run-cli.js";
 import { testSandboxSpec } from "../support/sandbox-spec.js";
 import { removeStateDirectory } from "../support/state-directory.js";
 
 const run = promisify(execFile);
 const budget = 64 * 1024 ** 2;
-
-/** Files the loop devices of this host are backed by (`losetup -a`, read from sysfs). */
-async function loopBackingFiles(): Promise<string[]> {
-  const devices = await readdir("/sys/block").catch(() => []);
-  const files: string[] = [];
-  for (const device of devices.filter((name) => name.startsWith("loop"))) {
-    const file = await readFile(`/sys/block/${device}/loop/backing_file`, "utf8").catch(() => "");
-    if (file.trim()) files.push(file.trim());
-  }
-  return files;
-}
 
 describe("sandbox.disk bounds the private workspace", () => {
   let root: string;

@@ -140,10 +140,11 @@ describe("egress by allowlist", () => {
     );
 
     const list = await runCordon(["sandbox", "list", "--json"], env());
-    const summaries = JSON.parse(list.stdout) as {
-      name: string;
-      egress?: { proxy: string; allow: string[]; state: string };
-    }[];
+    const summaries = (
+      JSON.parse(list.stdout) as {
+        sandboxes: { name: string; egress?: { proxy: string; allow: string[]; state: string } }[];
+      }
+    ).sandboxes;
     const listed = summaries.find((s) => s.egress?.allow.includes("registry.npmjs.org"));
     expect(listed?.egress).toMatchObject({ state: "running", proxy: `${listed?.name}-egress` });
 

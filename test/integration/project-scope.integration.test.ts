@@ -83,12 +83,16 @@ describe("one project, one sandbox, under one CORDON_HOME", () => {
     expect(b.stdout).toBe("from project B\n");
 
     const list = await runCordon(["sandbox", "list", "--json"], env());
-    const sandboxes = JSON.parse(list.stdout) as {
-      name: string;
-      session: string;
-      workspace: string;
-      privateWorkspace?: string;
-    }[];
+    const sandboxes = (
+      JSON.parse(list.stdout) as {
+        sandboxes: {
+          name: string;
+          session: string;
+          workspace: string;
+          privateWorkspace?: string;
+        }[];
+      }
+    ).sandboxes;
     expect(sandboxes.map((s) => s.session)).toEqual(["agent:main:main", "agent:main:main"]);
     expect(sandboxes.map((s) => s.workspace).sort()).toEqual([shopA, shopB].sort());
     const [first, second] = sandboxes;

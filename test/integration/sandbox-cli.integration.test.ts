@@ -70,7 +70,7 @@ describe("cordon sandbox list, rm and prune", () => {
   async function listed(): Promise<SandboxSummary[]> {
     const result = await cordon("sandbox", "list", "--json");
     expect(result.exitCode).toBe(0);
-    return JSON.parse(result.stdout) as SandboxSummary[];
+    return (JSON.parse(result.stdout) as { sandboxes: SandboxSummary[] }).sandboxes;
   }
 
   async function exists(name: string): Promise<boolean> {

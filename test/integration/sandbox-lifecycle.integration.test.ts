@@ -46,7 +46,7 @@ describe("idle sandboxes and drift", () => {
   async function listed(repo: string): Promise<Map<string, Listed>> {
     const result = await cordon(repo, "sandbox", "list", "--json");
     expect(result.code, result.stderr).toBe(0);
-    const sandboxes = JSON.parse(result.stdout.toString()) as Listed[];
+    const sandboxes = (JSON.parse(result.stdout.toString()) as { sandboxes: Listed[] }).sandboxes;
     return new Map(sandboxes.map((s) => [s.name, s]));
   }
 

@@ -48,7 +48,7 @@ describe("prune and rm keep unapplied work", () => {
 
   async function sandboxOf(session: string): Promise<SandboxSummary | undefined> {
     const listed = await cordon(["sandbox", "list", "--json"]);
-    const all = JSON.parse(listed.stdout) as SandboxSummary[];
+    const all = (JSON.parse(listed.stdout) as { sandboxes: SandboxSummary[] }).sandboxes;
     return all.find((sandbox) => sandbox.session === `agent:main:${session}`);
   }
 

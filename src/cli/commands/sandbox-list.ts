@@ -23,7 +23,16 @@ export function inventoryFor(context: CliContext): SandboxInventory {
 }
 
 /** A sandbox as `sandbox list --json` prints it: the inventory's summary and its drift. */
-type ListedSandbox = SandboxSummary & { drift: SandboxDrift };
+export type ListedSandbox = SandboxSummary & { drift: SandboxDrift };
+
+/**
+ * What `sandbox list --json` prints: the sandboxes, and the private workspaces whose container is
+ * gone (`cordon sandbox prune` releases them).
+ */
+export interface ListedJson {
+  sandboxes: ListedSandbox[];
+  orphans: OrphanWorkspace[];
+}
 
 /** The DRIFT column: "no", or "yes: why" (several reasons joined), or "?: why". */
 function driftCell(drift: SandboxDrift): string {
@@ -105,11 +114,13 @@ export function registerSandboxListCommand(sandbox: Command, context: CliContext
               : "stale";
         return { ...summary, configStatus, drift: found };
       });
+      const orphans = await inventoryFor(context).orphans();
       if (options.json) {
-        context.stdout(`${JSON.stringify(sandboxes, null, 2)}\n`);
+        // The same facts as the text: sandboxes, and workspaces whose container is gone.
+        const listed: ListedJson = { sandboxes, orphans };
+        context.stdout(`${JSON.stringify(listed, null, 2)}\n`);
         return;
       }
-      const orphans = await inventoryFor(context).orphans();
       if (sandboxes.length === 0 && orphans.length === 0) {
         context.stderr("no sandboxes; `cordon run` creates them as sessions need them\n");
         return;

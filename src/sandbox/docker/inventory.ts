@@ -221,6 +221,26 @@ export interface PruneReport {
 const orphanGraceMs = 60_000;
 
 /**
+ * Says why an orphan used moments ago was left: a prune that says "nothing to prune" right after
+ * a `docker rm -f` would send the user to `rm -rf` a state directory that is still mounted.
+ * Silent for a prune whose grace never ends (the automatic one of an acquire).
+ */
+function leftForGrace(
+  report: PruneReport,
+  name: string,
+  usedAtMs: number,
+  grace: { now: number; minAgeMs: number },
+): void {
+  if (!Number.isFinite(grace.minAgeMs)) return;
+  const ago = Math.max(0, Math.round((grace.now - usedAtMs) / 1000));
+  const after = new Date(usedAtMs + grace.minAgeMs + 1000).toISOString().slice(11, 19);
+  report.skipped.push({
+    name,
+    reason: `no container uses it, but it was in use ${ago}s ago: an acquire in another process may be making its container, so \`cordon sandbox prune\` releases it only after ${after} UTC`,
+  });
+}
+
+/**
  * The sandboxes of one state directory, as Docker knows them (containers labelled
  * `cordon.managed` and `cordon.home`), plus the times cordon recorded. Removes containers,
  * their private workspaces and records, in that order: a record goes only after its container.
@@ -508,8 +528,9 @@ export class SandboxInventory {
     const orphanMinAgeMs = options.orphanMinAgeMs ?? orphanGraceMs;
     await this.pruneOrphanProxies(live, now - orphanMinAgeMs, report);
     const discardChanges = options.discardChanges ?? false;
-    await this.pruneOrphanRecords(live, referenced, now - orphanMinAgeMs, report, discardChanges);
-    await this.pruneOrphanDirectories(referenced, now - orphanMinAgeMs, report, discardChanges);
+    const grace = { now, minAgeMs: orphanMinAgeMs };
+    await this.pruneOrphanRecords(live, referenced, grace, report, discardChanges);
+    await this.pruneOrphanDirectories(referenced, grace, report, discardChanges);
     return report;
   }
 
@@ -565,13 +586,17 @@ export class SandboxInventory {
   private async pruneOrphanRecords(
     live: Set<string>,
     referenced: Set<string>,
-    usedBefore: number,
+    grace: { now: number; minAgeMs: number },
     report: PruneReport,
     discardChanges: boolean,
   ): Promise<void> {
+    const usedBefore = grace.now - grace.minAgeMs;
     for (const record of await this.records.readAll()) {
       if (live.has(record.containerName)) continue;
-      if (!(Date.parse(record.lastUsedAt) < usedBefore)) continue;
+      if (!(Date.parse(record.lastUsedAt) < usedBefore)) {
+        leftForGrace(report, record.containerName, Date.parse(record.lastUsedAt), grace);
+        continue;
+      }
       // Docker is the source of truth: look again right before deleting anything.
       if (await this.containers.inspect(record.containerName)) continue;
       const workspace = record.privateWorkspace ? path.resolve(record.privateWorkspace) : undefined;
@@ -607,10 +632,11 @@ export class SandboxInventory {
   /** Directories under `<stateDir>/workspaces` that no container and no record refers to. */
   private async pruneOrphanDirectories(
     referenced: Set<string>,
-    usedBefore: number,
+    grace: { now: number; minAgeMs: number },
     report: PruneReport,
     discardChanges: boolean,
   ): Promise<void> {
+    const usedBefore = grace.now - grace.minAgeMs;
     const root = privateWorkspaceRoot(this.stateDirectory);
     let names: string[];
     try {
@@ -629,7 +655,11 @@ export class SandboxInventory {
       const workspace = path.join(root, name);
       if (referenced.has(workspace) || recorded.has(workspace)) continue;
       const stats = await lstat(workspace).catch(() => undefined);
-      if (!stats || !(stats.mtimeMs < usedBefore)) continue;
+      if (!stats) continue;
+      if (!(stats.mtimeMs < usedBefore)) {
+        leftForGrace(report, workspace, stats.mtimeMs, grace);
+        continue;
+      }
       const reason = "private workspace no sandbox refers to";
       // Nothing names its image any more: the current built-in image has git too.
       const work = await this.checkWork({
