@@ -397,6 +397,13 @@ describe("cordon as any uid", () => {
     expect(again.stderr).toMatch(
       /wrote \d+ MiB to its private workspace .*more than sandbox\.disk allows \(16 MiB\)/,
     );
+
+    // The warning comes once, when a sandbox is made: not again on each command that reuses it.
+    const made = await cordon(who, ["exec", "--session", "quiet", "--", "true"], env);
+    expect(made.stderr).toMatch(/sandbox\.disk is not enforced/);
+    const reused = await cordon(who, ["exec", "--session", "quiet", "--", "true"], env);
+    expect(reused.exitCode).toBe(0);
+    expect(reused.stderr).not.toMatch(/is not enforced/);
   });
 
   it("as uid 1001, the GitHub Actions recipe's own steps fix the tests and write the job summary", async () => {

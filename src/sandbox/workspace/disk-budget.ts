@@ -254,7 +254,7 @@ export class WorkspaceDisk {
 /**
  * For an existing private workspace: mounts its image again when it is not mounted (after a host
  * reboot) and leaves a mounted one alone. A workspace without an image is a plain directory (made
- * before the budget, or where it cannot be enforced): the warnings say it is unbounded.
+ * before the budget, or where it cannot be enforced: said once, when it was made).
  */
 export async function attachWorkspaceDisk(
   target: string,
@@ -264,11 +264,11 @@ export async function attachWorkspaceDisk(
   const imageStats = await lstat(image).catch(() => undefined);
   const support = await diskBudgetSupport();
   if (!imageStats) {
-    if (options.diskBytes === undefined) return;
+    // Where the budget cannot be enforced, the warning came once, when the workspace was made
+    // (and `doctor` repeats it): not on every command that reuses it.
+    if (options.diskBytes === undefined || !support.enforced) return;
     options.warnings.push(
-      support.enforced
-        ? `the private workspace ${target} is a plain directory from before sandbox.disk was enforced: the sandbox can fill the host's disk through it (\`cordon sandbox rm ${path.basename(target)}\` makes a bounded one, losing its changes)`
-        : notEnforcedWarning(support),
+      `the private workspace ${target} is a plain directory from before sandbox.disk was enforced: the sandbox can fill the host's disk through it (\`cordon sandbox rm ${path.basename(target)}\` makes a bounded one, losing its changes)`,
     );
     return;
   }
