@@ -17,6 +17,9 @@ const vendorOwners = [
   { name: "minimatch", owner: "src/workflows/fix-tests/harness-files.ts" },
 ];
 
+/** Vendor packages imported by subpath (`@scope/pkg/server/index.js`), each with its one owner. */
+const vendorPatternOwners = [{ group: "@modelcontextprotocol/sdk/**", owner: "src/mcp/**" }];
+
 /**
  * The only modules that start host programs (DESIGN.md §10, rule 1: the host runs no program over
  * an agent-written tree). Each works on the user's own repository or a seed no agent has reached
@@ -38,6 +41,16 @@ const childProcessRestrictions = ["node:child_process", "child_process"].map((na
   message:
     "only the modules in eslint.config.mjs hostProgramModules start host programs (DESIGN.md §10): read an agent's copy with the inspector (src/sandbox/docker/inspector/)",
 }));
+
+/** @param {string} [exceptOwner] */
+function restrictedVendorPatterns(exceptOwner) {
+  return vendorPatternOwners
+    .filter(({ owner }) => owner !== exceptOwner)
+    .map(({ group, owner }) => ({
+      group: [group],
+      message: `only ${owner} may import ${group} (DESIGN.md §2)`,
+    }));
+}
 
 /**
  * @param {string} [exceptOwner]
@@ -78,12 +91,32 @@ export default tseslint.config(
   {
     files: ["src/**/*.ts"],
     ignores: ["src/**/*.test.ts"],
-    rules: { "no-restricted-imports": ["error", { paths: restrictedVendorImports() }] },
+    rules: {
+      "no-restricted-imports": [
+        "error",
+        { paths: restrictedVendorImports(), patterns: restrictedVendorPatterns() },
+      ],
+    },
   },
   ...vendorOwners.map(({ owner }) => ({
     files: [owner],
     ignores: ["src/**/*.test.ts"],
-    rules: { "no-restricted-imports": ["error", { paths: restrictedVendorImports(owner) }] },
+    rules: {
+      "no-restricted-imports": [
+        "error",
+        { paths: restrictedVendorImports(owner), patterns: restrictedVendorPatterns() },
+      ],
+    },
+  })),
+  ...vendorPatternOwners.map(({ owner }) => ({
+    files: [owner],
+    ignores: ["src/**/*.test.ts"],
+    rules: {
+      "no-restricted-imports": [
+        "error",
+        { paths: restrictedVendorImports(), patterns: restrictedVendorPatterns(owner) },
+      ],
+    },
   })),
   ...hostProgramModules.map((file) => ({
     files: [file],
@@ -95,6 +128,7 @@ export default tseslint.config(
             file.startsWith("src/sandbox/docker/") ? "src/sandbox/docker/**" : undefined,
             true,
           ),
+          patterns: restrictedVendorPatterns(),
         },
       ],
     },

@@ -35,6 +35,10 @@ const commandModules: readonly CommandModule[] = [
     load: async () => [(await import("./commands/tool.js")).registerToolCommand],
   },
   {
+    commands: { mcp: "serve a session's sandboxed tools to an MCP client (Claude Code, Cursor…)" },
+    load: async () => [(await import("./commands/mcp.js")).registerMcpCommand],
+  },
+  {
     commands: {
       diff: "the changes a session made to its private copy, as a git patch",
       apply: "apply a session's changes to the workspace",

@@ -37,6 +37,8 @@ export interface RunningRun {
   turns: number;
   doing: string;
   lastEventAt?: string | undefined;
+  /** The MCP client driving the session (`cordon mcp`), as it names itself. */
+  client?: string | undefined;
 }
 
 const stateNames = { alive: "running", dead: "dead", unknown: "unknown" } as const;
@@ -57,6 +59,7 @@ async function describeRun(locked: LockedSession): Promise<RunningRun> {
     turns: activity.turns,
     doing: locked.state === "dead" ? "its process is gone" : activity.doing,
     lastEventAt: activity.lastEventAt,
+    client: activity.client,
   };
 }
 
@@ -117,7 +120,7 @@ export function registerPsCommand(program: Command, context: CliContext): void {
             run.sandbox ?? "-",
             String(run.turns),
             // What a run does names the agent's own commands: shown, never obeyed.
-            printable(run.doing),
+            printable(run.client ? `[${run.client}] ${run.doing}` : run.doing),
             printable(run.workspace ?? "?"),
           ]),
         ),

@@ -93,6 +93,8 @@ export interface RunActivity {
   lastEventAt?: string | undefined;
   /** Its `run-end` status, once it ended. */
   status?: string | undefined;
+  /** The MCP client driving it (`cordon mcp`), from its `run-start`. */
+  client?: string | undefined;
 }
 
 /** Bytes of the end of an events file that hold a run in progress, in practice. */
@@ -113,6 +115,9 @@ export function summarizeRun(records: readonly RunEventRecord[]): RunActivity {
   for (const record of records) {
     activity.lastEventAt = record.ts;
     switch (record.type) {
+      case "run-start":
+        if (typeof record["client"] === "string") activity.client = record["client"];
+        break;
       case "session-wait":
         activity.doing = "waiting for the session";
         break;

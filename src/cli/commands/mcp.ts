@@ -1,0 +1,94 @@
+import { randomBytes } from "node:crypto";
+import path from "node:path";
+
+import type { Command } from "commander";
+
+import { McpSession, serveStdio } from "../../mcp/index.js";
+import type { CliContext } from "../context.js";
+import { nameList } from "../flag-parsers.js";
+import { withInterrupt } from "../interrupt.js";
+import { quoteShellArg } from "../../tools/index.js";
+import { addPlanOptions, runnerFromFlags, type PlanFlags } from "../runner-flags.js";
+import { removeSandboxAfter } from "./remove-after.js";
+
+interface McpFlags extends PlanFlags {
+  allowTools?: string[];
+  denyTools?: string[];
+  rm?: boolean;
+  /** `--no-wait` sets it false. */
+  wait: boolean;
+}
+
+/**
+ * The session a connection works in when `--session` names none: one per connection, named so
+ * `cordon diff --session mcp-1a2b3c` finds it.
+ */
+export function connectionSessionName(): string {
+  return `mcp-${randomBytes(3).toString("hex")}`;
+}
+
+/** The flags `cordon diff` and `cordon apply` need to find what this server's session did. */
+function reviewFlags(flags: McpFlags, session: string): string {
+  const words = ["--session", session];
+  if (flags.agent !== undefined) words.push("--agent", flags.agent);
+  if (flags.workspace !== undefined) words.push("--workspace", path.resolve(flags.workspace));
+  if (flags.config !== undefined) words.push("--config", path.resolve(flags.config));
+  return words
+    .map((word) => (/^[\w@%+=:,./-]+$/.test(word) ? word : quoteShellArg(word)))
+    .join(" ");
+}
+
+/**
+ * `cordon mcp`: the tools of a session's sandbox, as an MCP server over stdio, for any MCP client
+ * (Claude Code, Cursor, Codex). The policy, the sandbox and the review-then-apply of `cordon run`
+ * hold unchanged; there is no apply tool (docs/mcp.md).
+ */
+export function registerMcpCommand(program: Command, context: CliContext): void {
+  const mcp = program
+    .command("mcp")
+    .description(
+      "serve the session's allowed tools to an MCP client (Claude Code, Cursor, Codex) over stdio; every call runs in the sandbox `cordon run` would get, and the person reviews and applies with `cordon diff` and `cordon apply`",
+    );
+  addPlanOptions(mcp)
+    .option(
+      "--allow-tools <names>",
+      "only these tools (comma-separated; narrows the policy)",
+      nameList,
+    )
+    .option("--deny-tools <names>", "never these tools (comma-separated)", nameList)
+    .option("--rm", "remove the sandbox (container and private copy) when the client goes away")
+    .option(
+      "--no-wait",
+      "if another run holds the session, refuse the client's calls instead of waiting for it",
+    )
+    .action(async (flags: McpFlags) => {
+      const runner = runnerFromFlags(context, flags);
+      const sessionName = flags.session ?? connectionSessionName();
+      const request = {
+        agentId: flags.agent,
+        sessionKey: sessionName,
+        allowTools: flags.allowTools,
+        denyTools: flags.denyTools,
+      };
+      const review = reviewFlags(flags, sessionName);
+      const session = new McpSession({
+        runner,
+        request,
+        waitForSession: flags.wait,
+        logger: context.logger,
+        reviewFlags: review,
+        afterClose: flags.rm
+          ? (plan) => removeSandboxAfter(context, runner, plan, request)
+          : undefined,
+      });
+      // stderr is the client's log of this server: say where the work goes and how to review it.
+      context.stderr(
+        `· cordon mcp: session ${sessionName}; review with \`cordon diff ${review}\`, apply with \`cordon apply ${review}\`\n`,
+      );
+      await withInterrupt(
+        context,
+        (signal) => serveStdio({ session, version: program.version() ?? "0.0.0", signal }),
+        () => `stopped serving session ${sessionName}; its sandbox keeps the work`,
+      );
+    });
+}

@@ -1,0 +1,14 @@
+/**
+ * `cordon mcp`: a session's policed sandbox offered to any MCP client. The only module that
+ * imports the MCP SDK.
+ */
+export {
+  McpSession,
+  mcpToolDefinitions,
+  type McpCallOptions,
+  type McpCallResult,
+  type McpClientInfo,
+  type McpSessionOptions,
+} from "./mcp-session.js";
+export { createMcpServer, serverInstructions, type McpServerOptions } from "./mcp-server.js";
+export { serveStdio, type ServeStdioOptions } from "./serve-stdio.js";
