@@ -239,7 +239,8 @@ describe("cordon mcp over stdio, with the SDK's client", () => {
       .poll(
         async () => {
           const list = await runCordon(["sandbox", "list", "--json"], { CORDON_HOME: home });
-          return (JSON.parse(list.stdout) as { session: string }[]).map((s) => s.session);
+          const { sandboxes } = JSON.parse(list.stdout) as { sandboxes: { session: string }[] };
+          return sandboxes.map((s) => s.session);
         },
         { timeout: 30_000 },
       )
