@@ -46,9 +46,12 @@ export function withExecStated(options: string): string {
  * `sandbox.docker` resolved into what the container is created from: sizes in bytes, nulls
  * dropped, the user decided, and every setting that would weaken isolation either refused or —
  * when its `dangerouslyAllow…` flag is set — kept with a warning. `env` is the declared
- * environment; the sandbox plan adds the egress and offline variables to it.
+ * environment; the sandbox plan adds the egress and offline variables to it, and the image
+ * (sandbox-image.ts).
  */
-export function resolveDockerSettings(input: DockerSettingsInput): Planned<DockerSettings> {
+export function resolveDockerSettings(
+  input: DockerSettingsInput,
+): Planned<Omit<DockerSettings, "image">> {
   const { docker, key } = input;
   const issues: ConfigIssue[] = [];
   const warnings: string[] = [];
@@ -240,8 +243,7 @@ export function resolveDockerSettings(input: DockerSettingsInput): Planned<Docke
     }
   }
 
-  const settings: DockerSettings = {
-    image: docker.image,
+  const settings: Omit<DockerSettings, "image"> = {
     containerPrefix: docker.containerPrefix,
     workdir,
     readOnlyRoot: docker.readOnlyRoot,

@@ -214,11 +214,17 @@ function describePrompt(plan: RunPlan): string {
 
 /** Which image the container runs, and who asked for it. */
 function describeImage(docker: NonNullable<RunPlan["sandbox"]["spec"]>["docker"]): string {
-  const project = docker.projectImage;
-  if (project) {
-    return `project image cordon-project-<slug>:<hash>, built from ${project.file} (${project.configKey}; cordon help images)`;
+  const image = docker.image;
+  switch (image.source) {
+    case "config":
+      return image.reference;
+    case "project":
+      return `project image cordon-project-<slug>:<hash>, built from ${image.project.file} (${image.project.configKey}; cordon help images)`;
+    case "runtime":
+      return `${image.runtime} agent image cordon-agent-${image.runtime}:<hash>, built when missing (the run's runtime; cordon help runtimes)`;
+    case "builtin":
+      return "built-in sandbox image (cordon image build)";
   }
-  return docker.image ?? "built-in sandbox image (cordon image build)";
 }
 
 /** The warm pool line: its size and shape, or why this sandbox is made without it. */

@@ -557,6 +557,7 @@ const sandboxIdentity = { HOME: "/home/sandbox", USER: "sandbox", LOGNAME: "sand
 describe("docker settings", () => {
   it("resolves the safe defaults into bytes and a user", () => {
     expect(plan({}).sandbox.spec?.docker).toEqual({
+      image: { source: "builtin" },
       containerPrefix: "cordon",
       workdir: "/workspace",
       readOnlyRoot: true,
@@ -614,7 +615,14 @@ describe("docker settings", () => {
     [{ capDrop: ["all"] }, { capDrop: ["ALL"] }],
     [
       { runtime: "runsc", image: "my/img:1" },
-      { runtime: "runsc", image: "my/img:1" },
+      {
+        runtime: "runsc",
+        image: {
+          source: "config",
+          reference: "my/img:1",
+          configKey: "agents.defaults.sandbox.docker.image",
+        },
+      },
     ],
   ])("%j", (docker, expected) => {
     expect(plan(withDocker(docker)).sandbox.spec?.docker).toMatchObject(expected);

@@ -16,7 +16,7 @@ import { planCarry } from "./carry.js";
 import { resolveDiskBudget } from "./disk-budget.js";
 import { resolveDockerSettings } from "./docker-settings.js";
 import { combine, planned, type Planned } from "./planned.js";
-import { planProjectImage } from "./project-image.js";
+import { planSandboxImage } from "./sandbox-image.js";
 import { planEgress } from "./egress.js";
 import { withOfflineDefaults } from "./offline-defaults.js";
 import { planMounts, type HostEntryKind } from "./mount-plan.js";
@@ -77,10 +77,10 @@ export interface PlanRunInput {
       }
     | undefined;
   /**
-   * The image of the run's agent runtime (an agent CLI installed on the sandbox image), used when
-   * `sandbox.docker.image` names none.
+   * The run's agent runtime, when it brings an image of its own (an agent CLI installed on the
+   * sandbox image): used when neither `sandbox.docker.image` nor a project image names one.
    */
-  runtimeImage?: string | undefined;
+  runtimeImage?: "claude-code" | undefined;
   /** The run's `--carry` paths; when given, they replace `sandbox.carry`. */
   carry?: readonly string[] | undefined;
 }
@@ -439,7 +439,12 @@ function planSandbox(input: SandboxPlanInput): Planned<SandboxSpec> {
     workspaceOwner: run.pathOwner?.(workspace),
     invokingUser: run.invokingUser,
   });
-  const projectImage = planProjectImage({ docker, key: agent.dockerKey, workspace });
+  const image = planSandboxImage({
+    docker,
+    key: agent.dockerKey,
+    workspace,
+    runtime: run.runtimeImage,
+  });
   const network = planEgress({
     config: agent.sandbox.egress,
     key: (field) => `${agent.sandboxKey("egress")}.${field}`,
@@ -464,14 +469,13 @@ function planSandbox(input: SandboxPlanInput): Planned<SandboxSpec> {
         : [],
   });
   const dockerSettings: DockerSettings = {
+    image: image.value,
     ...settings.value,
-    image: settings.value.image ?? (run.runtimeImage || undefined),
     // After egress: only a sandbox with no way out at all (no network, no proxy) is told it is offline.
     env: withOfflineDefaults(settings.value.network.toLowerCase() === "none" && !egress, {
       ...settings.value.env,
       ...network.value.env,
     }),
-    projectImage: projectImage.value,
   };
   const planMountsResult = planMounts({
     workspaceAccess,
@@ -526,7 +530,7 @@ function planSandbox(input: SandboxPlanInput): Planned<SandboxSpec> {
     // of a session started with --carry must not find its container stale.
     seed,
     mounts,
-    docker: dockerSettings,
+    docker: hashedDocker(dockerSettings),
     egress,
   };
   const spec: SandboxSpec = {
@@ -560,13 +564,27 @@ function planSandbox(input: SandboxPlanInput): Planned<SandboxSpec> {
       privateWorkspace,
       disk,
       settings,
-      projectImage,
+      image,
       network,
       executor,
       planMountsResult,
       access,
       carry,
     ]),
+  };
+}
+
+/**
+ * The docker settings as the config hash has always read them — the image as a reference (none
+ * for a built-in or runtime image, whose tag the container's image label holds) and the project
+ * image beside it — so that naming the image's source in the spec finds no container stale.
+ */
+function hashedDocker(docker: DockerSettings): object {
+  const { image, ...rest } = docker;
+  return {
+    ...rest,
+    image: image.source === "config" ? image.reference : undefined,
+    projectImage: image.source === "project" ? image.project : undefined,
   };
 }
 

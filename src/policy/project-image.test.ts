@@ -1,12 +1,18 @@
 import { describe, expect, it } from "vitest";
 
 import { explainPlan } from "./explain.js";
+import type { RunPlan } from "./plan-run.js";
 import { plan, project, refusal, withDocker } from "./testing/plan-fixtures.js";
+
+const projectImageOf = (result: RunPlan) => {
+  const image = result.sandbox.spec?.docker.image;
+  return image?.source === "project" ? image.project : undefined;
+};
 
 describe("project images in the plan", () => {
   it("resolves a Dockerfile inside the workspace, its directory the default context", () => {
     const result = plan(withDocker({ dockerfile: ".cordon/Dockerfile" }));
-    expect(result.sandbox.spec?.docker.projectImage).toEqual({
+    expect(projectImageOf(result)).toEqual({
       source: "dockerfile",
       configKey: "agents.defaults.sandbox.docker.dockerfile",
       file: `${project}/.cordon/Dockerfile`,
@@ -27,12 +33,12 @@ describe("project images in the plan", () => {
         dockerfile: { file: "docker/ci.Dockerfile", context: ".", args: { PY: "3.12" } },
       }),
     );
-    expect(built.sandbox.spec?.docker.projectImage).toMatchObject({
+    expect(projectImageOf(built)).toMatchObject({
       context: project,
       args: { PY: "3.12" },
     });
     const devcontainer = plan(withDocker({ devcontainer: ".devcontainer/devcontainer.json" }));
-    expect(devcontainer.sandbox.spec?.docker.projectImage).toEqual({
+    expect(projectImageOf(devcontainer)).toEqual({
       source: "devcontainer",
       configKey: "agents.defaults.sandbox.docker.devcontainer",
       file: `${project}/.devcontainer/devcontainer.json`,
@@ -60,5 +66,37 @@ describe("project images in the plan", () => {
     expect(
       refusal(withDocker({ dockerfile: "Dockerfile", devcontainer: ".devcontainer.json" })).message,
     ).toMatch(/set one of .*docker\.dockerfile and .*docker\.devcontainer, not both/);
+  });
+});
+
+describe("the one image decision (sandbox.docker.image | project | runtime | built-in)", () => {
+  it("takes the config's image, else the project's, else the runtime's, else the built-in one", () => {
+    const runtime = { runtimeImage: "claude-code" as const };
+    expect(plan(withDocker({ image: "mine:1" }), runtime).sandbox.spec?.docker.image).toEqual({
+      source: "config",
+      reference: "mine:1",
+      configKey: "agents.defaults.sandbox.docker.image",
+    });
+    expect(
+      plan(withDocker({ dockerfile: "Dockerfile" }), runtime).sandbox.spec?.docker.image.source,
+    ).toBe("project");
+    expect(plan({}, runtime).sandbox.spec?.docker.image).toEqual({
+      source: "runtime",
+      runtime: "claude-code",
+    });
+    expect(plan({}).sandbox.spec?.docker.image).toEqual({ source: "builtin" });
+    expect(explainPlan(plan({}, runtime))).toMatch(
+      /image +claude-code agent image cordon-agent-claude-code:<hash>, built when missing/,
+    );
+  });
+
+  it("keeps the config hashes cordon had before the image named its source: an upgrade finds no container stale", () => {
+    expect(plan({}).sandbox.spec?.configHash).toBe("f01cfe62ac4f0844");
+    const dockerfile = withDocker({ dockerfile: { file: "docker/Dockerfile", args: { A: "1" } } });
+    expect(plan(dockerfile).sandbox.spec?.configHash).toBe("9026de6c8188eb19");
+    // The runtime's image tag is not hashed: the container's image label and id tell a new build.
+    expect(plan({}, { runtimeImage: "claude-code" }).sandbox.spec?.configHash).toBe(
+      "f01cfe62ac4f0844",
+    );
   });
 });

@@ -18,12 +18,7 @@ import {
   type AgentRuntimeName,
 } from "../config/index.js";
 import { builtinToolCatalog, extendToolCatalog, planRun, type RunPlan } from "../policy/index.js";
-import {
-  AgentImage,
-  DockerEngine,
-  baseImageFromEnv,
-  upstreamProxyFromEnv,
-} from "../sandbox/index.js";
+import { DockerEngine, baseImageFromEnv, upstreamProxyFromEnv } from "../sandbox/index.js";
 import { builtinTools, type ToolDefinition } from "../tools/index.js";
 import type {
   MessageQueue,
@@ -208,8 +203,6 @@ export function createRunner(options: RunnerOptions = {}): Runner {
   const lanes = new SessionLanes({ maxConcurrentRuns: options.maxConcurrentRuns });
   let engine: DockerEngine | undefined;
   const dockerEngine = (): DockerEngine => (engine ??= DockerEngine.fromEnv(env));
-  const claudeCodeImage = (): AgentImage =>
-    new AgentImage(dockerEngine(), "claude-code", { baseImage: baseImageFromEnv(env) });
   const sandboxes =
     options.sandboxes ??
     defaultSandboxes({
@@ -277,12 +270,11 @@ export function createRunner(options: RunnerOptions = {}): Runner {
     const first = await planFor(request);
     const runtime = runtimeOf(config, first.agent.id);
     if (runtime !== "claude-code" || !first.sandbox.enabled) return first;
-    const image = first.sandbox.spec?.docker.image ?? (await claudeCodeImage().tag());
-    return planFor(request, { gateway: true, image });
+    return planFor(request, { gateway: true, image: "claude-code" });
   };
   const planFor = async (
     request: PlanRequest,
-    runtime: { gateway: boolean; image: string } | undefined = undefined,
+    runtime: { gateway: boolean; image: "claude-code" } | undefined = undefined,
   ): Promise<RunPlan> =>
     planRun({
       config: (await loadedConfig()).config,
@@ -313,21 +305,7 @@ export function createRunner(options: RunnerOptions = {}): Runner {
     const runtime = runtimeOf(config, runPlan.agent.id);
     if (runtime === "cordon") return undefined;
     if (typeof runtime === "object") return new CommandRuntime(runtime);
-    const configuredImage =
-      config.agents.list.find((agent) => agent.id === runPlan.agent.id)?.sandbox?.docker?.image ??
-      config.agents.defaults.sandbox.docker.image;
-    return new ClaudeCodeRuntime({
-      access: hostModelAccess(env),
-      prepareImage:
-        configuredImage !== undefined || !runPlan.sandbox.enabled
-          ? undefined
-          : async ({ signal, onProgress }) => {
-              await claudeCodeImage().build({
-                signal,
-                onProgress: (message) => onProgress({ phase: "image", message }),
-              });
-            },
-    });
+    return new ClaudeCodeRuntime({ access: hostModelAccess(env) });
   };
 
   const acquireSandbox: Runner["acquireSandbox"] = async (request = {}) => {

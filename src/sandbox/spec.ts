@@ -49,12 +49,23 @@ export interface ProjectImageSpec {
   args?: Record<string, string> | undefined;
 }
 
+/**
+ * The image a sandbox runs, decided once by the policy, first match wins: the config's
+ * (`sandbox.docker.image`: looked up, never pulled or built by cordon), the project's own (built
+ * from its Dockerfile or devcontainer.json when its inputs change), the run's agent runtime's
+ * (cordon's image with the agent CLI added, `cordon-agent-<name>:<hash>`, built when missing),
+ * else cordon's built-in one (`cordon-sandbox:<hash>`, built when missing). The Docker layer
+ * builds or looks up exactly this.
+ */
+export type SandboxImageSpec =
+  | { source: "config"; reference: string; configKey: string }
+  | { source: "project"; project: ProjectImageSpec }
+  | { source: "runtime"; runtime: "claude-code" }
+  | { source: "builtin" };
+
 /** Container settings (the `sandbox.docker` config section, resolved). */
 export interface DockerSettings {
-  /** Image reference; undefined = the built-in sandbox image (cordon-sandbox:<hash>). */
-  image?: string | undefined;
-  /** Build the image from the project instead (exclusive with `image`). */
-  projectImage?: ProjectImageSpec | undefined;
+  image: SandboxImageSpec;
   /** Container name prefix. Default "cordon". */
   containerPrefix: string;
   /** Working directory inside the container. Default "/workspace". */

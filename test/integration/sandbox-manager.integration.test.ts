@@ -364,7 +364,10 @@ describe("DockerSandboxManager", () => {
 
   it("names the command when a configured image is missing", async () => {
     const s = spec("no-image");
-    s.docker = { ...s.docker, image: "cordon-test-no-such-image:1" };
+    s.docker = {
+      ...s.docker,
+      image: { source: "config", reference: "cordon-test-no-such-image:1", configKey: "image" },
+    };
     const error = await manager.acquire(s).catch((e: unknown) => e);
     expect(error).toBeInstanceOf(ImageError);
     expect((error as ImageError).fix).toContain("docker pull cordon-test-no-such-image:1");
@@ -537,7 +540,7 @@ describe("DockerSandboxManager", () => {
     testImages.push(reference);
     await docker.getImage(image).tag(tag);
     const s = spec("retagged");
-    s.docker = { ...s.docker, image: reference };
+    s.docker = { ...s.docker, image: { source: "config", reference, configKey: "image" } };
     const first = await acquire(s);
     await first.release();
     // A rebuild (or pull) moves the tag; the base image stands in for the newer build.

@@ -23,6 +23,7 @@ export const testRuntime = process.env["CORDON_TEST_RUNTIME"] || undefined;
 export function hardenedDockerSettings(overrides: Partial<DockerSettings> = {}): DockerSettings {
   return {
     ...(testRuntime ? { runtime: testRuntime } : {}),
+    image: { source: "builtin" },
     containerPrefix: "cordon",
     workdir: "/workspace",
     readOnlyRoot: true,

@@ -33,7 +33,10 @@ export interface AgentRuntimeRun {
 export interface AgentRuntime {
   /** e.g. "claude-code", for messages. */
   readonly name: string;
-  /** Before the sandbox is acquired: make what the plan names exist (the agent's image). */
+  /**
+   * Before the sandbox is acquired: fail early on what the run lacks (the host's credential).
+   * The agent's image is the sandbox's (the plan names it; the sandbox layer builds it).
+   */
   prepare?(options: {
     signal?: AbortSignal | undefined;
     onProgress: (progress: SandboxProgress) => void;

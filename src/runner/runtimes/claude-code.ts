@@ -65,8 +65,6 @@ export function disallowedClaudeCodeTools(plan: Pick<PlannedRun, "tools">): stri
 export interface ClaudeCodeRuntimeOptions {
   /** The host's credential; undefined fails the run before any sandbox starts. */
   access: HostModelAccess | undefined;
-  /** Builds the agent image the plan names, when missing. */
-  prepareImage?: AgentRuntime["prepare"];
 }
 
 /**
@@ -79,9 +77,9 @@ export class ClaudeCodeRuntime implements AgentRuntime {
 
   constructor(private readonly options: ClaudeCodeRuntimeOptions) {}
 
-  async prepare(options: Parameters<NonNullable<AgentRuntime["prepare"]>>[0]): Promise<void> {
+  prepare(): Promise<void> {
     this.access();
-    await this.options.prepareImage?.(options);
+    return Promise.resolve();
   }
 
   async run(run: AgentRuntimeRun): Promise<RunResult> {

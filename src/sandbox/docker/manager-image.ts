@@ -6,7 +6,8 @@ import type { DockerEngine } from "./engine.js";
 import { describeImageBuildEvent } from "./image-build-progress.js";
 import { SandboxImage, type SandboxImageOptions } from "./sandbox-image.js";
 import { ProjectImages } from "./project-image/index.js";
-import type { DockerSettings } from "../spec.js";
+import type { DockerSettings, ProjectImageSpec } from "../spec.js";
+import { AgentImage, type AgentImageName } from "./agent-image.js";
 
 export interface ImageResolverOptions {
   engine: DockerEngine;
@@ -34,9 +35,11 @@ export interface ResolvedImage {
 }
 
 /**
- * Turns `spec.docker.image` into an image that exists on the engine: the built-in sandbox image
- * (built, with progress, when missing) or the configured one (never pulled or built behind the
- * user's back: a missing one is an error naming the command). Answers are cached per process.
+ * Turns `spec.docker.image` into an image that exists on the engine, building or looking up
+ * exactly what the policy chose: the built-in sandbox image or a runtime's agent image (built,
+ * with progress, when missing), the project's (built when its inputs changed), or the configured
+ * one (never pulled or built behind the user's back: a missing one is an error naming the
+ * command). Answers are cached per process, but for the project image's.
  */
 export class ImageResolver {
   private readonly resolved = new Map<string, Promise<ResolvedImage>>();
@@ -53,53 +56,87 @@ export class ImageResolver {
   }
 
   /**
-   * The image a sandbox's settings ask for: the project's own (`projectImage`, built when its
-   * inputs changed, docs/images.md), else `image` or the built-in one as `resolve` does. The
-   * project image is looked at on every call (a Dockerfile edit is a new tag); the preflight
-   * runs as the sandbox user.
+   * The image a sandbox's settings name. The project image is looked at on every call (a
+   * Dockerfile edit is a new tag); its preflight runs as the sandbox user.
    */
   async resolveFor(
-    docker: Pick<DockerSettings, "image" | "projectImage" | "user">,
+    docker: Pick<DockerSettings, "image" | "user">,
     options: { signal?: AbortSignal | undefined; onOutput?: (text: string) => void } = {},
   ): Promise<ResolvedImage> {
-    if (docker.projectImage === undefined) return this.resolve(docker.image, options);
-    const key = `${docker.projectImage.file}|${docker.user}`;
+    const image = docker.image;
+    switch (image.source) {
+      case "project":
+        return this.resolveProject(image.project, docker.user, options);
+      case "config":
+        return this.resolve(image.reference, options);
+      case "builtin":
+        return this.resolve(undefined, options);
+      case "runtime":
+        return this.cached(`runtime:${image.runtime}`, options, () =>
+          this.agentImage(image.runtime, options.onOutput),
+        );
+    }
+  }
+
+  /** The configured image (which must exist), or the built-in one when undefined. */
+  async resolve(
+    configured: string | undefined,
+    options: { signal?: AbortSignal | undefined; onOutput?: (text: string) => void } = {},
+  ): Promise<ResolvedImage> {
+    return this.cached(configured ?? "", options, () =>
+      configured === undefined
+        ? this.builtin({ onOutput: options.onOutput })
+        : this.existing(configured, {
+            what: `the sandbox image ${configured} (sandbox.docker.image)`,
+            fix: `run \`docker pull ${configured}\` (or build it), or remove sandbox.docker.image to use cordon's own image (\`cordon image build\`)`,
+          }),
+    );
+  }
+
+  private resolveProject(
+    project: ProjectImageSpec,
+    user: string,
+    options: { signal?: AbortSignal | undefined; onOutput?: (text: string) => void },
+  ): Promise<ResolvedImage> {
+    const key = `${project.file}|${user}`;
     // One build at a time per project in this process; a later call looks again (inputs may
     // have changed in between), which costs a read and a hash, not a build.
     const previous = this.projectQueue.get(key) ?? Promise.resolve();
     const next = previous
       .catch(() => undefined)
-      .then(() =>
-        this.projects.resolve(docker.projectImage!, {
-          user: docker.user,
-          onOutput: options.onOutput,
-        }),
-      );
+      .then(() => this.projects.resolve(project, { user, onOutput: options.onOutput }));
     this.projectQueue.set(key, next);
     return untilAborted(next, options.signal);
   }
 
-  async resolve(
-    configured: string | undefined,
-    options: { signal?: AbortSignal | undefined; onOutput?: (text: string) => void } = {},
+  private cached(
+    key: string,
+    options: { signal?: AbortSignal | undefined },
+    make: () => Promise<ResolvedImage>,
   ): Promise<ResolvedImage> {
-    const key = configured ?? "";
     let pending = this.resolved.get(key);
     if (!pending) {
       // Shared by every acquire waiting for this image, so no one caller's signal stops it (a
       // build keeps going for the others); each caller stops waiting on its own signal below.
-      pending =
-        configured === undefined
-          ? this.builtin({ onOutput: options.onOutput })
-          : this.existing(configured, {
-              what: `the sandbox image ${configured} (sandbox.docker.image)`,
-              fix: `run \`docker pull ${configured}\` (or build it), or remove sandbox.docker.image to use cordon's own image (\`cordon image build\`)`,
-            });
+      pending = make();
       this.resolved.set(key, pending);
       // Failures are not cached: the next acquire tries again (e.g. after `cordon image build`).
       pending.catch(() => this.resolved.delete(key));
     }
     return untilAborted(pending, options.signal);
+  }
+
+  /** A runtime's agent image: the sandbox image with the agent CLI, each built when missing. */
+  private async agentImage(
+    runtime: AgentImageName,
+    onOutput: ((text: string) => void) | undefined,
+  ): Promise<ResolvedImage> {
+    const image = new AgentImage(this.options.engine, runtime, this.options.imageOptions);
+    const tag = await image.build(onOutput ? { onProgress: onOutput } : {});
+    return this.existing(tag, {
+      what: `the ${runtime} agent image ${tag}`,
+      fix: `run \`cordon image build --agent ${runtime}\``,
+    });
   }
 
   private async existing(

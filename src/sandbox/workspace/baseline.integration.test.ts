@@ -42,6 +42,7 @@ function spec(): SandboxSpec {
     seed: true,
     mounts: [],
     docker: {
+      image: { source: "builtin" },
       containerPrefix: "cordon",
       workdir: "/workspace",
       readOnlyRoot: true,

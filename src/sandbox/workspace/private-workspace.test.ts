@@ -54,6 +54,7 @@ function spec(overrides: Partial<SandboxSpec> = {}): SandboxSpec {
     seed: true,
     mounts: [],
     docker: {
+      image: { source: "builtin" },
       containerPrefix: "cordon",
       workdir: "/workspace",
       readOnlyRoot: true,
