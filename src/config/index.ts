@@ -6,6 +6,7 @@ export {
   parseConfig,
   resolveConfigPath,
   defaultConfigFileName,
+  userConfigPath,
   readConfigFile,
   looseningKeysOfFile,
   type ConfigFileContents,

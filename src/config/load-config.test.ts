@@ -182,6 +182,57 @@ describe("layering: defaults → file → environment → flags", () => {
   });
 });
 
+describe("the user's own config ($XDG_CONFIG_HOME/cordon/config.json5)", () => {
+  it("lies under the project's file, is trusted, and is named in the result", async () => {
+    const user = await writeConfig(
+      "xdg/cordon/config.json5",
+      `{ agents: { defaults: { sandbox: { disk: "unlimited", docker: { memory: "1g", cpus: 2 } } } } }`,
+    );
+    // Found in the working directory, untrusted: it may tighten, and it beats the user's file.
+    await writeConfig(
+      "project/cordon.json5",
+      `{ agents: { defaults: { sandbox: { docker: { memory: "512m" } } } } }`,
+    );
+    const loaded = await loadConfig({
+      cwd: path.join(dir, "project"),
+      env: { XDG_CONFIG_HOME: path.join(dir, "xdg") },
+      homeDir: home,
+      stateDir: path.join(dir, "state"),
+    });
+    expect(loaded.userFile).toBe(user);
+    expect(loaded.source).toMatchObject({ origin: "working directory", trusted: false });
+    // A loosening key from the user's own file needs no trust; the project's file cannot set one.
+    expect(loaded.config.agents.defaults.sandbox.disk).toBe("unlimited");
+    expect(loaded.config.agents.defaults.sandbox.docker).toMatchObject({
+      memory: "512m",
+      cpus: 2,
+    });
+  });
+
+  it("is looked for under ~/.config when XDG_CONFIG_HOME is unset, and is optional", async () => {
+    await writeConfig(".config/cordon/config.json5", `{ tools: { deny: ["exec"] } }`);
+    const found = await loadConfig({ cwd: dir, env: {}, homeDir: dir });
+    expect(found.userFile).toBe(path.join(dir, ".config", "cordon", "config.json5"));
+    expect(found.config.tools.deny).toEqual(["exec"]);
+    const none = await loadConfig({ cwd: dir, env: {}, homeDir: path.join(dir, "elsewhere") });
+    expect(none.userFile).toBeUndefined();
+  });
+
+  it("reports its own mistakes at its own path", async () => {
+    const user = await writeConfig(
+      "xdg/cordon/config.json5",
+      `{ agents: { defaults: { sandbox: { mode: "sometimes" } } } }`,
+    );
+    const error = await loadError({
+      cwd: dir,
+      env: { XDG_CONFIG_HOME: path.join(dir, "xdg") },
+      homeDir: home,
+    });
+    expect(error.message).toContain(user);
+    expect(error.message).toContain("agents.defaults.sandbox.mode");
+  });
+});
+
 describe("validation errors", () => {
   it("lists every problem as path: message, with the fix, and exits 2", async () => {
     const file = await writeConfig(

@@ -49,6 +49,8 @@ export interface LoadedConfig {
   config: CordonConfig;
   /** Absolute path of the config file used, if any. */
   file?: string;
+  /** The user's own config file (`$XDG_CONFIG_HOME/cordon/config.json5`), when there is one. */
+  userFile?: string;
   /** The config file used, how it was found, and whether it is trusted. */
   source?: ConfigSource;
   /** File, environment and flag layers merged, without the built-in defaults (`config show`). */
@@ -69,6 +71,7 @@ export async function loadConfig(options: LoadConfigOptions): Promise<LoadedConf
   const found = findConfigFile(cwd, options.env, options.configPath);
   const warnings: string[] = [];
 
+  const user = await readUserConfig(options.env, homeDir);
   let fileLayer: PlainObject = {};
   let source: ConfigSource | undefined;
   if (found) {
@@ -95,22 +98,46 @@ export async function loadConfig(options: LoadConfigOptions): Promise<LoadedConf
   const envLayer = resolveLayerPaths(environmentLayer(options.env), cwd, homeDir);
   const flagLayer = resolveLayerPaths(options.overrides ?? {}, cwd, homeDir);
 
-  const explicit = forceAgentDefaults(mergeAll([fileLayer, envLayer, flagLayer]) as PlainObject, [
-    envLayer,
-    flagLayer,
-  ]);
+  const explicit = forceAgentDefaults(
+    mergeAll([user?.layer ?? {}, fileLayer, envLayer, flagLayer]) as PlainObject,
+    [envLayer, flagLayer],
+  );
   const parsed = cordonConfigSchema.safeParse(mergeLayers(builtinDefaults(cwd), explicit));
   if (!parsed.success) {
+    const files = [user?.file, found?.file].filter((file) => file !== undefined);
     throw configErrorOf(
-      found
-        ? `the config (${found.file}, environment and flags)`
-        : "the config (environment and flags)",
+      `the config (${[...files, "environment and flags"].join(", ")})`,
       configIssuesOf(parsed.error, cordonConfigSchema),
     );
   }
-  return source
-    ? { config: parsed.data, file: source.file, source, explicit, warnings }
-    : { config: parsed.data, explicit, warnings };
+  return {
+    config: parsed.data,
+    explicit,
+    warnings,
+    ...(source && { file: source.file, source }),
+    ...(user && { userFile: user.file }),
+  };
+}
+
+/**
+ * The user's own config, under the platform's config directory as gh and codex keep theirs:
+ * `$XDG_CONFIG_HOME/cordon/config.json5`, else `~/.config/cordon/config.json5`. It lies under
+ * the first layer a project's file overrides, and it is trusted as `--config` is: the person wrote
+ * it for every project (`disk: "unlimited"` once, not in each repository's file).
+ */
+export function userConfigPath(env: LoadConfigOptions["env"], homeDir: string): string {
+  const base = env["XDG_CONFIG_HOME"] || path.join(homeDir, ".config");
+  return path.join(base, "cordon", "config.json5");
+}
+
+async function readUserConfig(
+  env: LoadConfigOptions["env"],
+  homeDir: string,
+): Promise<{ file: string; layer: PlainObject } | undefined> {
+  const file = userConfigPath(env, homeDir);
+  if (!existsSync(file)) return undefined;
+  const { layer } = await readConfigFile(file, { regularFileOnly: true });
+  return { file, layer: resolveLayerPaths(layer, path.dirname(file), homeDir) };
 }
 
 /**

@@ -171,6 +171,27 @@ describe("cordon config schema and show", () => {
     expect(Object.keys(schema.properties)).toContain("agents");
   });
 
+  it("shows the user's own config under the project's file, and what each sets", async () => {
+    await writeFile(configFile, opsConfig);
+    const userDir = path.join(dir, "xdg", "cordon");
+    await mkdir(userDir, { recursive: true });
+    await writeFile(
+      path.join(userDir, "config.json5"),
+      `{ agents: { defaults: { sandbox: { disk: "unlimited" } } } }`,
+    );
+    const shown = await cordon(["config", "show", "--config", configFile], {
+      XDG_CONFIG_HOME: path.join(dir, "xdg"),
+    });
+    expect(shown.code).toBe(0);
+    expect(shown.out.split("\n")[0]).toBe(
+      `// config from ${configFile} (named with --config; trusted) under ${path.join(userDir, "config.json5")} (your user config; trusted)`,
+    );
+    expect(JSON5.parse<Record<string, unknown>>(shown.out)).toMatchObject({
+      tools: { deny: ["process"] },
+      agents: { defaults: { sandbox: { disk: "unlimited" } } },
+    });
+  });
+
   it("shows what the file and environment set, and with --resolved every default", async () => {
     await writeFile(configFile, opsConfig);
     const shown = await cordon(["config", "show", "--config", configFile], {

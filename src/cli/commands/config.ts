@@ -28,6 +28,7 @@ import {
   type ConfigIssue,
   type ConfigSource,
   type CordonConfig,
+  type LoadedConfig,
   type LooseningKey,
 } from "../../config/index.js";
 import { SandboxSettingsRefusedError, implicitAgentId } from "../../policy/index.js";
@@ -114,6 +115,15 @@ export function describeSource(source: ConfigSource): string {
       : `named with ${source.origin}`;
   if (source.trusted) return `(${how}; trusted)`;
   return `(${how}; not trusted: it may tighten isolation, not loosen it; \`cordon config trust\` to trust it)`;
+}
+
+/** The files a loaded config came from, the project's over the user's: `config show`'s header. */
+function describeLayers(loaded: LoadedConfig): string {
+  const files = [
+    ...(loaded.source ? [`${loaded.source.file} ${describeSource(loaded.source)}`] : []),
+    ...(loaded.userFile ? [`${loaded.userFile} (your user config; trusted)`] : []),
+  ];
+  return files.length > 0 ? files.join(" under ") : "no config file";
 }
 
 function formatReport(report: ValidationReport): string {
@@ -220,11 +230,8 @@ export function registerConfigCommand(program: Command, context: CliContext): vo
         context.stdout(`${JSON.stringify(value, null, 2)}\n`);
         return;
       }
-      const source = loaded.source
-        ? `${loaded.source.file} ${describeSource(loaded.source)}`
-        : "no config file";
       context.stdout(
-        `// ${options.resolved ? "resolved config (defaults included)" : "config"} from ${source}\n${formatConfigJson5(value)}`,
+        `// ${options.resolved ? "resolved config (defaults included)" : "config"} from ${describeLayers(loaded)}\n${formatConfigJson5(value)}`,
       );
     });
 

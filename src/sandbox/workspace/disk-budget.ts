@@ -106,7 +106,7 @@ export async function probeDiskBudgetSupport(host: DiskHostFacts): Promise<DiskB
     return {
       enforced: false,
       reason: `cordon runs without the right to mount filesystems (uid ${process.getuid?.() ?? "?"}, no CAP_SYS_ADMIN)`,
-      fix: 'run cordon as root to bound it, or set sandbox.disk to "unlimited" to accept an unbounded private workspace',
+      fix: `run cordon as root to bound it, or ${acceptUnbounded}`,
     };
   }
   const tools: Partial<DiskTools> = {};
@@ -120,7 +120,7 @@ export async function probeDiskBudgetSupport(host: DiskHostFacts): Promise<DiskB
       return {
         enforced: false,
         reason: `${name} is not installed`,
-        fix: `install ${key === "mkfs" ? "e2fsprogs" : "mount"} (apt-get install ${key === "mkfs" ? "e2fsprogs" : "mount"}), or set sandbox.disk to "unlimited"`,
+        fix: `install ${key === "mkfs" ? "e2fsprogs" : "mount"} (apt-get install ${key === "mkfs" ? "e2fsprogs" : "mount"}), or ${acceptUnbounded}`,
       };
     }
     tools[key] = found;
@@ -134,11 +134,18 @@ export async function probeDiskBudgetSupport(host: DiskHostFacts): Promise<DiskB
     return {
       enforced: false,
       reason: `there are no loop devices (${host.loopControl} is missing)`,
-      fix: 'load the loop module (modprobe loop), or set sandbox.disk to "unlimited"',
+      fix: `load the loop module (modprobe loop), or ${acceptUnbounded}`,
     };
   }
   return { enforced: true, tools: tools as DiskTools };
 }
+
+/**
+ * The way out where a budget cannot be enforced, once for every project: the user's own config is
+ * trusted, so a loosening key there needs no `cordon config trust` in each repository.
+ */
+const acceptUnbounded =
+  'set sandbox.disk to "unlimited" in your user config (~/.config/cordon/config.json5) to accept unbounded private workspaces';
 
 /** The warning an acquire gives when a budget is set but cannot be enforced. */
 export function notEnforcedWarning(support: { reason: string; fix: string }): string {
