@@ -64,6 +64,13 @@ ensure_npm_dependencies() {
     done_step "up to date"
     return
   fi
+  # No marker, but npm's own record of the tree (written by the `npm ci` the README's install
+  # step just ran) is newer than the lockfile: trust it once and record the content hash.
+  if [[ ! -f "$marker" && node_modules/.package-lock.json -nt package-lock.json && -d node_modules/.bin ]]; then
+    printf '%s\n' "$wanted" >"$marker"
+    done_step "up to date (installed by npm)"
+    return
+  fi
   npm ci --no-audit --no-fund --loglevel=error >&2 ||
     fail "npm ci failed" "check network access to the npm registry, then rerun scripts/setup.sh"
   printf '%s\n' "$wanted" >"$marker"
