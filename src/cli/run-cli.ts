@@ -13,6 +13,7 @@ import { fstatSync } from "node:fs";
 
 import { checkEnvironment } from "../config/environment.js";
 
+import { noticesOrphans } from "./orphan-notice-commands.js";
 import { createProgram } from "./program.js";
 import type { CliContext } from "./context.js";
 
@@ -71,9 +72,10 @@ export async function runCli(
   output: CliOutput = processOutput,
 ): Promise<number> {
   let debug = env["CORDON_DEBUG"] === "1";
+  const command = commandName(argv);
   const signals = new CommandSignals({
     stderr: output.stderr,
-    command: commandName(argv),
+    command,
     terminal: output === processOutput && process.stderr.isTTY,
   });
   const uninstallSignals = signals.install();
@@ -99,6 +101,10 @@ export async function runCli(
     };
     const program = await createProgram(context, argv);
     await program.parseAsync([...argv]);
+    if (!signals.interruption && noticesOrphans(command)) {
+      // Loaded only here: commands that never use the state directory stay as quick to start.
+      await (await import("./orphan-notice.js")).noticeOrphans(context);
+    }
     if (signals.interruption && output === processOutput) {
       // Stopped and cleaned up: end now. Left to end by itself, the process would linger over
       // open engine connections, and a signal in its last moments kills it by Node's default.

@@ -102,6 +102,32 @@ describe("sandboxes removed with the raw engine API", () => {
       await docker.getContainer(container.Id).remove({ force: true });
     }
 
+    // The next command that uses the state directory says so, once: not while an acquire in
+    // another process could still be making them (prune's grace), then once, then no more.
+    const sessions = () => cordon("sessions", "list", "--workspace", repo);
+    expect((await sessions()).stderr).not.toContain("outlive");
+    const records = new SandboxRecords(home);
+    const minuteAgo = async () => {
+      const past = new Date(Date.now() - 120_000);
+      for (const { name, workspace } of [clean, work]) {
+        await records.update(name, (record) => ({ ...record, lastUsedAt: past.toISOString() }));
+        await utimes(workspace, past, past);
+      }
+    };
+    await minuteAgo();
+    const noticed = await sessions();
+    expect(noticed.exitCode, noticed.stderr).toBe(0);
+    expect(noticed.stderr).toContain(
+      "cordon: 2 private workspaces outlive their containers (2 still mounted, each holding a loop device), removed outside cordon: `cordon sandbox prune` releases them and keeps work never applied; `cordon sandbox list` names them\n",
+    );
+    expect((await sessions()).stderr).not.toContain("outlive");
+    // Back to "in use moments ago", as the records were when the containers went.
+    const now = new Date();
+    for (const { name, workspace } of [clean, work]) {
+      await records.update(name, (record) => ({ ...record, lastUsedAt: now.toISOString() }));
+      await utimes(workspace, now, now);
+    }
+
     const listed = JSON.parse((await cordon("sandbox", "list", "--json")).stdout) as ListedJson;
     expect(listed.sandboxes).toEqual([]);
     expect(listed.orphans).toEqual(
@@ -122,12 +148,7 @@ describe("sandboxes removed with the raw engine API", () => {
     expect(early.stdout).toContain("`cordon sandbox prune` releases it only after");
 
     // A minute later, as far as the records and directories can tell.
-    const past = new Date(Date.now() - 120_000);
-    const records = new SandboxRecords(home);
-    for (const { name, workspace } of [clean, work]) {
-      await records.update(name, (record) => ({ ...record, lastUsedAt: past.toISOString() }));
-      await utimes(workspace, past, past);
-    }
+    await minuteAgo();
     const pruned = await cordon("sandbox", "prune", "--json");
     expect(pruned.exitCode, pruned.stderr).toBe(0);
     const report = JSON.parse(pruned.stdout) as PruneReport;

@@ -9,6 +9,7 @@ import {
   baseImageFromEnv,
 } from "../../sandbox/index.js";
 import type { CliContext } from "../context.js";
+import { rememberNoticedOrphans } from "../orphan-notice.js";
 import { ago, formatTable } from "../render/table.js";
 import { driftOf, type SandboxDrift } from "./sandbox-drift.js";
 
@@ -115,6 +116,8 @@ export function registerSandboxListCommand(sandbox: Command, context: CliContext
         return { ...summary, configStatus, drift: found };
       });
       const orphans = await inventoryFor(context).orphans();
+      // Named here: the next command need not say so again.
+      await rememberNoticedOrphans(stateDirectory(context.env), orphans);
       if (options.json) {
         // The same facts as the text: sandboxes, and workspaces whose container is gone.
         const listed: ListedJson = { sandboxes, orphans };

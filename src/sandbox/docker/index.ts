@@ -41,6 +41,7 @@ export {
 export { SandboxRecords, recordsDirectory, type SandboxRecord } from "./records.js";
 export {
   SandboxInventory,
+  orphanGraceMs,
   UnappliedChangesError,
   describeWork,
   type Freshness,

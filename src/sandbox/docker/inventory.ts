@@ -218,7 +218,7 @@ export interface PruneReport {
  * Orphans younger than this are left alone: an acquire in another process may be between
  * creating the workspace and creating its container.
  */
-const orphanGraceMs = 60_000;
+export const orphanGraceMs = 60_000;
 
 /**
  * Says why an orphan used moments ago was left: a prune that says "nothing to prune" right after
@@ -296,15 +296,22 @@ export class SandboxInventory {
 
   /**
    * Private workspaces of this state directory whose container is gone: `sandbox list` names
-   * them (a mounted one holds a loop device), `sandbox prune` releases them.
+   * them (a mounted one holds a loop device), `sandbox prune` releases them. With
+   * `settledBefore` (ms since the epoch), only those last used before then: a younger one may be
+   * an acquire in progress, as prune's grace says.
    */
-  async orphans(): Promise<OrphanWorkspace[]> {
+  async orphans(options: { settledBefore?: number | undefined } = {}): Promise<OrphanWorkspace[]> {
     const live = new Set((await this.listContainers()).map((c) => c.name));
     const records = await this.records.readAll();
     const owners = new Map<string, string | undefined>();
+    const unsettled = new Set<string>();
     for (const record of records) {
       const workspace = this.ownedWorkspace(record.privateWorkspace);
-      if (workspace && !live.has(record.containerName)) owners.set(workspace, record.containerName);
+      if (!workspace || live.has(record.containerName)) continue;
+      owners.set(workspace, record.containerName);
+      if (!(Date.parse(record.lastUsedAt) < (options.settledBefore ?? Infinity))) {
+        unsettled.add(workspace);
+      }
     }
     const claimed = new Set(
       records.flatMap((r) =>
@@ -321,7 +328,13 @@ export class SandboxInventory {
     }
     const orphans: OrphanWorkspace[] = [];
     for (const [workspace, sandbox] of owners) {
-      if (!(await lstat(workspace).catch(() => undefined))) continue;
+      const stats = await lstat(workspace).catch(() => undefined);
+      if (!stats) continue;
+      if (options.settledBefore !== undefined) {
+        // Used moments ago: an acquire (this process's, or another's) may be making its container.
+        if (unsettled.has(workspace)) continue;
+        if (sandbox === undefined && !(stats.mtimeMs < options.settledBefore)) continue;
+      }
       orphans.push({
         path: workspace,
         sandbox,
