@@ -118,13 +118,20 @@ const helpTopics: Readonly<Record<string, HelpTopic>> = {
   },
   gvisor: { file: "gvisor.md", summary: "gVisor (runsc) as the sandbox's runtime" },
   "exit-codes": { text: exitCodesText, summary: "what each exit code of cordon means" },
+  tools: {
+    text: async () => {
+      const { builtinTools, describeTools } = await import("../tools/index.js");
+      return describeTools(builtinTools());
+    },
+    summary: "the agent's tools and their input fields (for --model-script, cordon tool, MCP)",
+  },
 };
 
 interface HelpTopic {
   summary: string;
   /** A guide under docs/, or the text itself. */
   file?: string;
-  text?: () => string;
+  text?: () => string | Promise<string>;
 }
 
 function exitCodesText(): string {
@@ -138,7 +145,7 @@ function exitCodesText(): string {
   return lines.map(([code, meaning]) => `  ${code.padStart(3)}  ${meaning}\n`).join("");
 }
 
-function topicText(topic: HelpTopic): string {
+async function topicText(topic: HelpTopic): Promise<string> {
   if (topic.text) return topic.text();
   return readFileSync(path.join(packageRoot(), "docs", topic.file ?? ""), "utf8");
 }
@@ -164,10 +171,10 @@ function addHelpCommand(program: Command, context: CliContext): void {
     .command("help")
     .description("help for a command (help sandbox list) or a topic (below)")
     .argument("[names...]", "a command and its subcommands, or a topic")
-    .action((names: string[]) => {
+    .action(async (names: string[]) => {
       const topic = names.length === 1 ? helpTopics[names[0] ?? ""] : undefined;
       if (topic) {
-        context.stdout(topicText(topic));
+        context.stdout(await topicText(topic));
         return;
       }
       let command = program;

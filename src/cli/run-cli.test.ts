@@ -50,6 +50,15 @@ describe("the CLI boundary", () => {
     expect(file.err).toMatch(/\/etc\/hostname is not a directory/);
   });
 
+  it("prints every tool's input fields from its schema in `help tools`", async () => {
+    const topic = await run(["help", "tools"]);
+    expect(topic.code).toBe(0);
+    expect(topic.out).toMatch(/^edit — Replace exact text in a file/m);
+    expect(topic.out).toMatch(/^ {4}old_text +string +Exact text to replace/m);
+    expect(topic.out).toMatch(/^ {4}replace_all\? +boolean/m);
+    expect(topic.out).toMatch(/^ {4}action +"list" \| "poll" \| "log" \| "write" \| "kill"/m);
+  });
+
   it("lists the exit codes in --help and in `help exit-codes`", async () => {
     const help = await run(["--help"]);
     expect(help.out).toMatch(

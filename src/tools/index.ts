@@ -27,6 +27,7 @@ export {
   type WriteToolOptions,
 } from "./builtin/index.js";
 export { describeToolError } from "./tool-errors.js";
+export { describeTools } from "./tool-reference.js";
 export { ToolSessionState, type FileStamp } from "./session-state.js";
 export { quoteShellArg, shellCommand } from "./shell-quote.js";
 export {
