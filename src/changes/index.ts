@@ -4,6 +4,7 @@
  * workspace all or nothing.
  */
 export {
+  takeBaselineDirectories,
   takeChangedFiles,
   takeChanges,
   type ChangesSource,

@@ -35,9 +35,23 @@ export async function takeChangedFiles(
   return readerOf(source).changedFiles({ signal: options.signal });
 }
 
+/**
+ * The directories of the copy as it was seeded, read by an inspector from cordon's baseline (see
+ * `WorkspaceChanges.baselineDirectories`).
+ */
+export async function takeBaselineDirectories(
+  source: ChangesSource,
+  options: { signal?: AbortSignal | undefined } = {},
+): Promise<Set<string>> {
+  return readerOf(source).baselineDirectories({ signal: options.signal });
+}
+
 export interface TakeChangesOptions {
   signal?: AbortSignal | undefined;
-  /** Workspace-relative paths whose changes are left out of the patch (taken literally). */
+  /**
+   * Workspace-relative paths whose changes are left out of the patch (taken literally; `dir/` is
+   * a directory and everything under it).
+   */
   exclude?: readonly string[] | undefined;
 }
 

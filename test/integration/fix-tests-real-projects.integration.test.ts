@@ -1,9 +1,11 @@
 /**
- * `cordon fix-tests` on the project kinds of issue 25, in a project image with Debian's Go and
- * bats (test/fixtures/fix-tests/{go-calc,bats-shim}/.cordon/Dockerfile, one image for both):
- * a Go module whose `go test ./...` builds and runs its test binaries under /tmp (exec allowed),
- * counted without -v by its packages; a bats suite whose failing test's report says
- * "rbenv: rspec: command not found" as its expected output, which is not a missing command.
+ * `cordon fix-tests` on the project kinds of issue 25, in a project image with Debian's Go, bats
+ * and CMake (test/fixtures/fix-tests/{go-calc,bats-shim,semver-cmake}/.cordon/Dockerfile, one
+ * image for all three): a Go module whose `go test ./...` builds and runs its test binaries under
+ * /tmp (exec allowed), counted without -v by its packages; a bats suite whose failing test's
+ * report says "rbenv: rspec: command not found" as its expected output, which is not a missing
+ * command; a CMake project building into a directory no .gitignore names, whose second build
+ * writes files (compiler_depend.internal, under _build/tests/) the first did not.
  */
 import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
@@ -26,6 +28,8 @@ interface ResultJson {
   protectedFiles: string[];
   environment?: unknown;
   testCount?: { status: string; before?: number; after?: number; message: string };
+  testCommandOutputs: string[];
+  durationsMs: Record<string, number>;
 }
 
 type Block = Record<string, unknown>;
@@ -47,10 +51,16 @@ function script(...turns: Block[][]): unknown {
   };
 }
 
+/**
+ * Each test's limit: whichever runs first builds the project image (Go, bats and CMake from
+ * Debian's mirror), which takes minutes on a loaded machine.
+ */
+const firstBuildTimeoutMs = 300_000;
+
 const fixture = (name: string): string =>
   path.join(packageRoot(), "test", "fixtures", "fix-tests", name);
 
-describe("cordon fix-tests on a Go module and a bats suite", () => {
+describe("cordon fix-tests on a Go module, a bats suite and a CMake project", () => {
   let home: string;
   let config: string;
   const repos: string[] = [];
@@ -96,69 +106,123 @@ describe("cordon fix-tests on a Go module and a bats suite", () => {
     const result = JSON.parse(await readFile(path.join(out, "result.json"), "utf8")) as ResultJson;
     sessions.push(result.sessionKey);
     expect(git(repo, "status", "--porcelain")).toBe("");
-    return { run, result, summary: await readFile(path.join(out, "summary.md"), "utf8") };
+    return {
+      run,
+      result,
+      summary: await readFile(path.join(out, "summary.md"), "utf8"),
+      patch: await readFile(path.join(out, "changes.patch"), "utf8"),
+    };
   }
 
-  it("a Go module: go test ./... runs from /tmp, the fix is verified, packages counted: exit 0", async () => {
-    const { run, result, summary } = await fixTests(
-      "go",
-      "go-calc",
-      "go test ./...",
-      script(
-        [
+  it(
+    "a Go module: go test ./... runs from /tmp, the fix is verified, packages counted: exit 0",
+    async () => {
+      const { run, result, summary } = await fixTests(
+        "go",
+        "go-calc",
+        "go test ./...",
+        script(
+          [
+            edit(
+              "calc/calc.go",
+              "return float64(total / len(xs))",
+              "return float64(total) / float64(len(xs))",
+            ),
+          ],
+          [exec("go test ./...")],
+        ),
+      );
+      expect(run.exitCode, run.stderr).toBe(0);
+      expect(result).toMatchObject({ status: "fixed", filesChanged: [{ path: "calc/calc.go" }] });
+      expect(result.testCount).toMatchObject({ status: "kept", before: 2, after: 2 });
+      expect(result.testCount?.message).toMatch(/2 packages before, 2 after; .*-v or -json/);
+      expect(summary).toContain("2 package(s) ran their tests (go test (packages))");
+    },
+    firstBuildTimeoutMs,
+  );
+
+  it(
+    "bats: an expected 'command not found' in a failing test's report is not a missing tool; the fix is verified: exit 0",
+    async () => {
+      const { run, result } = await fixTests(
+        "bats",
+        "bats-shim",
+        "bats test",
+        script([
           edit(
-            "calc/calc.go",
-            "return float64(total / len(xs))",
-            "return float64(total) / float64(len(xs))",
+            "shim.sh",
+            'echo "rbenv $1: command not found"',
+            'echo "rbenv: $1: command not found"',
           ),
-        ],
-        [exec("go test ./...")],
-      ),
-    );
-    expect(run.exitCode, run.stderr).toBe(0);
-    expect(result).toMatchObject({ status: "fixed", filesChanged: [{ path: "calc/calc.go" }] });
-    expect(result.testCount).toMatchObject({ status: "kept", before: 2, after: 2 });
-    expect(result.testCount?.message).toMatch(/2 packages before, 2 after; .*-v or -json/);
-    expect(summary).toContain("2 package(s) ran their tests (go test (packages))");
-  });
+        ]),
+      );
+      expect(result.environment).toBeUndefined();
+      expect(run.exitCode, run.stderr).toBe(0);
+      expect(result).toMatchObject({ status: "fixed", filesChanged: [{ path: "shim.sh" }] });
+      expect(result.testCount).toMatchObject({ status: "kept", before: 2, after: 2 });
+    },
+    firstBuildTimeoutMs,
+  );
 
-  it("bats: an expected 'command not found' in a failing test's report is not a missing tool; the fix is verified: exit 0", async () => {
-    const { run, result } = await fixTests(
-      "bats",
-      "bats-shim",
-      "bats test",
-      script([
-        edit(
-          "shim.sh",
-          'echo "rbenv $1: command not found"',
-          'echo "rbenv: $1: command not found"',
-        ),
-      ]),
-    );
-    expect(result.environment).toBeUndefined();
-    expect(run.exitCode, run.stderr).toBe(0);
-    expect(result).toMatchObject({ status: "fixed", filesChanged: [{ path: "shim.sh" }] });
-    expect(result.testCount).toMatchObject({ status: "kept", before: 2, after: 2 });
-  });
+  it(
+    "bats: an agent that skips the failing test gets exit 8 naming the test file",
+    async () => {
+      const { run, result } = await fixTests(
+        "bats-skip",
+        "bats-shim",
+        "bats test",
+        script([
+          edit(
+            "test/shim.bats",
+            "  run -127 ./shim.sh rspec",
+            '  skip "flaky"\n  run -127 ./shim.sh rspec',
+          ),
+        ]),
+      );
+      expect(run.exitCode).toBe(8);
+      expect(result).toMatchObject({
+        status: "protected_files_changed",
+        protectedFiles: ["test/shim.bats"],
+      });
+      expect(result.message).toContain("test/shim.bats");
+    },
+    firstBuildTimeoutMs,
+  );
 
-  it("bats: an agent that skips the failing test gets exit 8 naming the test file", async () => {
-    const { run, result } = await fixTests(
-      "bats-skip",
-      "bats-shim",
-      "bats test",
-      script([
-        edit(
-          "test/shim.bats",
-          "  run -127 ./shim.sh rspec",
-          '  skip "flaky"\n  run -127 ./shim.sh rspec',
+  it(
+    "CMake into a non-ignored _build: what the agent's rebuild writes there is no test edit; the patch is the source file only, exit 0",
+    async () => {
+      const build =
+        "cmake -B _build && cmake --build _build && ctest --test-dir _build --output-on-failure";
+      const { run, result, summary, patch } = await fixTests(
+        "cmake",
+        "semver-cmake",
+        build,
+        script(
+          [
+            edit(
+              "src/semver.c",
+              "static int compare_prerelease(const char *a, const char *b)\n{\n",
+              "static int compare_prerelease(const char *a, const char *b)\n{\n    /* A release outranks its own pre-releases: 1.0.0-rc.1 < 1.0.0. */\n    if (*a == '\\0' || *b == '\\0')\n        return (*a == '\\0') - (*b == '\\0');\n",
+            ),
+          ],
+          // The agent's own run is the project's second build: CMake writes
+          // CMakeFiles/*/compiler_depend.internal now, not in the run before the agent.
+          [exec(build)],
         ),
-      ]),
-    );
-    expect(run.exitCode).toBe(8);
-    expect(result).toMatchObject({
-      status: "protected_files_changed",
-      protectedFiles: ["test/shim.bats"],
-    });
-    expect(result.message).toContain("test/shim.bats");
-  });
+      );
+      expect(run.exitCode, run.stderr).toBe(0);
+      expect(result).toMatchObject({
+        status: "fixed",
+        filesChanged: [{ path: "src/semver.c" }],
+        protectedFiles: [],
+        testCommandOutputs: ["_build/"],
+      });
+      expect(patch).not.toContain("_build");
+      expect(summary).toContain(
+        "Left out of the patch, written by the test command itself: `_build/`",
+      );
+    },
+    firstBuildTimeoutMs,
+  );
 });

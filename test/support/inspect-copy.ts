@@ -49,3 +49,8 @@ export function patchOf(
 export function changedFilesOf(copy: string): Promise<Map<string, string>> {
   return withCopyChanges(copy, (changes) => changes.changedFiles());
 }
+
+/** The seeded copy's directories, from its baseline (see `withCopyChanges`). */
+export function baselineDirectoriesOf(copy: string): Promise<Set<string>> {
+  return withCopyChanges(copy, (changes) => changes.baselineDirectories());
+}

@@ -7,7 +7,11 @@ import { afterEach, beforeEach, describe, expect, it } from "vitest";
 
 import { FileOperationError, SandboxError } from "../../common/index.js";
 import type { SandboxSpec } from "../spec.js";
-import { changedFilesOf, patchOf } from "../../../test/support/inspect-copy.js";
+import {
+  baselineDirectoriesOf,
+  changedFilesOf,
+  patchOf,
+} from "../../../test/support/inspect-copy.js";
 import { baselineRef } from "./baseline.js";
 import { baselineGitDir, privateWorkspacePath, seedTempPrefix } from "./paths.js";
 import { ensurePrivateWorkspace } from "./private-workspace.js";
@@ -155,6 +159,24 @@ describe("the baseline git dir", () => {
     ).toString("utf8");
     const headers = patch.split("\n").filter((line) => line.startsWith("diff --git"));
     expect(headers).toEqual(["diff --git a/edit.txt b/edit.txt", "diff --git a/new.txt b/new.txt"]);
+  });
+
+  it("names the seeded directories from the baseline, and leaves out all under an excluded `dir/`", async () => {
+    await mkdir(path.join(agentWorkspace, "src", "util"), { recursive: true });
+    await writeFile(path.join(agentWorkspace, "src", "util", "str.c"), "int x;\n");
+    const copy = await seededRepository();
+    // What the copy has now is not the baseline: a build tree, and a seeded directory emptied.
+    await mkdir(path.join(copy, "_build", "tests"), { recursive: true });
+    await writeFile(path.join(copy, "_build", "tests", "CTestTestfile.cmake"), "# generated\n");
+    await rm(path.join(copy, "src"), { recursive: true });
+    expect([...(await baselineDirectoriesOf(copy))].sort()).toEqual(["src", "src/util"]);
+    await writeFile(path.join(copy, "edit.txt"), "after\n");
+    const patch = (await patchOf(copy, { exclude: ["_build/"] })).toString("utf8");
+    const headers = patch.split("\n").filter((line) => line.startsWith("diff --git"));
+    expect(headers).toEqual([
+      "diff --git a/edit.txt b/edit.txt",
+      "diff --git a/src/util/str.c b/src/util/str.c",
+    ]);
   });
 
   it("lists the changed files with what each is now, so two lists tell what a command wrote", async () => {

@@ -104,9 +104,9 @@ export async function recordBaseline(
 
 /**
  * How cordon asks for the changes of a copy: what is read from `git add -A`'s pathspec file in
- * the inspector (inspect-changes.sh). Everything, minus `exclude` — workspace-relative file
- * paths left at the baseline whatever happened to them (fix-tests leaves out what the test
- * command wrote) — NUL-separated, `literal` so a name with `*` or a leading `:` is only ever that
+ * the inspector (inspect-changes.sh). Everything, minus `exclude` — workspace-relative paths
+ * left at the baseline whatever happened to them (fix-tests leaves out what the test command
+ * wrote; `dir/` is a directory and all under it) — NUL-separated, `literal` so a name with `*` or a leading `:` is only ever that
  * name, and on stdin, so no argument-length limit applies.
  */
 export function baselinePathspecs(exclude: readonly string[] = []): Uint8Array {
@@ -137,6 +137,28 @@ export function parseChangedFiles(raw: Uint8Array): Map<string, string> {
     files.set(file, status === "D" ? "deleted" : `${newMode} ${newId}`);
   }
   return files;
+}
+
+/**
+ * The seeded copy's directories, from `git ls-tree -r -d -z --name-only` over cordon's baseline
+ * as the inspector prints it. Strict like parseChangedFiles: an empty, absolute or `..` entry
+ * ends the parse with an error.
+ */
+export function parseBaselineDirectories(raw: Uint8Array): Set<string> {
+  const text = Buffer.from(raw).toString("utf8");
+  const entries = text === "" ? [] : text.replace(/\0$/, "").split("\0");
+  for (const entry of entries) {
+    if (entry === "" || entry.startsWith("/") || entry.split("/").some(isNotAName)) {
+      throw new SandboxError("the list of directories read from the baseline is malformed", {
+        fix: "run the command again; if it persists, report it with `git --version` of the sandbox image",
+      });
+    }
+  }
+  return new Set(entries);
+}
+
+function isNotAName(part: string): boolean {
+  return part === "" || part === "." || part === "..";
 }
 
 const rawEntry = /^:[0-7]{6} ([0-7]{6}) [0-9a-f]{40,64} ([0-9a-f]{40,64}) ([ADMTUX])$/;

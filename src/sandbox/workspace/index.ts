@@ -49,6 +49,7 @@ export {
   baselinePathspecs,
   baselineRef,
   openBaselineTo,
+  parseBaselineDirectories,
   parseChangedFiles,
   recordBaseline,
   type RecordBaselineOptions,

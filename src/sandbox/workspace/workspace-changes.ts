@@ -15,13 +15,22 @@ export interface WorkspaceChanges {
    * around a command tell which files the command wrote, whatever was changed before it.
    */
   changedFiles(options?: WorkspaceChangesOptions): Promise<Map<string, string>>;
+  /**
+   * The directories of the copy as it was seeded (each one holding a file then), read from
+   * cordon's baseline, not from the copy: with the files a command wrote, they tell which
+   * directories the command created.
+   */
+  baselineDirectories(
+    options?: Pick<WorkspaceChangesOptions, "signal" | "timeoutMs">,
+  ): Promise<Set<string>>;
 }
 
 export interface WorkspaceChangesOptions {
   signal?: AbortSignal | undefined;
   /**
-   * Workspace-relative file paths left out: whatever happened to them, they read as unchanged
-   * (fix-tests leaves out what the test command wrote). Taken literally, never as globs.
+   * Workspace-relative paths left out: whatever happened to them, they read as unchanged
+   * (fix-tests leaves out what the test command wrote). A path ending in `/` is a directory and
+   * everything under it. Taken literally, never as globs.
    */
   exclude?: readonly string[] | undefined;
   /** Milliseconds the reading may take. Default 10 minutes. */

@@ -41,7 +41,7 @@ import {
 import { protectedPaths, type ProtectionRules } from "./protected-files.js";
 import { applyWithBaseHarness } from "./restore.js";
 import { renderSummary } from "./summary.js";
-import { watchFilesWritten } from "./test-outputs.js";
+import { learnTestOutputs, watchFilesWritten } from "./test-outputs.js";
 import { verdict } from "./verdict.js";
 import {
   checkTestCount,
@@ -139,10 +139,16 @@ export interface FixTestsResult {
   /** Binary files in the patch (refused unless `allowBinary`). */
   binaryFiles: string[];
   /**
-   * Files the test command wrote in the run before the agent (build outputs, caches, test
-   * binaries): left out of the patch, whatever the agent did to them.
+   * What the test command writes (build trees, caches, test binaries), learned on the work copy
+   * before the agent (test-outputs.ts): files, and directories it created as `dir/` (all of
+   * it). Left out of the patch, whatever the agent did to them.
    */
   testCommandOutputs: string[];
+  /**
+   * Whether the test command ran a second time before the agent, to see what a rebuild writes
+   * (it wrote files outside the directories it created). Its cost is `durationsMs.outputs`.
+   */
+  testCommandRanTwice: boolean;
   /** Why the tests could not run at all (status `environment_error`): no agent was started. */
   environment?: EnvironmentError | undefined;
   /** The verification run's test count held against the run before the agent. */
@@ -158,7 +164,11 @@ export interface FixTestsResult {
   durationMs: number;
   /** Estimated cost of the job's model calls (the agent run's; $0 when no agent ran). */
   cost: RunCost;
-  durationsMs: { setup: number; agent: number; verify: number; total: number };
+  /**
+   * Milliseconds by phase: `setup` seeds and runs the tests; `outputs` learns what the test
+   * command writes beyond that run (test-outputs.ts); then `agent`, `verify`, and the `total`.
+   */
+  durationsMs: { setup: number; outputs: number; agent: number; verify: number; total: number };
   artifacts: string[];
 }
 
@@ -334,7 +344,7 @@ export async function fixTests(options: FixTestsOptions): Promise<FixTestsResult
   const sessionKey = `fix-tests-${id}`;
   const testTimeoutMs = options.testTimeoutMs ?? defaultTestTimeoutMs;
   const phase = (message: string): void => options.onPhase?.(message);
-  const durations = { setup: 0, agent: 0, verify: 0, total: 0 };
+  const durations = { setup: 0, outputs: 0, agent: 0, verify: 0, total: 0 };
   const result: FixTestsResult = {
     status: "error",
     exitCode: ExitCode.internal,
@@ -346,6 +356,7 @@ export async function fixTests(options: FixTestsOptions): Promise<FixTestsResult
     restoredFiles: [],
     binaryFiles: [],
     testCommandOutputs: [],
+    testCommandRanTwice: false,
     durationMs: 0,
     cost: { usd: 0 },
     durationsMs: durations,
@@ -421,6 +432,18 @@ export async function fixTests(options: FixTestsOptions): Promise<FixTestsResult
         Object.assign(result, environmentFailure(environment));
         return result;
       }
+
+      mark = Date.now();
+      const learned = await learnTestOutputs({
+        source: work.lease,
+        first: watched,
+        rerun: () => runTests(work.lease, options.testCommand, testTimeoutMs, options.signal),
+        onRerun: () => phase("running the tests again to see what a rebuild writes"),
+        signal: options.signal,
+      });
+      result.testCommandOutputs = learned.outputs;
+      result.testCommandRanTwice = learned.ranTwice;
+      durations.outputs = Date.now() - mark;
 
       phase(`tests fail (exit ${result.before.exitCode ?? "killed"}); running the agent`);
       mark = Date.now();

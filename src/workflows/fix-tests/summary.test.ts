@@ -32,9 +32,10 @@ function result(overrides: Partial<FixTestsResult>): FixTestsResult {
     protectedFiles: [],
     binaryFiles: [],
     testCommandOutputs: [],
+    testCommandRanTwice: false,
     restoredFiles: [],
     testCount: { status: "kept", before: 3, after: 3, message: "3 tests before, 3 after" },
-    durationsMs: { setup: 1000, agent: 2000, verify: 1000, total: 4000 },
+    durationsMs: { setup: 1000, outputs: 300, agent: 2000, verify: 1000, total: 4300 },
     artifacts: [],
     ...overrides,
   } as FixTestsResult;
@@ -78,6 +79,16 @@ describe("renderSummary", () => {
     );
     expect(text).toContain("`build/obj7.o` and 4 more.");
     expect(text).not.toContain("build/obj8.o");
+  });
+
+  it("lists a directory the test command created as one entry, says a second run and its cost", () => {
+    const text = renderSummary(
+      result({ testCommandOutputs: ["CMakeCache.txt", "_build/"], testCommandRanTwice: true }),
+    );
+    expect(text).toContain(
+      "Left out of the patch, written by the test command itself (it ran twice before the agent, to see what a rebuild writes too): `CMakeCache.txt`, `_build/`.",
+    );
+    expect(text).toContain("4.3s (setup 1.0s, test outputs 0.3s, agent 2.0s, verify 1.0s)");
   });
 
   it("names what the harness restore put back for verification", () => {

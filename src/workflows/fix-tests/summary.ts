@@ -117,9 +117,12 @@ export function renderSummary(result: FixTestsResult): string {
       lines.push(`- \`${file.path}\` (${file.change})${marks}`);
     }
     if (result.testCommandOutputs.length > 0) {
+      const twice = result.testCommandRanTwice
+        ? " (it ran twice before the agent, to see what a rebuild writes too)"
+        : "";
       lines.push(
         "",
-        `Left out of the patch, written by the test command itself: ${paths(result.testCommandOutputs)}.`,
+        `Left out of the patch, written by the test command itself${twice}: ${paths(result.testCommandOutputs)}.`,
       );
     }
   }
@@ -142,7 +145,7 @@ export function renderSummary(result: FixTestsResult): string {
   const d = result.durationsMs;
   lines.push(
     "",
-    `Exit code ${result.exitCode}; ${seconds(d.total)} (setup ${seconds(d.setup)}, agent ${seconds(d.agent)}, verify ${seconds(d.verify)}). Artifacts: \`result.json\`, \`changes.patch\`, \`transcript.jsonl\`.`,
+    `Exit code ${result.exitCode}; ${seconds(d.total)} (setup ${seconds(d.setup)}, test outputs ${seconds(d.outputs)}, agent ${seconds(d.agent)}, verify ${seconds(d.verify)}). Artifacts: \`result.json\`, \`changes.patch\`, \`transcript.jsonl\`.`,
     "",
   );
   return lines.join("\n");

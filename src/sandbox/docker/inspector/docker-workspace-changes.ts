@@ -2,6 +2,7 @@ import {
   assertHasBaseline,
   baselinePathspecs,
   openBaselineTo,
+  parseBaselineDirectories,
   parseChangedFiles,
   parseContainerUser,
   type WorkspaceChanges,
@@ -91,15 +92,16 @@ export function dockerWorkspaceChanges(
     const owner = parseContainerUser(target.user);
     if (owner) await openBaselineTo(target.workspace, owner);
     const inspector = await take(request.timeoutMs);
+    const run = (): Promise<Buffer> =>
+      inspector.run({
+        mode,
+        pathspecs: baselinePathspecs(request.exclude),
+        signal: request.signal,
+        timeoutMs: request.timeoutMs,
+      });
     try {
-      return await options.freeze(() =>
-        inspector.run({
-          mode,
-          pathspecs: baselinePathspecs(request.exclude),
-          signal: request.signal,
-          timeoutMs: request.timeoutMs,
-        }),
-      );
+      // The baseline's directories are read from cordon's git dir alone: nothing to hold still.
+      return await (mode === "baseline-directories" ? run() : options.freeze(run));
     } finally {
       removeLater(inspector);
       if (prepared && !disposed) startSpare();
@@ -108,6 +110,8 @@ export function dockerWorkspaceChanges(
   return {
     patch: (request) => inspect("patch", request),
     changedFiles: async (request) => parseChangedFiles(await inspect("changed-files", request)),
+    baselineDirectories: async (request) =>
+      parseBaselineDirectories(await inspect("baseline-directories", request)),
     prepare: () => {
       prepared = true;
       if (!spare && !disposed) startSpare();

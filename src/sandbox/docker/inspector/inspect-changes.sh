@@ -6,12 +6,13 @@
 # filter, a FIFO) happens here, with no network, no capabilities and a read-only root; the host only
 # parses what this prints.
 #
-# usage: cordon patch|changed-files (sent like the exec wrapper: see exec-wrapper.sh)
+# usage: cordon patch|changed-files|baseline-directories (sent like the exec wrapper: see
+# exec-wrapper.sh)
 # stdin: the pathspecs of `git add -A`, NUL-separated (cordon writes them).
 unset CORDON_SCRIPT
 set -euo pipefail
 
-mode="${1:?usage: cordon patch|changed-files}"
+mode="${1:?usage: cordon patch|changed-files|baseline-directories}"
 
 export GIT_DIR=/baseline GIT_WORK_TREE=/workspace
 # What `add` writes (the agent's files as objects) goes to the scratch tmpfs; the baseline's own
@@ -28,6 +29,14 @@ inspect_git() {
   git -c core.hooksPath=/dev/null -c core.fsmonitor=false -c core.untrackedCache=false \
     -c safe.directory='*' -c core.compression=1 -c core.looseCompression=1 "$@"
 }
+
+if [ "$mode" = baseline-directories ]; then
+  # The directories of the seeded copy (those holding a file at seeding), from cordon's baseline
+  # alone: the copy itself is not read, so nothing is added.
+  cat >/dev/null
+  inspect_git ls-tree -r -d -z --name-only refs/cordon/baseline
+  exit 0
+fi
 
 inspect_git read-tree refs/cordon/baseline
 inspect_git add -A --pathspec-from-file=- --pathspec-file-nul

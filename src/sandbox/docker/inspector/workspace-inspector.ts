@@ -50,7 +50,7 @@ export interface InspectedWorkspace {
 }
 
 /** What one inspection computes (inspect-changes.sh's modes). */
-export type InspectionMode = "patch" | "changed-files";
+export type InspectionMode = "patch" | "changed-files" | "baseline-directories";
 
 export interface InspectionRequest {
   mode: InspectionMode;
