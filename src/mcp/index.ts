@@ -12,3 +12,13 @@ export {
 } from "./mcp-session.js";
 export { createMcpServer, serverInstructions, type McpServerOptions } from "./mcp-server.js";
 export { serveStdio, type ServeStdioOptions } from "./serve-stdio.js";
+export { serveHttp, mcpPath, type ServeHttpOptions } from "./serve-http.js";
+export {
+  allowedHostsFor,
+  checkRequest,
+  isLoopback,
+  parseListenAddress,
+  type ListenAddress,
+  type Refusal,
+  type RequestGuardOptions,
+} from "./http-guard.js";

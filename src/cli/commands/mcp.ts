@@ -3,7 +3,15 @@ import path from "node:path";
 
 import type { Command } from "commander";
 
-import { McpSession, serveStdio } from "../../mcp/index.js";
+import { ConfigError } from "../../common/index.js";
+import {
+  McpSession,
+  isLoopback,
+  parseListenAddress,
+  serveHttp,
+  serveStdio,
+  type ListenAddress,
+} from "../../mcp/index.js";
 import type { CliContext } from "../context.js";
 import { nameList } from "../flag-parsers.js";
 import { withInterrupt } from "../interrupt.js";
@@ -17,6 +25,23 @@ interface McpFlags extends PlanFlags {
   rm?: boolean;
   /** `--no-wait` sets it false. */
   wait: boolean;
+  http?: ListenAddress;
+}
+
+/** The variable a bearer token for `--http` may come from (else one is made and printed). */
+export const tokenVariable = "CORDON_MCP_TOKEN";
+
+function bearerToken(env: NodeJS.ProcessEnv): { token: string; generated: boolean } {
+  const given = env[tokenVariable];
+  if (given === undefined || given === "") {
+    return { token: randomBytes(24).toString("base64url"), generated: true };
+  }
+  if (given.length < 16 || /\s/.test(given)) {
+    throw new ConfigError(`${tokenVariable} must be at least 16 characters, without spaces`, {
+      fix: `unset ${tokenVariable} to have cordon make a token, or set a long random one (openssl rand -base64 24)`,
+    });
+  }
+  return { token: given, generated: false };
 }
 
 /**
@@ -58,37 +83,84 @@ export function registerMcpCommand(program: Command, context: CliContext): void 
     .option("--deny-tools <names>", "never these tools (comma-separated)", nameList)
     .option("--rm", "remove the sandbox (container and private copy) when the client goes away")
     .option(
+      "--http <[host:]port>",
+      `serve streamable HTTP on this address instead of stdio (loopback unless a host is named); clients send the bearer token printed at start, or ${tokenVariable}`,
+      parseListenAddress,
+    )
+    .option(
       "--no-wait",
       "if another run holds the session, refuse the client's calls instead of waiting for it",
     )
     .action(async (flags: McpFlags) => {
       const runner = runnerFromFlags(context, flags);
-      const sessionName = flags.session ?? connectionSessionName();
-      const request = {
-        agentId: flags.agent,
-        sessionKey: sessionName,
-        allowTools: flags.allowTools,
-        denyTools: flags.denyTools,
+      const version = program.version() ?? "0.0.0";
+      const newSession = (): { session: McpSession; name: string; review: string } => {
+        const name = flags.session ?? connectionSessionName();
+        const request = {
+          agentId: flags.agent,
+          sessionKey: name,
+          allowTools: flags.allowTools,
+          denyTools: flags.denyTools,
+        };
+        const review = reviewFlags(flags, name);
+        const session = new McpSession({
+          runner,
+          request,
+          waitForSession: flags.wait,
+          logger: context.logger,
+          reviewFlags: review,
+          afterClose: flags.rm
+            ? (plan) => removeSandboxAfter(context, runner, plan, request)
+            : undefined,
+        });
+        return { session, name, review };
       };
-      const review = reviewFlags(flags, sessionName);
-      const session = new McpSession({
-        runner,
-        request,
-        waitForSession: flags.wait,
-        logger: context.logger,
-        reviewFlags: review,
-        afterClose: flags.rm
-          ? (plan) => removeSandboxAfter(context, runner, plan, request)
-          : undefined,
-      });
-      // stderr is the client's log of this server: say where the work goes and how to review it.
-      context.stderr(
-        `· cordon mcp: session ${sessionName}; review with \`cordon diff ${review}\`, apply with \`cordon apply ${review}\`\n`,
-      );
+      const listen = flags.http;
+      if (listen === undefined) {
+        const { session, name, review } = newSession();
+        // stderr is the client's log of this server: say where the work goes and how to review it.
+        context.stderr(
+          `· cordon mcp: session ${name}; review with \`cordon diff ${review}\`, apply with \`cordon apply ${review}\`\n`,
+        );
+        await withInterrupt(
+          context,
+          (signal) => serveStdio({ session, version, signal }),
+          () => `stopped serving session ${name}; its sandbox keeps the work`,
+        );
+        return;
+      }
+      const { token, generated } = bearerToken(context.env);
+      if (!isLoopback(listen.host)) {
+        context.stderr(
+          `· warning: listening on ${listen.host}, not loopback: anyone who can reach it and has the token runs commands in your sandboxes\n`,
+        );
+      }
       await withInterrupt(
         context,
-        (signal) => serveStdio({ session, version: program.version() ?? "0.0.0", signal }),
-        () => `stopped serving session ${sessionName}; its sandbox keeps the work`,
+        (signal) =>
+          serveHttp({
+            listen,
+            token,
+            version,
+            logger: context.logger,
+            signal,
+            newSession: () => {
+              const { session, name, review } = newSession();
+              context.stderr(
+                `· client connected: session ${name}; review with \`cordon diff ${review}\`\n`,
+              );
+              return session;
+            },
+            onListening: (url) => {
+              context.stderr(`· cordon mcp: serving ${url}\n`);
+              context.stderr(
+                generated
+                  ? `· bearer token (clients send Authorization: Bearer TOKEN; set ${tokenVariable} to choose it): ${token}\n`
+                  : `· bearer token: the value of ${tokenVariable}\n`,
+              );
+            },
+          }),
+        () => "stopped the MCP server; each session's sandbox keeps its work",
       );
     });
 }
