@@ -167,7 +167,9 @@ describe("cordon mcp --http", () => {
         }),
       ),
     );
-    const byClient = Object.fromEntries(ps.map((run, i) => [run.client, diffs[i]?.stdout ?? ""]));
+    const byClient: Record<string, string> = Object.fromEntries(
+      ps.map((run, i): [string, string] => [run.client ?? "", diffs[i]?.stdout ?? ""]),
+    );
     expect(byClient["first 1.0"]).toContain("first.txt");
     expect(byClient["first 1.0"]).not.toContain("second.txt");
     expect(byClient["second 1.0"]).toContain("second.txt");
