@@ -10,6 +10,7 @@ import { ExitCode, createSilentLogger } from "../common/index.js";
 import { completionScript } from "./completion-scripts.js";
 import type { CliContext } from "./context.js";
 import { createFullProgram } from "./program.js";
+import { plain } from "./render/colors.js";
 
 const context: CliContext = {
   env: {},
@@ -17,6 +18,7 @@ const context: CliContext = {
   stdout: () => undefined,
   stderr: () => undefined,
   readStdin: () => Promise.resolve(""),
+  paint: { stdout: plain, stderr: plain },
   outputShared: false,
   exitCode: ExitCode.success,
 };

@@ -1,5 +1,6 @@
 import type { Logger } from "../common/index.js";
 import type { CommandSignals } from "./interrupt.js";
+import type { Paint } from "./render/colors.js";
 
 /** What every command gets: the environment, output channels and a logger (stderr). */
 export interface CliContext {
@@ -9,6 +10,8 @@ export interface CliContext {
   stdout: (text: string) => void;
   /** Progress and messages for people. */
   stderr: (text: string) => void;
+  /** Colour for each stream, decided once (a terminal, NO_COLOR, FORCE_COLOR): see colors.ts. */
+  paint: { stdout: Paint; stderr: Paint };
   /**
    * stdout and stderr reach the same place (one terminal, or `2>&1`): a final answer already
    * narrated on stderr is not printed again on stdout.

@@ -3,6 +3,7 @@ import { describe, expect, it } from "vitest";
 import { ExitCode, createSilentLogger } from "../common/index.js";
 import type { CliContext } from "./context.js";
 import { createProgram, invokedCommand } from "./program.js";
+import { plain } from "./render/colors.js";
 import { runCli } from "./run-cli.js";
 
 function context(): CliContext {
@@ -11,6 +12,7 @@ function context(): CliContext {
     logger: createSilentLogger(),
     stdout: () => undefined,
     stderr: () => undefined,
+    paint: { stdout: plain, stderr: plain },
     outputShared: false,
     readStdin: () => Promise.resolve(""),
     exitCode: ExitCode.success,

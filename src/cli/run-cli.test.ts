@@ -48,7 +48,8 @@ describe("the CLI boundary", () => {
     const file = await run(["diff", "--workspace", "/etc/hostname"]);
     expect(file.code).toBe(2);
     expect(file.err).toMatch(/\/etc\/hostname is not a directory/);
-  });
+    // Loading the exec and diff commands' modules is slow on a loaded machine.
+  }, 60_000);
 
   it("prints every tool's input fields from its schema in `help tools`", async () => {
     const topic = await run(["help", "tools"]);
@@ -57,6 +58,20 @@ describe("the CLI boundary", () => {
     expect(topic.out).toMatch(/^ {4}old_text +string +Exact text to replace/m);
     expect(topic.out).toMatch(/^ {4}replace_all\? +boolean/m);
     expect(topic.out).toMatch(/^ {4}action +"list" \| "poll" \| "log" \| "write" \| "kill"/m);
+  });
+
+  it("colours an error's prefix and fix where colour is on, and never under NO_COLOR", async () => {
+    const bad = { CORDON_BASE_IMAGE: "Debian Bookworm" };
+    const forced = await run(["sessions", "list"], { ...bad, FORCE_COLOR: "1" });
+    expect(forced.code).toBe(2);
+    expect(
+      forced.err.startsWith("\u001b[31m\u001b[1mcordon:\u001b[22m\u001b[39m CORDON_BASE_IMAGE"),
+    ).toBe(true);
+    expect(forced.err).toContain("\u001b[32mfix:\u001b[39m set CORDON_BASE_IMAGE");
+    const off = await run(["sessions", "list"], { ...bad, FORCE_COLOR: "1", NO_COLOR: "1" });
+    expect(off.err).toMatch(/^cordon: CORDON_BASE_IMAGE/);
+    // A captured stream is not a terminal: plain, as into a pipe.
+    expect((await run(["sessions", "list"], bad)).err).not.toContain("\u001b[");
   });
 
   it("lists the exit codes in --help and in `help exit-codes`", async () => {

@@ -15,6 +15,7 @@ import { checkEnvironment } from "../config/environment.js";
 
 import { noticesOrphans } from "./orphan-notice-commands.js";
 import { createProgram } from "./program.js";
+import { colorEnabled, painter, plain, type ColorTarget, type Paint } from "./render/colors.js";
 import type { CliContext } from "./context.js";
 
 /** Where the CLI writes (and reads stdin from); tests capture and supply it. */
@@ -27,6 +28,8 @@ export interface CliOutput {
   stdinStream?: (() => NodeJS.ReadableStream) | undefined;
   /** Whether stdout and stderr reach the same place (see `CliContext.outputShared`). */
   outputShared?: boolean | undefined;
+  /** The streams colour is decided for; default none (plain text, as into a pipe). */
+  colorTargets?: { stdout: ColorTarget; stderr: ColorTarget } | undefined;
   /** Asks the user a yes/no question (see `CliContext.confirm`); default: on the terminal. */
   confirm?: ((question: string) => Promise<boolean | undefined>) | undefined;
 }
@@ -60,6 +63,7 @@ const processOutput: CliOutput = {
   get outputShared() {
     return stdoutIsStderr();
   },
+  colorTargets: { stdout: process.stdout, stderr: process.stderr },
 };
 
 /**
@@ -79,12 +83,17 @@ export async function runCli(
     terminal: output === processOutput && process.stderr.isTTY,
   });
   const uninstallSignals = signals.install();
+  const paint = {
+    stdout: painter(colorEnabled(output.colorTargets?.stdout ?? {}, env)),
+    stderr: painter(colorEnabled(output.colorTargets?.stderr ?? {}, env)),
+  };
   try {
     // Every CORDON_* / ANTHROPIC_* value is checked before any command runs (exit 2, one line).
     const checked = checkEnvironment(env);
     debug = checked.debug;
     const context: CliContext = {
       env,
+      paint,
       logger: createLogger({
         level: checked.logLevel,
         // https://no-color.org: present and not empty.
@@ -120,7 +129,7 @@ export async function runCli(
     if (signals.interruption && exitCodeOf(error) === ExitCode.interrupted) {
       return signals.interruption.exitCode;
     }
-    output.stderr(formatError(error, debug));
+    output.stderr(formatError(error, debug, paint.stderr));
     return signals.interruption?.exitCode ?? exitCodeOf(error);
   } finally {
     // The real process keeps them until it exits: a signal while it ends still gets its code
@@ -142,10 +151,10 @@ function commandName(argv: readonly string[]): string {
     : `cordon ${first}`;
 }
 
-export function formatError(error: unknown, withStack: boolean): string {
-  let text = `cordon: ${messageOf(error)}\n`;
+export function formatError(error: unknown, withStack: boolean, paint: Paint = plain): string {
+  let text = `${paint(["red", "bold"], "cordon:")} ${messageOf(error)}\n`;
   const fix = CordonError.is(error) ? error.fix : systemErrorFix(error);
-  if (fix) text += `  fix: ${fix}\n`;
+  if (fix) text += `  ${paint("green", "fix:")} ${fix}\n`;
   if (!CordonError.is(error) || withStack) {
     text +=
       withStack && error instanceof Error

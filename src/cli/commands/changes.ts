@@ -20,6 +20,7 @@ import { recordAppliedChanges } from "../../sandbox/index.js";
 import type { CliContext } from "../context.js";
 import { withInterrupt } from "../interrupt.js";
 import { printable } from "../printable.js";
+import { paintPatch } from "../render/colors.js";
 import { addPlanOptions, runnerFromFlags, type PlanFlags } from "../runner-flags.js";
 import { inventoryFor } from "./sandbox-list.js";
 
@@ -132,7 +133,9 @@ export function registerChangesCommands(program: Command, context: CliContext): 
         context.stdout(`${JSON.stringify({ files, patch: text, sha256 })}\n`);
         return;
       }
-      context.stdout(flags.stat ? await patchStat(workspace, patch) : text);
+      context.stdout(
+        flags.stat ? await patchStat(workspace, patch) : paintPatch(text, context.paint.stdout),
+      );
       context.stderr(
         files.length === 0
           ? "no changes\n"
@@ -183,7 +186,9 @@ export function registerChangesCommands(program: Command, context: CliContext): 
             await recordShownChanges(runner.stateDir, taken.containerName, taken.patch);
             if (!flags.json) {
               context.stdout(describeFiles(files));
-              context.stdout(Buffer.from(taken.patch).toString("utf8"));
+              context.stdout(
+                paintPatch(Buffer.from(taken.patch).toString("utf8"), context.paint.stdout),
+              );
             }
             context.stderr(
               `sha256 ${sha256}: ${shown ? `not the changes \`cordon diff\` showed (sha256 ${shown})` : "`cordon diff` has not shown these changes"}\n`,

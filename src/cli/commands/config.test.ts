@@ -21,6 +21,7 @@ import type { RunPlan } from "../../policy/index.js";
 import { createRunner } from "../../runner/index.js";
 import type { CliContext } from "../context.js";
 import { loadCliConfig, planFromConfig } from "../plan-context.js";
+import { plain } from "../render/colors.js";
 import { runCli } from "../run-cli.js";
 import { sandboxCommand } from "./sandbox-command.js";
 import type { ValidationReport } from "./config.js";
@@ -233,6 +234,7 @@ describe("cordon sandbox explain", () => {
       logger: createLogger({ level: "silent" }),
       stdout: () => undefined,
       stderr: () => undefined,
+      paint: { stdout: plain, stderr: plain },
       outputShared: false,
       readStdin: () => Promise.resolve(""),
       exitCode: ExitCode.success,

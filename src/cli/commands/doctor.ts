@@ -19,6 +19,7 @@ import {
   type DockerEngineInfo,
 } from "../../sandbox/index.js";
 import type { CliContext } from "../context.js";
+import { plain, type Paint, type TextStyle } from "../render/colors.js";
 import { loadCliConfig } from "../plan-context.js";
 import { describeSource } from "./config.js";
 import { residentExecutorBinary } from "../../sandbox/docker/resident/executor-binary.js";
@@ -292,16 +293,17 @@ function withConfigCheck(
   };
 }
 
-const marks: Record<CheckStatus, string> = {
-  ok: "ok  ",
-  warn: "WARN",
-  fail: "FAIL",
-  skipped: "skip",
+const marks: Record<CheckStatus, { text: string; style: TextStyle }> = {
+  ok: { text: "ok  ", style: "green" },
+  warn: { text: "WARN", style: ["yellow", "bold"] },
+  fail: { text: "FAIL", style: ["red", "bold"] },
+  skipped: { text: "skip", style: "dim" },
 };
 
-export function formatDoctorReport(report: DoctorReport): string {
+export function formatDoctorReport(report: DoctorReport, paint: Paint = plain): string {
   const lines = report.checks.map((check) => {
-    let line = `${marks[check.status]}  ${check.name.padEnd(7)} ${check.detail}`;
+    const mark = marks[check.status];
+    let line = `${paint(mark.style, mark.text)}  ${check.name.padEnd(7)} ${check.detail}`;
     if (check.fix) line += `\n              fix: ${check.fix}`;
     return line;
   });
@@ -323,7 +325,9 @@ export function registerDoctorCommand(program: Command, context: CliContext): vo
       const config = await checkConfig(context);
       const report = withConfigCheck(await runDoctor(context.env, config.runtime), config);
       context.stdout(
-        options.json ? `${JSON.stringify(report, null, 2)}\n` : formatDoctorReport(report),
+        options.json
+          ? `${JSON.stringify(report, null, 2)}\n`
+          : formatDoctorReport(report, context.paint.stdout),
       );
       context.exitCode = report.ok ? ExitCode.success : ExitCode.sandbox;
     });

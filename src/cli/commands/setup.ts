@@ -27,7 +27,7 @@ export function registerSetupCommand(program: Command, context: CliContext): voi
         onEvent: progressPrinter(context, false),
       });
       const report = await runDoctor(context.env);
-      context.stdout(formatDoctorReport(report));
+      context.stdout(formatDoctorReport(report, context.paint.stdout));
       context.exitCode = report.ok ? ExitCode.success : ExitCode.sandbox;
     });
 }
