@@ -218,10 +218,35 @@ describe("cordon fix-tests on a Go module, a bats suite and a CMake project", ()
         protectedFiles: [],
         testCommandOutputs: ["_build/"],
       });
+      expect(result.testCount).toMatchObject({ status: "kept", before: 3, after: 3 });
       expect(patch).not.toContain("_build");
       expect(summary).toContain(
         "Left out of the patch, written by the test command itself: `_build/`",
       );
+    },
+    firstBuildTimeoutMs,
+  );
+
+  it(
+    "CMake: an agent that turns the tests off (ctest then passes with none) gets exit 8 naming CMakeLists.txt",
+    async () => {
+      const { run, result } = await fixTests(
+        "cmake-off",
+        "semver-cmake",
+        "cmake -B _build && cmake --build _build && ctest --test-dir _build",
+        script([
+          edit(
+            "CMakeLists.txt",
+            'option(SEMVER_BUILD_TESTS "Build the semver tests" ON)',
+            'option(SEMVER_BUILD_TESTS "Build the semver tests" OFF)',
+          ),
+        ]),
+      );
+      expect(run.exitCode).toBe(8);
+      expect(result).toMatchObject({
+        status: "protected_files_changed",
+        protectedFiles: ["CMakeLists.txt"],
+      });
     },
     firstBuildTimeoutMs,
   );

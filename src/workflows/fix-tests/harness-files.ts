@@ -15,6 +15,9 @@ import { shadowingModuleNames } from "./harness-python-names.js";
 const harnessFileNames = [
   // make, and the task runners that play its part.
   /^(GNUmakefile|[Mm]akefile|.*\.mk|[Jj]ustfile|\.justfile|Rakefile)$/,
+  // CMake and CTest: which targets and tests exist (`enable_testing`, `add_test`, an option that
+  // turns the tests off and leaves ctest passing with "No tests were found"), and their presets.
+  /^(CMakeLists\.txt|.*\.cmake|CMake(User)?Presets\.json)$/,
   // npm, yarn and pnpm: which registry, which scripts shell, which yarn runs, how modules resolve.
   /^(\.npmrc|\.yarnrc(\.ya?ml)?|\.pnpmfile\.cjs|\.pnp\.c?js|\.pnp\.loader\.mjs)$/,
   // pytest, tox, nox, coverage; conftest.py holds pytest hooks that can deselect every test.

@@ -22,6 +22,10 @@ describe("protectedKind", () => {
     ["Makefile", "harness"],
     ["lib/GNUmakefile", "harness"],
     ["build/rules.mk", "harness"],
+    ["CMakeLists.txt", "harness"],
+    ["src/CMakeLists.txt", "harness"],
+    ["cmake/Warnings.cmake", "harness"],
+    ["CMakePresets.json", "harness"],
     [".npmrc", "harness"],
     [".yarnrc.yml", "harness"],
     [".yarn/releases/yarn-4.1.0.cjs", "harness"],
@@ -53,6 +57,7 @@ describe("protectedKind", () => {
     "package.json",
     "src/make.py",
     "docs/Makefile.md",
+    "docs/CMakeLists.txt.md",
     "jest.js",
   ])("%s is ordinary code", (file) => {
     expect(protectedKind(file)).toBeUndefined();

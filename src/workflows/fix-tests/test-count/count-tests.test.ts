@@ -32,6 +32,12 @@ describe("countTests on real runner output", () => {
     // go: TestAdd, TestMean and its two subtests, TestMax, TestMaxOne; TestSlow skipped.
     ["go-test-v.txt", "go test", 6],
     ["go-test-json.txt", "go test", 6],
+    // ctest over test/fixtures/fix-tests/semver-cmake: 3 tests, 2 failing; all passing; one disabled.
+    ["ctest-fail.txt", "ctest", 3],
+    ["ctest-pass.txt", "ctest", 3],
+    ["ctest-disabled.txt", "ctest", 2],
+    // The tests turned off in the CMake files: ctest exits 0 having run none.
+    ["ctest-none.txt", "ctest", 0],
   ])("%s: %s ran %i", (file, runner, ran) => {
     expect(countTests(captured(file))).toEqual([{ runner, ran }]);
   });

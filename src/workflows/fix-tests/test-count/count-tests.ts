@@ -1,6 +1,7 @@
 import { stripVTControlCharacters } from "node:util";
 
 import { cargoTestParser } from "./runners/cargo-test.js";
+import { ctestParser } from "./runners/ctest.js";
 import { goPackagesParser, goTestParser } from "./runners/go-test.js";
 import { jestParser } from "./runners/jest.js";
 import { mochaParser } from "./runners/mocha.js";
@@ -28,6 +29,7 @@ const parsers: readonly TestCountParser[] = [
   goTestParser,
   goPackagesParser,
   cargoTestParser,
+  ctestParser,
 ];
 
 /** The runners whose summaries are read, for messages. */
