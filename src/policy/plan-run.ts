@@ -83,6 +83,8 @@ export interface PlanRunInput {
   runtimeImage?: "claude-code" | undefined;
   /** The run's `--carry` paths; when given, they replace `sandbox.carry`. */
   carry?: readonly string[] | undefined;
+  /** Copy the carried trees once for every sandbox planned with this key (`SandboxSpec.carryShare`). */
+  carryShare?: string | undefined;
 }
 
 export interface RunPlan {
@@ -545,6 +547,8 @@ function planSandbox(input: SandboxPlanInput): Planned<SandboxSpec> {
     diskBytes: disk.value,
     seed,
     carry: carry.value,
+    // Not hashed either: it only says where a new copy's carried trees come from.
+    ...(carry.value?.length && run.carryShare !== undefined ? { carryShare: run.carryShare } : {}),
     seedInclude: agent.sandbox.seedInclude.flatMap((entry) => {
       const normalized = normalizeCarryPath(entry);
       return "path" in normalized ? [normalized.path] : [];

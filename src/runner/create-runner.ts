@@ -123,6 +123,11 @@ export type PlanRequest = Pick<
    * `npm ci` with the registry allowed, before an agent phase that gets the run's own policy).
    */
   phaseAllowHosts?: readonly string[] | undefined;
+  /**
+   * Sandboxes of one piece of work that copy the carried trees (`--carry`) once between them: a
+   * new seeded copy planned with the same key layers them over one shared, read-only snapshot.
+   */
+  carryShare?: string | undefined;
 };
 
 /** A sandbox held for a one-off command; release it when done (the container stays for reuse). */
@@ -288,6 +293,7 @@ export function createRunner(options: RunnerOptions = {}): Runner {
       invokingUser: hostProcessOwner(),
       catalog,
       carry: options.carry,
+      carryShare: request.carryShare,
       runTools: {
         allow: request.allowTools ? [...request.allowTools] : undefined,
         deny: request.denyTools ? [...request.denyTools] : undefined,

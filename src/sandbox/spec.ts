@@ -157,6 +157,13 @@ export interface SandboxSpec {
    */
   carry?: readonly string[] | undefined;
   /**
+   * Sandboxes planned with the same key (one fix-tests run's work and verify copies) copy the
+   * carried trees once: into a snapshot no container ever sees, mounted in each copy as the
+   * read-only lower layer of an overlay with a private upper one (carry-layers.ts). Where the host
+   * cannot mount overlays (cordon not root) each copy gets its own copy, as without a key.
+   */
+  carryShare?: string | undefined;
+  /**
    * Secret-shaped paths of the agent workspace seeded all the same (`sandbox.seedInclude`,
    * workspace-relative; a directory includes what is below it). Every other secret-shaped path
    * is left out of the seed (workspace/secret-paths.ts).

@@ -25,6 +25,8 @@ export interface SetupPhaseOptions {
   agentId?: string | undefined;
   /** Default: the agent's main session. */
   sessionKey?: string | undefined;
+  /** The run's carry share key, when its sandboxes copy carried trees once (PlanRequest). */
+  carryShare?: string | undefined;
   /** Limit of the setup command. */
   timeoutMs?: number | undefined;
   signal?: AbortSignal | undefined;
@@ -51,6 +53,7 @@ export async function runSetupPhase(options: SetupPhaseOptions): Promise<SetupRu
     agentId: options.agentId,
     sessionKey: options.sessionKey,
     phaseAllowHosts: setup.allowHosts,
+    carryShare: options.carryShare,
   };
   const refused = new Set<string>();
   const held = await runner.acquireSandbox({

@@ -123,6 +123,11 @@ describe("cordon fix-tests --carry node_modules", () => {
     expect(cli.stderr).toMatch(
       /carried node_modules: \d+ files, \d+ symlinks, [\d.]+ MiB in [\d.]+ s/,
     );
+    if (process.getuid?.() === 0) {
+      // Carried once: the verify copy layers the run's pristine snapshot (carry-layers.ts).
+      expect(cli.stderr).toMatch(/copied once for this run, mounted read-only/);
+      expect(cli.stderr).toMatch(/the run's copy reused: mounted read-only/);
+    }
     // The user's repository and its installed dependencies are untouched.
     expect(git(mochaProject, "status", "--porcelain")).toBe("");
   });

@@ -15,6 +15,7 @@ import {
   isInside,
   mountCountAt,
   privateWorkspaceRoot,
+  releaseCarryLayers,
   releaseWorkspaceDisk,
   unmountWorkspaceDisk,
   seedMarkerPath,
@@ -454,7 +455,10 @@ export class SandboxInventory {
       // Kept, but not left mounted with no sandbox on it (acquire mounts it again); only a
       // workspace of this state directory, as for removal.
       const owned = this.ownedWorkspace(workspace);
-      if (owned) await unmountWorkspaceDisk(owned);
+      if (owned) {
+        await releaseCarryLayers(owned, { keep: true });
+        await unmountWorkspaceDisk(owned);
+      }
       return { keptWorkspace: workspace };
     }
     const removed = await this.removeWorkspace(workspace);
@@ -711,6 +715,8 @@ export class SandboxInventory {
     if (!real || !isInside(await realpath(this.stateDirectory), real)) return undefined;
     // A workspace with a disk budget is a mounted image: unmounted first, so rm deletes the
     // mount point and not the files through it (and the image goes too).
+    // Overlays of carried trees first: they are mounted inside the copy.
+    await releaseCarryLayers(owned, { keep: false });
     await releaseWorkspaceDisk(owned);
     await rm(owned, { recursive: true, force: true });
     await rm(seedMarkerPath(owned), { force: true });
@@ -729,9 +735,11 @@ export class SandboxInventory {
    * it: unmounted (lazily if something still holds it), its loop device released with the mount.
    */
   private async releaseMount(workspace: string): Promise<void> {
-    await unmountWorkspaceDisk(workspace).catch((error: unknown) => {
-      this.logger.warn({ err: error, workspace }, "cannot unmount an orphaned workspace");
-    });
+    await releaseCarryLayers(workspace, { keep: true })
+      .then(() => unmountWorkspaceDisk(workspace))
+      .catch((error: unknown) => {
+        this.logger.warn({ err: error, workspace }, "cannot unmount an orphaned workspace");
+      });
   }
 
   private ownedWorkspace(workspace: string | undefined): string | undefined {

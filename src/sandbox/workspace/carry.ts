@@ -48,8 +48,13 @@ export interface CarrySummary {
   directories: number;
   symlinks: number;
   bytes: number;
-  /** "reflink": every file shares its blocks with the source until written; "copy": copied. */
-  method: "reflink" | "copy";
+  /**
+   * "reflink": every file shares its blocks with the source until written; "copy": copied;
+   * "layer": the directories are overlays of a snapshot shared by the run's copies (carry-layers.ts).
+   */
+  method: "reflink" | "copy" | "layer";
+  /** With "layer": whether this copy made the shared snapshot or found it made. */
+  snapshot?: "made" | "reused" | undefined;
   /** Wall time of the copy in milliseconds. */
   durationMs: number;
   skipped: CopySummary["skipped"];
@@ -108,10 +113,14 @@ export async function carryInto(options: CarryOptions): Promise<CarrySummary> {
 export function describeCarry(summary: CarrySummary): string {
   const mebibytes = (summary.bytes / 1024 ** 2).toFixed(1);
   const seconds = (summary.durationMs / 1000).toFixed(2);
-  const how =
-    summary.method === "reflink"
-      ? "reflinked: blocks shared with the workspace until written"
-      : "copied (no reflink on this filesystem)";
+  const how = {
+    reflink: "reflinked: blocks shared with the workspace until written",
+    copy: "copied (no reflink on this filesystem)",
+    layer:
+      summary.snapshot === "made"
+        ? "copied once for this run, mounted read-only beneath a private upper layer"
+        : "the run's copy reused: mounted read-only beneath a private upper layer",
+  }[summary.method];
   return `carried ${summary.paths.join(", ")}: ${summary.files} files, ${summary.symlinks} symlinks, ${mebibytes} MiB in ${seconds} s (${how})`;
 }
 

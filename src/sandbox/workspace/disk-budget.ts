@@ -354,6 +354,51 @@ async function unmountLocked(target: string): Promise<void> {
 }
 
 /**
+ * Mounts an overlay of `lower` (read-only beneath) and `upper` at `target`, for carried trees
+ * (carry-layers.ts, which checks `target` first and says why each path is safe). nosuid, nodev:
+ * as a workspace image promises the host.
+ */
+export async function mountOverlay(
+  target: string,
+  layers: { lower: string; upper: string; work: string },
+): Promise<void> {
+  const support = await diskBudgetSupport();
+  if (!support.enforced) {
+    throw new SandboxStartError(`cannot mount an overlay at ${target}: ${support.reason}`, {
+      fix: "run cordon as root, or remove the sandbox and run again",
+    });
+  }
+  const options = [
+    `lowerdir=${layers.lower}`,
+    `upperdir=${layers.upper}`,
+    `workdir=${layers.work}`,
+    "nosuid",
+    "nodev",
+    "noatime",
+  ].join(",");
+  try {
+    // -t: the type is named, never probed.
+    await run(support.tools.mount, ["-t", "overlay", "-o", options, "overlay", target]);
+  } catch (error) {
+    throw new SandboxStartError(`cannot mount an overlay at ${target}: ${commandError(error)}`, {
+      fix: "run `cordon doctor`; or run without --carry",
+      cause: error,
+    });
+  }
+}
+
+/** Unmounts whatever is mounted at `target`, layer by layer (lazily when something holds it). */
+export async function unmountAt(target: string): Promise<void> {
+  const support = await diskBudgetSupport();
+  if (!support.enforced) return;
+  for (let layer = 0; layer < 16 && (await mountCountAt(target)) > 0; layer += 1) {
+    await run(support.tools.umount, [target]).catch(() =>
+      run(support.tools.umount, ["-l", target]),
+    );
+  }
+}
+
+/**
  * Binds the private workspace mounted at `from` (its image beside it) at `to`, which must not
  * exist, without unmounting the filesystem anyone uses: a mount point cannot be renamed, so the
  * image is linked to its new name and the filesystem bind-mounted at `to` (the same superblock,

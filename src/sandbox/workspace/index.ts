@@ -61,4 +61,5 @@ export {
   type CarryOptions,
   type CarrySummary,
 } from "./carry.js";
+export { carrySnapshotPath, releaseCarryLayers } from "./carry-layers.js";
 export type { WorkspaceChanges, WorkspaceChangesOptions } from "./workspace-changes.js";

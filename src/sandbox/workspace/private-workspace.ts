@@ -19,6 +19,14 @@ import { SandboxStartError, throwIfAborted } from "../../common/index.js";
 import type { SandboxSpec } from "../spec.js";
 import { recordBaseline } from "./baseline.js";
 import { carryInto, type CarrySummary } from "./carry.js";
+import {
+  attachCarryLayers,
+  carryLayerRefusal,
+  ensureCarrySnapshot,
+  layeredPaths,
+  makeMountPoints,
+  mountCarryLayers,
+} from "./carry-layers.js";
 import { attachWorkspaceDisk, workspaceDiskFor } from "./disk-budget.js";
 import { listGitFiles } from "./git-files.js";
 import { SecretFilter, describeLeftOut } from "./secret-paths.js";
@@ -114,6 +122,7 @@ export async function ensurePrivateWorkspace(
       });
     }
     await attachWorkspaceDisk(target, { diskBytes: spec.diskBytes, warnings });
+    await attachCarryLayers(target, warnings);
     // Stat again: with a disk budget the container gets the mounted image's root.
     refuseUnwritable(target, await handedOverStats(target, spec, options.signal), spec);
     return { path: target, created: false, warnings };
@@ -149,17 +158,34 @@ export async function ensurePrivateWorkspace(
       signal: options.signal,
       fingerprint: options.fingerprint === true,
     });
+    let layered: Layered | undefined;
     if (spec.carry?.length) {
-      seed.carried = await carryInto({
+      const carry = {
         sourceRoot: await realpath(spec.agentWorkspace),
-        targetRoot: temporary,
-        paths: spec.carry,
         owner,
         exclude: [await realpath(options.stateDirectory), path.dirname(target)],
-        byteLimit: disk ? Math.max(0, disk.bytes - seed.bytes) : undefined,
         warnings,
         signal: options.signal,
-      });
+      };
+      layered = await layerCarry(spec, temporary, carry);
+      const rest = spec.carry.filter((entry) => !layered?.paths.includes(entry));
+      if (rest.length > 0) {
+        seed.carried = await carryInto({
+          ...carry,
+          targetRoot: temporary,
+          paths: rest,
+          byteLimit: disk ? Math.max(0, disk.bytes - seed.bytes) : undefined,
+        });
+      }
+      if (layered) {
+        const copied = seed.carried;
+        seed.carried = layered.summary;
+        if (copied) {
+          seed.carried.files += copied.files;
+          seed.carried.bytes += copied.bytes;
+          seed.carried.skipped = [...seed.carried.skipped, ...copied.skipped];
+        }
+      }
     }
     // Before the agent ever sees the copy: what `cordon diff` compares against.
     await recordBaseline(temporary, {
@@ -180,18 +206,28 @@ export async function ensurePrivateWorkspace(
         owner,
         signal: options.signal,
       });
-      return created
-        ? { path: target, created, seed, warnings }
-        : { path: target, created, warnings };
-    }
-    try {
-      await rename(temporary, target);
-    } catch (error) {
-      // Another process finished seeding first; its copy is as good as ours.
-      if (isErrno(error, "ENOTEMPTY") || isErrno(error, "EEXIST")) {
-        return { path: target, created: false, warnings };
+      if (!created) return { path: target, created, warnings };
+    } else {
+      try {
+        await rename(temporary, target);
+      } catch (error) {
+        // Another process finished seeding first; its copy is as good as ours.
+        if (isErrno(error, "ENOTEMPTY") || isErrno(error, "EEXIST")) {
+          return { path: target, created: false, warnings };
+        }
+        throw error;
       }
-      throw error;
+    }
+    if (layered && seed.carried) {
+      // Before any container can have the copy: the mounts go where the seed made them.
+      const mountedMs = await mountCarryLayers(target, {
+        snapshot: layered.snapshot,
+        layers: layered.paths,
+        owner,
+        diskBytes: disk ? spec.diskBytes : undefined,
+        warnings,
+      });
+      seed.carried.durationMs += mountedMs;
     }
     return { path: target, created: true, seed, warnings };
   } finally {
@@ -504,4 +540,54 @@ async function removeAbandonedSeeds(target: string): Promise<void> {
     if (Number.isInteger(pid) && pid > 0 && isAlive(pid)) continue;
     await rm(path.join(parent, name), { recursive: true, force: true });
   }
+}
+
+/** Carried directories this copy mounts over the share key's snapshot (carry-layers.ts). */
+interface Layered {
+  snapshot: string;
+  paths: string[];
+  summary: CarrySummary;
+}
+
+/**
+ * With a share key, on a host that can mount overlays: the snapshot (copied now if this is the
+ * key's first copy) and the mount points made in the seed. Undefined: everything is copied.
+ */
+async function layerCarry(
+  spec: SandboxSpec,
+  seed: string,
+  carry: {
+    sourceRoot: string;
+    owner: Owner | undefined;
+    exclude: string[];
+    warnings: string[];
+    signal: AbortSignal | undefined;
+  },
+): Promise<Layered | undefined> {
+  const paths = spec.carry ?? [];
+  if (spec.carryShare === undefined || paths.length === 0) return undefined;
+  const refusal = await carryLayerRefusal(paths);
+  if (refusal !== undefined) {
+    carry.warnings.push(`the carried paths are copied for each sandbox of this run: ${refusal}`);
+    return undefined;
+  }
+  const snapshot = await ensureCarrySnapshot({
+    ...carry,
+    shareKey: spec.carryShare,
+    workspaceParent: path.dirname(seed),
+    paths,
+  });
+  const layers = await makeMountPoints(seed, await layeredPaths(snapshot.path, paths), carry.owner);
+  if (layers.length === 0) return undefined;
+  return {
+    snapshot: snapshot.path,
+    paths: layers,
+    summary: {
+      ...snapshot.summary,
+      paths: [...paths],
+      method: "layer",
+      snapshot: snapshot.made ? "made" : "reused",
+      durationMs: snapshot.made ? snapshot.summary.durationMs : 0,
+    },
+  };
 }

@@ -367,7 +367,13 @@ export async function fixTests(options: FixTestsOptions): Promise<FixTestsResult
   let withoutBinaries: Uint8Array | undefined;
   /** The project the transcript is kept under; known once the sandbox is planned. */
   let project: string | undefined;
-  const request = { agentId: options.agentId, signal: options.signal };
+  // The work and verify copies carry `--carry` trees once between them (carry-layers.ts): the
+  // verify copy layers the same pristine snapshot, never what the agent's copy holds.
+  const request = {
+    agentId: options.agentId,
+    signal: options.signal,
+    carryShare: `fix-tests-${id}`,
+  };
   // Seeding and carrying say what they did (and how long carrying took) like a run does.
   const onProgress = (progress: { phase: string; message: string }): void =>
     options.onEvent?.({ type: "sandbox-progress", ...progress });
@@ -380,6 +386,7 @@ export async function fixTests(options: FixTestsOptions): Promise<FixTestsResult
       setup: options.setup,
       agentId: options.agentId,
       sessionKey: key,
+      carryShare: request.carryShare,
       timeoutMs: testTimeoutMs,
       signal: options.signal,
       onProgress: (message) => onProgress({ phase: "setup", message }),
