@@ -249,7 +249,9 @@ describe("cordon sandbox list, rm and prune", () => {
     expect(refused.stderr).toContain("there is no sandbox named cordon-test-no-such-sandbox");
     expect(await exists(notOurs)).toBe(true);
 
-    const removed = await cordon("sandbox", "rm", nameOf("kept"), "--keep-workspace");
+    // A unique prefix names it, as `docker rm` takes an id prefix.
+    const prefix = nameOf("kept").slice(0, -3);
+    const removed = await cordon("sandbox", "rm", prefix, "--keep-workspace");
     expect(removed.exitCode).toBe(0);
     expect(removed.stdout).toBe(
       `removed ${nameOf("kept")} (container, kept its workspace ${specs["kept"]?.privateWorkspace})\n`,

@@ -9,6 +9,7 @@ import {
 import { confirmOnTerminal } from "../confirm.js";
 import type { CliContext } from "../context.js";
 import { inventoryFor } from "./sandbox-list.js";
+import { resolveSandboxName } from "./sandbox-names.js";
 
 interface RmFlags {
   all?: boolean;
@@ -54,7 +55,10 @@ export function registerSandboxRmCommand(sandbox: Command, context: CliContext):
   sandbox
     .command("rm")
     .description("remove sandboxes: their containers, private workspaces and records")
-    .argument("[names...]", "container names, as `cordon sandbox list` shows them")
+    .argument(
+      "[names...]",
+      "container names as `cordon sandbox list` shows them, a unique prefix, or a session's name",
+    )
     .option("--all", "remove every sandbox of this state directory")
     .option("--keep-workspace", "keep the private workspaces (seeded copies with unreviewed work)")
     .option(
@@ -85,9 +89,11 @@ export function registerSandboxRmCommand(sandbox: Command, context: CliContext):
         removed.push(...result.removed);
         refused.push(...result.refused);
       } else {
+        const known = await inventory.list();
         // Each name on its own: one that fails does not keep the others.
-        for (const name of names) {
+        for (const word of names) {
           try {
+            const name = resolveSandboxName(word, known);
             removed.push(await inventory.remove(name, removeOptions));
           } catch (error) {
             if (error instanceof UnappliedChangesError) refused.push(error);
