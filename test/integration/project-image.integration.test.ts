@@ -145,7 +145,7 @@ describe("project images", () => {
     expect(result.status, `${result.message}\n${run.stderr}`).toBe("fixed");
     expect(run.exitCode).toBe(0);
     expect(run.stderr).toContain("building the project image from .cordon/Dockerfile");
-    expect(run.stderr).toMatch(/\[\d\/\d\] RUN apt-get update/);
+    expect(run.stderr).toMatch(/\[\d\/\d \d+\.\ds\] RUN apt-get update/);
     // One progress line per step; apt's own output is in the log only.
     expect(run.stderr).not.toContain("Unpacking python3-yaml");
     const log = /full log: (\S+)\)/.exec(run.stderr)?.[1];

@@ -592,7 +592,7 @@ describe("DockerSandboxManager", () => {
       expect(built).toMatch(/^cordon-sandbox:[0-9a-f]{12}$/);
       expect(built).not.toBe(image);
       expect(events[0]).toMatch(/^image: building the sandbox image cordon-sandbox:/);
-      expect(events).toContainEqual(expect.stringMatching(/^image: \[\d+\/\d+\] /));
+      expect(events).toContainEqual(expect.stringMatching(/^image: \[\d+\/\d+ \d+\.\ds\] /));
       expect(events).toContainEqual(
         expect.stringMatching(new RegExp(`^image: built ${built} in \\d+\\.\\ds$`)),
       );

@@ -2,6 +2,14 @@ import type { ImageBuildEvent } from "./sandbox-image.js";
 
 const instructionWidth = 72;
 
+function clip(text: string, width: number): string {
+  return text.length > width ? `${text.slice(0, width - 1)}…` : text;
+}
+
+function seconds(ms: number): string {
+  return `${(ms / 1000).toFixed(1)}s`;
+}
+
 /**
  * One line for a person per build event, or undefined: the engine's own output goes only to the
  * build log, so a build shows about ten lines (one per Dockerfile step), never thousands of apt
@@ -19,13 +27,13 @@ export function describeImageBuildEvent(event: ImageBuildEvent): string | undefi
       return `fetched ${event.spec} from the npm registry (integrity checked)`;
     case "step": {
       const instruction = event.instruction.replace(/\s+/g, " ");
-      const shown =
-        instruction.length > instructionWidth
-          ? `${instruction.slice(0, instructionWidth - 1)}…`
-          : instruction;
-      return `[${event.step}/${event.total}] ${shown}`;
+      const shown = clip(instruction, instructionWidth);
+      const at = event.elapsedMs === undefined ? "" : ` ${seconds(event.elapsedMs)}`;
+      return `[${event.step}/${event.total}${at}] ${shown}`;
     }
+    case "step-output":
+      return `    ${seconds(event.elapsedMs)} ${clip(event.line.trim(), instructionWidth)}`;
     case "built":
-      return `built ${event.tag} in ${(event.durationMs / 1000).toFixed(1)}s`;
+      return `built ${event.tag} in ${seconds(event.durationMs)}`;
   }
 }

@@ -64,8 +64,10 @@ export type ImageBuildEvent =
   | { type: "log"; tag: string; logFile: string }
   /** A pinned runtime package was fetched and its integrity checked. */
   | { type: "fetched"; spec: string }
-  /** The engine started a Dockerfile instruction (`Step 3/9 : RUN ...`). */
-  | { type: "step"; step: number; total: number; instruction: string }
+  /** The engine started a Dockerfile instruction (`Step 3/9 : RUN ...`), so long into the build. */
+  | { type: "step"; step: number; total: number; instruction: string; elapsedMs?: number }
+  /** The latest line of a step still running after a while (at most one every few seconds). */
+  | { type: "step-output"; step: number; line: string; elapsedMs: number }
   | { type: "built"; tag: string; durationMs: number };
 
 export interface ImageBuildOptions {
