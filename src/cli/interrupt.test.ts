@@ -1,5 +1,6 @@
 import { afterEach, describe, expect, it } from "vitest";
 
+import { exitCodeOfAbort } from "../common/index.js";
 import { CommandSignals } from "./interrupt.js";
 
 class Exited extends Error {
@@ -67,6 +68,27 @@ describe("CommandSignals", () => {
       "cordon: SIGINT: stopping… (Ctrl-C again stops at once)\n",
       "cordon: SIGINT: stopped the run\n",
     ]);
+  });
+
+  it("SIGTERM on a terminal prints one line, and aborts the work with a reason that gives 143", async () => {
+    const handling = signals(true);
+    let reason: AbortSignal | undefined;
+    const work = handling.run(
+      (signal) =>
+        new Promise<void>((resolve) =>
+          signal.addEventListener("abort", () => {
+            reason = signal;
+            resolve();
+          }),
+        ),
+      () => "stopped the run",
+    );
+    send("SIGTERM");
+    await work;
+    expect(lines).toEqual(["cordon: SIGTERM: stopped the run\n"]);
+    // What the run records as its end (run-end, result.json) reads the same code from the abort.
+    expect(exitCodeOfAbort(reason)).toBe(143);
+    expect(exitCodeOfAbort(AbortSignal.abort())).toBe(130);
   });
 
   it("a second signal exits at once with the first one's code, naming what was stopped", () => {

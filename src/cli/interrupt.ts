@@ -1,19 +1,13 @@
-import { ExitCode } from "../common/index.js";
+import { StoppedBySignal, exitCodeForSignal, type StopSignal } from "../common/index.js";
 import type { CliContext } from "./context.js";
 
-/** The signals that stop a command: Ctrl-C, and what `kill`, CI runners and `docker stop` send. */
-export type StopSignal = "SIGINT" | "SIGTERM";
+export type { StopSignal };
 
 /** How a command was stopped: the signal and the exit code it gives (128 + its number). */
 export interface Interruption {
   signal: StopSignal;
   exitCode: number;
 }
-
-const exitCodes: Record<StopSignal, number> = {
-  SIGINT: ExitCode.interrupted,
-  SIGTERM: ExitCode.terminated,
-};
 
 /**
  * What a stop leaves, said in the one line a stopped command prints after the signal's name:
@@ -33,7 +27,8 @@ export type DescribeStop = () => string;
  * - A second signal forces: the process exits at once; the exit hooks (`onProcessExit`) still
  *   remove the session lock and wait file it holds.
  *
- * On a terminal the first Ctrl-C is acknowledged at once, since a graceful stop takes a moment.
+ * On a terminal the first Ctrl-C is acknowledged at once, since a graceful stop takes a moment;
+ * a SIGTERM gets only the final line.
  */
 export class CommandSignals {
   interruption: Interruption | undefined;
@@ -80,18 +75,18 @@ export class CommandSignals {
       this.options.stderr(`cordon: ${signal} again, stopped at once: ${what}\n`);
       this.exit(this.interruption.exitCode);
     }
-    this.interruption = { signal, exitCode: exitCodes[signal] };
+    this.interruption = { signal, exitCode: exitCodeForSignal(signal) };
     if (!this.work) {
       this.say(signal, `stopped \`${this.options.command}\``);
       this.exit(this.interruption.exitCode);
     }
-    if (this.options.terminal) {
-      this.say(
-        signal,
-        `stopping… (${signal === "SIGINT" ? "Ctrl-C" : signal} again stops at once)`,
-      );
+    // Ctrl-C is a person waiting at the terminal: told at once that the stop takes a moment.
+    // SIGTERM comes from a program (kill, a CI runner), which reads only the final line.
+    if (this.options.terminal && signal === "SIGINT") {
+      this.say(signal, "stopping… (Ctrl-C again stops at once)");
     }
-    this.work.controller.abort(new Error(`stopped by ${signal}`));
+    // The reason names the signal: the run's own record of its end gives the same code.
+    this.work.controller.abort(new StoppedBySignal(signal));
   }
 
   private say(signal: StopSignal, text: string): void {

@@ -1,5 +1,8 @@
 import { randomUUID } from "node:crypto";
+import { rmSync } from "node:fs";
 import { link, unlink, writeFile } from "node:fs/promises";
+
+import { onProcessExit } from "./exit-cleanup.js";
 
 /**
  * Creates `file` holding `contents`, or returns false when it exists: what a lock file needs.
@@ -8,7 +11,15 @@ import { link, unlink, writeFile } from "node:fs/promises";
  */
 export async function createExclusive(file: string, contents: string): Promise<boolean> {
   const temporary = `${file}.${process.pid}.${randomUUID()}.tmp`;
-  await writeFile(temporary, contents, { mode: 0o600, flag: "wx" });
+  // A process made to exit meanwhile (a second Ctrl-C) skips the `finally` below: the temporary
+  // file would be left beside the lock for good.
+  const forget = onProcessExit(() => rmSync(temporary, { force: true }));
+  try {
+    await writeFile(temporary, contents, { mode: 0o600, flag: "wx" });
+  } catch (error) {
+    forget();
+    throw error;
+  }
   try {
     await link(temporary, file);
     return true;
@@ -17,6 +28,7 @@ export async function createExclusive(file: string, contents: string): Promise<b
     throw error;
   } finally {
     await unlinkIfPresent(temporary);
+    forget();
   }
 }
 

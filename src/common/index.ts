@@ -6,3 +6,4 @@ export * from "./paths.js";
 export * from "./process-identity.js";
 export * from "./exclusive-file.js";
 export { canonicalJson, hashOf } from "./config-hash.js";
+export * from "./stop-signal.js";

@@ -5,7 +5,7 @@
  */
 import { spawn, type ChildProcessWithoutNullStreams } from "node:child_process";
 import { execFileSync } from "node:child_process";
-import { mkdir, mkdtemp, readdir, rm, writeFile } from "node:fs/promises";
+import { mkdir, mkdtemp, readFile, readdir, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
 
@@ -14,14 +14,17 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { git } from "../support/demo-repo.js";
 import { requireSandboxImage } from "../support/docker.js";
 import { runCordon } from "../support/run-cli.js";
-import { builtCli } from "../support/spawn-cordon.js";
+import { packageRoot } from "../../src/common/index.js";
+import { builtCli, runProcess } from "../support/spawn-cordon.js";
 import { removeStateDirectory } from "../support/state-directory.js";
 
+const ptySession = path.join(packageRoot(), "test", "support", "pty-session.py");
 const sandboxUid = process.getuid?.() === 0 ? 1000 : (process.getuid?.() ?? 1000);
 
 interface Started {
   child: ChildProcessWithoutNullStreams;
   stderr: () => string;
+  stdout: () => string;
   exited: Promise<number | null>;
 }
 
@@ -37,21 +40,27 @@ describe("signals end commands cleanly", () => {
     CORDON_LOG_LEVEL: "silent",
   });
 
-  /** `cordon run` on session `s` whose one tool call sleeps, as a child process. */
-  function startRun(session: string): Started {
-    const child = spawn(
-      process.execPath,
-      [builtCli, "run", "--model-script", script, "--session", session, "go"],
-      { cwd: project, env: env(), stdio: "pipe" },
-    );
+  /** `cordon <args>` (the built CLI) in the project, as a child process. */
+  function start(args: string[]): Started {
+    const child = spawn(process.execPath, [builtCli, ...args], {
+      cwd: project,
+      env: env(),
+      stdio: "pipe",
+    });
     let stderr = "";
+    let stdout = "";
     child.stderr.setEncoding("utf8").on("data", (chunk: string) => (stderr += chunk));
-    child.stdout.resume();
+    child.stdout.setEncoding("utf8").on("data", (chunk: string) => (stdout += chunk));
     child.stdin.end();
     const exited = new Promise<number | null>((resolve) =>
       child.on("exit", (code, signal) => resolve(code ?? (signal as unknown as number))),
     );
-    return { child, stderr: () => stderr, exited };
+    return { child, stderr: () => stderr, stdout: () => stdout, exited };
+  }
+
+  /** `cordon run` on session `s` whose one tool call sleeps, as a child process. */
+  function startRun(session: string, ...flags: string[]): Started {
+    return start(["run", "--model-script", script, "--session", session, ...flags, "go"]);
   }
 
   /** Every file under the sessions folder, by base name. */
@@ -127,6 +136,139 @@ describe("signals end commands cleanly", () => {
       expect(await has(/\.lock$/)).toBe(false);
     } finally {
       holder.child.kill("SIGKILL");
+    }
+  });
+
+  it("a run stopped by SIGTERM records the exit code it exits with: run-end says 143 in stream-json and the events file", async () => {
+    const run = startRun("recorded", "--output-format", "stream-json");
+    try {
+      await expect.poll(() => run.stdout(), { timeout: 60_000 }).toContain('"tool-call"');
+      run.child.kill("SIGTERM");
+      expect(await run.exited, run.stderr()).toBe(143);
+      const ends = run
+        .stdout()
+        .trimEnd()
+        .split("\n")
+        .map((line) => JSON.parse(line) as { type: string; status?: string; exitCode?: number })
+        .filter((record) => record.type === "run-end");
+      expect(ends).toMatchObject([{ status: "aborted", exitCode: 143 }]);
+      const logs = await runCordon(
+        ["logs", "--json", "--session", "recorded", "--workspace", project],
+        { CORDON_HOME: home, CORDON_CONFIG: "" },
+      );
+      const stored = logs.stdout
+        .trimEnd()
+        .split("\n")
+        .map((line) => JSON.parse(line) as { type: string; exitCode?: number })
+        .filter((record) => record.type === "run-end");
+      expect(stored.map((record) => record.exitCode)).toEqual([143]);
+      expect(run.stderr()).not.toMatch(internalText);
+      expect(await has(/\.lock(\.wait\..*)?$/)).toBe(false);
+    } finally {
+      run.child.kill("SIGKILL");
+    }
+  });
+
+  /**
+   * `cordon exec -it -- sh` on a pseudo-terminal (test/support/pty-session.py), sent `signal` with
+   * `kill` once the shell's prompt shows: Ctrl-C typed at the terminal goes to the shell (raw
+   * mode), so a stop signal reaches cordon only from another program, as here.
+   */
+  async function interactiveShellStoppedBy(signal: "SIGTERM" | "SIGINT") {
+    const steps = path.join(root, `steps-${signal}.json`);
+    await writeFile(steps, JSON.stringify([{ expect: "$ " }, { signal }]));
+    const driven = await runProcess(
+      "python3",
+      [
+        ptySession,
+        steps,
+        "--",
+        process.execPath,
+        builtCli,
+        "exec",
+        "-it",
+        "--session",
+        `tty-${signal}`,
+        "--",
+        "sh",
+      ],
+      { env: { ...env(), PS1: "$ " }, cwd: project },
+    );
+    expect(driven.stderr).toBe("");
+    return JSON.parse(driven.stdout.toString()) as {
+      exitCode: number;
+      output: string;
+      canonical: boolean;
+      echo: boolean;
+    };
+  }
+
+  const stoppedExec =
+    "stopped the command (its processes in the sandbox are killed); the sandbox keeps its files: `cordon exec` with the same --session runs in it again";
+
+  it("exec -it on a terminal: SIGTERM gives 143 and SIGINT 130, one line each, the terminal given back", async () => {
+    const terminated = await interactiveShellStoppedBy("SIGTERM");
+    expect(terminated.exitCode, terminated.output).toBe(143);
+    const cordonLines = (output: string) =>
+      output.split(/\r?\n/).filter((line) => line.includes("cordon:"));
+    // On a line of its own, not after the shell's prompt.
+    expect(cordonLines(terminated.output)).toEqual([`cordon: SIGTERM: ${stoppedExec}`]);
+    expect(terminated.output).not.toMatch(internalText);
+    expect(terminated).toMatchObject({ canonical: true, echo: true });
+
+    const interrupted = await interactiveShellStoppedBy("SIGINT");
+    expect(interrupted.exitCode, interrupted.output).toBe(130);
+    // A SIGINT is acknowledged on a terminal (a person may be waiting), then the one final line.
+    expect(cordonLines(interrupted.output).at(-1)).toBe(`cordon: SIGINT: ${stoppedExec}`);
+    expect(interrupted.output).not.toMatch(internalText);
+    expect(interrupted).toMatchObject({ canonical: true, echo: true });
+    expect(await has(/\.lock(\.wait\..*)?$/)).toBe(false);
+  });
+
+  it("fix-tests stopped in its setup phase: SIGTERM 143, SIGINT 130, one line, result.json agrees, no lock left", async () => {
+    for (const [signal, code] of [
+      ["SIGTERM", 143],
+      ["SIGINT", 130],
+    ] as const) {
+      const out = path.join(root, `fix-tests-${signal}`);
+      const job = start([
+        "fix-tests",
+        "--test-cmd",
+        "false",
+        "--setup-cmd",
+        "sleep 60",
+        "--model-script",
+        script,
+        "--out",
+        out,
+        "--json",
+      ]);
+      try {
+        await expect
+          .poll(() => job.stderr(), { timeout: 60_000 })
+          .toContain("==> running the setup command `sleep 60`");
+        // The setup command itself is running in its sandbox, not the sandbox still starting.
+        await new Promise((resolve) => setTimeout(resolve, 1500));
+        job.child.kill(signal);
+        expect(await job.exited, job.stderr()).toBe(code);
+        const lines = job.stderr().trimEnd().split("\n");
+        expect(lines.filter((line) => line.startsWith(`cordon: ${signal}`))).toEqual([
+          `cordon: ${signal}: stopped fix-tests; your workspace is unchanged (fix-tests never writes to it), what it wrote so far is in ${out}`,
+        ]);
+        expect(job.stderr()).not.toMatch(internalText);
+        expect(job.stdout()).not.toMatch(internalText);
+        // After the signal's line, nothing more on stderr.
+        expect(lines.at(-1)).toMatch(new RegExp(`^cordon: ${signal}: stopped fix-tests`));
+        const result = JSON.parse(await readFile(path.join(out, "result.json"), "utf8")) as {
+          exitCode: number;
+          message: string;
+        };
+        expect(result).toMatchObject({ exitCode: code, message: `stopped by ${signal}` });
+        expect(JSON.parse(job.stdout())).toMatchObject({ exitCode: code });
+        expect(await has(/\.lock(\.wait\..*)?$/)).toBe(false);
+      } finally {
+        job.child.kill("SIGKILL");
+      }
     }
   });
 

@@ -6,6 +6,7 @@ SCRIPT.json is a list of steps, played in order:
   {"expect": "text"}            wait until the output so far contains text (30 s at most)
   {"send": "text"}              type text
   {"resize": [rows, columns]}   resize the terminal (the foreground process gets SIGWINCH)
+  {"signal": "SIGTERM"}         send the command a signal, as `kill` or a CI runner does
 
 The command starts on a 24x80 terminal that is its controlling terminal. When it has exited,
 one JSON line goes to stdout: {"exitCode", "output", "canonical", "echo"} where canonical/echo
@@ -16,6 +17,7 @@ import fcntl
 import json
 import os
 import select
+import signal
 import struct
 import subprocess
 import sys
@@ -74,6 +76,8 @@ def main():
             rows, columns = step["resize"]
             # The kernel sends SIGWINCH to the terminal's foreground process group.
             set_size(master, rows, columns)
+        elif "signal" in step:
+            os.kill(child.pid, getattr(signal, step["signal"]))
 
     exit_code = child.wait(timeout=60)
     while read_for(0.2):

@@ -1,3 +1,4 @@
+import { exitCodeOfAbort } from "../../common/index.js";
 import { DockerEngine, startInteractiveExec } from "../../sandbox/index.js";
 
 export interface InteractiveCommand {
@@ -12,12 +13,12 @@ export interface InteractiveCommand {
   /** `-t`: a pseudo-terminal, with the caller's terminal in raw mode. */
   tty: boolean;
   signal: AbortSignal;
-  /** Receives what the command writes to stderr (without a TTY), after it is written. */
-  onStderr?: ((chunk: Uint8Array) => void) | undefined;
+  /**
+   * Receives what the command writes where cordon's own lines go, after it is written: its
+   * stderr, and with `-t` everything (a pseudo-terminal has one output).
+   */
+  onSharedOutput?: ((chunk: Uint8Array) => void) | undefined;
 }
-
-/** Exit code when the command was cut off by cordon being interrupted, like a shell's for SIGINT. */
-const interruptedExitCode = 130;
 
 /** The terminal type the command is told (a name of ours, never a value with escapes in it). */
 function terminalType(env: NodeJS.ProcessEnv): string {
@@ -58,10 +59,13 @@ export async function runInteractiveCommand(options: InteractiveCommand): Promis
       env: options.tty ? [`TERM=${terminalType(options.env)}`] : [],
       tty: options.tty,
       stdin: options.interactive ? stdin : undefined,
-      onStdout: (chunk) => stdout.write(chunk),
+      onStdout: (chunk) => {
+        stdout.write(chunk);
+        if (options.tty) options.onSharedOutput?.(chunk);
+      },
       onStderr: (chunk) => {
         stderr.write(chunk);
-        options.onStderr?.(chunk);
+        options.onSharedOutput?.(chunk);
       },
     });
     if (raw) stdin.setRawMode(true);
@@ -74,7 +78,8 @@ export async function runInteractiveCommand(options: InteractiveCommand): Promis
     options.signal.addEventListener("abort", onAbort, { once: true });
     if (options.signal.aborted) onAbort();
     const exitCode = await session.exitCode;
-    return options.signal.aborted ? interruptedExitCode : exitCode;
+    // Cut off by a stop signal: the code of that signal, as the process exits with it.
+    return options.signal.aborted ? exitCodeOfAbort(options.signal) : exitCode;
   } finally {
     options.signal.removeEventListener("abort", onAbort);
     process.off("SIGHUP", onHangUp);

@@ -188,9 +188,11 @@ export function registerExecCommand(program: Command, context: CliContext): void
                     interactive: flags.interactive ?? false,
                     tty: flags.tty ?? false,
                     signal,
-                    onStderr: (chunk) => lines.saw(chunk),
+                    onSharedOutput: (chunk) => lines.saw(chunk),
                   })
                 : await runCommand(context, lease.sandbox, command, flags, signal, lines);
+            // The line saying it was stopped starts a line of its own (not after a prompt).
+            if (signal.aborted) context.stderr(lines.own(""));
           } catch (error) {
             // The error line cordon prints next starts a line of its own.
             context.stderr(lines.own(""));

@@ -122,8 +122,10 @@ export function registerFixTestsCommand(program: Command, context: CliContext): 
       );
       if (flags.json) context.stdout(`${JSON.stringify(result, null, 2)}\n`);
       else context.stdout(`${result.message}\n`);
+      context.exitCode = result.exitCode;
+      // Stopped by a signal: its one line on stderr has said what is left, and where.
+      if (context.signals?.interruption) return;
       if (result.fix) context.stderr(`  fix: ${result.fix}\n`);
       context.stderr(`artifacts: ${path.resolve(flags.out)}\n`);
-      context.exitCode = result.exitCode;
     });
 }

@@ -4,6 +4,7 @@ import {
   ExitCode,
   createSilentLogger,
   exitCodeOf,
+  exitCodeOfAbort,
   messageOf,
   CordonError,
   systemErrorFix,
@@ -185,7 +186,12 @@ export async function runTask(options: RunTaskOptions): Promise<RunResult> {
     // Nothing ran: still one run-start and one run-end, so every consumer sees the outcome.
     const sessionKey = options.requestedSessionKey ?? "";
     emit({ type: "run-start", runId, sessionKey, model: options.modelId ?? "" });
-    return endRun(failedRunResult(runId, sessionKey, error, startedAt), emit, logger, error);
+    return endRun(failedRunResult(runId, sessionKey, error, startedAt), {
+      emit,
+      logger,
+      signal: options.signal,
+      error,
+    });
   }
   const modelId = options.modelId ?? plan.agent.model.primary;
   emit({ type: "run-start", runId, sessionKey: plan.sessionKey, model: modelId });
@@ -216,19 +222,34 @@ export async function runTask(options: RunTaskOptions): Promise<RunResult> {
     return await lanes.run(plan.sessionKey, () => runInLane(options, run), options.signal);
   } catch (error) {
     // The lane or the session lock failed (interrupted while waiting, --no-wait).
-    return endRun(failedRunResult(runId, plan.sessionKey, error, startedAt), emit, logger, error);
+    return endRun(failedRunResult(runId, plan.sessionKey, error, startedAt), {
+      emit,
+      logger,
+      signal: options.signal,
+      error,
+    });
   }
 }
 
-/** Announces the run's end (the one `run-end`) and returns its result. */
+/**
+ * Announces the run's end (the one `run-end`) and returns its result. A run its caller aborted
+ * reports the code of what aborted it (143 for SIGTERM), the code the process exits with.
+ */
 function endRun(
-  result: RunResult,
-  emit: (event: RunnerEvent) => void,
-  logger: Logger,
-  error?: unknown,
+  ended: RunResult,
+  how: {
+    emit: (event: RunnerEvent) => void;
+    logger: Logger;
+    signal: AbortSignal | undefined;
+    error?: unknown;
+  },
 ): RunResult {
-  if (error !== undefined) logger.debug({ err: error }, "run failed before the agent loop");
-  emit({ type: "run-end", ...result });
+  if (how.error !== undefined) {
+    how.logger.debug({ err: how.error }, "run failed before the agent loop");
+  }
+  const result =
+    ended.status === "aborted" ? { ...ended, exitCode: exitCodeOfAbort(how.signal) } : ended;
+  how.emit({ type: "run-end", ...result });
   return result;
 }
 
@@ -279,7 +300,7 @@ async function runInLane(options: RunTaskOptions, run: RunContext): Promise<RunR
       failure = error;
       result = failedRunResult(runId, plan.sessionKey, error, run.startedAt);
     }
-    return endRun(result, emit, logger, failure);
+    return endRun(result, { emit, logger, signal: options.signal, error: failure });
   } finally {
     await run.eventsLog.flushed();
     await lock.release().catch((error: unknown) => {

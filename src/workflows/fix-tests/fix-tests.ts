@@ -3,6 +3,8 @@ import { randomUUID } from "node:crypto";
 import {
   CordonError,
   ExitCode,
+  describeAbort,
+  exitCodeOfAbort,
   exitCodeOf,
   messageOf,
   systemErrorFix,
@@ -594,9 +596,18 @@ export async function fixTests(options: FixTestsOptions): Promise<FixTestsResult
     if (result.status === "fixed") result.message += unverifiedNote(result.restoredFiles);
     return result;
   } catch (error) {
+    if (options.signal?.aborted) {
+      // Stopped, not failed: the abort's own error ("the command was aborted") says less.
+      Object.assign(result, {
+        status: "error",
+        exitCode: exitCodeOfAbort(options.signal),
+        message: describeAbort(options.signal),
+      });
+      return result;
+    }
     Object.assign(result, {
       status: "error",
-      exitCode: options.signal?.aborted ? ExitCode.interrupted : exitCodeOf(error),
+      exitCode: exitCodeOf(error),
       message: messageOf(error),
     });
     const fix = CordonError.is(error) ? error.fix : systemErrorFix(error);
