@@ -117,6 +117,10 @@ const helpTopics: Readonly<Record<string, HelpTopic>> = {
     summary: "another agent in the sandbox: --runtime claude-code, a command, the model gateway",
   },
   gvisor: { file: "gvisor.md", summary: "gVisor (runsc) as the sandbox's runtime" },
+  mcp: {
+    file: "mcp.md",
+    summary: "cordon mcp: Claude Code, Cursor, Codex with cordon's sandboxed tools; configs, HTTP",
+  },
   "exit-codes": { text: exitCodesText, summary: "what each exit code of cordon means" },
   tools: {
     text: async () => {

@@ -22,3 +22,12 @@ export {
   type Refusal,
   type RequestGuardOptions,
 } from "./http-guard.js";
+export {
+  claudeHostTools,
+  claudeRecipe,
+  clientConfig,
+  mcpClients,
+  serverName,
+  type McpClient,
+  type McpEndpoint,
+} from "./client-config.js";

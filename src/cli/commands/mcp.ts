@@ -1,11 +1,15 @@
 import { randomBytes } from "node:crypto";
 import path from "node:path";
 
-import type { Command } from "commander";
+import { Option, type Command } from "commander";
 
 import { ConfigError } from "../../common/index.js";
 import {
   McpSession,
+  claudeRecipe,
+  clientConfig,
+  mcpClients,
+  type McpClient,
   isLoopback,
   parseListenAddress,
   serveHttp,
@@ -26,6 +30,23 @@ interface McpFlags extends PlanFlags {
   /** `--no-wait` sets it false. */
   wait: boolean;
   http?: ListenAddress;
+  printConfig?: McpClient;
+}
+
+/** The `cordon mcp` arguments a client's config starts the server with: these flags, paths absolute. */
+function serverArgs(flags: McpFlags): string[] {
+  const args = ["mcp"];
+  if (flags.agent !== undefined) args.push("--agent", flags.agent);
+  if (flags.session !== undefined) args.push("--session", flags.session);
+  if (flags.config !== undefined) args.push("--config", path.resolve(flags.config));
+  if (flags.workspace !== undefined) args.push("--workspace", path.resolve(flags.workspace));
+  if (flags.runtime !== undefined) args.push("--runtime", flags.runtime);
+  for (const host of flags.allowHost ?? []) args.push("--allow-host", host);
+  if (flags.allowTools?.length) args.push("--allow-tools", flags.allowTools.join(","));
+  if (flags.denyTools?.length) args.push("--deny-tools", flags.denyTools.join(","));
+  if (flags.rm) args.push("--rm");
+  if (!flags.wait) args.push("--no-wait");
+  return args;
 }
 
 /** The variable a bearer token for `--http` may come from (else one is made and printed). */
@@ -91,6 +112,12 @@ export function registerMcpCommand(program: Command, context: CliContext): void 
       "--no-wait",
       "if another run holds the session, refuse the client's calls instead of waiting for it",
     )
+    .addOption(
+      new Option(
+        "--print-config <client>",
+        "print the client's config for this server (these flags included) and exit: Claude Code's --mcp-config/.mcp.json, Cursor's .cursor/mcp.json, Codex's ~/.codex/config.toml",
+      ).choices(mcpClients),
+    )
     .action(async (flags: McpFlags) => {
       const runner = runnerFromFlags(context, flags);
       const version = program.version() ?? "0.0.0";
@@ -116,6 +143,26 @@ export function registerMcpCommand(program: Command, context: CliContext): void 
         return { session, name, review };
       };
       const listen = flags.http;
+      if (flags.printConfig !== undefined) {
+        if (listen?.port === 0) {
+          throw new ConfigError("--print-config with --http needs the port clients will use", {
+            fix: "name a port, e.g. --http 8765",
+          });
+        }
+        const host = listen?.host.includes(":") ? `[${listen.host}]` : listen?.host;
+        const endpoint = listen
+          ? { kind: "http" as const, url: `http://${host}:${listen.port}/mcp`, tokenVariable }
+          : { kind: "stdio" as const, command: "cordon", args: serverArgs(flags) };
+        context.stdout(clientConfig(flags.printConfig, endpoint));
+        if (flags.printConfig === "claude") {
+          const { session } = newSession();
+          const tools = [...(await session.tools()).map((tool) => tool.name), "explain", "diff"];
+          context.stderr(
+            `· save it as cordon.mcp.json, then: ${claudeRecipe("cordon.mcp.json", tools)}\n`,
+          );
+        }
+        return;
+      }
       if (listen === undefined) {
         const { session, name, review } = newSession();
         // stderr is the client's log of this server: say where the work goes and how to review it.
