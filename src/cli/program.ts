@@ -117,10 +117,6 @@ const helpTopics: Readonly<Record<string, HelpTopic>> = {
     summary: "another agent in the sandbox: --runtime claude-code, a command, the model gateway",
   },
   gvisor: { file: "gvisor.md", summary: "gVisor (runsc) as the sandbox's runtime" },
-  mcp: {
-    file: "mcp.md",
-    summary: "cordon mcp: Claude Code, Cursor, Codex with cordon's sandboxed tools; configs, HTTP",
-  },
   "exit-codes": { text: exitCodesText, summary: "what each exit code of cordon means" },
   tools: {
     text: async () => {
@@ -128,6 +124,10 @@ const helpTopics: Readonly<Record<string, HelpTopic>> = {
       return describeTools(builtinTools());
     },
     summary: "the agent's tools and their input fields (for --model-script, cordon tool, MCP)",
+  },
+  mcp: {
+    file: "mcp.md",
+    summary: "cordon mcp: Claude Code, Cursor, Codex with cordon's sandboxed tools; configs, HTTP",
   },
 };
 
