@@ -2,6 +2,7 @@ import { formatByteSize } from "../config/index.js";
 import { gvisorBoundaryNote, isGvisorRuntime } from "../sandbox/docker/gvisor.js";
 import { poolShape, unpoolableReason } from "../sandbox/docker/pool/pool-shape.js";
 import type { SandboxSpec } from "../sandbox/index.js";
+import { describeRuntime } from "./agent-runtime.js";
 import { bootstrapFilesFor } from "./bootstrap-files.js";
 import type { RunPlan } from "./plan-run.js";
 import { credentialLikeName } from "./sandbox-env.js";
@@ -21,6 +22,7 @@ export function explainPlan(plan: RunPlan): string {
     `model     ${agent.model.primary}${agent.model.fallbacks.length ? ` (fallbacks: ${agent.model.fallbacks.join(", ")})` : ""}; thinking ${agent.thinking ?? "off"}`,
   );
   lines.push(`prompt    ${describePrompt(plan)} (${agent.promptModeKey})`);
+  lines.push(`runtime   ${describeRuntime(agent.runtime)}`);
   lines.push("");
   lines.push(`sandbox   ${sandbox.enabled ? "yes" : "NO"} — ${sandbox.reason}`);
   lines.push(

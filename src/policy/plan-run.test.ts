@@ -1032,3 +1032,48 @@ describe("the warm pool in the plan (sandbox.pool)", () => {
     );
   });
 });
+
+describe("the agent runtime in the plan (agents.*.runtime, --runtime)", () => {
+  it("takes --runtime, else the agent's own, else the defaults', else cordon's loop, naming the key", () => {
+    const config = {
+      agents: {
+        defaults: { runtime: { command: ["node", "agent.js"] } },
+        list: [{ id: "cc", runtime: "claude-code" }, { id: "cmd" }],
+      },
+    };
+    expect(plan(config, { agentId: "cc" }).agent.runtime).toEqual({
+      name: "claude-code",
+      configKey: "agents.list[0].runtime",
+      gateway: true,
+    });
+    expect(plan(config, { agentId: "cmd" }).agent.runtime).toEqual({
+      name: "command",
+      configKey: "agents.defaults.runtime",
+      command: ["node", "agent.js"],
+      prompt: "argument",
+    });
+    expect(plan(config, { agentId: "cc", runtime: "cordon" }).agent.runtime).toEqual({
+      name: "cordon",
+      configKey: "--runtime",
+    });
+    expect(explainPlan(plan({})).split("\n")).toContain(
+      "runtime   cordon's own agent loop (built-in default; set agents.defaults.runtime)",
+    );
+  });
+
+  it("claude-code, sandboxed, reaches the model through the gateway and runs from its agent image", () => {
+    const result = plan({}, { runtime: "claude-code" });
+    expect(result.sandbox.spec?.egress).toMatchObject({ allow: [] });
+    expect(result.sandbox.spec?.docker.image).toEqual({
+      source: "runtime",
+      runtime: "claude-code",
+    });
+    expect(explainPlan(result)).toContain(
+      "runtime   claude-code in the sandbox (--runtime); its model calls go through cordon's model gateway",
+    );
+    // Not sandboxed, it has no gateway: explain says the run will fail, and why.
+    const host = plan(mode("off"), { runtime: "claude-code" });
+    expect(host.agent.runtime).toMatchObject({ gateway: false });
+    expect(explainPlan(host)).toMatch(/runtime +claude-code .*no model gateway to call/);
+  });
+});

@@ -1,7 +1,13 @@
 import path from "node:path";
 
 import { ConfigError, PolicyDeniedError } from "../common/index.js";
-import type { ConfigIssue, CordonConfig, PromptMode, ThinkingLevel } from "../config/index.js";
+import type {
+  AgentRuntimeName,
+  ConfigIssue,
+  CordonConfig,
+  PromptMode,
+  ThinkingLevel,
+} from "../config/index.js";
 import { normalizeCarryPath } from "../config/index.js";
 import type {
   DockerSettings,
@@ -14,6 +20,7 @@ import { hashOf } from "../common/index.js";
 import { containerNameOf, scopeKeyOf, workspaceIdOf } from "./container-name.js";
 import { planCarry } from "./carry.js";
 import { resolveDiskBudget } from "./disk-budget.js";
+import { planAgentRuntime, type PlannedRuntime } from "./agent-runtime.js";
 import { resolveDockerSettings } from "./docker-settings.js";
 import { combine, planned, type Planned } from "./planned.js";
 import { planSandboxImage } from "./sandbox-image.js";
@@ -72,15 +79,10 @@ export interface PlanRunInput {
     | {
         allow?: readonly string[] | undefined;
         only?: readonly string[] | undefined;
-        /** The agent calls the model through cordon's gateway: keep the egress proxy set up. */
-        gateway?: boolean | undefined;
       }
     | undefined;
-  /**
-   * The run's agent runtime, when it brings an image of its own (an agent CLI installed on the
-   * sandbox image): used when neither `sandbox.docker.image` nor a project image names one.
-   */
-  runtimeImage?: "claude-code" | undefined;
+  /** The run's agent program (`--runtime`), over the agent's `runtime`. */
+  runtime?: AgentRuntimeName | undefined;
   /** The run's `--carry` paths; when given, they replace `sandbox.carry`. */
   carry?: readonly string[] | undefined;
   /** Copy the carried trees once for every sandbox planned with this key (`SandboxSpec.carryShare`). */
@@ -111,6 +113,8 @@ export interface RunPlan {
     bootstrap: { files: string[]; maxBytes: number };
     /** The model's context window in tokens (`agents.*.contextWindow`); absent = 200 000. */
     contextWindow?: number;
+    /** The agent program that runs the task (agent-runtime.ts). */
+    runtime: PlannedRuntime;
   };
   sessionKey: string;
   sandbox: {
@@ -252,8 +256,17 @@ export function planRun(input: PlanRunInput): RunPlan {
     maxAgeMs: agent.sandbox.prune.maxAgeDays * 24 * hourMs,
   };
 
+  const ownRuntime =
+    agent.index === undefined ? undefined : config.agents.list[agent.index]?.runtime;
+  const runtime = planAgentRuntime({
+    flag: input.runtime,
+    own: ownRuntime && { value: ownRuntime, configKey: `agents.list[${agent.index}].runtime` },
+    defaults: config.agents.defaults.runtime,
+    sandboxed: enabled,
+  });
+
   const sandboxed = enabled
-    ? planSandbox({ run: input, agent, sessionKey, workspace, stateDir, homeDir })
+    ? planSandbox({ run: input, agent, sessionKey, workspace, stateDir, homeDir, runtime })
     : planned(undefined, {
         notes: [
           `not sandboxed: ${keys.scope}, ${keys.workspaceAccess} and sandbox.docker do not apply; tools.sandbox.tools is not applied`,
@@ -307,6 +320,7 @@ export function planRun(input: PlanRunInput): RunPlan {
           ? "subagent sessions default to minimal"
           : agent.promptModeKey,
       bootstrap: agent.bootstrap,
+      runtime,
     },
     sessionKey,
     sandbox: {
@@ -386,6 +400,7 @@ interface SandboxPlanInput {
   workspace: string;
   stateDir: string;
   homeDir: string;
+  runtime: PlannedRuntime;
 }
 
 /**
@@ -393,7 +408,8 @@ interface SandboxPlanInput {
  * project image, egress, mounts, carry, disk budget), their findings combined in one order.
  */
 function planSandbox(input: SandboxPlanInput): Planned<SandboxSpec> {
-  const { run, agent, sessionKey, workspace, stateDir, homeDir } = input;
+  const { run, agent, sessionKey, workspace, stateDir, homeDir, runtime } = input;
+  const gateway = runtime.name === "claude-code" && runtime.gateway;
   const { scope, workspaceAccess } = agent.sandbox;
   const docker = agent.sandbox.docker;
   const scopeKeyName = agent.sandboxKey("scope");
@@ -445,14 +461,14 @@ function planSandbox(input: SandboxPlanInput): Planned<SandboxSpec> {
     docker,
     key: agent.dockerKey,
     workspace,
-    runtime: run.runtimeImage,
+    runtime: runtime.name === "claude-code" ? "claude-code" : undefined,
   });
   const network = planEgress({
     config: agent.sandbox.egress,
     key: (field) => `${agent.sandboxKey("egress")}.${field}`,
     runAllow: run.runEgress?.allow,
     phaseAllow: run.runEgress?.only,
-    gateway: run.runEgress?.gateway,
+    gateway,
     network: settings.value.network,
     networkKey: agent.dockerKey("network"),
     containerName,

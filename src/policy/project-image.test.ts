@@ -71,7 +71,7 @@ describe("project images in the plan", () => {
 
 describe("the one image decision (sandbox.docker.image | project | runtime | built-in)", () => {
   it("takes the config's image, else the project's, else the runtime's, else the built-in one", () => {
-    const runtime = { runtimeImage: "claude-code" as const };
+    const runtime = { runtime: "claude-code" as const };
     expect(plan(withDocker({ image: "mine:1" }), runtime).sandbox.spec?.docker.image).toEqual({
       source: "config",
       reference: "mine:1",
@@ -94,9 +94,5 @@ describe("the one image decision (sandbox.docker.image | project | runtime | bui
     expect(plan({}).sandbox.spec?.configHash).toBe("f01cfe62ac4f0844");
     const dockerfile = withDocker({ dockerfile: { file: "docker/Dockerfile", args: { A: "1" } } });
     expect(plan(dockerfile).sandbox.spec?.configHash).toBe("9026de6c8188eb19");
-    // The runtime's image tag is not hashed: the container's image label and id tell a new build.
-    expect(plan({}, { runtimeImage: "claude-code" }).sandbox.spec?.configHash).toBe(
-      "f01cfe62ac4f0844",
-    );
   });
 });

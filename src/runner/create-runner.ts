@@ -14,7 +14,6 @@ import {
   type ConfigSource,
   type CordonConfig,
   type LoadedConfig,
-  type AgentRuntimeConfig,
   type AgentRuntimeName,
 } from "../config/index.js";
 import { builtinToolCatalog, extendToolCatalog, planRun, type RunPlan } from "../policy/index.js";
@@ -260,27 +259,8 @@ export function createRunner(options: RunnerOptions = {}): Runner {
     return model;
   };
 
-  /** The agent program of an agent: `--runtime`, else its own `runtime`, else the defaults'. */
-  const runtimeOf = (config: CordonConfig, agentId: string): AgentRuntimeConfig =>
-    options.runtime ??
-    config.agents.list.find((agent) => agent.id === agentId)?.runtime ??
-    config.agents.defaults.runtime ??
-    "cordon";
-  /**
-   * The plan, planned again for an agent program other than cordon's: Claude Code reaches the
-   * model through the gateway (a forwarded port, with the egress proxy kept) and runs from its agent image.
-   */
-  const plan = async (request: PlanRequest = {}): Promise<RunPlan> => {
-    const config = (await loadedConfig()).config;
-    const first = await planFor(request);
-    const runtime = runtimeOf(config, first.agent.id);
-    if (runtime !== "claude-code" || !first.sandbox.enabled) return first;
-    return planFor(request, { gateway: true, image: "claude-code" });
-  };
-  const planFor = async (
-    request: PlanRequest,
-    runtime: { gateway: boolean; image: "claude-code" } | undefined = undefined,
-  ): Promise<RunPlan> =>
+  /** The plan a request gets: every decision about the run, made once (policy/plan-run.ts). */
+  const plan = async (request: PlanRequest = {}): Promise<RunPlan> =>
     planRun({
       config: (await loadedConfig()).config,
       agentId: request.agentId,
@@ -294,24 +274,25 @@ export function createRunner(options: RunnerOptions = {}): Runner {
       catalog,
       carry: options.carry,
       carryShare: request.carryShare,
+      runtime: options.runtime,
       runTools: {
         allow: request.allowTools ? [...request.allowTools] : undefined,
         deny: request.denyTools ? [...request.denyTools] : undefined,
       },
-      runEgress: {
-        allow: options.allowHosts,
-        only: request.phaseAllowHosts,
-        gateway: runtime?.gateway,
-      },
-      runtimeImage: runtime?.image,
+      runEgress: { allow: options.allowHosts, only: request.phaseAllowHosts },
     });
-  /** The runtime object of a plan's agent; undefined for cordon's own loop. */
-  const agentRuntimeFor = async (runPlan: PlannedRun): Promise<AgentRuntime | undefined> => {
-    const config = (await loadedConfig()).config;
-    const runtime = runtimeOf(config, runPlan.agent.id);
-    if (runtime === "cordon") return undefined;
-    if (typeof runtime === "object") return new CommandRuntime(runtime);
-    return new ClaudeCodeRuntime({ access: hostModelAccess(env) });
+  /** The program the plan's runtime names; undefined for cordon's own loop. */
+  const agentRuntimeFor = (runPlan: PlannedRun): Promise<AgentRuntime | undefined> => {
+    const runtime = runPlan.agent.runtime;
+    switch (runtime?.name) {
+      case undefined:
+      case "cordon":
+        return Promise.resolve(undefined);
+      case "command":
+        return Promise.resolve(new CommandRuntime(runtime));
+      case "claude-code":
+        return Promise.resolve(new ClaudeCodeRuntime({ access: hostModelAccess(env) }));
+    }
   };
 
   const acquireSandbox: Runner["acquireSandbox"] = async (request = {}) => {

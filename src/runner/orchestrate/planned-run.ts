@@ -1,6 +1,6 @@
 import type { SystemPromptMode, ThinkingLevel } from "../loop/index.js";
 import type { SandboxMode, SandboxSpec, WorkspaceAccess } from "../../sandbox/index.js";
-import type { SubagentPlan } from "../../policy/index.js";
+import type { PlannedRuntime, SubagentPlan } from "../../policy/index.js";
 
 /**
  * The part of the policy layer's `RunPlan` the runner reads. Declared here, structurally, so the
@@ -23,6 +23,8 @@ export interface PlannedRun {
     bootstrap?: { files: readonly string[]; maxBytes: number } | undefined;
     /** The model's context window in tokens (`agents.*.contextWindow`); default 200 000. */
     contextWindow?: number | undefined;
+    /** The agent program (`RunPlan`); a hand-built plan without one runs cordon's loop. */
+    runtime?: PlannedRuntime | undefined;
   };
   sessionKey: string;
   sandbox: {
