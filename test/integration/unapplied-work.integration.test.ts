@@ -134,7 +134,7 @@ describe("prune and rm keep unapplied work", () => {
     const work = await sandboxOf("work");
     const refused = await cordon(["sandbox", "rm", work?.name ?? ""]);
     expect(refused.exitCode).toBe(2);
-    expect(refused.stderr).toContain(`${work?.name} holds 2 changed files that were never applied`);
+    expect(refused.stderr).toContain(`${work?.name} holds 2 changed files never applied`);
     expect(refused.stderr).toContain("cordon diff --agent main --session work");
     expect(refused.stderr).toContain("--discard-changes");
     expect(await sandboxOf("work")).toBeDefined();
@@ -156,6 +156,20 @@ describe("prune and rm keep unapplied work", () => {
     const kept = await cordon(["sandbox", "rm", keptName, "--keep-workspace"]);
     expect(kept.exitCode, kept.stderr).toBe(0);
     expect(kept.stdout).toContain("kept its workspace");
+  });
+
+  it("after an apply, rm's refusal counts what changed since, and says some may be applied already", async () => {
+    expect((await inSession("again", "echo a > a.txt")).exitCode).toBe(0);
+    const applied = await cordon(["apply", "--workspace", project, "--session", "again", "--yes"]);
+    expect(applied.exitCode, applied.stderr).toBe(0);
+    expect((await inSession("again", "echo b > b.txt")).exitCode).toBe(0);
+    const again = await sandboxOf("again");
+    const refused = await cordon(["sandbox", "rm", again?.name ?? ""]);
+    expect(refused.exitCode).toBe(2);
+    expect(refused.stderr).toContain(
+      `${again?.name} holds changes made since \`cordon apply\` last applied its work (2 files differ from the seed, some perhaps applied already)`,
+    );
+    expect(await sandboxOf("again")).toBeDefined();
   });
 
   it("the automatic prune of an acquire keeps it too", async () => {

@@ -1,6 +1,11 @@
 import type { Command } from "commander";
 
-import type { KeptForChanges, PruneReport, UnappliedChanges } from "../../sandbox/index.js";
+import {
+  describeUnapplied,
+  type KeptForChanges,
+  type PruneReport,
+  type UnappliedChanges,
+} from "../../sandbox/index.js";
 import type { CliContext } from "../context.js";
 import { parseDuration } from "./parse-duration.js";
 import { inventoryFor } from "./sandbox-list.js";
@@ -16,10 +21,10 @@ interface PruneFlags {
 
 /** "; 3 changed files never applied: `cordon diff …` in /project shows them". */
 function describeChanges(changes: UnappliedChanges, verb: string): string {
-  const files = `${changes.changedFiles} changed file${changes.changedFiles === 1 ? "" : "s"}`;
-  if (!changes.review) return `; ${verb} ${files} never applied`;
+  const what = describeUnapplied(changes);
+  if (!changes.review) return `; ${verb} ${what}`;
   const where = changes.project ? ` in ${changes.project}` : "";
-  return `; ${verb} ${files} never applied (\`${changes.review}\`${where} shows them)`;
+  return `; ${verb} ${what} (\`${changes.review}\`${where} shows them)`;
 }
 
 function describeKept(kept: KeptForChanges): string {

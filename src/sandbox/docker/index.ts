@@ -35,6 +35,7 @@ export {
   UnappliedChangesCheck,
   reviewCommand,
   type CheckedCopy,
+  describeUnapplied,
   type CopyWork,
   type UnappliedChanges,
 } from "./unapplied-changes.js";

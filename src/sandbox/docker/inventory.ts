@@ -33,6 +33,7 @@ import { EgressProxies } from "./egress/index.js";
 import { forgetChangesRecords } from "../changes-records/index.js";
 import {
   UnappliedChangesCheck,
+  describeUnapplied,
   type CheckedCopy,
   type CopyWork,
   type UnappliedChanges,
@@ -156,13 +157,10 @@ export class UnappliedChangesError extends CordonError {
   }
 }
 
-/** "cordon-x holds 3 changed files that were never applied". */
+/** "cordon-x holds 3 changed files never applied" (see `describeUnapplied`). */
 export function describeWork(name: string, work: Exclude<CopyWork, { state: "none" }>): string {
   if (work.state === "unknown") return `${name} was kept: ${work.reason}`;
-  const files = work.changes.changedFiles;
-  return files === 1
-    ? `${name} holds 1 changed file that was never applied`
-    : `${name} holds ${files} changed files that were never applied`;
+  return `${name} holds ${describeUnapplied(work.changes)}`;
 }
 
 function keepOrDiscardFix(name: string, work: Exclude<CopyWork, { state: "none" }>): string {
@@ -767,11 +765,10 @@ function keptFor(
   work: Exclude<CopyWork, { state: "none" }>,
 ): KeptForChanges {
   if (work.state === "unknown") return { name, workspace, reason: `${candidate}; ${work.reason}` };
-  const files = work.changes.changedFiles;
   return {
     name,
     workspace,
-    reason: `${candidate}; it holds ${files} changed file${files === 1 ? "" : "s"} never applied`,
+    reason: `${candidate}; it holds ${describeUnapplied(work.changes)}`,
     changes: work.changes,
   };
 }

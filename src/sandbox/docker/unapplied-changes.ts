@@ -15,8 +15,13 @@ import { WorkspaceInspectors, dockerWorkspaceChanges } from "./inspector/index.j
 
 /** Work in a private copy that `cordon apply` has not put into the real workspace. */
 export interface UnappliedChanges {
-  /** Files that differ from the seed. */
+  /** Files that differ from the seed (all of them, applied before or not). */
   changedFiles: number;
+  /**
+   * `cordon apply` applied an earlier state of this copy: some of the changed files may be in the
+   * real workspace already, and the copy changed since. False: nothing of it was ever applied.
+   */
+  changedSinceApplied: boolean;
   /** sha256 of the patch: the one `cordon diff` shows. */
   sha256: string;
   /**
@@ -93,13 +98,13 @@ export class UnappliedChangesCheck {
       const read = await this.read(copy, `${owner.uid}:${owner.gid}`, copy.image);
       if (!read) return { state: "none" };
       const sha256 = patchDigest(read.patch);
-      if ((await appliedChangesDigest(this.options.stateDirectory, copy.name)) === sha256) {
-        return { state: "none" };
-      }
+      const applied = await appliedChangesDigest(this.options.stateDirectory, copy.name);
+      if (applied === sha256) return { state: "none" };
       return {
         state: "unapplied",
         changes: {
           changedFiles: read.files,
+          changedSinceApplied: applied !== undefined,
           sha256,
           review:
             copy.agent && copy.sessionKey ? reviewCommand(copy.agent, copy.sessionKey) : undefined,
@@ -155,6 +160,18 @@ export class UnappliedChangesCheck {
     await attachWorkspaceDisk(workspace, { diskBytes: undefined, warnings: [] });
     return true;
   }
+}
+
+/**
+ * "3 changed files never applied", or, when an earlier state was applied, "3 files changed since
+ * seeding, and changes since `cordon apply` last applied it": what is counted is every file that
+ * differs from the seed, so a count after an apply says so rather than claim none was applied.
+ */
+export function describeUnapplied(changes: UnappliedChanges): string {
+  const files = `${changes.changedFiles} ${changes.changedFiles === 1 ? "file" : "files"}`;
+  return changes.changedSinceApplied
+    ? `changes made since \`cordon apply\` last applied its work (${files} differ from the seed, some perhaps applied already)`
+    : `${changes.changedFiles} changed ${changes.changedFiles === 1 ? "file" : "files"} never applied`;
 }
 
 function unknown(reason: string): CopyWork {
