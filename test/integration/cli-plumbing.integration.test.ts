@@ -136,6 +136,32 @@ describe("the CLI process and its surroundings", () => {
     expect(quiet).toMatchObject({ stdout: "All done.\n", stderr: "" });
   });
 
+  it("goes on with the project's most recent session with -c, and says when there is none", async () => {
+    // After the test above, this project's latest session is "quiet".
+    const run = (args: string[], cwd: string) =>
+      promisify(execFile)(process.execPath, [cli, "run", ...args], { cwd, env: env() }).then(
+        (done) => ({ code: 0, ...done }),
+        (error: unknown) => error as { code: number; stdout: string; stderr: string },
+      );
+    const continued = await run(["-c", "--model-script", script, "and now?"], repo);
+    expect(continued.code).toBe(0);
+    expect(continued.stderr).toMatch(/^· continuing session agent:main:quiet$/m);
+    expect(continued.stdout).toBe("All done.\n");
+    const logs = await promisify(execFile)(
+      process.execPath,
+      [cli, "logs", "--session", "quiet", "--json"],
+      { cwd: repo, env: env() },
+    );
+    expect(logs.stdout.match(/"type":"run-start"/g)).toHaveLength(2);
+
+    const fresh = await demoRepo();
+    const none = await run(["-c", "--model-script", script, "go on"], fresh);
+    expect(none.code).toBe(2);
+    expect(none.stderr).toMatch(/--continue: agent "main" has no session in .* yet/);
+    expect(none.stderr).toContain('start one with `cordon run "TASK"`');
+    await rm(path.dirname(fresh), { recursive: true, force: true });
+  });
+
   it("builds the sandbox of a run from CORDON_BASE_IMAGE, as image and doctor do", async () => {
     // A base that is nowhere (a registry that does not listen): the run cannot quietly use the
     // default base instead.

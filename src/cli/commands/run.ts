@@ -18,6 +18,7 @@ import { createRunRenderer, outputFormats, type OutputFormat } from "../render/r
 import { durationOf, nameList, positiveInteger } from "../flag-parsers.js";
 import { printable } from "../printable.js";
 import { StreamJsonInput, parseTypedLine } from "../stream-json-input.js";
+import { sessionToContinue } from "../continue-session.js";
 import { removeSandboxAfter } from "./remove-after.js";
 import { RunStopReport } from "./run-stop.js";
 
@@ -38,6 +39,7 @@ interface RunFlags extends PlanFlags {
   thinking?: ThinkingLevel;
   inputFormat: InputFormat;
   interactive?: boolean;
+  continue?: boolean;
 }
 
 const inputFormats = ["text", "stream-json"] as const;
@@ -60,7 +62,7 @@ async function readPrompt(
   const prompt = input ? "" : fromStdin ? await context.readStdin() : (argument ?? "");
   if (prompt.trim().length === 0) {
     throw new ConfigError("no task given", {
-      fix: 'pass the task as an argument (cordon run "fix the failing test") or on stdin with `-`',
+      fix: 'pass the task as an argument (cordon run "fix the failing test") or on stdin with `-`; to go on with a session, pass the next message (cordon run -c "now the docs")',
     });
   }
   return prompt;
@@ -96,6 +98,10 @@ export function registerRunCommand(program: Command, context: CliContext): void 
       )
         .choices(inputFormats)
         .default("text"),
+    )
+    .option(
+      "-c, --continue",
+      "go on with this project's most recent session (or the one --session names); the prompt is the next message",
     )
     .option(
       "-i, --interactive",
@@ -177,6 +183,21 @@ export function registerRunCommand(program: Command, context: CliContext): void 
         return;
       }
       const runner = runnerFromFlags(context, flags, { modelScript: flags.modelScript });
+      if (flags.continue) {
+        try {
+          flags.session = await sessionToContinue(runner, {
+            agentId: flags.agent,
+            sessionKey: flags.session,
+          });
+        } catch (error) {
+          const result = reportWithoutRun(failedRunResult(randomUUID(), "", error));
+          context.exitCode = result.exitCode;
+          return;
+        }
+        if (flags.outputFormat === "text" && !flags.quiet) {
+          context.stderr(`· continuing session ${flags.session}\n`);
+        }
+      }
       const stop = new RunStopReport(flags.session);
       const result = await withInterrupt(
         context,
