@@ -26,6 +26,7 @@ export {
   type RunResult,
   type RunStatus,
   type RunUsage,
+  type ToolOutputEvent,
 } from "./runner/loop/index.js";
 export type {
   PlannedRun,

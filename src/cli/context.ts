@@ -2,6 +2,14 @@ import type { Logger } from "../common/index.js";
 import type { CommandSignals } from "./interrupt.js";
 import type { Paint } from "./render/colors.js";
 
+/** See `CliContext.terminal`. */
+export interface TerminalOutput {
+  stdout: boolean;
+  stderr: boolean;
+  /** Columns of the terminal, when known. */
+  columns: () => number | undefined;
+}
+
 /** What every command gets: the environment, output channels and a logger (stderr). */
 export interface CliContext {
   env: NodeJS.ProcessEnv;
@@ -17,6 +25,11 @@ export interface CliContext {
    * narrated on stderr is not printed again on stdout.
    */
   outputShared: boolean;
+  /**
+   * Which of stdout and stderr is a terminal that takes cursor codes (not TERM=dumb), and its
+   * width: where a running command's line is redrawn in place. Absent: neither (a pipe, a test).
+   */
+  terminal?: TerminalOutput | undefined;
   /** All of standard input (for `cordon run -`). */
   readStdin: () => Promise<string>;
   /** Standard input as it arrives (`cordon run --input-format stream-json`); default the process's. */

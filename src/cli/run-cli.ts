@@ -16,7 +16,7 @@ import { checkEnvironment } from "../config/environment.js";
 import { noticesOrphans } from "./orphan-notice-commands.js";
 import { createProgram } from "./program.js";
 import { colorEnabled, painter, plain, type ColorTarget, type Paint } from "./render/colors.js";
-import type { CliContext } from "./context.js";
+import type { CliContext, TerminalOutput } from "./context.js";
 
 /** Where the CLI writes (and reads stdin from); tests capture and supply it. */
 export interface CliOutput {
@@ -30,6 +30,8 @@ export interface CliOutput {
   outputShared?: boolean | undefined;
   /** The streams colour is decided for; default none (plain text, as into a pipe). */
   colorTargets?: { stdout: ColorTarget; stderr: ColorTarget } | undefined;
+  /** Which output is a terminal (see `CliContext.terminal`). */
+  terminal?: TerminalOutput | undefined;
   /** Asks the user a yes/no question (see `CliContext.confirm`); default: on the terminal. */
   confirm?: ((question: string) => Promise<boolean | undefined>) | undefined;
 }
@@ -64,6 +66,13 @@ const processOutput: CliOutput = {
     return stdoutIsStderr();
   },
   colorTargets: { stdout: process.stdout, stderr: process.stderr },
+  get terminal() {
+    return {
+      stdout: process.stdout.isTTY === true,
+      stderr: process.stderr.isTTY === true,
+      columns: () => process.stderr.columns ?? process.stdout.columns,
+    };
+  },
 };
 
 /**
@@ -104,6 +113,8 @@ export async function runCli(
       readStdin: output.readStdin ?? readProcessStdin,
       stdinStream: output.stdinStream ?? (() => process.stdin),
       outputShared: output.outputShared ?? false,
+      // A dumb terminal takes no cursor codes: it gets the plain lines a pipe gets.
+      terminal: env["TERM"] === "dumb" ? undefined : output.terminal,
       exitCode: ExitCode.success,
       confirm: output.confirm,
       signals,

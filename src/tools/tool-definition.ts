@@ -14,6 +14,11 @@ export interface ToolContext {
   /** The model's id for this call, for logs. */
   toolCallId: string;
   /**
+   * Takes a running tool's output as it comes (exec: stdout and stderr as decoded), for people
+   * to watch; the model gets the result only. Must not throw. Absent when nobody watches.
+   */
+  onOutput?: ((text: string) => void) | undefined;
+  /**
    * What this toolset remembers between calls (last reads, for stale-write protection).
    * `createToolset` supplies its own; without it a per-sandbox default is used.
    */

@@ -5,6 +5,7 @@ import type { Command } from "commander";
 import { fixTests } from "../../workflows/index.js";
 import type { CliContext } from "../context.js";
 import { withInterrupt } from "../interrupt.js";
+import { liveLineOf } from "../render/live-line.js";
 import { createRunRenderer } from "../render/run-renderer.js";
 import type { AgentRuntimeName } from "../../config/index.js";
 import { allowHostOption, carryOption, runnerFromFlags, runtimeOption } from "../runner-flags.js";
@@ -94,6 +95,7 @@ export function registerFixTestsCommand(program: Command, context: CliContext): 
         stdout: context.stderr,
         stderr: context.stderr,
         narrationShowsAnswer: true,
+        live: liveLineOf(context, "stderr"),
       });
       const result = await withInterrupt(
         context,

@@ -9,6 +9,7 @@ import {
 } from "../../runner/index.js";
 import type { CliContext } from "../context.js";
 import { printableLines } from "../printable.js";
+import { liveLineOf, type LiveLine } from "../render/live-line.js";
 import { createRunRenderer, type RunRenderer } from "../render/run-renderer.js";
 import { resolveSession } from "../resolve-session.js";
 import type { PlanFlags } from "../runner-flags.js";
@@ -31,9 +32,16 @@ const followPollMs = 200;
  * in text mode every line is shown through `printableLines`, so a stored escape sequence or CR is
  * printed as `\u001b`/`\u000d`, never obeyed by the terminal of whoever reads the log.
  */
-function createLogPrinter(context: CliContext, json: boolean): (record: RunEventRecord) => void {
+function createLogPrinter(
+  context: CliContext,
+  json: boolean,
+  live: LiveLine | undefined,
+): (record: RunEventRecord) => void {
   let renderer: RunRenderer | undefined;
-  const stdout = (text: string): void => context.stdout(printableLines(text));
+  const stdout = (text: string): void => {
+    live?.clear();
+    context.stdout(printableLines(text));
+  };
   return (record) => {
     if (json) {
       context.stdout(`${JSON.stringify(record)}\n`);
@@ -46,6 +54,7 @@ function createLogPrinter(context: CliContext, json: boolean): (record: RunEvent
         stdout,
         stderr: stdout,
         narrationShowsAnswer: true,
+        live,
       });
     }
     if (record.type === "assistant-message") {
@@ -93,7 +102,10 @@ export function registerLogsCommand(program: Command, context: CliContext): void
         flags.session ?? "main",
       );
       const files = sessionFiles(stateDir, sessionKey, project);
-      const print = createLogPrinter(context, flags.json === true);
+      // Following a run: its running command's last line, drawn raw (the renderer made it
+      // printable) since `stdout` above shows cursor codes as text.
+      const live = flags.follow && !flags.json ? liveLineOf(context, "stdout") : undefined;
+      const print = createLogPrinter(context, flags.json === true, live);
 
       // The run to follow is the one holding the session now; read before the events, so its
       // run-end cannot slip between reading the events and looking at the lock.
@@ -125,6 +137,7 @@ export function registerLogsCommand(program: Command, context: CliContext): void
         if (current?.runId === following && processState(current) !== "dead") continue;
         // The run let go of the session: its last events are written before that.
         show((await readRunEvents(files.events, next)).records);
+        live?.clear();
         if (!ended) {
           context.stderr(
             `the run ${following} stopped without recording its end (its process was killed)\n`,

@@ -36,6 +36,8 @@ export interface RunningRun {
   sandbox?: string | undefined;
   turns: number;
   doing: string;
+  /** While a tool runs: the last line of its output so far. */
+  output?: string | undefined;
   lastEventAt?: string | undefined;
   /** The MCP client driving the session (`cordon mcp`), as it names itself. */
   client?: string | undefined;
@@ -58,6 +60,7 @@ async function describeRun(locked: LockedSession): Promise<RunningRun> {
     sandbox: activity.sandbox,
     turns: activity.turns,
     doing: locked.state === "dead" ? "its process is gone" : activity.doing,
+    output: locked.state === "dead" ? undefined : activity.output,
     lastEventAt: activity.lastEventAt,
     client: activity.client,
   };
@@ -83,6 +86,12 @@ function describeWaiting(waiting: WaitingRun, holders: readonly LockedSession[])
       : "waiting for the session",
   };
 }
+
+/** A running command's output line, cut to keep the table readable. */
+function cut(line: string): string {
+  return line.length > outputColumnChars ? `${line.slice(0, outputColumnChars - 1)}…` : line;
+}
+const outputColumnChars = 60;
 
 export function registerPsCommand(program: Command, context: CliContext): void {
   program
@@ -119,8 +128,11 @@ export function registerPsCommand(program: Command, context: CliContext): void {
             ago(run.since),
             run.sandbox ?? "-",
             String(run.turns),
-            // What a run does names the agent's own commands: shown, never obeyed.
-            printable(run.client ? `[${run.client}] ${run.doing}` : run.doing),
+            // What a run does names the agent's own commands and their output: shown, never obeyed.
+            printable(
+              (run.client ? `[${run.client}] ${run.doing}` : run.doing) +
+                (run.output === undefined ? "" : ` › ${cut(run.output)}`),
+            ),
             printable(run.workspace ?? "?"),
           ]),
         ),

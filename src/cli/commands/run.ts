@@ -14,6 +14,7 @@ import {
 import type { CliContext } from "../context.js";
 import { withInterrupt } from "../interrupt.js";
 import { addPlanOptions, carryOption, runnerFromFlags, type PlanFlags } from "../runner-flags.js";
+import { liveLineOf } from "../render/live-line.js";
 import { createRunRenderer, outputFormats, type OutputFormat } from "../render/run-renderer.js";
 import { durationOf, nameList, positiveInteger } from "../flag-parsers.js";
 import { printable } from "../printable.js";
@@ -139,6 +140,7 @@ export function registerRunCommand(program: Command, context: CliContext): void 
           narrationShowsAnswer: context.outputShared,
           stdout: context.stdout,
           stderr: context.stderr,
+          live: liveLineOf(context, "stderr", { plain: flags.interactive }),
         });
       const renderer = newRenderer();
       // Machine readers get their one result (stream-json: run-start … run-end) even so.

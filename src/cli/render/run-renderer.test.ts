@@ -53,9 +53,97 @@ describe("run renderer", () => {
     );
     expect(
       line("(no output)\n[timed out after 5s and was killed (with everything it started), 5.0s]"),
-    ).toBe("  timed out: (no output)\n");
+    ).toBe("  timed out\n");
     expect(line("x\n[killed by signal SIGSEGV, 0.1s]")).toBe("  killed by signal SIGSEGV: x\n");
     expect(line("no such file\n[exit code 1, 0.1s]", "read")).toBe("  error: no such file\n");
+  });
+
+  it("text: an exec's result line shows the end of its output, blank lines skipped", () => {
+    const line = (text: string, isError = false) =>
+      render("text", [
+        { type: "tool-result", name: "exec", isError, content: [{ type: "text", text }] },
+      ]).stderr;
+    const pytest =
+      "\n============ test session starts ============\ncollected 5 items\n\n" +
+      "tests/test_a.py .....\n\n============ 5 passed in 0.12s ============\n\n";
+    expect(line(`${pytest}[exit code 0, 0.9s]`)).toBe(
+      "  exit 0: ============ 5 passed in 0.12s ============\n",
+    );
+    // A failure shows a few lines: the cause is rarely the very last one.
+    expect(
+      line(
+        "E   assert 1 == 2\nFAILED tests/t.py::x\n\n1 failed, 4 passed\n[exit code 1, 0.4s]",
+        true,
+      ),
+    ).toBe("  exit 1:\n    E assert 1 == 2\n    FAILED tests/t.py::x\n    1 failed, 4 passed\n");
+    // A line the command printed that looks like the tool's own is output, not the outcome.
+    expect(line("[exit code 5, 1.0s]\nreal end\n[exit code 0, 1.1s]")).toBe("  exit 0: real end\n");
+    // A progress bar redrawn with CR shows as it ended, its codes not obeyed.
+    expect(line("50%\r100% \u001b[1mdone\u001b[0m\n[exit code 0, 0.1s]")).toBe(
+      "  exit 0: 100% done\n",
+    );
+  });
+
+  it("text: a running command's last output line is shown live, and gone before the next line", () => {
+    let live = "";
+    let stderr = "";
+    const renderer = createRunRenderer({
+      format: "text",
+      stdout: () => undefined,
+      stderr: (t) => (stderr += t),
+      live: {
+        show: (line) => (live += `[show ${line}]`),
+        clear: () => (live += "[clear]"),
+      },
+    });
+    const call = { type: "tool-call", toolCallId: "t1", name: "exec", input: { command: "make" } };
+    renderer.onEvent(call);
+    live = "";
+    const output = (lastLine: string) => ({
+      type: "tool-output",
+      toolCallId: "t1",
+      name: "exec",
+      text: `${lastLine}\n`,
+      omittedChars: 0,
+      lastLine,
+    });
+    renderer.onEvent(output("cc -c a.c"));
+    renderer.onEvent(output("cc -c b.c \u001b]0;pwned\u0007"));
+    expect(live).toBe("[show cc -c a.c][show cc -c b.c \\u001b]0;pwned\\u0007]");
+    expect(stderr).toBe("→ exec make\n");
+    const result = {
+      type: "tool-result",
+      toolCallId: "t1",
+      name: "exec",
+      isError: false,
+      skipped: false,
+      content: [{ type: "text", text: "cc -c a.c\ncc -c b.c\n[exit code 0, 2.0s]" }],
+    };
+    renderer.onEvent(result);
+    expect(live.endsWith("[clear]")).toBe(true);
+    expect(stderr).toBe("→ exec make\n  exit 0: cc -c b.c\n");
+  });
+
+  it("stream-json: tool-output events are passed on whole; --quiet shows no live line", () => {
+    const event = {
+      type: "tool-output",
+      toolCallId: "t1",
+      name: "exec",
+      text: "a\u001b[2J\n",
+      omittedChars: 0,
+      lastLine: "a",
+    };
+    const lines = render("stream-json", [event]).stdout.trim().split("\n");
+    expect(JSON.parse(lines[0] ?? "")).toMatchObject(event);
+    let shown = 0;
+    createRunRenderer({
+      format: "text",
+      quiet: true,
+      stdout: () => undefined,
+      stderr: () => undefined,
+      live: { show: () => (shown += 1), clear: () => undefined },
+    }).onEvent(event);
+    expect(shown).toBe(0);
   });
 
   it("text: terminal codes in tool lines, progress and egress hosts are shown, not obeyed", () => {
@@ -266,7 +354,7 @@ describe("run renderer: a subagent's events", () => {
     expect(out.stdout).toBe("Done.\n");
     expect(out.stderr).toContain("  ↳ agent:main:sub:abc counter\\u001b[2J: sandboxed: non-main\n");
     expect(out.stderr).toContain("  ↳ agent:main:sub:abc counter\\u001b[2J → exec pwd\n");
-    expect(out.stderr).toContain("↳ agent:main:sub:abc counter\\u001b[2J   ok: /workspace\n");
+    expect(out.stderr).toContain("↳ agent:main:sub:abc counter\\u001b[2J   exit 0: /workspace\n");
     expect(out.stderr).toContain("↳ agent:main:sub:abc counter\\u001b[2J completed, 2 turns");
     expect(out.stderr).not.toContain("noise");
     expect(out.stderr).not.toContain("child answer");

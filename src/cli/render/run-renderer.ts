@@ -1,5 +1,7 @@
+import { lastShownLines } from "../../runner/loop/index.js";
 import { formatCost, type RunCost } from "../../runner/model/index.js";
 import { printable } from "../printable.js";
+import type { LiveLine } from "./live-line.js";
 
 /**
  * Renders run events for `cordon run` and friends: `text` prints the final answer alone on stdout
@@ -31,6 +33,11 @@ export interface RunRendererOptions {
    * narration, is not printed a second time (unless `quiet` kept the narration back).
    */
   narrationShowsAnswer?: boolean | undefined;
+  /**
+   * Text mode: where a running tool's last output line (`tool-output`) is shown; without it,
+   * not at all. Everything else the renderer writes takes the line away first.
+   */
+  live?: LiveLine | undefined;
   /** Clock for envelopes; tests pass a fixed one. */
   now?: () => Date;
 }
@@ -85,15 +92,26 @@ function firstText(content: unknown): string {
   return "";
 }
 
+const execStatusLine = /^\[(exit code (-?\d+)|timed out|killed by [^,\]]+)[^\]]*\]$/gm;
+
 /**
- * The outcome line the exec tool ends its result with (`[exit code 1, 0.3s]`, `[timed out …]`,
- * `[killed by …]`), shortened for a person: "exit 1", "timed out", "killed by signal SIGSEGV".
+ * An exec result read for a person: the outcome line the tool ends it with (`[exit code 1,
+ * 0.3s]`, `[timed out …]`, `[killed by …]`) shortened to "exit 1", "timed out", "killed by signal
+ * SIGSEGV", and the last `count` lines of the output before it that show something (a test
+ * run's summary and a failure's cause are at the end). The last such line is the tool's own: a
+ * command may print one too, earlier.
  */
-function execOutcome(text: string): string | undefined {
-  const status = /^\[(exit code (-?\d+)|timed out|killed by [^,\]]+)[^\]]*\]$/m.exec(text);
+function execOutcome(text: string, count: number): { mark: string; tail: string[] } | undefined {
+  const status = [...text.matchAll(execStatusLine)].at(-1);
   if (!status) return undefined;
-  return status[2] !== undefined ? `exit ${status[2]}` : status[1];
+  const mark = status[2] !== undefined ? `exit ${status[2]}` : (status[1] ?? "");
+  const output = text.slice(0, status.index);
+  const tail = output.trim() === "(no output)" ? [] : lastShownLines(output, count);
+  return { mark, tail };
 }
+
+/** Lines of a failed command's output shown under its result line. */
+const failureTailLines = 3;
 
 /**
  * The last progress line of a run: how it ended, how long it took, what it used and cost, and the
@@ -122,7 +140,13 @@ export function createRunRenderer(options: RunRendererOptions): RunRenderer {
   let textOpen = false;
 
   // Narration, tool lines and progress: stderr, so stdout carries only the final answer.
-  const progress = options.quiet ? () => undefined : options.stderr;
+  const live = options.quiet ? undefined : options.live;
+  const progress = options.quiet
+    ? () => undefined
+    : (text: string): void => {
+        live?.clear();
+        options.stderr(text);
+      };
   const endText = (): void => {
     if (textOpen) progress("\n");
     textOpen = false;
@@ -150,9 +174,12 @@ export function createRunRenderer(options: RunRendererOptions): RunRenderer {
         progress(`${who} → ${describeToolCall(String(event["name"]), event["input"])}\n`);
         break;
       case "tool-result": {
+        const content = firstText(event["content"]);
+        const exec = event["name"] === "exec" && !event["skipped"];
+        const outcome = exec ? execOutcome(content, 1) : undefined;
         const mark = event["skipped"] ? "skipped" : event["isError"] ? "error" : "ok";
-        const summary = preview(firstText(event["content"]).split("\n")[0] ?? "");
-        progress(`${who}   ${mark}${summary ? `: ${summary}` : ""}\n`);
+        const summary = preview(outcome ? (outcome.tail[0] ?? "") : (content.split("\n")[0] ?? ""));
+        progress(`${who}   ${outcome?.mark ?? mark}${summary ? `: ${summary}` : ""}\n`);
         break;
       }
       case "subagent":
@@ -225,13 +252,31 @@ export function createRunRenderer(options: RunRendererOptions): RunRenderer {
       case "tool-call":
         progress(`→ ${describeToolCall(String(event["name"]), event["input"])}\n`);
         break;
+      case "tool-output": {
+        const line = typeof event["lastLine"] === "string" ? event["lastLine"] : "";
+        // From the container: shown as text, never obeyed (printable).
+        if (line) live?.show(printable(line));
+        break;
+      }
       case "tool-result": {
         const content = firstText(event["content"]);
-        // An exec's exit code says more than ok/error: a failing test run is "exit 1".
-        const outcome = event["name"] === "exec" ? execOutcome(content) : undefined;
-        const mark = event["skipped"]
-          ? "skipped"
-          : (outcome ?? (event["isError"] ? "error" : "ok"));
+        // An exec's exit code says more than ok/error (a failing test run is "exit 1"), and the
+        // end of its output more than the start: a failure shows a few lines of it.
+        const outcome =
+          event["name"] === "exec" && !event["skipped"]
+            ? execOutcome(content, event["isError"] ? failureTailLines : 1)
+            : undefined;
+        if (outcome) {
+          const [only, ...more] = outcome.tail.map(preview);
+          if (more.length === 0) {
+            progress(`  ${outcome.mark}${only ? `: ${only}` : ""}\n`);
+          } else {
+            progress(`  ${outcome.mark}:\n`);
+            for (const line of [only, ...more]) progress(`    ${line}\n`);
+          }
+          break;
+        }
+        const mark = event["skipped"] ? "skipped" : event["isError"] ? "error" : "ok";
         const summary = preview(content.split("\n")[0] ?? "");
         progress(`  ${mark}${summary ? `: ${summary}` : ""}\n`);
         break;
@@ -268,6 +313,7 @@ export function createRunRenderer(options: RunRendererOptions): RunRenderer {
         nested(event);
         break;
       case "run-end": {
+        live?.clear();
         endText();
         const answer = typeof event["finalText"] === "string" ? event["finalText"] : "";
         const shown = options.narrationShowsAnswer === true && !options.quiet;

@@ -32,6 +32,7 @@ import {
 import { exitCodeForStatus, type RunEvent, type RunResult, type RunStatus } from "./run-events.js";
 import { maxTokensFor, thinkingOptionsOf, type ThinkingSetting } from "./thinking.js";
 import { defaultToolTimeoutMs, executeToolCall, type RunnerToolset } from "./tool-executor.js";
+import { ToolOutputStream } from "./tool-output.js";
 
 /** The session operations the loop needs; `JsonlSession` has them. */
 export interface LoopSession {
@@ -432,10 +433,16 @@ async function runToolCalls(run: LoopRun, uses: ToolUseBlock[]): Promise<void> {
     if (!use.truncated) {
       run.emit({ type: "tool-call", toolCallId: use.id, name: use.name, input: use.input });
     }
+    const output = new ToolOutputStream({
+      toolCallId: use.id,
+      name: use.name,
+      emit: (event) => run.emit(event),
+    });
     const outcome = await executeToolCall(run.options.toolset, use, {
       signal: run.signal,
       timeoutMs: run.limits.toolTimeoutMs,
-    });
+      onOutput: output.push,
+    }).finally(() => output.close());
     stopIfAborted(run); // an aborted call is answered by the abort path, consistently
     if (outcome.timedOut) {
       run.emit({

@@ -16,6 +16,14 @@ export {
   type RunStatus,
   type RunUsage,
 } from "./run-events.js";
+export {
+  defaultToolOutputLimits,
+  lastShownLines,
+  shownLine,
+  ToolOutputStream,
+  type ToolOutputEvent,
+  type ToolOutputLimits,
+} from "./tool-output.js";
 export { buildSystemPrompt } from "./system-prompt.js";
 export type {
   BootstrapFile,

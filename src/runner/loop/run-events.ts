@@ -1,4 +1,5 @@
 import { ExitCode } from "../../common/index.js";
+import type { ToolOutputEvent } from "./tool-output.js";
 import type {
   AssistantMessage,
   ModelUsage,
@@ -117,6 +118,8 @@ export type RunEvent =
       stopReason: StopReason;
     }
   | { type: "tool-call"; toolCallId: string; name: string; input: Record<string, unknown> }
+  /** A running tool's output as it comes, coalesced and bounded (tool-output.ts). */
+  | ToolOutputEvent
   | {
       type: "tool-result";
       toolCallId: string;

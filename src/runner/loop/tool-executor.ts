@@ -23,6 +23,11 @@ export interface ToolCallContext {
    */
   signal: AbortSignal;
   toolCallId: string;
+  /**
+   * Takes the call's output as it comes, for people to watch (never the model's result). Must
+   * not throw. Absent when nobody watches.
+   */
+  onOutput?: ((text: string) => void) | undefined;
 }
 
 /**
@@ -84,7 +89,11 @@ export function refusalOf(toolset: RunnerToolset, name: string): string | undefi
 export async function executeToolCall(
   toolset: RunnerToolset,
   use: ToolUseBlock,
-  options: { signal: AbortSignal; timeoutMs?: number | undefined },
+  options: {
+    signal: AbortSignal;
+    timeoutMs?: number | undefined;
+    onOutput?: ((text: string) => void) | undefined;
+  },
 ): Promise<ToolCallOutcome> {
   const answer = (content: ToolResultContent[], isError: boolean, timedOut = false) => ({
     result: {
@@ -117,7 +126,11 @@ export async function executeToolCall(
       : undefined;
   const callSignal = AbortSignal.any([signal, deadline.signal]);
   try {
-    const work = toolset.call(use.name, use.input, { signal: callSignal, toolCallId: use.id });
+    const work = toolset.call(use.name, use.input, {
+      signal: callSignal,
+      toolCallId: use.id,
+      onOutput: options.onOutput,
+    });
     const outcome = await settleOrStop(work, signal, deadline.signal);
     if (deadline.signal.aborted && !signal.aborted) {
       return answer(text(timeoutMessage(use.name, timeoutMs)), true, true);

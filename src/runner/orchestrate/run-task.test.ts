@@ -194,4 +194,30 @@ describe("runTask", () => {
     expect(results.map((result) => result.status)).toEqual(["completed", "completed"]);
     expect(order).toEqual(["acquire", "release", "acquire", "release"]);
   });
+
+  it("passes a running command's output on as tool-output events (the toolset it binds)", async () => {
+    const sandbox = new MemorySandbox({
+      exec: () => ({ chunks: [{ stdout: "building\n" }, { stdout: "built\n", afterMs: 300 }] }),
+    });
+    const model = new ScriptedModelClient({
+      version: 1,
+      turns: [
+        { content: [{ type: "tool_use", name: "exec", input: { command: "make" } }] },
+        { content: [{ type: "text", text: "built" }] },
+      ],
+    });
+    const events: RunnerEvent[] = [];
+    await runTask({
+      plan: plan(),
+      model,
+      sandboxes: providerFor(sandbox),
+      tools: builtinTools(),
+      stateDir,
+      prompt: "build it",
+      onEvent: (event) => events.push(event),
+    });
+    const outputs = events.flatMap((event) => (event.type === "tool-output" ? [event] : []));
+    expect(outputs.map((event) => event.text).join("")).toBe("building\nbuilt\n");
+    expect(outputs.at(-1)?.lastLine).toBe("built");
+  });
 });

@@ -427,6 +427,7 @@ export function bindToolset(
         signal: context.signal,
         logger,
         toolCallId: context.toolCallId,
+        onOutput: context.onOutput,
         sessions,
       }),
   };

@@ -89,6 +89,8 @@ export interface RunActivity {
   turns: number;
   /** What it does now (or how it ended), as a phrase. */
   doing: string;
+  /** While a tool runs: the last line of its output so far (`tool-output`), once it printed one. */
+  output?: string | undefined;
   /** Time of its last event. */
   lastEventAt?: string | undefined;
   /** Its `run-end` status, once it ended. */
@@ -114,6 +116,7 @@ export function summarizeRun(records: readonly RunEventRecord[]): RunActivity {
   const activity: RunActivity = { turns: 0, doing: "starting" };
   for (const record of records) {
     activity.lastEventAt = record.ts;
+    if (record.type !== "tool-output") activity.output = undefined;
     switch (record.type) {
       case "run-start":
         if (typeof record["client"] === "string") activity.client = record["client"];
@@ -137,6 +140,11 @@ export function summarizeRun(records: readonly RunEventRecord[]): RunActivity {
         break;
       case "tool-call":
         activity.doing = `running ${String(record["name"])}${toolDetail(record["input"])}`;
+        break;
+      case "tool-output":
+        if (typeof record["lastLine"] === "string" && record["lastLine"] !== "") {
+          activity.output = record["lastLine"];
+        }
         break;
       case "tool-result":
         activity.doing = `${String(record["name"])} finished`;

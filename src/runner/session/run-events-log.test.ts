@@ -70,6 +70,19 @@ describe("a session's events file", () => {
         record("tool-call", { name: "exec", input: { command: "npm test" } }),
       ]),
     ).toMatchObject({ sandbox: "cordon-x", turns: 1, doing: "running exec npm test" });
+    // A running command's last output line, until its result.
+    const running = [
+      record("tool-call", { name: "exec", input: { command: "pytest" } }),
+      record("tool-output", { name: "exec", text: "a\n", lastLine: "tests/a.py ...." }),
+      record("tool-output", { name: "exec", text: "\n", lastLine: "tests/b.py .." }),
+    ];
+    expect(summarizeRun(running)).toMatchObject({
+      doing: "running exec pytest",
+      output: "tests/b.py ..",
+    });
+    expect(
+      summarizeRun([...running, record("tool-result", { name: "exec" })]).output,
+    ).toBeUndefined();
     expect(summarizeRun([record("run-end", { status: "completed" })])).toMatchObject({
       status: "completed",
       doing: "ended: completed",

@@ -69,6 +69,10 @@ export const execTool = defineTool({
     const combined = new HeadTailBuffer(limits.outputChars);
     const decoders = { out: new TextDecoder(), err: new TextDecoder() };
     let streamed = false;
+    const take = (text: string): void => {
+      combined.append(text);
+      if (text !== "") context.onOutput?.(text);
+    };
     const timeoutSec = input.timeoutSec ?? limits.execDefaultTimeoutSec;
     const result = await sandbox.exec(input.command, {
       signal,
@@ -78,14 +82,14 @@ export const execTool = defineTool({
       maxOutputBytes: STREAM_CAP_BYTES,
       onStdout: (chunk) => {
         streamed = true;
-        combined.append(decoders.out.decode(chunk, { stream: true }));
+        take(decoders.out.decode(chunk, { stream: true }));
       },
       onStderr: (chunk) => {
         streamed = true;
-        combined.append(decoders.err.decode(chunk, { stream: true }));
+        take(decoders.err.decode(chunk, { stream: true }));
       },
     });
-    combined.append(decoders.out.decode() + decoders.err.decode());
+    take(decoders.out.decode() + decoders.err.decode());
     return renderExecResult({ result, streamed, combined, timeoutSec });
   },
 });

@@ -5,6 +5,8 @@ export {
   MemoryProcessTable,
   type ExecScript,
   type MemorySandboxOptions,
+  type ScriptedChunk,
+  type ScriptedExec,
   type RecordedCall,
   type RecordedMethod,
 } from "./memory-sandbox.js";

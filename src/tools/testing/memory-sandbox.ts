@@ -28,11 +28,26 @@ type Node =
   | { kind: "file"; data: Uint8Array; mode: number; mtimeMs: number }
   | { kind: "dir"; mode: number; mtimeMs: number };
 
-/** A scripted command: what exec returns (missing fields default to success, no output). */
+/** One piece of a scripted command's output, delivered `afterMs` after the one before. */
+export interface ScriptedChunk {
+  stdout?: string | undefined;
+  stderr?: string | undefined;
+  /** Wait before it, in milliseconds (a real timer: fake timers drive it). Default 0. */
+  afterMs?: number | undefined;
+}
+
+/**
+ * What a scripted command does: its result (missing fields default to success, no output), and
+ * optionally its output as it streams (`chunks`, delivered in order to `onStdout`/`onStderr`;
+ * `stdout`/`stderr` then default to the chunks joined).
+ */
+export type ScriptedExec = Partial<ExecResult> & { chunks?: ScriptedChunk[] | undefined };
+
+/** A scripted command: what exec does for `command`. */
 export type ExecScript = (
   command: string,
   options: ExecOptions,
-) => Partial<ExecResult> | Promise<Partial<ExecResult>>;
+) => ScriptedExec | Promise<ScriptedExec>;
 
 export interface MemorySandboxOptions {
   /** Default "memory". */
@@ -90,11 +105,21 @@ export class MemorySandbox implements Sandbox {
     await yieldTurn();
     this.calls.push({ method: "exec", args: [command, { ...options }] });
     checkSignal(options);
-    const scripted = (await this.execScript?.(command, options)) ?? {};
-    const stdout = scripted.stdout ?? "";
-    const stderr = scripted.stderr ?? "";
-    if (stdout) options.onStdout?.(encoder.encode(stdout));
-    if (stderr) options.onStderr?.(encoder.encode(stderr));
+    const { chunks, ...scripted } = (await this.execScript?.(command, options)) ?? {};
+    let stdout = scripted.stdout ?? "";
+    let stderr = scripted.stderr ?? "";
+    if (chunks) {
+      for (const chunk of chunks) {
+        if (chunk.afterMs) await delay(chunk.afterMs, options.signal);
+        if (chunk.stdout) options.onStdout?.(encoder.encode(chunk.stdout));
+        if (chunk.stderr) options.onStderr?.(encoder.encode(chunk.stderr));
+      }
+      stdout = scripted.stdout ?? chunks.map((chunk) => chunk.stdout ?? "").join("");
+      stderr = scripted.stderr ?? chunks.map((chunk) => chunk.stderr ?? "").join("");
+    } else {
+      if (stdout) options.onStdout?.(encoder.encode(stdout));
+      if (stderr) options.onStderr?.(encoder.encode(stderr));
+    }
     const max = options.maxOutputBytes ?? DEFAULT_MAX_OUTPUT;
     const keptOut = headTail(stdout, max);
     const keptErr = headTail(stderr, max);
@@ -473,6 +498,22 @@ function headTail(text: string, max: number): string {
 }
 
 /** Every operation really is asynchronous, so concurrent tool calls interleave as they would. */
+/** Waits `ms`, or rejects with `AbortedError` when `signal` fires first (as a killed command). */
+function delay(ms: number, signal: AbortSignal | undefined): Promise<void> {
+  return new Promise((resolve, reject) => {
+    if (signal?.aborted) return reject(new AbortedError("aborted"));
+    const onAbort = (): void => {
+      clearTimeout(timer);
+      reject(new AbortedError("aborted"));
+    };
+    const timer = setTimeout(() => {
+      signal?.removeEventListener("abort", onAbort);
+      resolve();
+    }, ms);
+    signal?.addEventListener("abort", onAbort, { once: true });
+  });
+}
+
 function yieldTurn(): Promise<void> {
   return new Promise((resolve) => setImmediate(resolve));
 }
