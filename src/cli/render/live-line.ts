@@ -40,7 +40,8 @@ export function terminalLiveLine(
   let shown = false;
   return {
     show(line) {
-      const width = Math.max(20, (columns() ?? 80) - 1);
+      // A pseudo-terminal nobody sized says 0 columns: take the usual 80.
+      const width = Math.max(20, (columns() || 80) - 1);
       const full = `${prefix}${line}`;
       const fitted = full.length > width ? `${full.slice(0, width - 1)}…` : full;
       write(`${eraseLine}${fitted}`);
