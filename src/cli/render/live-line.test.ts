@@ -10,6 +10,7 @@ describe("live line", () => {
       () => 30,
     );
     line.show("collecting tests");
+    line.show("collecting tests"); // the same line: not drawn again
     line.show(`test_${"x".repeat(40)}`);
     expect(out).toBe("\r\u001b[2K  │ collecting tests" + `\r\u001b[2K  │ test_${"x".repeat(19)}…`);
     out = "";

@@ -37,19 +37,20 @@ export function terminalLiveLine(
   write: (text: string) => void,
   columns: () => number | undefined,
 ): LiveLine {
-  let shown = false;
+  let shown: string | undefined;
   return {
     show(line) {
+      if (line === shown) return;
       // A pseudo-terminal nobody sized says 0 columns: take the usual 80.
       const width = Math.max(20, (columns() || 80) - 1);
       const full = `${prefix}${line}`;
       const fitted = full.length > width ? `${full.slice(0, width - 1)}…` : full;
       write(`${eraseLine}${fitted}`);
-      shown = true;
+      shown = line;
     },
     clear() {
-      if (shown) write(eraseLine);
-      shown = false;
+      if (shown !== undefined) write(eraseLine);
+      shown = undefined;
     },
   };
 }
