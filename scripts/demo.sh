@@ -53,11 +53,13 @@ printf '    (empty above = no change)\n' >&2
 if [[ "${CORDON_DEMO_KEEP:-0}" == "1" ]]; then
   printf '    apply the change with: CORDON_HOME=%s cordon apply --workspace %s --session %s\n' \
     "$CORDON_HOME" "$repo" "$session" >&2
-  printf '    remove the sandbox with: CORDON_HOME=%s cordon sandbox rm --all\n' "$CORDON_HOME" >&2
+  printf '    remove the sandbox with: CORDON_HOME=%s cordon sandbox rm --all --discard-changes\n' "$CORDON_HOME" >&2
 else
   # --all stays inside this CORDON_HOME: only the demo's own sandbox goes. Its private copy is a
-  # mounted disk image (sandbox.disk), which `sandbox rm` unmounts before deleting.
-  cordon sandbox rm --all >/dev/null || true
+  # mounted disk image (sandbox.disk), which `sandbox rm` unmounts before deleting. The agent's fix
+  # was shown, never applied: discarding it is the point of the demo's cleanup, so say so.
+  cordon sandbox rm --all --discard-changes >/dev/null ||
+    printf '    (the sandbox could not be removed: see the line above)\n' >&2
   # shellcheck disable=SC2016 # the backquotes mark a command in the message; nothing expands
   printf '    (the sandbox is removed; CORDON_DEMO_KEEP=1 keeps it, to try `cordon apply`)\n' >&2
 fi
