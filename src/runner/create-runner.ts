@@ -18,7 +18,7 @@ import {
 } from "../config/index.js";
 import { builtinToolCatalog, extendToolCatalog, planRun, type RunPlan } from "../policy/index.js";
 import { DockerEngine, baseImageFromEnv, upstreamProxyFromEnv } from "../sandbox/index.js";
-import { builtinTools, type ToolDefinition } from "../tools/index.js";
+import { builtinTools, describeInvalidInput, type ToolDefinition } from "../tools/index.js";
 import type {
   MessageQueue,
   RunLimits,
@@ -172,7 +172,7 @@ export interface Runner {
     name: string,
     input: unknown,
     request?: PlanRequest & { signal?: AbortSignal | undefined },
-  ): Promise<ToolResult & { refused: boolean }>;
+  ): Promise<ToolResult & { refused: boolean; invalidInput: boolean }>;
 }
 
 /** The flag layer of the config: `--workspace` and the forced seeded copy beat every agent's own. */
@@ -380,7 +380,25 @@ export function createRunner(options: RunnerOptions = {}): Runner {
       // Refused before any sandbox starts: a denied tool costs nothing and touches nothing.
       const refusal = planToolset(tools, runPlan).refusal(name);
       if (refusal !== undefined) {
-        return { content: [{ type: "text", text: refusal }], isError: true, refused: true };
+        const text = refusal;
+        return {
+          content: [{ type: "text", text }],
+          isError: true,
+          refused: true,
+          invalidInput: false,
+        };
+      }
+      // So is an input the tool would refuse: no sandbox is seeded only to say a field is missing.
+      const tool = tools.find((candidate) => candidate.name === name);
+      const checked = tool?.inputSchema.safeParse(input);
+      if (tool && checked && !checked.success) {
+        const text = describeInvalidInput(tool, checked.error);
+        return {
+          content: [{ type: "text", text }],
+          isError: true,
+          refused: false,
+          invalidInput: true,
+        };
       }
       const lease = await sandboxes.acquire(runPlan, { signal: request.signal });
       try {
@@ -390,7 +408,7 @@ export function createRunner(options: RunnerOptions = {}): Runner {
           signal,
           toolCallId: `cli_${randomUUID()}`,
         });
-        return { ...result, refused: false };
+        return { ...result, refused: false, invalidInput: false };
       } finally {
         await lease.release();
       }

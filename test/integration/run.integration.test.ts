@@ -276,6 +276,19 @@ describe("cordon run, end to end", () => {
     expect(denied.exitCode).toBe(7);
     expect(denied.stderr).toContain("tools.deny");
 
+    // An input the tool's schema refuses is a usage error, found before any sandbox is made.
+    const invalidKey = session("invalid-input");
+    const invalid = await runCordon(
+      ["tool", "edit", "--workspace", repo, "--session", invalidKey, "--input", "{}"],
+      env(),
+    );
+    expect(invalid.exitCode).toBe(2);
+    expect(invalid.stderr).toContain('Invalid input for tool "edit"; nothing was run');
+    expect(invalid.stderr).toContain("- old_text: Invalid input: expected string");
+    expect(invalid.stderr).not.toContain("seeded");
+    const listed = await runCordon(["sandbox", "list", "--json"], env());
+    expect(listed.stdout).not.toContain(invalidKey);
+
     const roConfig = await configFile(home, {
       agents: { defaults: { sandbox: { workspaceAccess: "ro" } } },
     });

@@ -23,7 +23,8 @@ function parseInput(text: string): unknown {
 /**
  * `cordon tool NAME --input JSON`: one tool call through exactly the policy and sandbox path an
  * agent's call takes — so users, scripts and tests can drive tools without a model. Exit 0 on
- * success, 1 when the tool reports an error, 7 when the policy refuses the tool.
+ * success, 1 when the tool reports an error, 2 for an input the tool's schema refuses (checked
+ * before any sandbox starts), 7 when the policy refuses the tool.
  */
 export function registerToolCommand(program: Command, context: CliContext): void {
   const tool = program
@@ -54,8 +55,10 @@ export function registerToolCommand(program: Command, context: CliContext): void
       }
       context.exitCode = result.refused
         ? ExitCode.policy
-        : result.isError
-          ? ExitCode.internal
-          : ExitCode.success;
+        : result.invalidInput
+          ? ExitCode.usage
+          : result.isError
+            ? ExitCode.internal
+            : ExitCode.success;
     });
 }
