@@ -110,6 +110,9 @@ describe("cordon run -i", () => {
     expect(third).toContain('"text":"Now add a changelog entry."');
     expect(stdout).toBe("Steered: on the README.\nChangelog done.\n");
     expect(stderr).toContain("type to steer while tools run");
+    // The steered line is acknowledged, and the prompt marker shows where the next line goes.
+    expect(stderr).toContain("· steering: the agent gets it after the tool call in progress");
+    expect(stderr).toMatch(/waiting for your next message \(Ctrl-D ends\)\n› /);
   });
 
   it("on a terminal: the task typed first, a follow-up after the answer, Ctrl-D ends with exit 0", async () => {
@@ -122,9 +125,9 @@ describe("cordon run -i", () => {
     await writeFile(
       steps,
       JSON.stringify([
-        { expect: "type the task" },
+        { expect: "type the task and press Enter (Ctrl-D ends)\r\n› " },
         { send: "Say something.\n" },
-        { expect: "waiting for your next message" },
+        { expect: "waiting for your next message (Ctrl-D ends)\r\n› " },
         { send: "And again.\n" },
         { expect: "Second answer." },
         // Ctrl-D: end of input; the conversation ends once the run in progress has.

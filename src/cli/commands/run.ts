@@ -173,8 +173,13 @@ export function registerRunCommand(program: Command, context: CliContext): void 
       const hint = (text: string): void => {
         if (flags.interactive) context.stderr(`· ${text}\n`);
       };
+      // Where a person's next line goes, as a shell's prompt marks it.
+      const promptMarker = (): void => {
+        if (flags.interactive) context.stderr("› ");
+      };
       if (flags.interactive && (promptArgument === undefined || promptArgument === "-")) {
         hint("type the task and press Enter (Ctrl-D ends)");
+        promptMarker();
       }
       let prompt: string | UserContentBlock[];
       try {
@@ -255,9 +260,16 @@ export function registerRunCommand(program: Command, context: CliContext): void 
           };
           if (!input) return runOnce(prompt);
           hint("type to steer while tools run, or a follow-up once the answer is in; Ctrl-D ends");
-          return runConversation(input, prompt, runOnce, () =>
-            hint("waiting for your next message (Ctrl-D ends)"),
-          );
+          return runConversation(input, prompt, runOnce, {
+            onIdle: () => {
+              hint("waiting for your next message (Ctrl-D ends)");
+              promptMarker();
+            },
+            onSteer: () =>
+              hint(
+                "steering: the agent gets it after the tool call in progress, or as the next round",
+              ),
+          });
         },
         () => stop.describe(),
       );
@@ -283,18 +295,21 @@ async function runConversation(
   input: StreamJsonInput,
   first: string | UserContentBlock[],
   runOnce: (task: string | UserContentBlock[], steering: MessageQueue) => Promise<RunResult>,
-  onIdle: () => void = () => undefined,
+  on: { onIdle: () => void; onSteer: () => void },
 ): Promise<RunResult> {
   let task: string | UserContentBlock[] | undefined = first;
   for (;;) {
     const steering = new MessageQueue();
-    input.deliverTo((message) => steering.push(message));
+    input.deliverTo((message) => {
+      steering.push(message);
+      on.onSteer();
+    });
     const result = await runOnce(task, steering);
     input.deliverTo(undefined);
     if (result.exitCode !== 0) return result;
     // Messages the run did not take (they came as it ended) are the next task, in order.
     const late = steering.drain();
-    if (late.length === 0) onIdle();
+    if (late.length === 0) on.onIdle();
     task = late.length > 0 ? late.flat() : await input.next();
     if (task === undefined) return result;
   }
