@@ -10,7 +10,7 @@ import {
 } from "../../sandbox/index.js";
 import type { CliContext } from "../context.js";
 import { rememberNoticedOrphans } from "../orphan-notice.js";
-import { ago, formatTable } from "../render/table.js";
+import { ago, fitTable } from "../render/table.js";
 import { driftOf, type SandboxDrift } from "./sandbox-drift.js";
 
 /** The inventory of the state directory and engine the environment names. */
@@ -42,8 +42,11 @@ function driftCell(drift: SandboxDrift): string {
   return `${drift.drifted ? "yes" : "?"}: ${short.join("; ")}`;
 }
 
-function formatSandboxes(sandboxes: ListedSandbox[]): string {
-  return formatTable(
+/** The columns a narrow terminal loses first: each repeats or refines what another shows. */
+const dropFirst = ["KEY", "CREATED", "SCOPE", "IMAGE", "EGRESS", "AGENT", "WORKSPACE"];
+
+function formatSandboxes(sandboxes: ListedSandbox[], width: number | undefined): string {
+  return fitTable(
     [
       "NAME",
       "STATE",
@@ -73,6 +76,7 @@ function formatSandboxes(sandboxes: ListedSandbox[]): string {
       ago(s.createdAt),
       ago(s.lastUsedAt),
     ]),
+    { width, dropFirst },
   );
 }
 
@@ -93,11 +97,12 @@ export function registerSandboxListCommand(sandbox: Command, context: CliContext
       "the sandboxes of this state directory (CORDON_HOME): scope, key, agent, session, workspace, state, drift from the current config and image (and why), created, last used",
     )
     .option("--json", "print as JSON")
+    .option("--wide", "every column, however wide the terminal")
     .option(
       "--config <path>",
       "compare with this config file (default: each project's own, as `cordon run` there finds it)",
     )
-    .action(async (options: { json?: boolean; config?: string }) => {
+    .action(async (options: { json?: boolean; wide?: boolean; config?: string }) => {
       const summaries = await inventoryFor(context).list();
       const drift = await driftOf(summaries, {
         env: context.env,
@@ -128,7 +133,10 @@ export function registerSandboxListCommand(sandbox: Command, context: CliContext
         context.stderr("no sandboxes; `cordon run` creates them as sessions need them\n");
         return;
       }
-      if (sandboxes.length > 0) context.stdout(formatSandboxes(sandboxes));
+      // Fitted only on a terminal: a pipe or a file gets every column whole, as with --wide.
+      const width =
+        options.wide || !context.terminal?.stdout ? undefined : context.terminal.columns();
+      if (sandboxes.length > 0) context.stdout(formatSandboxes(sandboxes, width));
       // Not in the table (no container to show), and on stderr: stdout stays the table.
       for (const orphan of orphans) context.stderr(describeOrphan(orphan));
     });

@@ -20,3 +20,54 @@ export function formatTable(header: string[], rows: string[][]): string {
       .trimEnd();
   return `${[line(header), ...rows.map(line)].join("\n")}\n`;
 }
+
+/** What `fitTable` may do to fit a terminal. */
+export interface FitOptions {
+  /** The terminal's columns; undefined = no limit (a pipe or a file gets every column whole). */
+  width: number | undefined;
+  /** Headers of the columns to leave out first, least useful first, until the table fits. */
+  dropFirst: readonly string[];
+}
+
+/** A cell is never cut shorter than this: a stub of a name says nothing. */
+const minimumCellWidth = 12;
+
+function tableWidth(header: string[], rows: string[][]): number {
+  return header.reduce(
+    (sum, title, column) =>
+      sum + Math.max(title.length, ...rows.map((row) => (row[column] ?? "").length)) + 2,
+    -2,
+  );
+}
+
+/**
+ * `formatTable` fitted to a terminal's width, as `gh` and `kubectl` fit theirs: the least useful
+ * columns go first, then the widest column's cells are cut with "…". `--wide` (no width) shows all.
+ */
+export function fitTable(header: string[], rows: string[][], options: FitOptions): string {
+  const { width } = options;
+  if (width === undefined) return formatTable(header, rows);
+  let kept = header.map((_title, column) => column);
+  const shown = (): [string[], string[][]] => [
+    kept.map((column) => header[column] ?? ""),
+    rows.map((row) => kept.map((column) => row[column] ?? "")),
+  ];
+  for (const title of options.dropFirst) {
+    if (tableWidth(...shown()) <= width) break;
+    kept = kept.filter((column) => header[column] !== title);
+  }
+  const [titles, cells] = shown();
+  const excess = tableWidth(titles, cells) - width;
+  if (excess <= 0) return formatTable(titles, cells);
+  const widths = titles.map((title, column) =>
+    Math.max(title.length, ...cells.map((row) => (row[column] ?? "").length)),
+  );
+  const widest = widths.indexOf(Math.max(...widths));
+  const limit = Math.max(minimumCellWidth, (widths[widest] ?? 0) - excess);
+  const cut = cells.map((row) =>
+    row.map((cell, column) =>
+      column === widest && cell.length > limit ? `${cell.slice(0, limit - 1)}…` : cell,
+    ),
+  );
+  return formatTable(titles, cut);
+}

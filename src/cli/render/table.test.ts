@@ -1,0 +1,40 @@
+import { describe, expect, it } from "vitest";
+
+import { fitTable, formatTable } from "./table.js";
+
+const header = ["NAME", "STATE", "KEY", "CREATED"];
+const rows = [
+  [
+    "cordon-api-session-agent-main-fix-1a2b3c4d5e6f",
+    "running",
+    "session:agent:main:fix@9d92a81f",
+    "5m ago",
+  ],
+  [
+    "cordon-web-session-agent-main-main-5e6f7a8b9c0d",
+    "exited",
+    "session:agent:main:main@0c1d2e3f",
+    "2h ago",
+  ],
+];
+
+describe("a table on a terminal", () => {
+  it("is whole without a width (a pipe, --wide)", () => {
+    expect(fitTable(header, rows, { width: undefined, dropFirst: ["KEY"] })).toBe(
+      formatTable(header, rows),
+    );
+  });
+
+  it("leaves out the least useful columns first, then cuts the widest column's cells", () => {
+    const dropped = fitTable(header, rows, { width: 70, dropFirst: ["KEY", "CREATED"] });
+    expect(dropped.split("\n")[0]).toBe(
+      "NAME                                             STATE    CREATED",
+    );
+    expect(Math.max(...dropped.split("\n").map((line) => line.length))).toBeLessThanOrEqual(70);
+
+    const cut = fitTable(header, rows, { width: 40, dropFirst: ["KEY", "CREATED"] });
+    const lines = cut.trimEnd().split("\n");
+    expect(lines[1]).toMatch(/^cordon-api-session-agent-main-… {2}running$/);
+    expect(Math.max(...lines.map((line) => line.length))).toBeLessThanOrEqual(40);
+  });
+});
