@@ -58,6 +58,8 @@ export async function runInteractiveCommand(options: InteractiveCommand): Promis
       cmd: ["/bin/sh", "-c", options.command],
       env: options.tty ? [`TERM=${terminalType(options.env)}`] : [],
       tty: options.tty,
+      initialSize:
+        options.tty && stdout.isTTY ? { rows: stdout.rows, columns: stdout.columns } : undefined,
       stdin: options.interactive ? stdin : undefined,
       onStdout: (chunk) => {
         stdout.write(chunk);

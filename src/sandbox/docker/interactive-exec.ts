@@ -24,6 +24,11 @@ export interface InteractiveExecRequest {
   env?: string[] | undefined;
   /** Allocate a pseudo-terminal: output arrives raw on one stream, as a terminal shows it. */
   tty: boolean;
+  /**
+   * With `tty`: the caller's terminal size. The command starts only once the pseudo-terminal has
+   * it (or after 2 s), so its first `stty size` never reads 0 0.
+   */
+  initialSize?: TerminalSize | undefined;
   /** Streamed to the command's stdin; its end is end-of-file there. Unset: stdin is not attached. */
   stdin?: NodeJS.ReadableStream | undefined;
   /** Receives the command's stdout (with a TTY: everything it writes). */
@@ -54,6 +59,14 @@ const pidDirectory = "/tmp/.cordon/interactive";
  * leader).
  */
 const recordPid = `mkdir -p ${pidDirectory} && echo $$ > "$0" && exec "$@"`;
+/**
+ * The same, once the pseudo-terminal has a size: the engine takes a resize only after the process
+ * is running, so the first one can be refused and a fast command would see 0 0. Waits 2 s at most;
+ * without stty the size is never "0 0" and nothing waits.
+ */
+const recordPidWithSize = `n=0; while [ "$(stty size 2>/dev/null)" = "0 0" ] && [ $n -lt 100 ]; do sleep 0.02; n=$((n+1)); done; ${recordPid}`;
+/** When the initial size is sent again: a resize before the process runs is refused silently. */
+const initialResizeDelaysMs = [0, 20, 50, 100, 200, 400, 800, 1500];
 /** SIGHUP to the recorded process group; the pid file goes either way. */
 const hangUpGroup =
   'p=$(cat "$0" 2>/dev/null) && [ -n "$p" ] && kill -HUP -- "-$p" 2>/dev/null; rm -f "$0"';
@@ -72,8 +85,10 @@ export async function startInteractiveExec(
   const container = request.containerName;
   const attachStdin = request.stdin !== undefined;
   const pidFile = `${pidDirectory}/${randomUUID()}.pid`;
+  const size = request.initialSize;
+  const waitsForSize = request.tty && size !== undefined && size.rows > 0 && size.columns > 0;
   const exec = await containers.exec(container, {
-    cmd: ["/bin/sh", "-c", recordPid, pidFile, ...request.cmd],
+    cmd: ["/bin/sh", "-c", waitsForSize ? recordPidWithSize : recordPid, pidFile, ...request.cmd],
     user: request.user,
     workingDir: request.workingDir,
     env: request.env ?? [],
@@ -100,6 +115,12 @@ export async function startInteractiveExec(
     }
   });
   if (request.stdin) feedStdin(request.stdin, socket);
+  if (waitsForSize) {
+    // Idempotent: the same size again changes nothing and signals nothing.
+    for (const delay of initialResizeDelaysMs) {
+      setTimeout(() => void exec.resize({ rows: size.rows, columns: size.columns }), delay).unref();
+    }
+  }
 
   const exitCode = ended.then(
     async () => {
