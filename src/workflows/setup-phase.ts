@@ -47,6 +47,16 @@ const outputTailBytes = 12 * 1024;
  * agent phase. Removing the container ends every process in it; only files carry over. It costs
  * one container start.
  */
+/** How long a failed setup waits for the proxy's log to deliver a refusal. */
+const egressLogGraceMs = 2_000;
+
+async function until(done: () => boolean, withinMs: number): Promise<void> {
+  const deadline = Date.now() + withinMs;
+  while (!done() && Date.now() < deadline) {
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+}
+
 export async function runSetupPhase(options: SetupPhaseOptions): Promise<SetupRun> {
   const { runner, setup } = options;
   const request = {
@@ -71,6 +81,9 @@ export async function runSetupPhase(options: SetupPhaseOptions): Promise<SetupRu
       signal: options.signal,
     });
     const output = result.stdout;
+    // The proxy's decisions arrive by following its log, a moment after the command saw them: a
+    // failed setup waits briefly for the refusal that likely explains it (seen missing once in CI).
+    if (result.exitCode !== 0) await until(() => refused.size > 0, egressLogGraceMs);
     return {
       command: setup.command,
       exitCode: result.exitCode,
