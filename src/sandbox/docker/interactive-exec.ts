@@ -85,8 +85,10 @@ export async function startInteractiveExec(
   const container = request.containerName;
   const attachStdin = request.stdin !== undefined;
   const pidFile = `${pidDirectory}/${randomUUID()}.pid`;
-  const size = request.initialSize;
-  const waitsForSize = request.tty && size !== undefined && size.rows > 0 && size.columns > 0;
+  // The latest size asked for: the early retries send it, so a resize during them is kept.
+  let latestSize = request.initialSize;
+  const waitsForSize =
+    request.tty && latestSize !== undefined && latestSize.rows > 0 && latestSize.columns > 0;
   const exec = await containers.exec(container, {
     cmd: ["/bin/sh", "-c", waitsForSize ? recordPidWithSize : recordPid, pidFile, ...request.cmd],
     user: request.user,
@@ -117,9 +119,10 @@ export async function startInteractiveExec(
   if (request.stdin) feedStdin(request.stdin, socket);
   if (waitsForSize) {
     // Idempotent: the same size again changes nothing and signals nothing.
-    for (const delay of initialResizeDelaysMs) {
-      setTimeout(() => void exec.resize({ rows: size.rows, columns: size.columns }), delay).unref();
-    }
+    const resendLatest = (): void => {
+      if (latestSize) void exec.resize({ rows: latestSize.rows, columns: latestSize.columns });
+    };
+    for (const delay of initialResizeDelaysMs) setTimeout(resendLatest, delay).unref();
   }
 
   const exitCode = ended.then(
@@ -144,6 +147,7 @@ export async function startInteractiveExec(
     exitCode,
     resize: async ({ rows, columns }) => {
       if (!request.tty || rows <= 0 || columns <= 0) return;
+      latestSize = { rows, columns };
       await exec.resize({ rows, columns });
     },
     hangUp: async () => {

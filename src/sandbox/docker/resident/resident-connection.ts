@@ -363,7 +363,10 @@ export class ResidentConnection {
     }).then((bound) => ({ id, port: bound }));
   }
 
-  /** Stops a listener; the channels it opened go on until they end. */
+  /**
+   * Stops a listener; the channels it opened go on until they end. Not acknowledged: a connection
+   * the sandbox's kernel gave this listener's socket just before it closes is reset there.
+   */
   unlisten(id: number): void {
     if (!this.#listeners.delete(id) || !this.#alive) return;
     this.#send(request.unlisten, id);
