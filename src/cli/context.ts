@@ -1,14 +1,9 @@
 import type { Logger } from "../common/index.js";
 import type { CommandSignals } from "./interrupt.js";
 import type { Paint } from "./render/colors.js";
+import type { TerminalOutput } from "./render/output-streams.js";
 
-/** See `CliContext.terminal`. */
-export interface TerminalOutput {
-  stdout: boolean;
-  stderr: boolean;
-  /** Columns of the terminal, when known. */
-  columns: () => number | undefined;
-}
+export type { TerminalOutput };
 
 /** What every command gets: the environment, output channels and a logger (stderr). */
 export interface CliContext {
@@ -18,7 +13,7 @@ export interface CliContext {
   stdout: (text: string) => void;
   /** Progress and messages for people. */
   stderr: (text: string) => void;
-  /** Colour for each stream, decided once (a terminal, NO_COLOR, FORCE_COLOR): see colors.ts. */
+  /** Colour for each stream, decided once (a terminal, NO_COLOR, FORCE_COLOR): output-streams.ts. */
   paint: { stdout: Paint; stderr: Paint };
   /**
    * stdout and stderr reach the same place (one terminal, or `2>&1`): a final answer already
@@ -27,7 +22,8 @@ export interface CliContext {
   outputShared: boolean;
   /**
    * Which of stdout and stderr is a terminal that takes cursor codes (not TERM=dumb), and its
-   * width: where a running command's line is redrawn in place. Absent: neither (a pipe, a test).
+   * width: where a running command's line is redrawn in place and tables are fitted. Absent:
+   * neither (a pipe, a test). Decided with `paint`, in one place: output-streams.ts.
    */
   terminal?: TerminalOutput | undefined;
   /** All of standard input (for `cordon run -`). */

@@ -15,8 +15,9 @@ import { checkEnvironment } from "../config/environment.js";
 
 import { noticesOrphans } from "./orphan-notice-commands.js";
 import { createProgram } from "./program.js";
-import { colorEnabled, painter, plain, type ColorTarget, type Paint } from "./render/colors.js";
-import type { CliContext, TerminalOutput } from "./context.js";
+import { plain, type Paint } from "./render/colors.js";
+import { decideOutput, type OutputStream } from "./render/output-streams.js";
+import type { CliContext } from "./context.js";
 
 /** Where the CLI writes (and reads stdin from); tests capture and supply it. */
 export interface CliOutput {
@@ -28,10 +29,11 @@ export interface CliOutput {
   stdinStream?: (() => NodeJS.ReadableStream) | undefined;
   /** Whether stdout and stderr reach the same place (see `CliContext.outputShared`). */
   outputShared?: boolean | undefined;
-  /** The streams colour is decided for; default none (plain text, as into a pipe). */
-  colorTargets?: { stdout: ColorTarget; stderr: ColorTarget } | undefined;
-  /** Which output is a terminal (see `CliContext.terminal`). */
-  terminal?: TerminalOutput | undefined;
+  /**
+   * The streams behind `stdout` and `stderr`, judged once for terminal, width and colour
+   * (`decideOutput`); default none: plain lines, as into a pipe.
+   */
+  streams?: { stdout: OutputStream; stderr: OutputStream } | undefined;
   /** Asks the user a yes/no question (see `CliContext.confirm`); default: on the terminal. */
   confirm?: ((question: string) => Promise<boolean | undefined>) | undefined;
 }
@@ -65,14 +67,7 @@ const processOutput: CliOutput = {
   get outputShared() {
     return stdoutIsStderr();
   },
-  colorTargets: { stdout: process.stdout, stderr: process.stderr },
-  get terminal() {
-    return {
-      stdout: process.stdout.isTTY === true,
-      stderr: process.stderr.isTTY === true,
-      columns: () => process.stderr.columns ?? process.stdout.columns,
-    };
-  },
+  streams: { stdout: process.stdout, stderr: process.stderr },
 };
 
 /**
@@ -89,13 +84,11 @@ export async function runCli(
   const signals = new CommandSignals({
     stderr: output.stderr,
     command,
-    terminal: output === processOutput && process.stderr.isTTY,
+    // A person reading stderr, even on a dumb terminal, is told at once that a stop takes time.
+    terminal: output.streams?.stderr.isTTY === true,
   });
   const uninstallSignals = signals.install();
-  const paint = {
-    stdout: painter(colorEnabled(output.colorTargets?.stdout ?? {}, env)),
-    stderr: painter(colorEnabled(output.colorTargets?.stderr ?? {}, env)),
-  };
+  const { paint, terminal } = decideOutput(output.streams, env);
   try {
     // Every CORDON_* / ANTHROPIC_* value is checked before any command runs (exit 2, one line).
     const checked = checkEnvironment(env);
@@ -113,8 +106,7 @@ export async function runCli(
       readStdin: output.readStdin ?? readProcessStdin,
       stdinStream: output.stdinStream ?? (() => process.stdin),
       outputShared: output.outputShared ?? false,
-      // A dumb terminal takes no cursor codes: it gets the plain lines a pipe gets.
-      terminal: env["TERM"] === "dumb" ? undefined : output.terminal,
+      terminal,
       exitCode: ExitCode.success,
       confirm: output.confirm,
       signals,
