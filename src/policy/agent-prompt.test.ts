@@ -67,3 +67,16 @@ describe("prompt modes", () => {
     });
   });
 });
+
+describe("explain's tool decisions", () => {
+  it("stay in columns when a tool's name is longer than the built-in ones", () => {
+    const text = explainPlan(plan({ tools: { profile: "full" } }));
+    const rows = text.split("\n").filter((line) => /^ {2}(allow|deny ) /.test(line));
+    expect(rows.some((row) => row.includes("sessions_spawn"))).toBe(true);
+    // Every layer name starts in the same column, whatever the tool's name.
+    const layerColumns = new Set(
+      rows.map((row) => 8 + (/^\S+ +/.exec(row.slice(8))?.[0].length ?? 0)),
+    );
+    expect(layerColumns.size).toBe(1);
+  });
+});

@@ -85,9 +85,11 @@ export function explainPlan(plan: RunPlan): string {
       }`,
     );
     lines.push("  mounts");
+    // Columns as wide as their longest entry: one long target must not shift the rest.
+    const targetWidth = Math.max(14, ...spec.mounts.map((m) => m.target.length));
     for (const m of spec.mounts) {
       lines.push(
-        `    ${m.target.padEnd(14)} ← ${m.source}  ${m.readOnly ? "ro" : "rw"}  [${m.role}]`,
+        `    ${m.target.padEnd(targetWidth)} ← ${m.source}  ${m.readOnly ? "ro" : "rw"}  [${m.role}]`,
       );
     }
     if (spec.privateWorkspace) {
@@ -107,12 +109,17 @@ export function explainPlan(plan: RunPlan): string {
 
   lines.push("");
   lines.push(`tools     profile ${tools.profile}; allowed: ${tools.allowed.join(", ")}`);
+  // Columns as wide as their longest entry (a custom or session tool's name is long).
+  const toolWidth = Math.max(12, ...tools.decisions.map((d) => d.tool.length));
+  const layerWidth = Math.max(13, ...tools.decisions.map((d) => d.layer.length));
   for (const d of tools.decisions) {
     const mark = d.allowed ? "allow" : "deny ";
-    lines.push(`  ${mark} ${d.tool.padEnd(12)} ${d.layer.padEnd(13)} ${d.configKey}: ${d.reason}`);
+    lines.push(
+      `  ${mark} ${d.tool.padEnd(toolWidth)} ${d.layer.padEnd(layerWidth)} ${d.configKey}: ${d.reason}`,
+    );
     const others = (d.blockedBy ?? []).slice(1);
     for (const b of others)
-      lines.push(`        ${"".padEnd(12)} also ${b.layer}: ${b.configKey}: ${b.reason}`);
+      lines.push(`        ${"".padEnd(toolWidth)} also ${b.layer}: ${b.configKey}: ${b.reason}`);
   }
   lines.push(
     `  exec timeout ${tools.exec.timeoutSec} s${tools.exec.maxOutputBytes ? `, output cap ${formatByteSize(tools.exec.maxOutputBytes)}` : ""}; any tool call stopped after ${tools.callTimeoutMs / 1000} s (tools.callTimeoutSec)`,

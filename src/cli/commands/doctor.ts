@@ -20,6 +20,7 @@ import {
 } from "../../sandbox/index.js";
 import type { CliContext } from "../context.js";
 import { plain, type Paint, type TextStyle } from "../render/colors.js";
+import { tableWidth, wrapText } from "../render/table.js";
 import { loadCliConfig } from "../plan-context.js";
 import { describeSource } from "./config.js";
 import { residentExecutorBinary } from "../../sandbox/docker/resident/executor-binary.js";
@@ -300,11 +301,23 @@ const marks: Record<CheckStatus, { text: string; style: TextStyle }> = {
   skipped: { text: "skip", style: "dim" },
 };
 
-export function formatDoctorReport(report: DoctorReport, paint: Paint = plain): string {
+/**
+ * The report: a verdict, the check's name and what it found, one check a line (names in one
+ * column however long the longest); on a terminal (`width`) a long finding or fix wraps under its
+ * own column instead of under the verdicts.
+ */
+export function formatDoctorReport(
+  report: DoctorReport,
+  paint: Paint = plain,
+  width?: number,
+): string {
+  const nameWidth = Math.max(0, ...report.checks.map((check) => check.name.length));
+  // "WARN  " + the name column + two spaces, as the tables' columns are apart.
+  const indent = 4 + 2 + nameWidth + 2;
   const lines = report.checks.map((check) => {
     const mark = marks[check.status];
-    let line = `${paint(mark.style, mark.text)}  ${check.name.padEnd(7)} ${check.detail}`;
-    if (check.fix) line += `\n              fix: ${check.fix}`;
+    let line = `${paint(mark.style, mark.text)}  ${check.name.padEnd(nameWidth)}  ${wrapText(check.detail, width, indent)}`;
+    if (check.fix) line += `\n${" ".repeat(indent)}${wrapText(`fix: ${check.fix}`, width, indent)}`;
     return line;
   });
   const warned = report.checks.some((check) => check.status === "warn");
@@ -327,7 +340,7 @@ export function registerDoctorCommand(program: Command, context: CliContext): vo
       context.stdout(
         options.json
           ? `${JSON.stringify(report, null, 2)}\n`
-          : formatDoctorReport(report, context.paint.stdout),
+          : formatDoctorReport(report, context.paint.stdout, tableWidth(context.terminal, false)),
       );
       context.exitCode = report.ok ? ExitCode.success : ExitCode.sandbox;
     });

@@ -12,7 +12,7 @@ import {
 } from "../../runner/index.js";
 import type { CliContext } from "../context.js";
 import { printable } from "../printable.js";
-import { ago, formatTable } from "../render/table.js";
+import { ago, fitTable, tableWidth } from "../render/table.js";
 
 /** One run in progress, as `cordon ps --json` prints it. */
 export interface RunningRun {
@@ -93,6 +93,47 @@ function cut(line: string): string {
 }
 const outputColumnChars = 60;
 
+/** The runs in progress under `stateDir` (with `all`, also those whose process is gone). */
+export async function listRuns(stateDir: string, all: boolean): Promise<RunningRun[]> {
+  const locked = await listLockedSessions({ stateDir });
+  const waiting = await listWaitingRuns({ stateDir });
+  const shown = locked.filter((lock) => all || lock.state !== "dead");
+  return [
+    ...(await Promise.all(shown.map(describeRun))),
+    ...waiting.map((run) => describeWaiting(run, locked)),
+  ];
+}
+
+/** What a run is doing, as one cell: the MCP client, the step, the running command's output. */
+export function doingCell(run: RunningRun): string {
+  // What a run does names the agent's own commands and their output: shown, never obeyed.
+  return printable(
+    (run.client ? `[${run.client}] ${run.doing}` : run.doing) +
+      (run.output === undefined ? "" : ` › ${cut(run.output)}`),
+  );
+}
+
+/** The columns a narrow terminal loses first; DOING, what a person runs `ps` for, stays. */
+const dropFirst = ["WORKSPACE", "TURNS", "PID", "STARTED", "SANDBOX"];
+
+/** `cordon ps`'s table, fitted to `width` (undefined: every column whole). */
+export function formatRuns(runs: readonly RunningRun[], width: number | undefined): string {
+  return fitTable(
+    ["SESSION", "STATE", "PID", "STARTED", "SANDBOX", "TURNS", "DOING", "WORKSPACE"],
+    runs.map((run) => [
+      run.sessionKey,
+      run.state,
+      run.host === hostname() ? String(run.pid) : `${run.pid}@${printable(run.host)}`,
+      ago(run.since),
+      run.sandbox ?? "-",
+      String(run.turns),
+      doingCell(run),
+      printable(run.workspace ?? "?"),
+    ]),
+    { width, dropFirst },
+  );
+}
+
 export function registerPsCommand(program: Command, context: CliContext): void {
   program
     .command("ps")
@@ -101,15 +142,9 @@ export function registerPsCommand(program: Command, context: CliContext): void {
     )
     .option("--all", "also locks left by runs whose process is gone")
     .option("--json", "print as JSON")
-    .action(async (options: { all?: boolean; json?: boolean }) => {
-      const stateDir = stateDirectory(context.env);
-      const locked = await listLockedSessions({ stateDir });
-      const waiting = await listWaitingRuns({ stateDir });
-      const shown = locked.filter((lock) => options.all || lock.state !== "dead");
-      const runs = [
-        ...(await Promise.all(shown.map(describeRun))),
-        ...waiting.map((run) => describeWaiting(run, locked)),
-      ];
+    .option("--wide", "every column, however wide the terminal")
+    .action(async (options: { all?: boolean; json?: boolean; wide?: boolean }) => {
+      const runs = await listRuns(stateDirectory(context.env), options.all === true);
       if (options.json) {
         context.stdout(`${JSON.stringify(runs, null, 2)}\n`);
         return;
@@ -118,24 +153,6 @@ export function registerPsCommand(program: Command, context: CliContext): void {
         context.stderr("no runs in progress\n");
         return;
       }
-      context.stdout(
-        formatTable(
-          ["SESSION", "STATE", "PID", "STARTED", "SANDBOX", "TURNS", "DOING", "WORKSPACE"],
-          runs.map((run) => [
-            run.sessionKey,
-            run.state,
-            run.host === hostname() ? String(run.pid) : `${run.pid}@${printable(run.host)}`,
-            ago(run.since),
-            run.sandbox ?? "-",
-            String(run.turns),
-            // What a run does names the agent's own commands and their output: shown, never obeyed.
-            printable(
-              (run.client ? `[${run.client}] ${run.doing}` : run.doing) +
-                (run.output === undefined ? "" : ` › ${cut(run.output)}`),
-            ),
-            printable(run.workspace ?? "?"),
-          ]),
-        ),
-      );
+      context.stdout(formatRuns(runs, tableWidth(context.terminal, options.wide)));
     });
 }

@@ -10,7 +10,7 @@ import {
 } from "../../sandbox/index.js";
 import type { CliContext } from "../context.js";
 import { rememberNoticedOrphans } from "../orphan-notice.js";
-import { ago, fitTable } from "../render/table.js";
+import { ago, fitTable, tableWidth } from "../render/table.js";
 import { driftOf, type SandboxDrift } from "./sandbox-drift.js";
 
 /** The inventory of the state directory and engine the environment names. */
@@ -133,9 +133,7 @@ export function registerSandboxListCommand(sandbox: Command, context: CliContext
         context.stderr("no sandboxes; `cordon run` creates them as sessions need them\n");
         return;
       }
-      // Fitted only on a terminal: a pipe or a file gets every column whole, as with --wide.
-      const width =
-        options.wide || !context.terminal?.stdout ? undefined : context.terminal.columns();
+      const width = tableWidth(context.terminal, options.wide);
       if (sandboxes.length > 0) context.stdout(formatSandboxes(sandboxes, width));
       // Not in the table (no container to show), and on stderr: stdout stays the table.
       for (const orphan of orphans) context.stderr(describeOrphan(orphan));

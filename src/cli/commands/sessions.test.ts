@@ -14,15 +14,18 @@ import {
 } from "../../runner/index.js";
 import { runCli } from "../run-cli.js";
 
-async function cordon(args: string[], home: string) {
+/** `columns`: stdout and stderr are a terminal that wide (default: captured, as a pipe). */
+async function cordon(args: string[], home: string, columns?: number) {
   let out = "";
   let err = "";
+  const terminal = { isTTY: true, columns };
   const code = await runCli(
     ["node", "cordon", ...args],
     { CORDON_HOME: home, CORDON_LOG_LEVEL: "silent" },
     {
       stdout: (t) => (out += t),
       stderr: (t) => (err += t),
+      streams: columns === undefined ? undefined : { stdout: terminal, stderr: terminal },
     },
   );
   return { code, out, err };
@@ -71,6 +74,17 @@ describe("cordon sessions", () => {
     expect(leak.out).toBe("");
     const all = await cordon(["sessions", "list", "--all", "--json"], home);
     expect(keysOf(all.out)).toEqual(["agent:main:fix"]);
+
+    // On a terminal the table fits its width; --wide and a pipe get every column.
+    const narrow = await cordon(["sessions", "list", "--workspace", projectA], home, 60);
+    const lines = narrow.out.trimEnd().split("\n");
+    expect(Math.max(...lines.map((line) => line.length))).toBeLessThanOrEqual(60);
+    expect(lines[0]).toMatch(/^SESSION +.*LAST ACTIVITY/);
+    expect(lines[0]).not.toContain("TOKENS");
+    const wide = await cordon(["sessions", "list", "--wide", "--workspace", projectA], home, 60);
+    expect(wide.out).toMatch(/PARENT +AGENT +LAST RUN +TURNS +TOKENS/);
+    const piped = await cordon(["sessions", "list", "--workspace", projectA], home);
+    expect(piped.out).toBe(wide.out);
   });
 
   it("names the fix for an unknown session (exit 2)", async () => {

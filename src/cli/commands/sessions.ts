@@ -16,7 +16,7 @@ import {
   type SubagentRunRecord,
 } from "../../runner/index.js";
 import type { CliContext } from "../context.js";
-import { ago, formatTable } from "../render/table.js";
+import { ago, fitTable, tableWidth } from "../render/table.js";
 import { resolveSession } from "../resolve-session.js";
 import { runnerFromFlags, type PlanFlags } from "../runner-flags.js";
 
@@ -81,7 +81,14 @@ function withParents(sessions: SessionDetails[], records: SubagentRunRecord[]): 
   return ordered;
 }
 
-function formatSessions(sessions: ListedSession[], withProject: boolean): string {
+/** The columns a narrow terminal loses first (PARENT is also drawn as the tree's └). */
+const dropFirst = ["PARENT", "TOKENS", "WORKSPACE", "AGENT", "TURNS"];
+
+function formatSessions(
+  sessions: ListedSession[],
+  withProject: boolean,
+  width: number | undefined,
+): string {
   const header = [
     "SESSION",
     "PARENT",
@@ -92,7 +99,7 @@ function formatSessions(sessions: ListedSession[], withProject: boolean): string
     "LAST ACTIVITY",
     "WORKSPACE",
   ];
-  return formatTable(
+  return fitTable(
     withProject ? ["PROJECT", ...header] : header,
     sessions.map((s) => {
       const row = [
@@ -107,6 +114,7 @@ function formatSessions(sessions: ListedSession[], withProject: boolean): string
       ];
       return withProject ? [s.project ?? "-", ...row] : row;
     }),
+    { width, dropFirst },
   );
 }
 
@@ -146,31 +154,38 @@ export function registerSessionsCommand(program: Command, context: CliContext): 
     .option("--all", "the sessions of every project under the state directory")
     .option("--json", "print as JSON")
     .option("--names", "print only the names --session takes, one a line (shell completion)")
-    .action(async (options: ProjectFlags & { all?: boolean; json?: boolean; names?: boolean }) => {
-      const stateDir = stateDirectory(context.env);
-      const summaries = await listSessions({
-        stateDir,
-        project: options.all ? undefined : await projectOf(context, options),
-      });
-      const details = await Promise.all(summaries.map((s) => sessionDetails(stateDir, s)));
-      details.sort((a, b) => b.lastActivityAt.getTime() - a.lastActivityAt.getTime());
-      const found = withParents(details, await readRunRecords(stateDir));
-      if (options.json) {
-        context.stdout(`${JSON.stringify(found, null, 2)}\n`);
-        return;
-      }
-      if (options.names) {
-        // `agent:main:fix-1` is `--session fix-1` (resolve-session.ts adds the agent back).
-        const names = found.map((s) => s.sessionKey.replace(/^agent:[^:]+:/, ""));
-        context.stdout(names.map((name) => `${name}\n`).join(""));
-        return;
-      }
-      if (found.length === 0) {
-        context.stderr("no sessions yet; `cordon run` creates one\n");
-        return;
-      }
-      context.stdout(formatSessions(found, options.all === true));
-    });
+    .option("--wide", "every column, however wide the terminal")
+    .action(
+      async (
+        options: ProjectFlags & { all?: boolean; json?: boolean; names?: boolean; wide?: boolean },
+      ) => {
+        const stateDir = stateDirectory(context.env);
+        const summaries = await listSessions({
+          stateDir,
+          project: options.all ? undefined : await projectOf(context, options),
+        });
+        const details = await Promise.all(summaries.map((s) => sessionDetails(stateDir, s)));
+        details.sort((a, b) => b.lastActivityAt.getTime() - a.lastActivityAt.getTime());
+        const found = withParents(details, await readRunRecords(stateDir));
+        if (options.json) {
+          context.stdout(`${JSON.stringify(found, null, 2)}\n`);
+          return;
+        }
+        if (options.names) {
+          // `agent:main:fix-1` is `--session fix-1` (resolve-session.ts adds the agent back).
+          const names = found.map((s) => s.sessionKey.replace(/^agent:[^:]+:/, ""));
+          context.stdout(names.map((name) => `${name}\n`).join(""));
+          return;
+        }
+        if (found.length === 0) {
+          context.stderr("no sessions yet; `cordon run` creates one\n");
+          return;
+        }
+        context.stdout(
+          formatSessions(found, options.all === true, tableWidth(context.terminal, options.wide)),
+        );
+      },
+    );
 
   addProjectOptions(
     sessions

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 
-import { fitTable, formatTable } from "./table.js";
+import { fitTable, formatTable, wrapText } from "./table.js";
 
 const header = ["NAME", "STATE", "KEY", "CREATED"];
 const rows = [
@@ -36,5 +36,19 @@ describe("a table on a terminal", () => {
     const lines = cut.trimEnd().split("\n");
     expect(lines[1]).toMatch(/^cordon-api-session-agent-main-… {2}running$/);
     expect(Math.max(...lines.map((line) => line.length))).toBeLessThanOrEqual(40);
+  });
+});
+
+describe("a sentence beside a label", () => {
+  it("wraps at spaces under its own column on a terminal, and stays one line in a pipe", () => {
+    const text = "the resident executor is not built, so every call opens a Docker exec";
+    expect(wrapText(text, 40, 10)).toBe(
+      "the resident executor is not\n          built, so every call opens a\n          Docker exec",
+    );
+    expect(wrapText(text, undefined, 10)).toBe(text);
+    // A word longer than the room (a path) stays whole.
+    expect(wrapText(`see ${"/x".repeat(30)} now`, 40, 10).split("\n")[1]).toBe(
+      `          ${"/x".repeat(30)}`,
+    );
   });
 });

@@ -1,3 +1,5 @@
+import type { TerminalOutput } from "./output-streams.js";
+
 /** "5m ago", "3h ago", "2d ago". */
 export function ago(iso: string, now = Date.now()): string {
   const seconds = Math.max(0, Math.round((now - Date.parse(iso)) / 1000));
@@ -29,10 +31,21 @@ export interface FitOptions {
   dropFirst: readonly string[];
 }
 
+/**
+ * The width a table on stdout is fitted to: the terminal's, or none (every column whole) with
+ * `--wide` or when stdout is a pipe or a file, which a script reads whole.
+ */
+export function tableWidth(
+  terminal: TerminalOutput | undefined,
+  wide: boolean | undefined,
+): number | undefined {
+  return wide || !terminal?.stdout ? undefined : terminal.columns();
+}
+
 /** A cell is never cut shorter than this: a stub of a name says nothing. */
 const minimumCellWidth = 12;
 
-function tableWidth(header: string[], rows: string[][]): number {
+function widthOf(header: string[], rows: string[][]): number {
   return header.reduce(
     (sum, title, column) =>
       sum + Math.max(title.length, ...rows.map((row) => (row[column] ?? "").length)) + 2,
@@ -53,11 +66,11 @@ export function fitTable(header: string[], rows: string[][], options: FitOptions
     rows.map((row) => kept.map((column) => row[column] ?? "")),
   ];
   for (const title of options.dropFirst) {
-    if (tableWidth(...shown()) <= width) break;
+    if (widthOf(...shown()) <= width) break;
     kept = kept.filter((column) => header[column] !== title);
   }
   const [titles, cells] = shown();
-  const excess = tableWidth(titles, cells) - width;
+  const excess = widthOf(titles, cells) - width;
   if (excess <= 0) return formatTable(titles, cells);
   const widths = titles.map((title, column) =>
     Math.max(title.length, ...cells.map((row) => (row[column] ?? "").length)),
@@ -70,4 +83,27 @@ export function fitTable(header: string[], rows: string[][], options: FitOptions
     ),
   );
   return formatTable(titles, cut);
+}
+
+/**
+ * `text` broken at spaces into lines of at most `width` characters, each after the first indented
+ * by `indent` spaces (a sentence beside a label keeps to its column). A word longer than a line (a
+ * path) is kept whole; the terminal wraps it. No width (a pipe): one line, as written.
+ */
+export function wrapText(text: string, width: number | undefined, indent: number): string {
+  const room = width === undefined ? Infinity : width - indent;
+  // Too narrow to read as a column: let the terminal wrap it.
+  if (room < 20) return text;
+  const lines: string[] = [];
+  let line = "";
+  for (const word of text.split(" ")) {
+    if (line !== "" && line.length + 1 + word.length > room) {
+      lines.push(line);
+      line = word;
+    } else {
+      line = line === "" ? word : `${line} ${word}`;
+    }
+  }
+  lines.push(line);
+  return lines.join(`\n${" ".repeat(indent)}`);
 }
