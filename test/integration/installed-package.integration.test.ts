@@ -10,10 +10,14 @@ import path from "node:path";
 import { pathToFileURL } from "node:url";
 import { promisify } from "node:util";
 
+import { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
+import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 
 import { packageRoot } from "../../src/common/index.js";
-import { demoRepo } from "../support/demo-repo.js";
+import { demoRepo, git } from "../support/demo-repo.js";
+import { requireSandboxImage } from "../support/docker.js";
 import { removeStateDirectory } from "../support/state-directory.js";
 
 const run = promisify(execFile);
@@ -33,15 +37,19 @@ describe("the packed and installed package", () => {
   let repo: string;
 
   /** The installed `cordon`, as a shell would find it on PATH. */
+  /** The environment of a shell whose PATH has the prefix's bin (a global install). */
+  const userEnv = (): Record<string, string> => ({
+    PATH: `${path.join(prefix, "bin")}${path.delimiter}${process.env["PATH"] ?? ""}`,
+    HOME: process.env["HOME"] ?? "",
+    CORDON_HOME: home,
+  });
+
   async function cordon(args: string[], nodeOptions: string[] = []): Promise<Installed> {
     const bin = path.join(prefix, "lib", "node_modules", "cordon", "dist", "cli", "main.js");
     const command = nodeOptions.length ? process.execPath : path.join(prefix, "bin", "cordon");
     const argv = nodeOptions.length ? [...nodeOptions, bin, ...args] : args;
     try {
-      const { stdout, stderr } = await run(command, argv, {
-        cwd: repo,
-        env: { PATH: process.env["PATH"], HOME: process.env["HOME"], CORDON_HOME: home },
-      });
+      const { stdout, stderr } = await run(command, argv, { cwd: repo, env: userEnv() });
       return { exitCode: 0, stdout, stderr };
     } catch (error) {
       const failed = error as { code: number; stdout: string; stderr: string };
@@ -80,6 +88,8 @@ describe("the packed and installed package", () => {
   }, 10 * minutes);
 
   afterAll(async () => {
+    // The MCP case's sandbox, whatever became of the case.
+    if (prefix) await cordon(["sandbox", "rm", "--all", "--discard-changes"]);
     await removeStateDirectory(home);
     await rm(root, { recursive: true, force: true });
     await rm(repo, { recursive: true, force: true });
@@ -121,6 +131,59 @@ describe("the packed and installed package", () => {
     const topic = await cordon(["help", "scripted-model"]);
     expect(topic.exitCode).toBe(0);
     expect(topic.stdout).toMatch(/^# The scripted model/);
+  });
+
+  it("serves MCP: --print-config names the installed cordon, and a client's session is reviewed with cordon diff", async () => {
+    await requireSandboxImage();
+    const printed = await cordon(["mcp", "--print-config", "claude", "--session", "packed"]);
+    expect(printed.exitCode, printed.stderr).toBe(0);
+    const config = JSON.parse(printed.stdout) as {
+      mcpServers: { cordon: { command: string; args: string[] } };
+    };
+    // On PATH as `cordon`, so the config says just that, as `claude mcp add` would.
+    expect(config.mcpServers.cordon).toMatchObject({
+      command: "cordon",
+      args: ["mcp", "--session", "packed"],
+    });
+    expect(printed.stderr).toContain("--disallowedTools Bash,");
+
+    // A client starts the server exactly as the config says, from the user's PATH.
+    const client = new Client({ name: "packed-test", version: "1" });
+    await client.connect(
+      new StdioClientTransport({
+        command: config.mcpServers.cordon.command,
+        args: config.mcpServers.cordon.args,
+        cwd: repo,
+        env: userEnv(),
+        stderr: "ignore",
+      }),
+    );
+    try {
+      const names = (await client.listTools()).tools.map((tool) => tool.name);
+      expect(names).toEqual(expect.arrayContaining(["exec", "write", "explain", "diff"]));
+      const wrote = (await client.callTool({
+        name: "write",
+        arguments: { path: "from-package.txt", content: "packed and served\n" },
+      })) as CallToolResult;
+      expect(wrote.isError).toBeFalsy();
+      const listed = (await client.callTool({
+        name: "exec",
+        arguments: { command: "cat from-package.txt" },
+      })) as CallToolResult;
+      const [block] = listed.content;
+      expect(block?.type === "text" ? block.text : "").toContain("packed and served");
+    } finally {
+      await client.close();
+    }
+    // The session is let go when the client leaves; the person reviews, the repo is untouched.
+    let review: Installed | undefined;
+    for (let attempt = 0; attempt < 60; attempt += 1) {
+      review = await cordon(["diff", "--session", "packed"]);
+      if (review.exitCode === 0) break;
+      await new Promise((resolve) => setTimeout(resolve, 250));
+    }
+    expect(review?.stdout, review?.stderr).toContain("+packed and served");
+    expect(git(repo, "status", "--porcelain")).toBe("");
   });
 
   it("answers --version and --help without loading Docker, the model SDK or the config schema", async () => {

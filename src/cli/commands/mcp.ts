@@ -21,6 +21,7 @@ import { nameList } from "../flag-parsers.js";
 import { withInterrupt } from "../interrupt.js";
 import { quoteShellArg } from "../../tools/index.js";
 import { addPlanOptions, runnerFromFlags, type PlanFlags } from "../runner-flags.js";
+import { selfCommand } from "../self-command.js";
 import { removeSandboxAfter } from "./remove-after.js";
 
 interface McpFlags extends PlanFlags {
@@ -150,9 +151,18 @@ export function registerMcpCommand(program: Command, context: CliContext): void 
           });
         }
         const host = listen?.host.includes(":") ? `[${listen.host}]` : listen?.host;
+        const self = selfCommand({
+          script: process.argv[1],
+          pathVariable: context.env["PATH"],
+          nodePath: process.execPath,
+        });
         const endpoint = listen
           ? { kind: "http" as const, url: `http://${host}:${listen.port}/mcp`, tokenVariable }
-          : { kind: "stdio" as const, command: "cordon", args: serverArgs(flags) };
+          : {
+              kind: "stdio" as const,
+              command: self.command,
+              args: [...self.args, ...serverArgs(flags)],
+            };
         context.stdout(clientConfig(flags.printConfig, endpoint));
         if (flags.printConfig === "claude") {
           const { session } = newSession();
