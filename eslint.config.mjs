@@ -31,6 +31,7 @@ const hostProgramModules = [
   "src/sandbox/workspace/host-git.ts",
   "src/changes/isolated-git.ts",
   "src/sandbox/workspace/disk-budget.ts",
+  "src/sandbox/workspace/anchored-directory.ts",
   "src/sandbox/workspace/disk-watchdog.ts",
   "src/sandbox/host/host-transport.ts",
   "src/sandbox/docker/image-runtime-packages.ts",

@@ -46,8 +46,9 @@ import { isErrno } from "./tree-copy.js";
  * Why the mounts cannot be turned against the host: every path given to mount is cordon's own (the
  * snapshot and the upper layers lie beside the copies, in the folder no container reaches), or a
  * carried directory of a copy checked to be a real directory at its own place (no link on the
- * way) while no container has that copy mounted: at seeding, or when an existing copy is attached
- * again, before its container starts. Overlays are mounted nosuid,nodev.
+ * way), mounted over (and unmounted) through a handle on the directory that was checked, never by
+ * its path (anchored-directory.ts): a process that swaps a link in after the check cannot aim the
+ * mount elsewhere. Overlays are mounted nosuid,nodev.
  *
  * The disk budget holds: with `sandbox.disk` the upper layers live in a filesystem image of their
  * own, of the same size, so writes into a carried tree are bounded as the copy is.

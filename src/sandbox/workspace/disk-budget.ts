@@ -16,6 +16,7 @@ import path from "node:path";
 import { promisify } from "node:util";
 
 import { SandboxStartError, sleep } from "../../common/index.js";
+import { UnanchoredDirectoryError, runOnAnchoredDirectory } from "./anchored-directory.js";
 import { mountCountAt, parseMountPoints } from "./mount-table.js";
 import type { Owner } from "./owner.js";
 import { isErrno } from "./tree-copy.js";
@@ -31,7 +32,8 @@ import { isAlive } from "./process-alive.js";
  * Why this is safe to run on the host: the image is written only by mkfs (from a seed directory no
  * container has seen) and then by the kernel's ext4 driver; no container ever sees the image file
  * itself, only the mounted tree. Mounting and unmounting act on cordon's own directory (the
- * workspace path, whose parent no container can reach), never on a path inside the tree.
+ * workspace path, whose parent no container can reach); the one exception, a carried tree's
+ * overlay inside the copy, goes through a handle on the checked directory (anchored-directory.ts).
  */
 
 /**
@@ -355,8 +357,9 @@ async function unmountLocked(target: string): Promise<void> {
 
 /**
  * Mounts an overlay of `lower` (read-only beneath) and `upper` at `target`, for carried trees
- * (carry-layers.ts, which checks `target` first and says why each path is safe). nosuid, nodev:
- * as a workspace image promises the host.
+ * (carry-layers.ts, which checks `target` first and says why each path is safe). `target` lies
+ * inside a private copy, so the mount goes through a handle on the checked directory, never its
+ * path (anchored-directory.ts). nosuid, nodev: as a workspace image promises the host.
  */
 export async function mountOverlay(
   target: string,
@@ -378,7 +381,15 @@ export async function mountOverlay(
   ].join(",");
   try {
     // -t: the type is named, never probed.
-    await run(support.tools.mount, ["-t", "overlay", "-o", options, "overlay", target]);
+    await runOnAnchoredDirectory(support.tools.mount, target, (at) => [
+      "-c",
+      "-t",
+      "overlay",
+      "-o",
+      options,
+      "overlay",
+      at,
+    ]);
   } catch (error) {
     throw new SandboxStartError(`cannot mount an overlay at ${target}: ${commandError(error)}`, {
       fix: "run `cordon doctor`; or run without --carry",
@@ -387,14 +398,22 @@ export async function mountOverlay(
   }
 }
 
-/** Unmounts whatever is mounted at `target`, layer by layer (lazily when something holds it). */
+/**
+ * Unmounts whatever is mounted at `target`, a directory inside a private copy, layer by layer,
+ * through a handle on it (anchored-directory.ts). Lazily: the handle itself holds the mount, which
+ * goes when its last user does. A `target` that is no longer a directory at its own path has
+ * nothing of cordon's mounted there any more; what moved goes with the copy's own unmount.
+ */
 export async function unmountAt(target: string): Promise<void> {
   const support = await diskBudgetSupport();
   if (!support.enforced) return;
   for (let layer = 0; layer < 16 && (await mountCountAt(target)) > 0; layer += 1) {
-    await run(support.tools.umount, [target]).catch(() =>
-      run(support.tools.umount, ["-l", target]),
-    );
+    try {
+      await runOnAnchoredDirectory(support.tools.umount, target, (at) => ["-c", "-l", at]);
+    } catch (error) {
+      if (error instanceof UnanchoredDirectoryError) return;
+      throw error;
+    }
   }
 }
 
