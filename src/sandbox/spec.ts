@@ -159,8 +159,9 @@ export interface SandboxSpec {
   /**
    * Sandboxes planned with the same key (one fix-tests run's work and verify copies) copy the
    * carried trees once: into a snapshot no container ever sees, mounted in each copy as the
-   * read-only lower layer of an overlay with a private upper one (carry-layers.ts). Where the host
-   * cannot mount overlays (cordon not root) each copy gets its own copy, as without a key.
+   * read-only lower layer of an overlay with a private upper one (carry-layers.ts). Without a key a
+   * copy layers over a snapshot of its own. Where the host cannot mount overlays (cordon not root)
+   * each copy gets its own copy of the carried trees.
    */
   carryShare?: string | undefined;
   /**

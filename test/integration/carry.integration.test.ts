@@ -7,7 +7,7 @@
  * usage error before any container exists.
  */
 import { execFile } from "node:child_process";
-import { mkdtemp, readFile, rm } from "node:fs/promises";
+import { mkdtemp, readFile, readdir, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { promisify } from "node:util";
@@ -147,6 +147,38 @@ describe("cordon fix-tests --carry node_modules", () => {
     expect(result.verification?.outputTail).not.toMatch(/EROFS|EACCES/);
     expect(result.filesChanged.map((file) => file.path)).toEqual(["src/vat.js"]);
     expect(patch).not.toContain("node_modules");
+  });
+
+  it("cordon run --carry layers node_modules as fix-tests does, and --rm leaves no mount and no snapshot", async () => {
+    const cli = await runCordon(
+      [
+        "run",
+        "fix the failing test",
+        "--workspace",
+        mochaProject,
+        "--session",
+        "run-carry",
+        "--carry",
+        "node_modules",
+        "--model-script",
+        fixture("fix-mocha.json"),
+        "--rm",
+      ],
+      env(),
+    );
+    expect(cli.exitCode, cli.stderr).toBe(0);
+    // The agent's second `npm test` passed: mocha ran from the carried tree.
+    expect(cli.stderr).toMatch(/exit 0: 3 passing/);
+    if (process.getuid?.() === 0) {
+      expect(cli.stderr).toMatch(
+        /carried node_modules: .*mounted read-only beneath a private upper layer/,
+      );
+    }
+    const workspaces = await readdir(path.join(home, "workspaces")).catch(() => []);
+    expect(workspaces.filter((name) => name.startsWith(".carry-"))).toEqual([]);
+    const mounts = await readFile("/proc/self/mountinfo", "utf8");
+    expect(mounts).not.toContain(home);
+    expect(git(mochaProject, "status", "--porcelain")).toBe("");
   });
 
   it("without --carry the ignored node_modules is not seeded: mocha or vitest is not found, exit 9 naming --carry, no agent", async () => {

@@ -160,6 +160,26 @@ describe.runIf(asRoot)("carried trees copied once for the copies of one run (ove
     expect(await mountsBelow(root)).toEqual([]);
   });
 
+  it("layers a copy planned without a share key (cordon run --carry) over a snapshot of its own, gone with it", async () => {
+    const { carryShare: _none, ...spec } = sharedSpec("alone");
+    const copy = await ensurePrivateWorkspace(spec, { stateDirectory });
+    expect(copy.seed?.carried).toMatchObject({ method: "layer", snapshot: "made", files: 1 });
+    const snapshot = carrySnapshotPath(path.dirname(copy.path), path.basename(copy.path));
+    expect(await mountsBelow(copy.path)).toEqual([path.join(copy.path, "node_modules")]);
+    expect(
+      inContainer(
+        copy.path,
+        "echo x > node_modules/left-pad/lib/index.js && cat node_modules/left-pad/lib/index.js",
+      ),
+    ).toBe("x\n");
+    expect(
+      await readFile(path.join(snapshot, "node_modules", "left-pad", "lib", "index.js"), "utf8"),
+    ).toMatch(/=> s/);
+    await releaseCarryLayers(copy.path, { keep: false });
+    await expect(lstat(snapshot)).rejects.toThrow(/ENOENT/);
+    expect(await mountsBelow(root)).toEqual([]);
+  });
+
   it("bounds writes into a carried tree by sandbox.disk, and mounts the layers again for a kept copy", async () => {
     const spec = sharedSpec("bounded", { diskBytes: 32 * 1024 ** 2 });
     const copy = await ensurePrivateWorkspace(spec, { stateDirectory });

@@ -53,8 +53,10 @@ import { isErrno } from "./tree-copy.js";
  * The disk budget holds: with `sandbox.disk` the upper layers live in a filesystem image of their
  * own, of the same size, so writes into a carried tree are bounded as the copy is.
  *
+ * A copy planned without a share key layers over a snapshot of its own, named after it.
+ *
  * Mounting needs root (CAP_SYS_ADMIN) and the kernel's overlay filesystem: elsewhere each copy gets
- * its own carried copy, as without a share key.
+ * its own carried copy.
  */
 
 /** What a copy records beside itself about its layers (`.<name>.carry.json`). */
@@ -96,7 +98,7 @@ export async function carryLayerRefusal(paths: readonly string[]): Promise<strin
 }
 
 export interface SnapshotOptions {
-  /** The share key (`SandboxSpec.carryShare`). */
+  /** The share key (`SandboxSpec.carryShare`, else the copy's own name). */
   shareKey: string;
   /** The folder the copies live in (the private workspace's parent). */
   workspaceParent: string;
@@ -106,6 +108,8 @@ export interface SnapshotOptions {
   owner: Owner | undefined;
   exclude: readonly string[];
   warnings: string[];
+  /** `sandbox.disk`: the carried trees must fit what the budget leaves, as a copy's must. */
+  byteLimit?: number | undefined;
   signal?: AbortSignal | undefined;
 }
 
@@ -140,6 +144,7 @@ export async function ensureCarrySnapshot(options: SnapshotOptions): Promise<Car
       owner: options.owner,
       exclude: options.exclude,
       warnings: options.warnings,
+      byteLimit: options.byteLimit,
       signal: options.signal,
     });
     await writeFile(path.join(temporary, summaryName), `${JSON.stringify(summary)}\n`, {

@@ -167,7 +167,11 @@ export async function ensurePrivateWorkspace(
         warnings,
         signal: options.signal,
       };
-      layered = await layerCarry(spec, temporary, carry);
+      layered = await layerCarry(spec, temporary, {
+        ...carry,
+        shareKey: spec.carryShare ?? path.basename(target),
+        byteLimit: disk ? Math.max(0, disk.bytes - seed.bytes) : undefined,
+      });
       const rest = spec.carry.filter((entry) => !layered?.paths.includes(entry));
       if (rest.length > 0) {
         seed.carried = await carryInto({
@@ -550,8 +554,13 @@ interface Layered {
 }
 
 /**
- * With a share key, on a host that can mount overlays: the snapshot (copied now if this is the
- * key's first copy) and the mount points made in the seed. Undefined: everything is copied.
+ * On a host that can mount overlays: the snapshot (copied now if this is the key's first copy)
+ * and the mount points made in the seed. Undefined: everything is copied into the seed.
+ *
+ * Every seeded copy that carries layers its carried trees, shared or not: a copy of its own
+ * (`shareKey` its own name) costs the same copy once, and with `sandbox.disk` the carried tree is
+ * then not copied a second time into the copy's filesystem image by `mkfs -d`; fix-tests' work and
+ * verify copies name one key, so the second copies nothing.
  */
 async function layerCarry(
   spec: SandboxSpec,
@@ -562,18 +571,22 @@ async function layerCarry(
     exclude: string[];
     warnings: string[];
     signal: AbortSignal | undefined;
+    shareKey: string;
+    byteLimit: number | undefined;
   },
 ): Promise<Layered | undefined> {
   const paths = spec.carry ?? [];
-  if (spec.carryShare === undefined || paths.length === 0) return undefined;
+  if (paths.length === 0) return undefined;
   const refusal = await carryLayerRefusal(paths);
   if (refusal !== undefined) {
-    carry.warnings.push(`the carried paths are copied for each sandbox of this run: ${refusal}`);
+    // Only a shared key loses something by copying (a second copy); a copy of its own is as before.
+    if (spec.carryShare !== undefined) {
+      carry.warnings.push(`the carried paths are copied for each sandbox of this run: ${refusal}`);
+    }
     return undefined;
   }
   const snapshot = await ensureCarrySnapshot({
     ...carry,
-    shareKey: spec.carryShare,
     workspaceParent: path.dirname(seed),
     paths,
   });
