@@ -58,7 +58,13 @@ export {
 
 // Configuration and policy (pure): what `cordon sandbox explain` prints.
 export { loadConfig, type CordonConfig } from "./config/index.js";
-export { explainPlan, planRun, type RunPlan } from "./policy/index.js";
+export {
+  explainPlan,
+  planRun,
+  type PlannedLimits,
+  type RunLimitsRequest,
+  type RunPlan,
+} from "./policy/index.js";
 
 // Sandboxes.
 // A Sandbox is exec + files + processes (docs/library.md); the option and result types let an

@@ -70,6 +70,8 @@ export const configDefaults = {
     maxBytes: 16 * 1024,
   },
   tools: { profile: "coding" as const, execTimeoutSec: 300, callTimeoutSec: 600 },
+  /** The model's context window when `agents.*.contextWindow` does not say (policy/run-limits.ts). */
+  contextWindowTokens: 200_000,
   sandbox: {
     mode: "all" as const,
     scope: "session" as const,
@@ -626,7 +628,7 @@ const contextWindow = z
   .min(2048)
   .max(10_000_000)
   .describe(
-    "The model's context window in tokens (default 200000); a request that would not fit is compacted first",
+    `The model's context window in tokens (default ${configDefaults.contextWindowTokens}); a request that would not fit is compacted first`,
   );
 
 const modelObject = z.strictObject({

@@ -172,7 +172,7 @@ export class McpSession {
       this.#emit(toolResult(toolCallId, name, result));
       return { ...result, refused: false };
     }
-    const timeoutMs = started.plan.tools.callTimeoutMs;
+    const timeoutMs = started.plan.limits.toolTimeoutMs;
     const outcome = await executeToolCall(
       started.toolset,
       { type: "tool_use", id: toolCallId, name, input: fields },

@@ -3,6 +3,7 @@ import { gvisorBoundaryNote, isGvisorRuntime } from "../sandbox/docker/gvisor.js
 import { poolShape, unpoolableReason } from "../sandbox/docker/pool/pool-shape.js";
 import type { SandboxSpec } from "../sandbox/index.js";
 import { describeRuntime } from "./agent-runtime.js";
+import { describeLimits } from "./run-limits.js";
 import { bootstrapFilesFor } from "./bootstrap-files.js";
 import type { RunPlan } from "./plan-run.js";
 import { credentialLikeName } from "./sandbox-env.js";
@@ -19,7 +20,7 @@ export function explainPlan(plan: RunPlan): string {
   lines.push(`session   ${plan.sessionKey}`);
   lines.push(`workspace ${agent.workspace}`);
   lines.push(
-    `model     ${agent.model.primary}${agent.model.fallbacks.length ? ` (fallbacks: ${agent.model.fallbacks.join(", ")})` : ""}; thinking ${agent.thinking ?? "off"}`,
+    `model     ${agent.model.primary}${agent.model.fallbacks.length ? ` (fallbacks: ${agent.model.fallbacks.join(", ")})` : ""}`,
   );
   lines.push(`prompt    ${describePrompt(plan)} (${agent.promptModeKey})`);
   lines.push(`runtime   ${describeRuntime(agent.runtime)}`);
@@ -122,8 +123,12 @@ export function explainPlan(plan: RunPlan): string {
       lines.push(`        ${"".padEnd(toolWidth)} also ${b.layer}: ${b.configKey}: ${b.reason}`);
   }
   lines.push(
-    `  exec timeout ${tools.exec.timeoutSec} s${tools.exec.maxOutputBytes ? `, output cap ${formatByteSize(tools.exec.maxOutputBytes)}` : ""}; any tool call stopped after ${tools.callTimeoutMs / 1000} s (tools.callTimeoutSec)`,
+    `  exec timeout ${tools.exec.timeoutSec} s${tools.exec.maxOutputBytes ? `, output cap ${formatByteSize(tools.exec.maxOutputBytes)}` : ""}`,
   );
+
+  lines.push("");
+  lines.push("limits");
+  lines.push(...describeLimits(plan.limits));
 
   lines.push("");
   lines.push(...describeSubagents(plan));

@@ -6,6 +6,12 @@ export { planRun, type PlanRunInput, type RunPlan } from "./plan-run.js";
 export { explainPlan, redactPlanSecrets, redactedValue } from "./explain.js";
 export { describeRuntime, type PlannedRuntime } from "./agent-runtime.js";
 export {
+  builtinLimits,
+  planLimits,
+  type PlannedLimits,
+  type RunLimitsRequest,
+} from "./run-limits.js";
+export {
   builtinToolCatalog,
   builtinToolNames,
   extendToolCatalog,

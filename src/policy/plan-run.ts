@@ -1,13 +1,7 @@
 import path from "node:path";
 
 import { ConfigError, PolicyDeniedError } from "../common/index.js";
-import type {
-  AgentRuntimeName,
-  ConfigIssue,
-  CordonConfig,
-  PromptMode,
-  ThinkingLevel,
-} from "../config/index.js";
+import type { AgentRuntimeName, ConfigIssue, CordonConfig, PromptMode } from "../config/index.js";
 import { normalizeCarryPath } from "../config/index.js";
 import type {
   DockerSettings,
@@ -21,6 +15,7 @@ import { containerNameOf, scopeKeyOf, workspaceIdOf } from "./container-name.js"
 import { planCarry } from "./carry.js";
 import { resolveDiskBudget } from "./disk-budget.js";
 import { planAgentRuntime, type PlannedRuntime } from "./agent-runtime.js";
+import { planLimits, type PlannedLimits, type RunLimitsRequest } from "./run-limits.js";
 import { resolveDockerSettings } from "./docker-settings.js";
 import { combine, planned, type Planned } from "./planned.js";
 import { planSandboxImage } from "./sandbox-image.js";
@@ -81,6 +76,8 @@ export interface PlanRunInput {
         only?: readonly string[] | undefined;
       }
     | undefined;
+  /** The run's own limits (`--max-turns`, `--timeout`, `--thinking`): the last layer. */
+  runLimits?: RunLimitsRequest | undefined;
   /** The run's agent program (`--runtime`), over the agent's `runtime`. */
   runtime?: AgentRuntimeName | undefined;
   /** The run's `--carry` paths; when given, they replace `sandbox.carry`. */
@@ -103,16 +100,12 @@ export interface RunPlan {
      */
     workspaceId: string;
     model: { primary: string; fallbacks: string[] };
-    /** Thinking level (`agents.*.thinking`); absent = off. */
-    thinking?: ThinkingLevel;
     /** The id as written, when normalising changed it (`explain` shows both). */
     writtenId?: string | undefined;
     promptMode: PromptMode;
     /** Where promptMode came from (a subagent session defaults to minimal). */
     promptModeKey: string;
     bootstrap: { files: string[]; maxBytes: number };
-    /** The model's context window in tokens (`agents.*.contextWindow`); absent = 200 000. */
-    contextWindow?: number;
     /** The agent program that runs the task (agent-runtime.ts). */
     runtime: PlannedRuntime;
   };
@@ -139,9 +132,9 @@ export interface RunPlan {
     decisions: ToolDecision[];
     profile: string;
     exec: { timeoutSec: number; maxOutputBytes?: number };
-    /** Longest one tool call may run (`tools.callTimeoutSec`), in ms. */
-    callTimeoutMs: number;
   };
+  /** Turns, tokens, time, the tool call limit, context window and thinking (run-limits.ts). */
+  limits: PlannedLimits;
   /** Whom this session may spawn and which sessions its session tools see (subagent-policy.ts). */
   subagents: SubagentPlan;
   warnings: string[];
@@ -339,14 +332,18 @@ export function planRun(input: PlanRunInput): RunPlan {
       decisions: toolResult.decisions,
       profile: agent.tools.profile.name,
       exec,
-      callTimeoutMs: agent.tools.callTimeoutSec * 1000,
     },
+    limits: planLimits({
+      runtime: runtime.name,
+      callTimeoutSec: agent.tools.callTimeoutSec,
+      contextWindow: agent.contextWindow,
+      thinking: agent.thinking,
+      run: input.runLimits,
+    }),
     subagents: planSubagents({ config, agent, sessionKey, sandboxed: enabled }),
     warnings,
   };
   if (agent.name !== undefined) plan.agent.name = agent.name;
-  if (agent.thinking !== undefined) plan.agent.thinking = agent.thinking;
-  if (agent.contextWindow !== undefined) plan.agent.contextWindow = agent.contextWindow;
   if (spec) plan.sandbox.spec = spec;
   return plan;
 }

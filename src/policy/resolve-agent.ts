@@ -55,12 +55,12 @@ export interface ResolvedAgent {
     };
     exec: { timeoutSec: number; maxOutputBytes?: number | undefined; configKey: string };
     /** Longest one tool call may run, in seconds (`tools.callTimeoutSec`, the agent's own wins). */
-    callTimeoutSec: number;
+    callTimeoutSec: { value: number; configKey: string };
   };
-  /** `thinking` of the agent, else of `agents.defaults`; undefined = off. */
-  thinking?: ThinkingLevel | undefined;
-  /** `contextWindow` (tokens) of the agent, else of `agents.defaults`; undefined = the loop's. */
-  contextWindow?: number | undefined;
+  /** `thinking` of the agent, else of `agents.defaults`; undefined = not set. */
+  thinking?: { value: ThinkingLevel; configKey: string } | undefined;
+  /** `contextWindow` (tokens) of the agent, else of `agents.defaults`; undefined = not set. */
+  contextWindow?: { value: number; configKey: string } | undefined;
   /** Whom a session of this agent may spawn, and with which model (subagent-policy.ts). */
   subagents: {
     /** Agent ids as written (normalised when compared); undefined = only this agent's own id. */
@@ -216,17 +216,30 @@ export function resolveAgent(config: CordonConfig, agentId: string | undefined):
     }
   }
 
-  let callTimeoutSec = config.tools.callTimeoutSec;
+  let callTimeoutSec = { value: config.tools.callTimeoutSec, configKey: "tools.callTimeoutSec" };
   for (const source of toolSources) {
-    callTimeoutSec = source.tools?.callTimeoutSec ?? callTimeoutSec;
+    const own = source.tools?.callTimeoutSec;
+    if (own !== undefined)
+      callTimeoutSec = { value: own, configKey: `${source.path}.callTimeoutSec` };
   }
+  /** The agent's own setting, else the defaults', with the key that set it. */
+  const ownOrDefault = <T>(
+    own: T | undefined,
+    fallback: T | undefined,
+    field: string,
+  ): { value: T; configKey: string } | undefined =>
+    own !== undefined
+      ? { value: own, configKey: `${agentPath}.${field}` }
+      : fallback !== undefined
+        ? { value: fallback, configKey: `agents.defaults.${field}` }
+        : undefined;
 
   const writtenId = entry?.id ?? agentId;
   return {
     id: picked.id,
     writtenId: writtenId !== undefined && writtenId !== picked.id ? writtenId : undefined,
-    thinking: entry?.thinking ?? defaults.thinking,
-    contextWindow: entry?.contextWindow ?? defaults.contextWindow,
+    thinking: ownOrDefault(entry?.thinking, defaults.thinking, "thinking"),
+    contextWindow: ownOrDefault(entry?.contextWindow, defaults.contextWindow, "contextWindow"),
     name: entry?.name,
     index,
     isDefault: entry === undefined || index === pickAgent(config, undefined).index,

@@ -16,16 +16,16 @@ import {
   type LoadedConfig,
   type AgentRuntimeName,
 } from "../config/index.js";
-import { builtinToolCatalog, extendToolCatalog, planRun, type RunPlan } from "../policy/index.js";
+import {
+  builtinToolCatalog,
+  extendToolCatalog,
+  planRun,
+  type RunLimitsRequest,
+  type RunPlan,
+} from "../policy/index.js";
 import { DockerEngine, baseImageFromEnv, upstreamProxyFromEnv } from "../sandbox/index.js";
 import { builtinTools, describeInvalidInput, type ToolDefinition } from "../tools/index.js";
-import type {
-  MessageQueue,
-  RunLimits,
-  RunResult,
-  ThinkingLevel,
-  ToolResult,
-} from "./loop/index.js";
+import type { MessageQueue, RunResult, ToolResult } from "./loop/index.js";
 import { createModelClient, type ModelClient, type UserContentBlock } from "./model/index.js";
 import {
   bindToolset,
@@ -94,9 +94,8 @@ export interface RunRequest {
   sessionKey?: string | undefined;
   /** Overrides the agent's model for this run. */
   modelId?: string | undefined;
-  limits?: RunLimits | undefined;
-  /** Thinking level of this run (`--thinking`); default the agent's `thinking`, else off. */
-  thinking?: ThinkingLevel | undefined;
+  /** This run's limits (`--max-turns`, `--timeout`, `--thinking`), over the config's. */
+  limits?: RunLimitsRequest | undefined;
   /** Run-level tool policy, the last (narrowest) layer. */
   allowTools?: readonly string[] | undefined;
   denyTools?: readonly string[] | undefined;
@@ -115,7 +114,7 @@ export interface RunRequest {
 
 export type PlanRequest = Pick<
   RunRequest,
-  "agentId" | "sessionKey" | "allowTools" | "denyTools"
+  "agentId" | "sessionKey" | "allowTools" | "denyTools" | "limits"
 > & {
   /**
    * This plan's egress allowlist, replacing the config's and `allowHosts` (a setup phase, e.g.
@@ -280,6 +279,7 @@ export function createRunner(options: RunnerOptions = {}): Runner {
         deny: request.denyTools ? [...request.denyTools] : undefined,
       },
       runEgress: { allow: options.allowHosts, only: request.phaseAllowHosts },
+      runLimits: request.limits,
     });
   /** The program the plan's runtime names; undefined for cordon's own loop. */
   const agentRuntimeFor = (runPlan: PlannedRun): Promise<AgentRuntime | undefined> => {
@@ -329,8 +329,6 @@ export function createRunner(options: RunnerOptions = {}): Runner {
       tools,
       stateDir,
       prompt: request.prompt,
-      limits: request.limits,
-      thinking: request.thinking,
       signal: request.signal,
       onEvent: request.onEvent,
       logger,

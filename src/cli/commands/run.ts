@@ -245,8 +245,11 @@ export function registerRunCommand(program: Command, context: CliContext): void 
               agentId: flags.agent,
               sessionKey: flags.session,
               modelId: flags.model,
-              limits: { maxTurns: flags.maxTurns, timeoutMs: flags.timeout },
-              thinking: flags.thinking,
+              limits: {
+                maxTurns: flags.maxTurns,
+                timeoutMs: flags.timeout,
+                thinking: flags.thinking,
+              },
               allowTools: flags.allowTools,
               denyTools: flags.denyTools,
               waitForSession: flags.wait,

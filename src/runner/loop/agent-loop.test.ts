@@ -321,7 +321,7 @@ describe("runAgentLoop", () => {
           text("answered within the window"),
         ],
       },
-      { session, contextWindowTokens: 7000, limits: { maxOutputTokens: 2000 } },
+      { session, limits: { contextWindowTokens: 7000, maxOutputTokens: 2000 } },
     );
     expect(result.status).toBe("completed");
     // The first requests sent were the summary calls: nothing went out that would not have fit.

@@ -18,6 +18,7 @@ import {
   type ToolUseBlock,
   type UserContentBlock,
 } from "../model/index.js";
+import { builtinLimits, type PlannedLimits } from "../../policy/index.js";
 import type { AppendMeta, TranscriptItem } from "../session/index.js";
 import { syntheticToolResult } from "../session/index.js";
 import { compactTranscript, estimateRequestTokens, NothingToCompactError } from "./compaction.js";
@@ -31,7 +32,7 @@ import {
 } from "./recovery.js";
 import { exitCodeForStatus, type RunEvent, type RunResult, type RunStatus } from "./run-events.js";
 import { maxTokensFor, thinkingOptionsOf, type ThinkingSetting } from "./thinking.js";
-import { defaultToolTimeoutMs, executeToolCall, type RunnerToolset } from "./tool-executor.js";
+import { executeToolCall, type RunnerToolset } from "./tool-executor.js";
 import { ToolOutputStream } from "./tool-output.js";
 
 /** The session operations the loop needs; `JsonlSession` has them. */
@@ -52,18 +53,13 @@ export interface FallbackModel {
   client?: ModelClient | undefined;
 }
 
-export interface RunLimits {
-  /** Most model calls in this run. Default 50. */
-  maxTurns?: number | undefined;
-  /** Wall-clock limit of the run in milliseconds. Default: none. */
-  timeoutMs?: number | undefined;
-  /** Token budget of the run (input + output, summed over calls). Default: none. */
-  maxTokens?: number | undefined;
-  /** Most output tokens of one model response (raised to fit a thinking budget). Default 8192. */
-  maxOutputTokens?: number | undefined;
-  /** Longest one tool call may run before it is stopped, in ms; 0 = no limit. Default 600 000. */
-  toolTimeoutMs?: number | undefined;
-}
+/**
+ * The loop's limits, as the plan decided them (`RunPlan.limits`, policy/run-limits.ts); one left
+ * out is the built-in default there, for a caller that runs the loop without a plan.
+ */
+export type RunLimits = {
+  [K in keyof Omit<PlannedLimits, "keys" | "thinking">]?: PlannedLimits[K] | undefined;
+};
 
 /**
  * Where an embedder feeds the run while it goes. Contract for each: must not throw (a throw is
@@ -117,11 +113,6 @@ export interface AgentLoopOptions {
    * keeps half as much. Default 0.3.
    */
   compactionKeepShare?: number | undefined;
-  /**
-   * The model's context window in tokens. Before each call the request is estimated and, when it
-   * would not fit with the answer's max_tokens, compacted first. Default 200 000.
-   */
-  contextWindowTokens?: number | undefined;
   /**
    * When the run began (`Date.now()`), for the result's `durationMs`: a caller that waited for a
    * sandbox or a session lock first passes its own start. Default: when the loop starts.
@@ -235,12 +226,12 @@ function startRun(options: AgentLoopOptions, timedOut: AbortSignal): LoopRun {
     session: options.session,
     logger,
     limits: {
-      maxTurns: options.limits?.maxTurns ?? 50,
+      maxTurns: options.limits?.maxTurns ?? builtinLimits.maxTurns,
       maxTokens: options.limits?.maxTokens,
-      maxOutputTokens: options.limits?.maxOutputTokens ?? 8192,
+      maxOutputTokens: options.limits?.maxOutputTokens ?? builtinLimits.maxOutputTokens,
       timeoutMs: options.limits?.timeoutMs,
-      toolTimeoutMs: options.limits?.toolTimeoutMs ?? defaultToolTimeoutMs,
-      contextWindowTokens: options.contextWindowTokens ?? 200_000,
+      toolTimeoutMs: options.limits?.toolTimeoutMs ?? builtinLimits.toolTimeoutMs,
+      contextWindowTokens: options.limits?.contextWindowTokens ?? builtinLimits.contextWindowTokens,
     },
     recoveryLimits: {
       ...defaultRecoveryLimits,

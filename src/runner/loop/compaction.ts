@@ -119,8 +119,8 @@ export interface CompactOptions {
   transcript: readonly TranscriptItem[];
   /** Share of the estimated tokens kept verbatim (newest first). Default 0.3. */
   keepShare?: number | undefined;
-  /** The model's context window in tokens; sizes the chunks and the per-message cap. */
-  contextWindowTokens?: number | undefined;
+  /** The model's context window in tokens (`RunPlan.limits`); sizes the chunks and the per-message cap. */
+  contextWindowTokens: number;
   /** Output budget of each summary. Default 4096. */
   maxTokens?: number | undefined;
   signal: AbortSignal;
@@ -167,7 +167,7 @@ export async function compactTranscript(options: CompactOptions): Promise<Compac
   const firstKept = cut === undefined ? undefined : options.transcript[cut];
   if (cut === undefined || !firstKept || firstKept.line < 0) throw new NothingToCompactError();
 
-  const windowChars = (options.contextWindowTokens ?? 200_000) * 4;
+  const windowChars = options.contextWindowTokens * 4;
   // A single message over half the window is cut first; a chunk is at most 40% of the window,
   // leaving room for the instruction and the summary itself.
   const rendered = messages.slice(0, cut).map((m) => renderForSummary(m, windowChars / 2));

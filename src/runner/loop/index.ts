@@ -53,7 +53,6 @@ export {
   type ThinkingSetting,
 } from "./thinking.js";
 export {
-  defaultToolTimeoutMs,
   executeToolCall,
   ToolCallDeadline,
   refusalOf,

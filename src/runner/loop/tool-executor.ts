@@ -56,9 +56,6 @@ export class ToolCallDeadline extends Error {
   }
 }
 
-/** Default of `limits.toolTimeoutMs` (`tools.callTimeoutSec`): 10 minutes. */
-export const defaultToolTimeoutMs = 600_000;
-
 /** How long a timed-out tool may take to stop (and kill its command) before it is left behind. */
 const stopGraceMs = 15_000;
 

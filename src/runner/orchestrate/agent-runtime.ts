@@ -1,5 +1,5 @@
 import type { Logger } from "../../common/index.js";
-import type { RunLimits, RunResult } from "../loop/index.js";
+import type { RunResult } from "../loop/index.js";
 import type { ModelClient } from "../model/index.js";
 import type { PlannedRun } from "./planned-run.js";
 import type { RunnerEvent } from "./run-task.js";
@@ -18,7 +18,6 @@ export interface AgentRuntimeRun {
   startedAt: number;
   /** The model the run names (`--model` or the agent's primary). */
   modelId: string;
-  limits?: RunLimits | undefined;
   signal?: AbortSignal | undefined;
   /** Run events as cordon's loop emits them; `run-start` and `run-end` are runTask's. */
   emit: (event: RunnerEvent) => void;

@@ -1,6 +1,6 @@
-import type { SystemPromptMode, ThinkingLevel } from "../loop/index.js";
+import type { SystemPromptMode } from "../loop/index.js";
 import type { SandboxMode, SandboxSpec, WorkspaceAccess } from "../../sandbox/index.js";
-import type { PlannedRuntime, SubagentPlan } from "../../policy/index.js";
+import type { PlannedLimits, PlannedRuntime, SubagentPlan } from "../../policy/index.js";
 
 /**
  * The part of the policy layer's `RunPlan` the runner reads. Declared here, structurally, so the
@@ -15,14 +15,10 @@ export interface PlannedRun {
     /** The project (see `RunPlan`); transcripts are kept per project. Hand-built plans may omit it. */
     workspaceId?: string | undefined;
     model: { primary: string; fallbacks: readonly string[] };
-    /** The agent's thinking level (`agents.*.thinking`); default off. */
-    thinking?: ThinkingLevel | undefined;
     /** How much the system prompt says (`agents.*.promptMode`); default full. */
     promptMode?: SystemPromptMode | undefined;
     /** Workspace files read into the prompt and the most bytes of each; default the built-in set. */
     bootstrap?: { files: readonly string[]; maxBytes: number } | undefined;
-    /** The model's context window in tokens (`agents.*.contextWindow`); default 200 000. */
-    contextWindow?: number | undefined;
     /** The agent program (`RunPlan`); a hand-built plan without one runs cordon's loop. */
     runtime?: PlannedRuntime | undefined;
   };
@@ -45,9 +41,9 @@ export interface PlannedRun {
   tools: {
     allowed: readonly string[];
     decisions: readonly PlannedToolDecision[];
-    /** Longest one tool call may run (`tools.callTimeoutSec`), in ms; default 600 000. */
-    callTimeoutMs?: number | undefined;
   };
+  /** The run's limits, decided in the plan (policy/run-limits.ts). */
+  limits: PlannedLimits;
   /**
    * Whom the session may spawn and what its session tools see; without it (a hand-built plan)
    * the session tools refuse everything.

@@ -5,6 +5,7 @@ import path from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 
 import { DockerUnavailableError } from "../../common/index.js";
+import { planLimits } from "../../policy/index.js";
 import { builtinTools } from "../../tools/index.js";
 import { MemorySandbox } from "../../tools/testing/index.js";
 import { ScriptedModelClient } from "../model/index.js";
@@ -29,6 +30,10 @@ function plan(overrides: Partial<PlannedRun["tools"]> = {}): PlannedRun {
       ],
       ...overrides,
     },
+    limits: planLimits({
+      runtime: "cordon",
+      callTimeoutSec: { value: 600, configKey: "tools.callTimeoutSec" },
+    }),
     warnings: [],
   };
 }

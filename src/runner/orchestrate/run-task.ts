@@ -23,12 +23,10 @@ import {
   buildSystemPrompt,
   type MessageQueue,
   type RunEvent,
-  type RunLimits,
   type RunResult,
   type RunStatus,
   type RunnerToolset,
   type SandboxFacts,
-  type ThinkingLevel,
 } from "../loop/index.js";
 import type { ModelClient, UserContentBlock } from "../model/index.js";
 import {
@@ -110,9 +108,6 @@ export interface RunTaskOptions {
   /** cordon's state directory (sessions live under it). */
   stateDir: string;
   prompt: string | UserContentBlock[];
-  limits?: RunLimits | undefined;
-  /** Thinking level of this run; default the agent's (`agents.*.thinking`), else off. */
-  thinking?: ThinkingLevel | undefined;
   signal?: AbortSignal | undefined;
   onEvent?: ((event: RunnerEvent) => void) | undefined;
   logger?: Logger | undefined;
@@ -340,7 +335,6 @@ async function runLocked(options: RunTaskOptions, run: RunContext): Promise<RunR
         startedAt: run.startedAt,
         prompt: promptText(options.prompt),
         modelId,
-        limits: options.limits,
         signal: options.signal,
         emit,
         logger,
@@ -381,12 +375,8 @@ async function runLocked(options: RunTaskOptions, run: RunContext): Promise<RunR
       session,
       systemPrompt,
       prompt: options.prompt,
-      limits: {
-        ...options.limits,
-        toolTimeoutMs: options.limits?.toolTimeoutMs ?? plan.tools.callTimeoutMs,
-      },
-      thinking: options.thinking ?? plan.agent.thinking,
-      contextWindowTokens: plan.agent.contextWindow,
+      limits: plan.limits,
+      thinking: plan.limits.thinking,
       signal: options.signal,
       logger,
       runId,

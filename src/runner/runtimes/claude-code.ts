@@ -119,7 +119,7 @@ export class ClaudeCodeRuntime implements AgentRuntime {
         quoteShellArg(run.modelId),
         "--disallowedTools",
         quoteShellArg(disallowedClaudeCodeTools(run.plan).join(",")),
-        ...(run.limits?.maxTurns ? ["--max-turns", String(run.limits.maxTurns)] : []),
+        ...(run.plan.limits.maxTurns ? ["--max-turns", String(run.plan.limits.maxTurns)] : []),
       ];
       const events = new ClaudeCodeEvents(run.emit);
       const lines = new OutputLines((line) => events.line(line));
@@ -136,7 +136,7 @@ export class ClaudeCodeRuntime implements AgentRuntime {
           CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: "1",
           DISABLE_AUTOUPDATER: "1",
         },
-        timeoutMs: run.limits?.timeoutMs,
+        timeoutMs: run.plan.limits.timeoutMs,
         signal: run.signal,
         onStdout: lines.push,
       });

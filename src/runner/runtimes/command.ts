@@ -28,7 +28,7 @@ export class CommandRuntime implements AgentRuntime {
     const lines = new OutputLines((line) => run.emit({ type: "text-delta", text: `${line}\n` }));
     const result = await run.lease.sandbox.exec(shellCommand(argv), {
       stdin: byArgument ? undefined : run.prompt,
-      timeoutMs: run.limits?.timeoutMs,
+      timeoutMs: run.plan.limits.timeoutMs,
       signal: run.signal,
       onStdout: lines.push,
     });

@@ -18,13 +18,13 @@ import {
 } from "../../changes/index.js";
 import type {
   RunCost,
-  RunLimits,
   RunResult,
   Runner,
   RunnerEvent,
   ProvidedSandbox,
 } from "../../runner/index.js";
 import { readSessionEntries } from "../../runner/index.js";
+import type { RunLimitsRequest } from "../../policy/index.js";
 import type { ExecResult } from "../../sandbox/index.js";
 import { quoteShellArg } from "../../tools/index.js";
 import {
@@ -75,7 +75,7 @@ export interface FixTestsOptions {
   outDir: string;
   agentId?: string | undefined;
   modelId?: string | undefined;
-  limits?: RunLimits | undefined;
+  limits?: RunLimitsRequest | undefined;
   /** Limit of each test run. Default 10 minutes. */
   testTimeoutMs?: number | undefined;
   /**
