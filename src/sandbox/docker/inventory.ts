@@ -11,12 +11,14 @@ import {
 } from "../../common/index.js";
 import {
   baselineGitDir,
+  carryLeftovers,
   diskImagePath,
   isInside,
   mountCountAt,
   privateWorkspaceRoot,
   releaseCarryLayers,
   releaseWorkspaceDisk,
+  removeCarryLeftover,
   unmountWorkspaceDisk,
   seedMarkerPath,
   seedTempPrefix,
@@ -546,6 +548,7 @@ export class SandboxInventory {
     const grace = { now, minAgeMs: orphanMinAgeMs };
     await this.pruneOrphanRecords(live, referenced, grace, report, discardChanges);
     await this.pruneOrphanDirectories(referenced, grace, report, discardChanges);
+    await this.pruneCarryLeftovers(grace, report);
     return report;
   }
 
@@ -693,6 +696,26 @@ export class SandboxInventory {
         ...(work.state === "unapplied" ? { discardedChanges: work.changes } : {}),
       });
       if (!report.dryRun) await this.removeWorkspace(workspace);
+    }
+  }
+
+  /**
+   * Carried-tree snapshots and layers a crash left behind (carry-layers.ts `carryLeftovers`):
+   * after the orphaned copies, whose release deletes the snapshots only they named. Young ones
+   * wait out the grace like orphans: a seed in another process may be about to record one.
+   */
+  private async pruneCarryLeftovers(
+    grace: { now: number; minAgeMs: number },
+    report: PruneReport,
+  ): Promise<void> {
+    const root = privateWorkspaceRoot(this.stateDirectory);
+    for (const leftover of await carryLeftovers(root)) {
+      if (!(leftover.changedAtMs < grace.now - grace.minAgeMs)) {
+        leftForGrace(report, leftover.path, leftover.changedAtMs, grace);
+        continue;
+      }
+      report.orphans.push({ path: leftover.path, reason: leftover.reason });
+      if (!report.dryRun) await removeCarryLeftover(leftover);
     }
   }
 

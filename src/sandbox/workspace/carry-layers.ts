@@ -363,3 +363,97 @@ async function snapshotInUse(parent: string, snapshot: string): Promise<boolean>
   }
   return false;
 }
+
+/** A leftover of carried layers that no copy uses, as `carryLeftovers` finds it. */
+export interface CarryLeftover {
+  /** Absolute path of the snapshot, half-made snapshot or copy record. */
+  path: string;
+  reason: string;
+  /** Its last change (ms since the epoch): prune leaves a young one for its grace. */
+  changedAtMs: number;
+}
+
+const snapshotPrefix = ".carry-";
+const recordSuffix = ".carry.json";
+
+/**
+ * What crashes leave of carried layers in the folder of the copies, for prune to sweep: a
+ * snapshot (`.carry-<key>`) no copy's record names (the process died between making it and
+ * recording the copy that layers it, or while releasing the last such copy); a half-made one
+ * (`.carry-<key>.tmp-<pid>-…`) of a process that is gone; a copy's record with its upper layers
+ * (`.<name>.carry.json`, `.<name>.carry/`) whose copy is gone.
+ *
+ * While a seed is being built in the folder (a `.<name>.seeding-<pid>-…` of a live process) no
+ * snapshot counts as unused: that seed may have made or found one it has not recorded yet.
+ */
+export async function carryLeftovers(parent: string): Promise<CarryLeftover[]> {
+  const names = await readdir(parent).catch(() => [] as string[]);
+  const seeding = names.some((name) => {
+    const match = /^\..+\.seeding-(\d+)-/.exec(name);
+    return match?.[1] !== undefined && isAlive(Number(match[1]));
+  });
+  const named = new Set<string>();
+  const leftovers: CarryLeftover[] = [];
+  for (const name of names.filter((entry) => entry.endsWith(recordSuffix))) {
+    const copy = path.join(parent, name.slice(1, -recordSuffix.length));
+    const record = await readRecord(copy).catch(() => undefined);
+    // Compared as the kernel resolves them: a record may spell the folder another way.
+    if (record) named.add(await realOrResolved(record.snapshot));
+    if (
+      await lstat(copy).then(
+        () => false,
+        () => true,
+      )
+    ) {
+      leftovers.push({
+        path: path.join(parent, name),
+        reason: "carried layers of a private workspace that is gone",
+        changedAtMs: await changedAt(path.join(parent, name)),
+      });
+    }
+  }
+  for (const name of names.filter((entry) => entry.startsWith(snapshotPrefix))) {
+    const full = path.join(parent, name);
+    const building = /\.tmp-(\d+)-[0-9a-f]+$/.exec(name);
+    if (building?.[1] !== undefined) {
+      if (isAlive(Number(building[1]))) continue;
+      leftovers.push({
+        path: full,
+        reason: "carried-tree snapshot a process that is gone was making",
+        changedAtMs: await changedAt(full),
+      });
+      continue;
+    }
+    if (seeding || named.has(await realOrResolved(full))) continue;
+    leftovers.push({
+      path: full,
+      reason: "carried-tree snapshot no private workspace layers",
+      changedAtMs: await changedAt(full),
+    });
+  }
+  return leftovers.sort((a, b) => a.path.localeCompare(b.path));
+}
+
+async function realOrResolved(entry: string): Promise<string> {
+  return realpath(entry).catch(() => path.resolve(entry));
+}
+
+async function changedAt(entry: string): Promise<number> {
+  return (await lstat(entry).catch(() => undefined))?.mtimeMs ?? 0;
+}
+
+/**
+ * Removes one leftover `carryLeftovers` found (in the same folder): a snapshot or half-made one
+ * is deleted (no container ever mounts one, and no record names it); a record whose copy is gone
+ * is released as its copy would be — overlays and the upper layers' image unmounted, the upper
+ * layers deleted, the snapshot too once nothing names it.
+ */
+export async function removeCarryLeftover(leftover: CarryLeftover): Promise<void> {
+  const name = path.basename(leftover.path);
+  if (name.endsWith(recordSuffix)) {
+    const copy = path.join(path.dirname(leftover.path), name.slice(1, -recordSuffix.length));
+    await releaseCarryLayers(copy, { keep: false });
+    return;
+  }
+  if (name.startsWith(snapshotPrefix)) await rm(leftover.path, { recursive: true, force: true });
+}

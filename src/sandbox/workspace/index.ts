@@ -61,5 +61,11 @@ export {
   type CarryOptions,
   type CarrySummary,
 } from "./carry.js";
-export { carrySnapshotPath, releaseCarryLayers } from "./carry-layers.js";
+export {
+  carryLeftovers,
+  carrySnapshotPath,
+  releaseCarryLayers,
+  removeCarryLeftover,
+  type CarryLeftover,
+} from "./carry-layers.js";
 export type { WorkspaceChanges, WorkspaceChangesOptions } from "./workspace-changes.js";
