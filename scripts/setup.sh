@@ -21,11 +21,13 @@ LOCAL_BASE="${CORDON_LOCAL_BASE_IMAGE:-cordon-base:bookworm}"
 DEBIAN_MIRROR="${CORDON_DEBIAN_MIRROR:-http://deb.debian.org/debian}"
 DOCKERD_LOG="${CORDON_DOCKERD_LOG:-/var/log/cordon-dockerd.log}"
 # gVisor (CORDON_RUNTIME=runsc): the flags runsc runs with, and the daemon.json that registers it.
-# ptrace works without KVM (runsc's KVM platform hangs in nested VMs); --network=host makes gVisor
-# use the container's own network namespace (Docker's none or bridge) instead of its netstack,
-# whose set-up fails in some VMs ("cannot run with network enabled in root network namespace").
+# The platform is KVM where runsc's KVM platform starts a sandbox, ptrace otherwise (see
+# choose_runsc_platform); --network=host makes gVisor use the container's own network namespace
+# (Docker's none or bridge) instead of its netstack, whose set-up fails in some VMs ("cannot run
+# with network enabled in root network namespace").
 RUNTIME="${CORDON_RUNTIME:-}"
-RUNSC_FLAGS="${CORDON_RUNSC_FLAGS:---platform=ptrace --network=host}"
+RUNSC_FLAGS="${CORDON_RUNSC_FLAGS:-}"
+RUNSC_PLATFORM_CACHE="${CORDON_RUNSC_PLATFORM_CACHE:-/var/cache/cordon/runsc-platform}"
 DAEMON_JSON="${CORDON_DOCKER_DAEMON_JSON:-/etc/docker/daemon.json}"
 
 step_started=0
@@ -117,6 +119,31 @@ apt_install() {
   rm -f "$log"
 }
 
+# Sets RUNSC_FLAGS unless CORDON_RUNSC_FLAGS did. KVM (system calls without a ptrace stop each) where
+# /dev/kvm is usable and `runsc --platform=kvm do` really starts a sandbox within 8 s; the runsc
+# Debian ships (2022-12) hangs there in nested VMs, as on the machines cordon is built on
+# (docs/gvisor.md). The verdict is kept per runsc version and kernel, so a rerun does not wait again.
+choose_runsc_platform() {
+  [[ -z $RUNSC_FLAGS ]] || return 0
+  local key platform=""
+  key="$(runsc --version | head -n1) $(uname -r)"
+  if [[ -f $RUNSC_PLATFORM_CACHE && "$(head -n1 "$RUNSC_PLATFORM_CACHE")" == "$key" ]]; then
+    platform="$(sed -n 2p "$RUNSC_PLATFORM_CACHE")"
+  fi
+  if [[ -z $platform ]]; then
+    platform=ptrace
+    if [[ -c /dev/kvm && -w /dev/kvm ]] &&
+      timeout -k 2 8 runsc --platform=kvm --network=none "do" /bin/true >/dev/null 2>&1; then
+      platform=kvm
+    fi
+    # Only a cache: a read-only /var/cache means probing again next time.
+    if mkdir -p "$(dirname "$RUNSC_PLATFORM_CACHE")" 2>/dev/null; then
+      printf '%s\n%s\n' "$key" "$platform" >"$RUNSC_PLATFORM_CACHE" 2>/dev/null || true
+    fi
+  fi
+  RUNSC_FLAGS="--platform=$platform --network=host"
+}
+
 # Writes the runsc entry of daemon.json's "runtimes", keeping everything else in the file; prints
 # "changed" when it wrote something. A dockerd started later reads it; a running one on SIGHUP.
 write_runsc_registration() {
@@ -158,6 +185,7 @@ ensure_gvisor_installed() {
       fail "runsc (gVisor) is not installed" "install gVisor (Debian: apt-get install runsc; https://gvisor.dev/docs/user_guide/install/), then rerun"
     apt_install runsc || fail "apt-get install runsc failed" "check access to Debian's package mirror"
   fi
+  choose_runsc_platform
   runsc_registration_changed="$(write_runsc_registration)" ||
     fail "could not register runsc in $DAEMON_JSON" "fix or remove that file, then rerun scripts/setup.sh"
   done_step "$(runsc --version | head -n1); ${runsc_registration_changed:+registered in $DAEMON_JSON, }flags: $RUNSC_FLAGS"

@@ -14,6 +14,7 @@ import {
   workspaceDiskFor,
   baseImageFromEnv,
   gvisorBoundaryNote,
+  gvisorPlatform,
   isGvisorRuntime,
   probeRuntime,
   type DockerEngineInfo,
@@ -171,7 +172,9 @@ async function checkRuntime(
   } catch (error) {
     return failed("runtime", error);
   }
-  const note = isGvisorRuntime(runtime) ? `; ${gvisorBoundaryNote}` : "";
+  const note = isGvisorRuntime(runtime)
+    ? ` (platform: ${gvisorPlatform(info.runtimeArgs[runtime] ?? [])}); ${gvisorBoundaryNote}`
+    : "";
   return { name: "runtime", status: "ok", detail: `${runtime} runs containers${note}` };
 }
 

@@ -16,6 +16,8 @@ export interface DockerEngineInfo {
   cgroupVersion: string;
   /** The runtimes the engine has registered (`runc`, and `runsc` once setup registered gVisor). */
   runtimes: string[];
+  /** Each registered runtime's arguments (daemon.json `runtimeArgs`), e.g. runsc's `--platform=…`. */
+  runtimeArgs: Record<string, string[]>;
   defaultRuntime: string;
 }
 
@@ -66,6 +68,7 @@ export class DockerEngine {
       storageDriver: details.storageDriver,
       cgroupVersion: details.cgroupVersion,
       runtimes: details.runtimes,
+      runtimeArgs: details.runtimeArgs,
       defaultRuntime: details.defaultRuntime,
     };
   }

@@ -3,7 +3,7 @@ import { describe, expect, it } from "vitest";
 import { testSandboxSpec } from "../../../test/support/sandbox-spec.js";
 import type { DockerSettings } from "../spec.js";
 import { createContainerOptions } from "./container-options.js";
-import { isGvisorRuntime } from "./gvisor.js";
+import { gvisorPlatform, isGvisorRuntime } from "./gvisor.js";
 
 const optionsFor = (docker: Partial<DockerSettings>) =>
   createContainerOptions({
@@ -52,5 +52,13 @@ describe("container options under gVisor", () => {
       { Name: "nofile", Soft: 1024, Hard: 2048 },
       { Name: "nproc", Soft: 32, Hard: 256 },
     ]);
+  });
+});
+
+describe("the gVisor platform doctor names", () => {
+  it("is the registered --platform, else ptrace (runsc's own default)", () => {
+    expect(gvisorPlatform(["--platform=kvm", "--network=host"])).toBe("kvm");
+    expect(gvisorPlatform(["--network=host"])).toBe("ptrace");
+    expect(gvisorPlatform([])).toBe("ptrace");
   });
 });

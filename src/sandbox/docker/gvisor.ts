@@ -10,6 +10,16 @@ export function isGvisorRuntime(runtime: string | undefined): boolean {
 }
 
 /**
+ * The platform gVisor's sentry runs on, read from the runtime's registered arguments: `kvm` where
+ * setup found the KVM platform starts sandboxes, `ptrace` otherwise (the default of the runsc
+ * Debian ships, and what setup registers when KVM hangs, as it does in nested VMs).
+ */
+export function gvisorPlatform(runtimeArgs: readonly string[]): string {
+  const flag = runtimeArgs.find((arg) => arg.startsWith("--platform="));
+  return flag ? flag.slice("--platform=".length) : "ptrace";
+}
+
+/**
  * Host tasks (threads) of gVisor's sentry per sandboxed process, measured on the ptrace
  * platform: 53 for an idle sandbox, 7–9 more per live process. Docker's pids limit counts
  * these host tasks, not the sandbox's processes, and when the sentry cannot create a thread it

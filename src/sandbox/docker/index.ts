@@ -83,7 +83,7 @@ export {
   type IdleStopReport,
   type SandboxHolders,
 } from "./idle-stop.js";
-export { gvisorBoundaryNote, isGvisorRuntime } from "./gvisor.js";
+export { gvisorBoundaryNote, gvisorPlatform, isGvisorRuntime } from "./gvisor.js";
 export { probeRuntime } from "./runtime-probe.js";
 export {
   WorkspaceInspectors,

@@ -242,7 +242,8 @@ class DockerSystemClient implements SystemClient {
         architecture: text("Architecture"),
         storageDriver: text("Driver"),
         cgroupVersion: text("CgroupVersion"),
-        runtimes: Object.keys((info["Runtimes"] as Record<string, unknown> | undefined) ?? {}),
+        runtimes: Object.keys(registeredRuntimes(info)),
+        runtimeArgs: runtimeArgsOf(registeredRuntimes(info)),
         defaultRuntime: text("DefaultRuntime"),
         securityOptions: Array.isArray(securityOptions)
           ? securityOptions.filter((o): o is string => typeof o === "string")
@@ -252,4 +253,24 @@ class DockerSystemClient implements SystemClient {
       throw toSandboxError(error, "answer a ping");
     }
   }
+}
+
+function registeredRuntimes(info: Record<string, unknown>): Record<string, unknown> {
+  const runtimes = info["Runtimes"];
+  return typeof runtimes === "object" && runtimes !== null
+    ? (runtimes as Record<string, unknown>)
+    : {};
+}
+
+/** `Runtimes.<name>.runtimeArgs` of `docker info`, strings only. */
+function runtimeArgsOf(runtimes: Record<string, unknown>): Record<string, string[]> {
+  return Object.fromEntries(
+    Object.entries(runtimes).map(([name, entry]) => {
+      const args = (entry as { runtimeArgs?: unknown } | null)?.runtimeArgs;
+      return [
+        name,
+        Array.isArray(args) ? args.filter((a): a is string => typeof a === "string") : [],
+      ];
+    }),
+  );
 }

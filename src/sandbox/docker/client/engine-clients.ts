@@ -96,6 +96,8 @@ export interface EngineDetails {
   cgroupVersion: string;
   /** The runtimes the engine has registered (`runc`, and `runsc` once setup registered gVisor). */
   runtimes: string[];
+  /** Each registered runtime's arguments (daemon.json `runtimeArgs`), e.g. runsc's `--platform=…`. */
+  runtimeArgs: Record<string, string[]>;
   defaultRuntime: string;
   /** e.g. "name=seccomp,profile=default", "name=userns", "name=rootless", "name=selinux". */
   securityOptions: string[];

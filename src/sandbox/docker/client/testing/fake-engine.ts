@@ -69,6 +69,7 @@ export function fakeEngine() {
         storageDriver: "overlay2",
         cgroupVersion: "1",
         runtimes: ["runc"],
+        runtimeArgs: { runc: [] },
         defaultRuntime: "runc",
         securityOptions: ["name=seccomp,profile=default"],
       } satisfies EngineDetails),
