@@ -9,6 +9,7 @@ import {
   bindToolset,
   describeHolder,
   executeToolCall,
+  planEvent,
   planToolset,
   sessionFiles,
   type PlanRequest,
@@ -264,16 +265,7 @@ export class McpSession {
       client,
     };
     this.#events.record(start);
-    this.#emit({
-      type: "plan",
-      agentId: plan.agent.id,
-      workspace: plan.agent.workspace,
-      sandboxed: plan.sandbox.enabled,
-      reason: plan.sandbox.reason,
-      workspaceAccess: plan.sandbox.workspaceAccess,
-      tools: [...planToolset(mcpToolDefinitions, plan).names],
-      warnings: [...plan.warnings],
-    });
+    this.#emit(planEvent(plan, planToolset(mcpToolDefinitions, plan).names));
   }
 
   /** The session's lock, events file and sandbox, taken by the first call that needs them. */

@@ -30,6 +30,7 @@ import { createModelClient, type ModelClient, type UserContentBlock } from "./mo
 import {
   bindToolset,
   defaultSandboxes,
+  failedRun,
   planToolset,
   runTask,
   type ProvideSandboxOptions,
@@ -148,6 +149,14 @@ export interface Runner {
   config(): Promise<CordonConfig>;
   /** Plans, acquires the sandbox, runs the agent loop. Never throws: failures are results. */
   run(request: RunRequest): Promise<RunResult>;
+  /**
+   * A run that failed before it could be asked for (its prompt unreadable, its setup failed),
+   * reported as a run is: one `run-start` and one `run-end` to `onEvent`.
+   */
+  failedRun(
+    error: unknown,
+    request?: Pick<RunRequest, "sessionKey" | "onEvent" | "signal">,
+  ): RunResult;
   /** The sandbox a run with this request would get (for `cordon exec`, `cordon tool`, diffs). */
   acquireSandbox(
     request?: PlanRequest & {
@@ -413,6 +422,9 @@ export function createRunner(options: RunnerOptions = {}): Runner {
     },
     run(request) {
       return runOn(request, lanes);
+    },
+    failedRun(error, request = {}) {
+      return failedRun({ error, ...request, logger });
     },
   };
 }

@@ -1,16 +1,8 @@
-import { randomUUID } from "node:crypto";
-
 import { Option, type Command } from "commander";
 
 import { ConfigError, EnvironmentError } from "../../common/index.js";
 import { thinkingLevels, type ThinkingLevel } from "../../config/index.js";
-import {
-  failedRunResult,
-  MessageQueue,
-  type RunResult,
-  type RunnerEvent,
-  type UserContentBlock,
-} from "../../runner/index.js";
+import { MessageQueue, type RunResult, type UserContentBlock } from "../../runner/index.js";
 import type { CliContext } from "../context.js";
 import { withInterrupt } from "../interrupt.js";
 import { addPlanOptions, carryOption, runnerFromFlags, type PlanFlags } from "../runner-flags.js";
@@ -143,22 +135,22 @@ export function registerRunCommand(program: Command, context: CliContext): void 
           live: liveLineOf(context, "stderr", { plain: flags.interactive }),
         });
       const renderer = newRenderer();
-      // Machine readers get their one result (stream-json: run-start … run-end) even so.
-      const reportWithoutRun = (result: RunResult): RunResult => {
-        const events: RunnerEvent[] = [
-          { type: "run-start", runId: result.runId, sessionKey: result.sessionKey, model: "" },
-          { type: "run-end", ...result },
-        ];
-        for (const event of events) renderer.onEvent(event);
-        return result;
-      };
+      const runner = runnerFromFlags(context, flags, { modelScript: flags.modelScript });
+      // A run that cannot begin is still reported as one, framed by the orchestrator.
+      const failed = (
+        error: unknown,
+        how: { sessionKey?: string | undefined; signal?: AbortSignal } = {},
+      ): RunResult =>
+        runner.failedRun(error, {
+          sessionKey: "sessionKey" in how ? how.sessionKey : flags.session,
+          signal: how.signal,
+          onEvent: (event) => renderer.onEvent(event),
+        });
       if (flags.interactive && flags.inputFormat === "stream-json") {
         const error = new ConfigError("-i and --input-format stream-json both read stdin", {
           fix: "use -i at a terminal, or --input-format stream-json from a program, not both",
         });
-        context.exitCode = reportWithoutRun(
-          failedRunResult(randomUUID(), flags.session ?? "", error),
-        ).exitCode;
+        context.exitCode = failed(error).exitCode;
         return;
       }
       const stdin = (): NodeJS.ReadableStream => context.stdinStream?.() ?? process.stdin;
@@ -185,11 +177,9 @@ export function registerRunCommand(program: Command, context: CliContext): void 
       try {
         prompt = await readPrompt(context, promptArgument, input);
       } catch (error) {
-        const result = reportWithoutRun(failedRunResult(randomUUID(), flags.session ?? "", error));
-        context.exitCode = result.exitCode;
+        context.exitCode = failed(error).exitCode;
         return;
       }
-      const runner = runnerFromFlags(context, flags, { modelScript: flags.modelScript });
       if (flags.continue) {
         try {
           flags.session = await sessionToContinue(runner, {
@@ -197,8 +187,7 @@ export function registerRunCommand(program: Command, context: CliContext): void 
             sessionKey: flags.session,
           });
         } catch (error) {
-          const result = reportWithoutRun(failedRunResult(randomUUID(), "", error));
-          context.exitCode = result.exitCode;
+          context.exitCode = failed(error, { sessionKey: "" }).exitCode;
           return;
         }
         if (flags.outputFormat === "text" && !flags.quiet) {
@@ -224,14 +213,14 @@ export function registerRunCommand(program: Command, context: CliContext): void 
                 context.stderr(
                   `· setup egress ${d.allowed ? "allowed" : "REFUSED"}: ${printable(d.host)}:${d.port}\n`,
                 ),
-            }).catch((error: unknown) => failedRunResult(randomUUID(), flags.session ?? "", error));
-            if ("runId" in setup) return reportWithoutRun(setup);
+            }).catch((error: unknown) => ({ error }));
+            if ("error" in setup) return failed(setup.error, { signal });
             if (setup.exitCode !== 0) {
               // Exit 9, as fix-tests: the environment cannot be prepared, the code is not at fault.
               const error = new EnvironmentError(setupFailureMessage(setup), {
                 fix: "fix the setup command, or allow what it needs with --setup-allow-host",
               });
-              return reportWithoutRun(failedRunResult(randomUUID(), flags.session ?? "", error));
+              return failed(error, { signal });
             }
           }
           let runs = 0;

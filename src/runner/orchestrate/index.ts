@@ -9,7 +9,9 @@ export type {
 } from "./sandbox-provider.js";
 export {
   bindToolset,
+  failedRun,
   failedRunResult,
+  planEvent,
   planToolset,
   runTask,
   type RunTaskOptions,

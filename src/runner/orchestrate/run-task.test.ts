@@ -4,14 +4,14 @@ import path from "node:path";
 
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 
-import { DockerUnavailableError } from "../../common/index.js";
+import { ConfigError, DockerUnavailableError } from "../../common/index.js";
 import { planLimits } from "../../policy/index.js";
 import { builtinTools } from "../../tools/index.js";
 import { MemorySandbox } from "../../tools/testing/index.js";
 import { ScriptedModelClient } from "../model/index.js";
 import { readSessionEntries } from "../session/index.js";
 import type { PlannedRun } from "./planned-run.js";
-import { runTask, type RunnerEvent } from "./run-task.js";
+import { failedRun, runTask, type RunnerEvent } from "./run-task.js";
 import type { SandboxProvider } from "./sandbox-provider.js";
 
 function plan(overrides: Partial<PlannedRun["tools"]> = {}): PlannedRun {
@@ -141,6 +141,25 @@ describe("runTask", () => {
     });
     expect(result).toMatchObject({ status: "sandbox_error", sessionKey: "fix-1" });
     expect(events.map((event) => event.type)).toEqual(["run-start", "run-end"]);
+  });
+
+  it("frames a run that failed before it could be asked for (its prompt unreadable) the same way", () => {
+    const events: RunnerEvent[] = [];
+    const result = failedRun({
+      error: new ConfigError("no prompt given", { fix: "pass the task as an argument" }),
+      sessionKey: "fix-2",
+      onEvent: (event) => events.push(event),
+    });
+    expect(result).toMatchObject({
+      status: "config_error",
+      exitCode: 2,
+      sessionKey: "fix-2",
+      fix: "pass the task as an argument",
+    });
+    expect(events).toMatchObject([
+      { type: "run-start", runId: result.runId, sessionKey: "fix-2" },
+      { type: "run-end", ...result },
+    ]);
   });
 
   it("ends with sandbox_error and exit 3 when the sandbox cannot be provided", async () => {

@@ -93,6 +93,26 @@ export type RunnerEvent =
       warnings: string[];
     };
 
+/**
+ * The `plan` event of a run: what it was decided to be. `tools` are those offered, by default
+ * the plan's allowed ones (an MCP session offers fewer).
+ */
+export function planEvent(
+  plan: PlannedRun,
+  tools: readonly string[] = plan.tools.allowed,
+): Extract<RunnerEvent, { type: "plan" }> {
+  return {
+    type: "plan",
+    agentId: plan.agent.id,
+    workspace: plan.agent.workspace,
+    sandboxed: plan.sandbox.enabled,
+    reason: plan.sandbox.reason,
+    workspaceAccess: plan.sandbox.workspaceAccess,
+    tools: [...tools],
+    warnings: [...plan.warnings],
+  };
+}
+
 export interface RunTaskOptions {
   /** The plan, or how to make it: a failure to plan still ends as one run-start … run-end. */
   plan: PlannedRun | (() => Promise<PlannedRun>);
@@ -178,28 +198,19 @@ export async function runTask(options: RunTaskOptions): Promise<RunResult> {
     if (agentRuntime) model = agentRuntimeModel;
     else model = typeof options.model === "function" ? await options.model() : options.model;
   } catch (error) {
-    // Nothing ran: still one run-start and one run-end, so every consumer sees the outcome.
-    const sessionKey = options.requestedSessionKey ?? "";
-    emit({ type: "run-start", runId, sessionKey, model: options.modelId ?? "" });
-    return endRun(failedRunResult(runId, sessionKey, error, startedAt), {
+    return endBeforeStart(error, {
+      runId,
+      sessionKey: options.requestedSessionKey ?? "",
+      modelId: options.modelId,
+      startedAt,
       emit,
       logger,
       signal: options.signal,
-      error,
     });
   }
   const modelId = options.modelId ?? plan.agent.model.primary;
   emit({ type: "run-start", runId, sessionKey: plan.sessionKey, model: modelId });
-  emit({
-    type: "plan",
-    agentId: plan.agent.id,
-    workspace: plan.agent.workspace,
-    sandboxed: plan.sandbox.enabled,
-    reason: plan.sandbox.reason,
-    workspaceAccess: plan.sandbox.workspaceAccess,
-    tools: [...plan.tools.allowed],
-    warnings: [...plan.warnings],
-  });
+  emit(planEvent(plan));
 
   const run: RunContext = {
     runId,
@@ -224,6 +235,64 @@ export async function runTask(options: RunTaskOptions): Promise<RunResult> {
       error,
     });
   }
+}
+
+/**
+ * A run that failed before it could begin: its prompt could not be read, its setup command
+ * failed, or, in `runTask`, it could not be planned. Nothing ran, yet it is framed as every run
+ * is — one `run-start`, one `run-end` — so every consumer sees the outcome.
+ */
+export function failedRun(options: {
+  error: unknown;
+  /** The session asked for, as given (it may not have been normalised yet). Default "". */
+  sessionKey?: string | undefined;
+  onEvent?: ((event: RunnerEvent) => void) | undefined;
+  signal?: AbortSignal | undefined;
+  logger?: Logger | undefined;
+}): RunResult {
+  const runId = randomUUID();
+  const logger = (options.logger ?? createSilentLogger()).child({ runId });
+  return endBeforeStart(options.error, {
+    runId,
+    sessionKey: options.sessionKey ?? "",
+    modelId: undefined,
+    startedAt: Date.now(),
+    emit: (event) => {
+      try {
+        options.onEvent?.(event);
+      } catch (error) {
+        logger.warn({ err: error }, "an event listener threw; the run goes on");
+      }
+    },
+    logger,
+    signal: options.signal,
+  });
+}
+
+function endBeforeStart(
+  error: unknown,
+  run: {
+    runId: string;
+    sessionKey: string;
+    modelId: string | undefined;
+    startedAt: number;
+    emit: (event: RunnerEvent) => void;
+    logger: Logger;
+    signal: AbortSignal | undefined;
+  },
+): RunResult {
+  run.emit({
+    type: "run-start",
+    runId: run.runId,
+    sessionKey: run.sessionKey,
+    model: run.modelId ?? "",
+  });
+  return endRun(failedRunResult(run.runId, run.sessionKey, error, run.startedAt), {
+    emit: run.emit,
+    logger: run.logger,
+    signal: run.signal,
+    error,
+  });
 }
 
 /**
