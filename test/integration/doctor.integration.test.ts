@@ -59,14 +59,14 @@ describe("cordon doctor", () => {
 
   // CI registers gVisor (CORDON_RUNTIME=runsc scripts/setup.sh); elsewhere this needs the same.
   it.runIf(engineHasRuntime("runsc"))(
-    "with CORDON_RUNTIME=runsc starts a container under gVisor and says what its boundary is",
+    "with CORDON_RUNTIME=runsc starts a container under gVisor and names its platform and what its boundary is",
     async () => {
       const run = await runCordon(["doctor", "--json"], { CORDON_RUNTIME: "runsc" });
       const report = JSON.parse(run.stdout) as Report;
       const runtime = report.checks.find((c) => c.name === "runtime");
       expect(runtime?.status).toBe("ok");
       expect(runtime?.detail).toMatch(
-        /^runsc runs containers; gVisor: .*seccomp profile is not applied/,
+        /^runsc runs containers \(platform: (ptrace|kvm)\); gVisor: .*seccomp profile is not applied/,
       );
       expect(run.exitCode).toBe(0);
     },
