@@ -71,7 +71,7 @@ export class BenchSetupError extends Error {}
  * a private workspace, hardened per DESIGN.md §5) with seeding off, so "a new session" measures
  * the container and not a copy of a workspace (which is empty here anyway).
  */
-function benchConfig(runtime?: string): Record<string, unknown> {
+export function benchConfig(runtime?: string): Record<string, unknown> {
   return {
     agents: { defaults: { sandbox: { seed: false, ...(runtime ? { docker: { runtime } } : {}) } } },
   };

@@ -10,6 +10,7 @@ export const figureNames = [
   "concurrency",
   "agent-loop",
   "long-session",
+  "mcp",
   "gvisor",
 ] as const;
 

@@ -13,6 +13,7 @@ import { firstResult } from "./figures/first-result.js";
 import { poolFigure } from "./figures/pool.js";
 import { gvisor } from "./figures/gvisor.js";
 import { longSession } from "./figures/long-session.js";
+import { mcpFigure } from "./figures/mcp.js";
 import { seededSession } from "./figures/seeded-session.js";
 import { warmExec } from "./figures/warm-exec.js";
 import type { BenchOptions, FigureName } from "./options.js";
@@ -32,6 +33,7 @@ const figures: Record<
   concurrency: { title: "32 concurrent sessions × 10 execs", run: concurrency },
   "agent-loop": { title: "agent-loop overhead per tool call", run: agentLoop },
   "long-session": { title: "1000 sequential tool calls: drift and memory", run: longSession },
+  mcp: { title: "an MCP tool call (stdio, warm sandbox)", run: mcpFigure },
   gvisor: { title: "gVisor (runsc) against runc", run: gvisor },
 };
 
