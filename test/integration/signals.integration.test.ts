@@ -225,7 +225,7 @@ describe("signals end commands cleanly", () => {
     expect(await has(/\.lock(\.wait\..*)?$/)).toBe(false);
   });
 
-  it("fix-tests stopped in its setup phase: SIGTERM 143, SIGINT 130, one line, result.json agrees, no lock left", async () => {
+  it("fix-tests stopped in its setup phase: SIGTERM 143, SIGINT 130, one line, result.json agrees, no lock, sandbox or copy left", async () => {
     for (const [signal, code] of [
       ["SIGTERM", 143],
       ["SIGINT", 130],
@@ -266,6 +266,14 @@ describe("signals end commands cleanly", () => {
         expect(result).toMatchObject({ exitCode: code, message: `stopped by ${signal}` });
         expect(JSON.parse(job.stdout())).toMatchObject({ exitCode: code });
         expect(await has(/\.lock(\.wait\..*)?$/)).toBe(false);
+        // Its sandbox goes, and so does the copy seeded before the stop (it was left an orphan).
+        const listed = await runCordon(["sandbox", "list", "--json"], env());
+        const { sandboxes, orphans } = JSON.parse(listed.stdout) as {
+          sandboxes: { name: string }[];
+          orphans: { path: string }[];
+        };
+        expect(sandboxes.filter((s) => s.name.includes("fix-tests"))).toEqual([]);
+        expect(orphans.filter((o) => o.path.includes("fix-tests"))).toEqual([]);
       } finally {
         job.child.kill("SIGKILL");
       }

@@ -91,9 +91,17 @@ export function defaultSandboxes(options: DefaultSandboxesOptions): SandboxProvi
   return {
     acquire,
     async discard(plan, discardOptions = {}) {
-      const name = plan.sandbox.spec?.containerName;
-      // Nothing to discard is done, like a 404 on remove (fix-tests discards what may never have started).
-      if (!name || !(await inventory.exists(name))) return;
+      const spec = plan.sandbox.spec;
+      const name = spec?.containerName;
+      if (!name) return;
+      if (!(await inventory.exists(name))) {
+        // Nothing to discard is done, like a 404 on remove (fix-tests discards what may never
+        // have started) — but an acquire stopped midway may have seeded the copy already.
+        if (spec.privateWorkspace && !discardOptions.keepWorkspace) {
+          await inventory.discardOrphan(spec.privateWorkspace);
+        }
+        return;
+      }
       // Discarding is asked for by name (--rm, fix-tests' own sandboxes, createSandbox's
       // `remove`): the copy's changes go with it, unlike a prune or a plain `sandbox rm`.
       await inventory.remove(name, { ...discardOptions, discardChanges: true });

@@ -466,6 +466,18 @@ export class SandboxInventory {
   }
 
   /**
+   * Removes `workspace`, changes and all, when it is an orphan of this state directory (no
+   * container and no record claim it): what an acquire stopped midway leaves behind for the run
+   * that asked to discard its sandbox. False when it is no orphan (nothing is removed then).
+   */
+  async discardOrphan(workspace: string): Promise<boolean> {
+    const wanted = path.resolve(workspace);
+    const orphan = (await this.orphans()).find((o) => path.resolve(o.path) === wanted);
+    if (!orphan || orphan.sandbox !== undefined) return false;
+    return (await this.removeWorkspace(orphan.path)) !== undefined;
+  }
+
+  /**
    * Removes every sandbox of this state directory; one refused (unapplied changes) does not keep
    * the others, and is reported in `refused`.
    */
