@@ -8,17 +8,45 @@ ARG BASE_IMAGE=debian:bookworm-slim
 # Node.js and npm: Debian bookworm's nodejs is 18 (end of life), so the current LTS comes from the
 # npm registry as packages pinned in images/node-runtime.json. cordon downloads them on the host
 # (through the host's npm, its registry, proxy and CA settings), checks each against its pinned
-# sha512 integrity and puts them into the build context as node.tgz and npm.tgz: the build itself
-# needs no registry access and no certificate, and the tarballs stay in this stage.
+# sha512 integrity and puts them into the build context as <name>.tgz: the build itself needs no
+# registry access and no certificate, and the tarballs stay in this stage.
+#
+# pnpm and yarn come through corepack, as Node ships them: the node-linux-* package has no lib/, so
+# corepack is a pinned package too, and its cache (COREPACK_HOME) is filled here from the pinned
+# pnpm and yarn tarballs, laid out as corepack lays out a download (v1/<name>/<version>/ with its
+# `.corepack` record, the sha512 being the checked tarball's) and named its last known good
+# versions. So `pnpm` and `yarn` run offline with no signature check over the network (which a
+# TLS-inspecting proxy breaks: "No compatible signature"); a project whose packageManager names
+# another version gets corepack's own download, where a network allows one.
 FROM ${BASE_IMAGE} AS node-runtime
-COPY node.tgz npm.tgz /tmp/
+COPY node.tgz npm.tgz corepack.tgz pnpm.tgz yarn.tgz /tmp/
 RUN set -eu; \
-    mkdir -p /opt/node/lib/node_modules/npm; \
+    mkdir -p /opt/node/lib/node_modules/npm /opt/node/lib/node_modules/corepack; \
     tar -xzf /tmp/node.tgz -C /opt/node --strip-components=1 \
         package/bin/node package/include package/share; \
     tar -xzf /tmp/npm.tgz -C /opt/node/lib/node_modules/npm --strip-components=1; \
+    tar -xzf /tmp/corepack.tgz -C /opt/node/lib/node_modules/corepack --strip-components=1; \
     ln -s ../lib/node_modules/npm/bin/npm-cli.js /opt/node/bin/npm; \
-    ln -s ../lib/node_modules/npm/bin/npx-cli.js /opt/node/bin/npx
+    ln -s ../lib/node_modules/npm/bin/npx-cli.js /opt/node/bin/npx; \
+    for bin in corepack pnpm pnpx yarn yarnpkg; do \
+        ln -s "../lib/node_modules/corepack/dist/$bin.js" "/opt/node/bin/$bin"; \
+    done; \
+    cache=/opt/node/share/corepack; \
+    mkdir -p "$cache"; \
+    cached() { \
+        version=$(tar -xzOf "/tmp/$1.tgz" package/package.json \
+            | /opt/node/bin/node -p 'JSON.parse(require("fs").readFileSync(0, "utf8")).version'); \
+        hash=$(sha512sum "/tmp/$1.tgz" | cut -d' ' -f1); \
+        mkdir -p "$cache/v1/$1/$version"; \
+        tar -xzf "/tmp/$1.tgz" -C "$cache/v1/$1/$version" --strip-components=1; \
+        printf '{"locator":{"name":"%s","reference":"%s+sha512.%s"},"bin":%s,"hash":"sha512.%s"}\n' \
+            "$1" "$version" "$hash" "$2" "$hash" > "$cache/v1/$1/$version/.corepack"; \
+        printf '"%s":"%s+sha512.%s"' "$1" "$version" "$hash"; \
+    }; \
+    { printf '{'; \
+      cached pnpm '{"pnpm":"./bin/pnpm.cjs","pnpx":"./bin/pnpx.cjs"}'; printf ','; \
+      cached yarn '{"yarn":"./bin/yarn.js","yarnpkg":"./bin/yarn.js"}'; \
+      printf '}\n'; } > "$cache/lastKnownGood.json"
 
 FROM ${BASE_IMAGE}
 
@@ -38,11 +66,20 @@ RUN set -eu; \
 
 COPY --from=node-runtime /opt/node/ /usr/local/
 
+# corepack reads the cache filled above (read-only at run time: the root is), asks nothing, never
+# writes packageManager into a project's package.json (that would be a change in the patch), and
+# takes its default versions from the cache's last known good, not the registry.
+ENV COREPACK_HOME=/usr/local/share/corepack \
+    COREPACK_ENABLE_DOWNLOAD_PROMPT=0 \
+    COREPACK_ENABLE_AUTO_PIN=0 \
+    COREPACK_DEFAULT_TO_LATEST=0
+
 # A non-root user that owns /workspace. uid 1000 matches the first user of most Linux hosts, so
 # files written into a bind-mounted workspace are owned by that user on the host. Git gets an
 # identity for any uid, so an agent can commit in its copy (cordon diffs against its own baseline).
 RUN set -eu; \
     node --version; npm --version; \
+    COREPACK_ENABLE_NETWORK=0 pnpm --version; COREPACK_ENABLE_NETWORK=0 yarn --version; \
     groupadd --gid 1000 sandbox; \
     useradd --uid 1000 --gid 1000 --create-home --home-dir /home/sandbox --shell /bin/bash sandbox; \
     mkdir -p /workspace; \

@@ -1,10 +1,10 @@
-import { mkdtemp, rm, stat, writeFile } from "node:fs/promises";
+import { mkdtemp, readFile, rm, stat, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
 
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 
-import { ImageError } from "../../src/common/index.js";
+import { ImageError, packageRoot } from "../../src/common/index.js";
 import { fetchRuntimePackages } from "../../src/sandbox/docker/image-runtime-packages.js";
 import { DockerEngine, SandboxImage } from "../../src/sandbox/index.js";
 import {
@@ -17,12 +17,17 @@ import {
 } from "../support/docker.js";
 
 /** Runs one command in a fresh container of `image` with no network, then removes it. */
-async function runInImage(image: string, command: string[], user?: string): Promise<ExecOutput> {
+async function runInImage(
+  image: string,
+  command: string[],
+  user?: string,
+  hostConfig: Record<string, unknown> = {},
+): Promise<ExecOutput> {
   const container = await dockerClient().createContainer({
     Image: image,
     ...(user ? { User: user } : {}),
     Labels: { ...testLabel },
-    HostConfig: { NetworkMode: "none" },
+    HostConfig: { NetworkMode: "none", ...hostConfig },
   });
   try {
     await container.start();
@@ -63,6 +68,38 @@ describe("the default sandbox image", () => {
     expect(`${result.stdout}${result.stderr}`).toMatch(/pytest \d/);
     expect(result.stdout).toMatch(/GNU Make/);
     expect(result.stdout).toMatch(/gcc ok\ng\+\+ ok/);
+  });
+
+  it("has pnpm and yarn through corepack at their pinned versions, offline, on a read-only root, and leaves package.json alone", async () => {
+    const pins = JSON.parse(
+      await readFile(path.join(packageRoot(), "images", "node-runtime.json"), "utf8"),
+    ) as Record<string, { version: string }>;
+    const result = await runInImage(
+      tag,
+      [
+        "bash",
+        "-c",
+        [
+          "mkdir /tmp/p && cd /tmp/p",
+          `printf '%s' '{"name":"p","version":"1.0.0","scripts":{"test":"echo tested"}}' > package.json`,
+          "pnpm --version",
+          "yarn --version",
+          "pnpm test",
+          "cat package.json",
+        ].join(" && "),
+      ],
+      "1000:1000",
+      // As a sandbox runs: nothing but /tmp and HOME writable, no network at all.
+      { ReadonlyRootfs: true, Tmpfs: { "/tmp": "rw,exec", "/home/sandbox": "rw" } },
+    );
+    expect(result.stderr).not.toMatch(/signature|download|not found/i);
+    expect(result.exitCode, result.stderr).toBe(0);
+    const lines = result.stdout.split("\n");
+    expect(lines[0]).toBe(pins["pnpm"]?.version);
+    expect(lines[1]).toBe(pins["yarn"]?.version);
+    expect(result.stdout).toMatch(/^tested$/m);
+    // No packageManager pinned into the project: it would be a change in the agent's patch.
+    expect(result.stdout).toMatch(/"scripts":\{"test":"echo tested"\}\}$/m);
   });
 
   it("lets an agent commit in its copy as a uid the image does not know (a CI runner's 1001)", async () => {
