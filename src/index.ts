@@ -29,7 +29,6 @@ export {
   type ToolOutputEvent,
 } from "./runner/loop/index.js";
 export type {
-  PlannedRun,
   ProvideSandboxOptions,
   ProvidedSandbox,
   RunnerEvent,

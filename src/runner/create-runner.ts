@@ -38,7 +38,6 @@ import {
   type ProvidedSandbox,
   type SandboxProvider,
   type AgentRuntime,
-  type PlannedRun,
 } from "./orchestrate/index.js";
 import { SessionLanes } from "./session/index.js";
 import { createSessionHost } from "./subagents/index.js";
@@ -291,10 +290,9 @@ export function createRunner(options: RunnerOptions = {}): Runner {
       runLimits: request.limits,
     });
   /** The program the plan's runtime names; undefined for cordon's own loop. */
-  const agentRuntimeFor = (runPlan: PlannedRun): Promise<AgentRuntime | undefined> => {
+  const agentRuntimeFor = (runPlan: RunPlan): Promise<AgentRuntime | undefined> => {
     const runtime = runPlan.agent.runtime;
-    switch (runtime?.name) {
-      case undefined:
+    switch (runtime.name) {
       case "cordon":
         return Promise.resolve(undefined);
       case "command":

@@ -1,7 +1,7 @@
 import type { Logger } from "../../common/index.js";
 import type { RunResult } from "../loop/index.js";
 import type { ModelClient } from "../model/index.js";
-import type { PlannedRun } from "./planned-run.js";
+import type { RunPlan } from "../../policy/index.js";
 import type { RunnerEvent } from "./run-task.js";
 import type { ProvidedSandbox, SandboxProgress } from "./sandbox-provider.js";
 
@@ -9,7 +9,7 @@ import type { ProvidedSandbox, SandboxProgress } from "./sandbox-provider.js";
 export interface AgentRuntimeRun {
   runId: string;
   sessionKey: string;
-  plan: PlannedRun;
+  plan: RunPlan;
   /** The sandbox, acquired and seeded exactly as for cordon's own loop. */
   lease: ProvidedSandbox;
   /** The task, as text. */

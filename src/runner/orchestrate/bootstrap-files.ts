@@ -1,14 +1,12 @@
-import { configDefaults } from "../../config/index.js";
-import { bootstrapFilesFor } from "../../policy/index.js";
+import { bootstrapFilesFor, type RunPlan } from "../../policy/index.js";
 import type { Sandbox } from "../../sandbox/index.js";
 import type { BootstrapFile } from "../loop/index.js";
-import type { PlannedRun } from "./planned-run.js";
 
 /** A bootstrap file larger than this is not read at all (the cap keeps far less of it anyway). */
 const readLimitBytes = 1024 * 1024;
 
 /** Where the agent workspace is mounted read-only (workspace access `ro`), e.g. `/agent`. */
-export function agentMountPath(plan: PlannedRun): string | undefined {
+export function agentMountPath(plan: RunPlan): string | undefined {
   return plan.sandbox.spec?.mounts.find((mount) => mount.role === "agent-workspace")?.target;
 }
 
@@ -21,14 +19,14 @@ export function agentMountPath(plan: PlannedRun): string | undefined {
  * 1 MiB or unreadable is left out.
  */
 export async function readBootstrapFiles(
-  plan: PlannedRun,
+  plan: RunPlan,
   sandbox: Sandbox,
   signal: AbortSignal | undefined,
 ): Promise<BootstrapFile[]> {
-  const { files, maxBytes } = plan.agent.bootstrap ?? configDefaults.bootstrap;
+  const { files, maxBytes } = plan.agent.bootstrap;
   const base = plan.sandbox.workspaceAccess === "ro" ? agentMountPath(plan) : undefined;
   const read: BootstrapFile[] = [];
-  for (const name of bootstrapFilesFor(plan.agent.promptMode ?? "full", files)) {
+  for (const name of bootstrapFilesFor(plan.agent.promptMode, files)) {
     let bytes: Uint8Array;
     try {
       // One read, no stat first: this is on every run's start, and a missing file is the usual case.

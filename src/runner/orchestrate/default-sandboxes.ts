@@ -10,7 +10,7 @@ import {
   type UpstreamProxy,
 } from "../../sandbox/index.js";
 import { sandboxesHeldByRuns } from "../session/index.js";
-import type { PlannedRun } from "./planned-run.js";
+import type { RunPlan } from "../../policy/index.js";
 import type {
   ProvideSandboxOptions,
   ProvidedSandbox,
@@ -54,7 +54,7 @@ export function defaultSandboxes(options: DefaultSandboxesOptions): SandboxProvi
     imageOptions: { baseImage: options.baseImage },
   });
   const acquire = async (
-    plan: PlannedRun,
+    plan: RunPlan,
     acquireOptions: ProvideSandboxOptions,
   ): Promise<ProvidedSandbox> => {
     const spec = plan.sandbox.spec;

@@ -1,4 +1,4 @@
-export { refusalFor, type PlannedRun, type PlannedToolDecision } from "./planned-run.js";
+export { refusalFor } from "./tool-refusal.js";
 export type { AgentRuntime, AgentRuntimeRun } from "./agent-runtime.js";
 export type {
   ForwardedPort,

@@ -5,37 +5,28 @@ import path from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 
 import { ConfigError, DockerUnavailableError } from "../../common/index.js";
-import { planLimits } from "../../policy/index.js";
+import type { RunPlan } from "../../policy/index.js";
+import { plan as planFor } from "../../policy/testing/plan-fixtures.js";
 import { builtinTools } from "../../tools/index.js";
 import { MemorySandbox } from "../../tools/testing/index.js";
 import { ScriptedModelClient } from "../model/index.js";
 import { readSessionEntries } from "../session/index.js";
-import type { PlannedRun } from "./planned-run.js";
 import { failedRun, runTask, type RunnerEvent } from "./run-task.js";
 import type { SandboxProvider } from "./sandbox-provider.js";
 
-function plan(overrides: Partial<PlannedRun["tools"]> = {}): PlannedRun {
-  return {
-    agent: {
-      id: "main",
-      workspace: "/host/secret/project",
-      model: { primary: "m1", fallbacks: [] },
+/**
+ * A plan as planRun makes it: sandboxed, a seeded copy, `write` denied by tools.deny; the
+ * workspace is a path the model must never see.
+ */
+function plan(): RunPlan {
+  return planFor(
+    {
+      model: "m1",
+      tools: { allow: ["exec", "read", "edit", "write"], deny: ["write"] },
+      agents: { defaults: { workspace: "/host/secret/project", sandbox: { mode: "all" } } },
     },
-    sessionKey: "agent:main:task",
-    sandbox: { enabled: true, reason: "mode all", mode: "all", workspaceAccess: "none" },
-    tools: {
-      allowed: ["exec", "read", "edit"],
-      decisions: [
-        { tool: "write", allowed: false, configKey: "tools.deny", reason: "denied by tools.deny" },
-      ],
-      ...overrides,
-    },
-    limits: planLimits({
-      runtime: "cordon",
-      callTimeoutSec: { value: 600, configKey: "tools.callTimeoutSec" },
-    }),
-    warnings: [],
-  };
+    { sessionKey: "task" },
+  );
 }
 
 function providerFor(sandbox: MemorySandbox, released: string[] = []): SandboxProvider {
@@ -98,7 +89,11 @@ describe("runTask", () => {
     expect(request?.system).toContain("make test");
     expect(request?.system).not.toContain("/host/secret/project");
 
-    const entries = await readSessionEntries({ stateDir, sessionKey: "agent:main:task" });
+    const entries = await readSessionEntries({
+      stateDir,
+      sessionKey: "agent:main:task",
+      project: plan().agent.workspaceId,
+    });
     expect(entries.map((entry) => entry.role)).toEqual(["user", "assistant", "user", "assistant"]);
   });
 

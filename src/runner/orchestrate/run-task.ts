@@ -38,7 +38,8 @@ import {
   type SessionLockHolder,
 } from "../session/index.js";
 import { agentMountPath, readBootstrapFiles } from "./bootstrap-files.js";
-import { refusalFor, type PlannedRun } from "./planned-run.js";
+import type { RunPlan } from "../../policy/index.js";
+import { refusalFor } from "./tool-refusal.js";
 import type { ProvidedSandbox, SandboxProvider } from "./sandbox-provider.js";
 import { agentRuntimeModel, type AgentRuntime } from "./agent-runtime.js";
 
@@ -98,7 +99,7 @@ export type RunnerEvent =
  * the plan's allowed ones (an MCP session offers fewer).
  */
 export function planEvent(
-  plan: PlannedRun,
+  plan: RunPlan,
   tools: readonly string[] = plan.tools.allowed,
 ): Extract<RunnerEvent, { type: "plan" }> {
   return {
@@ -115,7 +116,7 @@ export function planEvent(
 
 export interface RunTaskOptions {
   /** The plan, or how to make it: a failure to plan still ends as one run-start … run-end. */
-  plan: PlannedRun | (() => Promise<PlannedRun>);
+  plan: RunPlan | (() => Promise<RunPlan>);
   /** The model client, or how to make it (a missing API key fails here, as a result). */
   model: ModelClient | (() => Promise<ModelClient>);
   /** Overrides the plan's primary model (e.g. `--model`). */
@@ -149,7 +150,7 @@ export interface RunTaskOptions {
    */
   sessionHost?:
     | ((run: {
-        plan: PlannedRun;
+        plan: RunPlan;
         runId: string;
         emit: (event: RunnerEvent) => void;
       }) => SessionToolHost | undefined)
@@ -158,8 +159,7 @@ export interface RunTaskOptions {
    * Another agent program run in the sandbox instead of cordon's loop (`agents.*.runtime`), or
    * how to choose it from the plan; `model` and `tools` are then unused.
    */
-  agentRuntime?:
-    AgentRuntime | ((plan: PlannedRun) => Promise<AgentRuntime | undefined>) | undefined;
+  agentRuntime?: AgentRuntime | ((plan: RunPlan) => Promise<AgentRuntime | undefined>) | undefined;
 }
 
 /**
@@ -185,7 +185,7 @@ export async function runTask(options: RunTaskOptions): Promise<RunResult> {
     }
   };
 
-  let plan: PlannedRun;
+  let plan: RunPlan;
   let model: ModelClient;
   let agentRuntime: AgentRuntime | undefined;
   try {
@@ -319,7 +319,7 @@ function endRun(
 
 interface RunContext {
   runId: string;
-  plan: PlannedRun;
+  plan: RunPlan;
   model: ModelClient;
   modelId: string;
   emit: (event: RunnerEvent) => void;
@@ -471,7 +471,7 @@ async function runLocked(options: RunTaskOptions, run: RunContext): Promise<RunR
  */
 export function bindToolset(
   tools: readonly ToolDefinition[],
-  plan: PlannedRun,
+  plan: RunPlan,
   sandbox: Sandbox,
   logger: Logger,
   sessions?: SessionToolHost,
@@ -493,7 +493,7 @@ export function bindToolset(
 }
 
 /** The registered tools as the plan allows them (no sandbox yet: `refusal` needs none). */
-export function planToolset(tools: readonly ToolDefinition[], plan: PlannedRun): Toolset {
+export function planToolset(tools: readonly ToolDefinition[], plan: RunPlan): Toolset {
   return createToolset({
     tools,
     allowed: plan.tools.allowed,
@@ -501,7 +501,7 @@ export function planToolset(tools: readonly ToolDefinition[], plan: PlannedRun):
   });
 }
 
-function sandboxFacts(plan: PlannedRun, sandbox: Sandbox): SandboxFacts {
+function sandboxFacts(plan: RunPlan, sandbox: Sandbox): SandboxFacts {
   const network = plan.sandbox.spec?.docker.network ?? "host";
   return {
     sandboxed: plan.sandbox.enabled,
@@ -517,7 +517,7 @@ function sandboxFacts(plan: PlannedRun, sandbox: Sandbox): SandboxFacts {
   };
 }
 
-function describeSandbox(plan: PlannedRun, lease: ProvidedSandbox): string {
+function describeSandbox(plan: RunPlan, lease: ProvidedSandbox): string {
   if (!plan.sandbox.enabled || !plan.sandbox.spec) {
     return `host, confined to the workspace (${plan.sandbox.reason})`;
   }

@@ -1,7 +1,7 @@
 import type { Duplex } from "node:stream";
 
 import type { EgressDecision, Sandbox, WorkspaceChanges } from "../../sandbox/index.js";
-import type { PlannedRun } from "./planned-run.js";
+import type { RunPlan } from "../../policy/index.js";
 
 /** What acquiring a sandbox reports while it works (image build, seeding, container start). */
 export interface SandboxProgress {
@@ -62,11 +62,11 @@ export interface ProvideSandboxOptions {
  * their own backend and unit tests an in-memory one.
  */
 export interface SandboxProvider {
-  acquire(plan: PlannedRun, options: ProvideSandboxOptions): Promise<ProvidedSandbox>;
+  acquire(plan: RunPlan, options: ProvideSandboxOptions): Promise<ProvidedSandbox>;
   /**
    * Removes the plan's sandbox and its private workspace, for one-off work (fix-tests) that
    * should leave nothing behind. Optional: a backend without persistent sandboxes has nothing to do.
    * `keepWorkspace`: only the container goes (a setup phase ends so), the private workspace stays.
    */
-  discard?(plan: PlannedRun, options?: { keepWorkspace?: boolean }): Promise<void>;
+  discard?(plan: RunPlan, options?: { keepWorkspace?: boolean }): Promise<void>;
 }

@@ -173,12 +173,11 @@ describe("cordon's tool policy on Claude Code's tools", () => {
             "grep",
             "apply_patch",
           ],
-          decisions: [],
         },
       }),
     ).toEqual(["WebFetch", "WebSearch"]);
     const readOnly = disallowedClaudeCodeTools({
-      tools: { allowed: ["read", "ls", "find", "grep"], decisions: [] },
+      tools: { allowed: ["read", "ls", "find", "grep"] },
     });
     expect(readOnly).toEqual(expect.arrayContaining(["Bash", "Write", "Edit", "WebFetch"]));
     expect(readOnly).not.toContain("Read");

@@ -1,7 +1,8 @@
 import { ConfigError, SandboxError } from "../../common/index.js";
 import { anthropicApiUrl, createModelGateway } from "../../sandbox/index.js";
 import { quoteShellArg } from "../../tools/shell-quote.js";
-import type { AgentRuntime, AgentRuntimeRun, PlannedRun } from "../orchestrate/index.js";
+import type { RunPlan } from "../../policy/index.js";
+import type { AgentRuntime, AgentRuntimeRun } from "../orchestrate/index.js";
 import type { RunResult } from "../loop/index.js";
 import { ClaudeCodeEvents } from "./claude-code-events.js";
 import { OutputLines } from "./output-lines.js";
@@ -54,7 +55,9 @@ export function hostModelAccess(env: NodeJS.ProcessEnv): HostModelAccess | undef
 }
 
 /** The Claude Code tools a plan rules out: counterparts of cordon tools it does not allow. */
-export function disallowedClaudeCodeTools(plan: Pick<PlannedRun, "tools">): string[] {
+export function disallowedClaudeCodeTools(plan: {
+  tools: Pick<RunPlan["tools"], "allowed">;
+}): string[] {
   const allowed = new Set(plan.tools.allowed);
   const denied = Object.entries(claudeCodeToolsOf)
     .filter(([tool]) => !allowed.has(tool))

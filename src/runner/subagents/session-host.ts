@@ -22,7 +22,8 @@ import type {
 } from "../../tools/index.js";
 import { ToolCallDeadline, type RunResult } from "../loop/index.js";
 import type { ContentBlock } from "../model/index.js";
-import type { PlannedRun, RunnerEvent } from "../orchestrate/index.js";
+import type { RunPlan } from "../../policy/index.js";
+import type { RunnerEvent } from "../orchestrate/index.js";
 import {
   acquireSessionLock,
   listSessions,
@@ -46,12 +47,12 @@ export interface ChildRunRequest {
 export interface SessionHostOptions {
   stateDir: string;
   /** The requesting run: its plan (with `subagents`) and run id. */
-  plan: PlannedRun;
+  plan: RunPlan;
   runId: string;
   /** The requesting run's event stream; child events arrive in it wrapped as `subagent`. */
   emit: (event: RunnerEvent) => void;
   /** The plan of another session (no side effects): the child's sandbox and project. */
-  planSession(request: { agentId: string; sessionKey: string }): Promise<PlannedRun>;
+  planSession(request: { agentId: string; sessionKey: string }): Promise<RunPlan>;
   /** Runs on another session, in the subagent lane (not the requester's global slot). */
   runChild(request: ChildRunRequest): Promise<RunResult>;
   /** Removes a session's sandbox (container and private workspace), for cleanup "delete". */
@@ -145,7 +146,7 @@ export function createSessionHost(options: SessionHostOptions): SessionToolHost 
       const sandboxRefusal = childSandboxRefusal(requester, {
         agentId,
         sandboxed: child.sandbox.enabled,
-        modeKey: child.sandbox.keys?.mode ?? "sandbox.mode",
+        modeKey: child.sandbox.keys.mode,
       });
       if (sandboxRefusal !== undefined) throw denied(sandboxRefusal);
 
@@ -215,7 +216,7 @@ export function createSessionHost(options: SessionHostOptions): SessionToolHost 
         {
           ...target,
           sandboxed: targetPlan.sandbox.enabled,
-          modeKey: targetPlan.sandbox.keys?.mode ?? "sandbox.mode",
+          modeKey: targetPlan.sandbox.keys.mode,
         },
         "send",
       );
@@ -302,24 +303,13 @@ export function createSessionHost(options: SessionHostOptions): SessionToolHost 
   };
 }
 
-/** The requester as the policy's decisions take it; a plan without `subagents` may do nothing. */
-function requesterOf(plan: PlannedRun): SessionRequester {
-  const subagents = plan.subagents ?? {
-    isSubagentSession: true,
-    allowAgents: [],
-    allowAgentsKey: "the run's plan (it has no subagent policy)",
-    maxConcurrent: 1,
-    visibility: "spawned" as const,
-    visibilityKey: "the run's plan (it has no subagent policy)",
-    agentToAgent: { enabled: false, allow: [] },
-    targets: [],
-  };
+/** The requester as the policy's decisions take it. */
+function requesterOf(plan: RunPlan): SessionRequester {
   return {
     agentId: plan.agent.id,
     sessionKey: plan.sessionKey,
-    // Without a policy, treated as sandboxed: the narrowest answers.
-    sandboxed: plan.subagents ? plan.sandbox.enabled : true,
-    subagents,
+    sandboxed: plan.sandbox.enabled,
+    subagents: plan.subagents,
   };
 }
 

@@ -14,14 +14,15 @@ import { parseConfig } from "../../config/index.js";
 import { MemorySandbox } from "../../tools/testing/index.js";
 import { createRunner } from "../create-runner.js";
 import { ScriptedModelClient, type ModelScriptInput } from "../model/index.js";
-import type { PlannedRun, RunnerEvent, SandboxProvider } from "../orchestrate/index.js";
+import type { RunPlan } from "../../policy/index.js";
+import type { RunnerEvent, SandboxProvider } from "../orchestrate/index.js";
 import { sessionFiles } from "../session/index.js";
 import { readRunRecords } from "./run-records.js";
 
 interface Harness {
   model: ScriptedModelClient;
-  acquired: PlannedRun[];
-  discarded: PlannedRun[];
+  acquired: RunPlan[];
+  discarded: RunPlan[];
   events: RunnerEvent[];
   runner: ReturnType<typeof createRunner>;
 }
@@ -44,8 +45,8 @@ describe("subagents", () => {
     config: Record<string, unknown> = {},
   ): Harness {
     const model = new ScriptedModelClient({ version: 1, turns });
-    const acquired: PlannedRun[] = [];
-    const discarded: PlannedRun[] = [];
+    const acquired: RunPlan[] = [];
+    const discarded: RunPlan[] = [];
     const sandboxes: SandboxProvider = {
       acquire: (plan) => {
         acquired.push(plan);
