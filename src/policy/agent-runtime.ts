@@ -5,7 +5,7 @@ import type { AgentRuntimeConfig, AgentRuntimeName } from "../config/index.js";
  * Claude Code in the sandbox, or a command. The runner makes the program this names and asks
  * the config nothing more.
  */
-export type RunPlantime = {
+export type PlannedRuntime = {
   /** Where it was decided: `--runtime`, `agents.list[<i>].runtime`, `agents.defaults.runtime`. */
   configKey: string;
 } & (
@@ -39,7 +39,7 @@ export interface AgentRuntimeInput {
 }
 
 /** `--runtime`, else the agent's own `runtime`, else the defaults', else cordon's loop. */
-export function planAgentRuntime(input: AgentRuntimeInput): RunPlantime {
+export function planAgentRuntime(input: AgentRuntimeInput): PlannedRuntime {
   const [value, configKey]: [AgentRuntimeConfig, string] =
     input.flag !== undefined
       ? [input.flag, "--runtime"]
@@ -61,7 +61,7 @@ export function planAgentRuntime(input: AgentRuntimeInput): RunPlantime {
 }
 
 /** The runtime line of `explain`. */
-export function describeRuntime(runtime: RunPlantime): string {
+export function describeRuntime(runtime: PlannedRuntime): string {
   switch (runtime.name) {
     case "cordon":
       return `cordon's own agent loop (${runtime.configKey})`;

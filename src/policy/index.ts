@@ -4,7 +4,7 @@
  */
 export { planRun, type PlanRunInput, type RunPlan } from "./plan-run.js";
 export { explainPlan, redactPlanSecrets, redactedValue } from "./explain.js";
-export { describeRuntime, type RunPlantime } from "./agent-runtime.js";
+export { describeRuntime, type PlannedRuntime } from "./agent-runtime.js";
 export {
   builtinLimits,
   planLimits,

@@ -14,7 +14,7 @@ import { hashOf } from "../common/index.js";
 import { containerNameOf, scopeKeyOf, workspaceIdOf } from "./container-name.js";
 import { planCarry } from "./carry.js";
 import { resolveDiskBudget } from "./disk-budget.js";
-import { planAgentRuntime, type RunPlantime } from "./agent-runtime.js";
+import { planAgentRuntime, type PlannedRuntime } from "./agent-runtime.js";
 import { planLimits, type PlannedLimits, type RunLimitsRequest } from "./run-limits.js";
 import { resolveDockerSettings } from "./docker-settings.js";
 import { combine, planned, type Planned } from "./planned.js";
@@ -107,7 +107,7 @@ export interface RunPlan {
     promptModeKey: string;
     bootstrap: { files: string[]; maxBytes: number };
     /** The agent program that runs the task (agent-runtime.ts). */
-    runtime: RunPlantime;
+    runtime: PlannedRuntime;
   };
   sessionKey: string;
   sandbox: {
@@ -397,7 +397,7 @@ interface SandboxPlanInput {
   workspace: string;
   stateDir: string;
   homeDir: string;
-  runtime: RunPlantime;
+  runtime: PlannedRuntime;
 }
 
 /**

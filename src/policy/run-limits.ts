@@ -1,5 +1,5 @@
 import { configDefaults, type ThinkingLevel } from "../config/index.js";
-import type { RunPlantime } from "./agent-runtime.js";
+import type { PlannedRuntime } from "./agent-runtime.js";
 
 /**
  * The limits of a run, each decided once here and carried in the plan (`RunPlan.limits`); the
@@ -54,7 +54,7 @@ interface Configured<T> {
 
 export interface LimitsInput {
   /** The agent program: only cordon's own loop counts turns by default. */
-  runtime: RunPlantime["name"];
+  runtime: PlannedRuntime["name"];
   /** `tools.callTimeoutSec` as the agent resolves it (always set: the schema has a default). */
   callTimeoutSec: Configured<number>;
   /** `agents.*.contextWindow`, when set. */

@@ -1,4 +1,3 @@
-import { randomUUID } from "node:crypto";
 import os from "node:os";
 import path from "node:path";
 
@@ -24,24 +23,22 @@ import {
   type RunPlan,
 } from "../policy/index.js";
 import { DockerEngine, baseImageFromEnv, upstreamProxyFromEnv } from "../sandbox/index.js";
-import { builtinTools, describeInvalidInput, type ToolDefinition } from "../tools/index.js";
+import { builtinTools, type ToolDefinition } from "../tools/index.js";
 import type { MessageQueue, RunResult, ToolResult } from "./loop/index.js";
 import { createModelClient, type ModelClient, type UserContentBlock } from "./model/index.js";
 import {
-  bindToolset,
+  callTool,
   defaultSandboxes,
   failedRun,
-  planToolset,
   runTask,
   type ProvideSandboxOptions,
   type RunnerEvent,
   type ProvidedSandbox,
   type SandboxProvider,
-  type AgentRuntime,
 } from "./orchestrate/index.js";
 import { SessionLanes } from "./session/index.js";
 import { createSessionHost } from "./subagents/index.js";
-import { ClaudeCodeRuntime, CommandRuntime, hostModelAccess } from "./runtimes/index.js";
+import { agentRuntimeOf } from "./runtimes/index.js";
 
 export interface RunnerOptions {
   /** Where a `cordon.json5` is looked for and relative paths resolve. Default `process.cwd()`. */
@@ -289,18 +286,6 @@ export function createRunner(options: RunnerOptions = {}): Runner {
       runEgress: { allow: options.allowHosts, only: request.phaseAllowHosts },
       runLimits: request.limits,
     });
-  /** The program the plan's runtime names; undefined for cordon's own loop. */
-  const agentRuntimeFor = (runPlan: RunPlan): Promise<AgentRuntime | undefined> => {
-    const runtime = runPlan.agent.runtime;
-    switch (runtime.name) {
-      case "cordon":
-        return Promise.resolve(undefined);
-      case "command":
-        return Promise.resolve(new CommandRuntime(runtime));
-      case "claude-code":
-        return Promise.resolve(new ClaudeCodeRuntime({ access: hostModelAccess(env) }));
-    }
-  };
 
   const acquireSandbox: Runner["acquireSandbox"] = async (request = {}) => {
     const runPlan = await plan(request);
@@ -343,7 +328,7 @@ export function createRunner(options: RunnerOptions = {}): Runner {
       steering: request.steering,
       followUps: request.followUps,
       waitForSession: request.waitForSession,
-      agentRuntime: agentRuntimeFor,
+      agentRuntime: (runPlan) => Promise.resolve(agentRuntimeOf(runPlan.agent.runtime, env)),
       sessionHost: ({ plan: runPlan, runId, emit }) =>
         createSessionHost({
           stateDir,
@@ -381,42 +366,15 @@ export function createRunner(options: RunnerOptions = {}): Runner {
       await sandboxes.discard?.(await plan(request), discardOptions);
     },
     async callTool(name, input, request = {}) {
-      const runPlan = await plan(request);
-      // Refused before any sandbox starts: a denied tool costs nothing and touches nothing.
-      const refusal = planToolset(tools, runPlan).refusal(name);
-      if (refusal !== undefined) {
-        const text = refusal;
-        return {
-          content: [{ type: "text", text }],
-          isError: true,
-          refused: true,
-          invalidInput: false,
-        };
-      }
-      // So is an input the tool would refuse: no sandbox is seeded only to say a field is missing.
-      const tool = tools.find((candidate) => candidate.name === name);
-      const checked = tool?.inputSchema.safeParse(input);
-      if (tool && checked && !checked.success) {
-        const text = describeInvalidInput(tool, checked.error);
-        return {
-          content: [{ type: "text", text }],
-          isError: true,
-          refused: false,
-          invalidInput: true,
-        };
-      }
-      const lease = await sandboxes.acquire(runPlan, { signal: request.signal });
-      try {
-        const toolset = bindToolset(tools, runPlan, lease.sandbox, logger);
-        const signal = request.signal ?? new AbortController().signal;
-        const result = await toolset.call(name, input, {
-          signal,
-          toolCallId: `cli_${randomUUID()}`,
-        });
-        return { ...result, refused: false, invalidInput: false };
-      } finally {
-        await lease.release();
-      }
+      return callTool({
+        tools,
+        plan: await plan(request),
+        sandboxes,
+        logger,
+        name,
+        input,
+        signal: request.signal,
+      });
     },
     run(request) {
       return runOn(request, lanes);

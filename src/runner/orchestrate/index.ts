@@ -18,3 +18,4 @@ export {
   type RunnerEvent,
 } from "./run-task.js";
 export { defaultSandboxes, type DefaultSandboxesOptions } from "./default-sandboxes.js";
+export { callTool, type CallToolOptions } from "./call-tool.js";

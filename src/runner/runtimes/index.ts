@@ -7,3 +7,4 @@ export {
 } from "./claude-code.js";
 export { ClaudeCodeEvents } from "./claude-code-events.js";
 export { CommandRuntime, type CommandRuntimeSpec } from "./command.js";
+export { agentRuntimeOf } from "./agent-runtime-of.js";
