@@ -96,10 +96,16 @@ export class McpSession {
   #client: McpClientInfo | undefined;
   #announced = false;
   #closed: Promise<void> | undefined;
+  #inFlight = 0;
 
   constructor(options: McpSessionOptions) {
     this.#options = options;
     this.#events = new RunEventsLog(this.#runId, options.logger);
+  }
+
+  /** True while a call or a diff is being answered (an idle clock must not end the session). */
+  get busy(): boolean {
+    return this.#inFlight > 0;
   }
 
   get runId(): string {
@@ -143,6 +149,15 @@ export class McpSession {
    * when `signal` fires or `tools.callTimeoutSec` passes. Never throws.
    */
   async call(name: string, input: unknown, options: McpCallOptions): Promise<McpCallResult> {
+    this.#inFlight += 1;
+    try {
+      return await this.#call(name, input, options);
+    } finally {
+      this.#inFlight -= 1;
+    }
+  }
+
+  async #call(name: string, input: unknown, options: McpCallOptions): Promise<McpCallResult> {
     const toolCallId = `mcp_${randomUUID()}`;
     let plan: RunPlan;
     try {
@@ -200,6 +215,15 @@ export class McpSession {
    * may be applied without being shown again.
    */
   async diff(signal: AbortSignal): Promise<{ text: string; files: number; sha256: string }> {
+    this.#inFlight += 1;
+    try {
+      return await this.#diff(signal);
+    } finally {
+      this.#inFlight -= 1;
+    }
+  }
+
+  async #diff(signal: AbortSignal): Promise<{ text: string; files: number; sha256: string }> {
     const { lease, plan } = await this.#start({ signal });
     const patch = await takeChanges(lease, { signal });
     const files = parsePatch(patch).length;

@@ -22,6 +22,13 @@ export interface ServeHttpOptions {
   signal: AbortSignal;
   /** Called once listening, with the endpoint's URL (the bound port when 0 was asked). */
   onListening?: ((url: string) => void) | undefined;
+  /**
+   * A connection with no request for this long (none in flight either) is closed as if its client
+   * had ended it: its sandbox released, its session's lock let go. 0 or undefined: never.
+   */
+  idleTimeoutMs?: number | undefined;
+  /** Called when a connection is closed for being idle (the CLI says so on stderr). */
+  onIdleClose?: ((session: McpSession) => void) | undefined;
 }
 
 /** The one path the server answers on. */
@@ -30,6 +37,7 @@ export const mcpPath = "/mcp";
 interface Connection {
   transport: StreamableHTTPServerTransport;
   session: McpSession;
+  idleTimer?: NodeJS.Timeout | undefined;
 }
 
 /**
@@ -41,6 +49,30 @@ interface Connection {
 export async function serveHttp(options: ServeHttpOptions): Promise<void> {
   const connections = new Map<string, Connection>();
   let allowedHosts: string[] = [];
+  const idleMs = options.idleTimeoutMs ?? 0;
+
+  /**
+   * A client that never says goodbye (killed, laptop closed) would hold its sandbox and the
+   * session's lock until the server stops; the idle clock lets them go. Every request starts it
+   * again, and it does not end a session with a call in flight (a long exec is never cut by it).
+   */
+  const startIdleClock = (id: string, connection: Connection): void => {
+    clearTimeout(connection.idleTimer);
+    connection.idleTimer = undefined;
+    if (idleMs <= 0) return;
+    connection.idleTimer = setTimeout(() => {
+      if (connections.get(id) !== connection) return;
+      if (connection.session.busy) {
+        startIdleClock(id, connection);
+        return;
+      }
+      connections.delete(id);
+      options.onIdleClose?.(connection.session);
+      // Closing the transport closes its server, whose onclose closes the session.
+      void connection.transport.close();
+    }, idleMs);
+    connection.idleTimer.unref();
+  };
 
   const refuse = (res: ServerResponse, status: number, message: string): void => {
     res
@@ -70,9 +102,10 @@ export async function serveHttp(options: ServeHttpOptions): Promise<void> {
     if (typeof id === "string") {
       const connection = connections.get(id);
       if (!connection) {
-        refuse(res, 404, "no such MCP session (it ended): initialize again");
+        refuse(res, 404, "no such MCP session (it ended or was idle too long): initialize again");
         return;
       }
+      startIdleClock(id, connection);
       await connection.transport.handleRequest(req, res);
       return;
     }
@@ -82,11 +115,16 @@ export async function serveHttp(options: ServeHttpOptions): Promise<void> {
     const transport: StreamableHTTPServerTransport = new StreamableHTTPServerTransport({
       sessionIdGenerator: () => randomUUID(),
       onsessioninitialized: (sessionId) => {
-        connections.set(sessionId, { transport, session });
+        const connection: Connection = { transport, session };
+        connections.set(sessionId, connection);
+        startIdleClock(sessionId, connection);
       },
     });
     server.onclose = () => {
-      if (transport.sessionId !== undefined) connections.delete(transport.sessionId);
+      if (transport.sessionId !== undefined) {
+        clearTimeout(connections.get(transport.sessionId)?.idleTimer);
+        connections.delete(transport.sessionId);
+      }
       void session.close(options.signal.aborted ? "aborted" : "completed");
     };
     await server.connect(transport);
@@ -122,6 +160,7 @@ export async function serveHttp(options: ServeHttpOptions): Promise<void> {
   });
   const open = [...connections.values()];
   connections.clear();
+  for (const connection of open) clearTimeout(connection.idleTimer);
   // Closing a transport closes its server, whose onclose closes the session; wait for those.
   await Promise.all(open.map((connection) => connection.transport.close()));
   await Promise.all(open.map((connection) => connection.session.close("aborted")));

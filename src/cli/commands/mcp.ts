@@ -22,6 +22,7 @@ import { withInterrupt } from "../interrupt.js";
 import { quoteShellArg } from "../../tools/index.js";
 import { addPlanOptions, runnerFromFlags, type PlanFlags } from "../runner-flags.js";
 import { selfCommand } from "../self-command.js";
+import { parseDuration } from "./parse-duration.js";
 import { removeSandboxAfter } from "./remove-after.js";
 
 interface McpFlags extends PlanFlags {
@@ -31,7 +32,13 @@ interface McpFlags extends PlanFlags {
   /** `--no-wait` sets it false. */
   wait: boolean;
   http?: ListenAddress;
+  idleTimeout: number;
   printConfig?: McpClient;
+}
+
+/** `--idle-timeout`: a duration, or 0/off for never. */
+function parseIdleTimeout(text: string): number {
+  return /^(0|off|never)$/i.test(text.trim()) ? 0 : parseDuration(text, "--idle-timeout");
 }
 
 /** The `cordon mcp` arguments a client's config starts the server with: these flags, paths absolute. */
@@ -108,6 +115,12 @@ export function registerMcpCommand(program: Command, context: CliContext): void 
       "--http <[host:]port>",
       `serve streamable HTTP on this address instead of stdio (loopback unless a host is named); clients send the bearer token printed at start, or ${tokenVariable}`,
       parseListenAddress,
+    )
+    .option(
+      "--idle-timeout <duration>",
+      "with --http: close a client's session after this long without a request (its sandbox released, the work kept); 0 for never",
+      parseIdleTimeout,
+      30 * 60_000,
     )
     .option(
       "--no-wait",
@@ -187,6 +200,7 @@ export function registerMcpCommand(program: Command, context: CliContext): void 
         return;
       }
       const { token, generated } = bearerToken(context.env);
+      const names = new WeakMap<McpSession, string>();
       if (!isLoopback(listen.host)) {
         context.stderr(
           `· warning: listening on ${listen.host}, not loopback: anyone who can reach it and has the token runs commands in your sandboxes\n`,
@@ -201,8 +215,15 @@ export function registerMcpCommand(program: Command, context: CliContext): void 
             version,
             logger: context.logger,
             signal,
+            idleTimeoutMs: flags.idleTimeout,
+            onIdleClose: (session) => {
+              context.stderr(
+                `· session ${names.get(session) ?? "?"}: no request for ${Math.round(flags.idleTimeout / 1000)} s, so it was closed; its sandbox keeps the work\n`,
+              );
+            },
             newSession: () => {
               const { session, name, review } = newSession();
+              names.set(session, name);
               context.stderr(
                 `· client connected: session ${name}; review with \`cordon diff ${review}\`\n`,
               );
