@@ -17,9 +17,10 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 
 import { packageRoot } from "../../src/common/index.js";
 import { claudeHostTools } from "../../src/mcp/index.js";
+import { createRunner } from "../../src/runner/index.js";
 import { fetchRuntimePackages } from "../../src/sandbox/docker/image-runtime-packages.js";
 import { demoRepo, git } from "../support/demo-repo.js";
-import { requireSandboxImage } from "../support/docker.js";
+import { dockerClient, requireSandboxImage } from "../support/docker.js";
 import { startMessagesApiServer, type MessagesApiServer } from "../support/messages-api-server.js";
 import { runCordon } from "../support/run-cli.js";
 import { builtCli } from "../support/spawn-cordon.js";
@@ -78,10 +79,20 @@ describe("Claude Code with cordon mcp as its only tools", () => {
   afterAll(async () => {
     await server?.close();
     if (home) {
-      await runCordon(["sandbox", "rm", "--all", "--discard-changes", "--workspace", repo], {
-        CORDON_HOME: home,
-        CORDON_CONFIG: "",
+      // The session's container, by the name its plan gives it (whatever became of the test).
+      const runner = createRunner({
+        cwd: repo,
+        env: { CORDON_HOME: home, CORDON_CONFIG: "" },
+        workspace: repo,
       });
+      const name = (await runner.plan({ sessionKey: session }).catch(() => undefined))?.sandbox.spec
+        ?.containerName;
+      if (name) {
+        await dockerClient()
+          .getContainer(name)
+          .remove({ force: true })
+          .catch(() => undefined);
+      }
       await removeStateDirectory(home);
     }
     if (repo) await rm(path.dirname(repo), { recursive: true, force: true });
