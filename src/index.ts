@@ -32,6 +32,8 @@ export type {
   ProvideSandboxOptions,
   ProvidedSandbox,
   RunnerEvent,
+  SandboxDisposal,
+  SandboxDisposalMode,
   SandboxProvider,
 } from "./runner/orchestrate/index.js";
 

@@ -1,7 +1,13 @@
 import os from "node:os";
 import path from "node:path";
 
-import { createSilentLogger, stateDirectory, type Logger } from "../common/index.js";
+import {
+  SandboxError,
+  createSilentLogger,
+  messageOf,
+  stateDirectory,
+  type Logger,
+} from "../common/index.js";
 import {
   hostPathOwner,
   hostProcessOwner,
@@ -29,12 +35,15 @@ import { createModelClient, type ModelClient, type UserContentBlock } from "./mo
 import {
   callTool,
   defaultSandboxes,
+  disposeSandbox,
   failedRun,
   runTask,
   type ProvideSandboxOptions,
   type RunnerEvent,
   type ProvidedSandbox,
   type SandboxProvider,
+  type SandboxDisposal,
+  type SandboxDisposalMode,
 } from "./orchestrate/index.js";
 import { SessionLanes } from "./session/index.js";
 import { createSessionHost } from "./subagents/index.js";
@@ -78,6 +87,14 @@ export interface RunnerOptions {
   runtime?: AgentRuntimeName | undefined;
   /** Hosts every plan of this runner may reach through the egress proxy (`--allow-host`). */
   allowHosts?: readonly string[] | undefined;
+  /**
+   * What `close()` (and `await using`) does with the sandboxes this runner's runs and calls used:
+   * `stop` them (default: nothing keeps running after the program ends; the private copies stay
+   * for `cordon diff` and the next run starts them again), `remove` them (containers and private
+   * copies, unapplied changes included, as `--rm`), or `keep` them running. A sandbox a live run
+   * of another process holds is always kept.
+   */
+  onClose?: SandboxDisposalMode | undefined;
   /** Runs that may be in flight at once in this runner. Default 4. */
   maxConcurrentRuns?: number | undefined;
   logger?: Logger | undefined;
@@ -107,6 +124,11 @@ export interface RunRequest {
    * event), or end at once with a `sandbox_error` result, exit code 3.
    */
   waitForSession?: boolean | undefined;
+  /**
+   * Remove this run's sandbox (container and private copy) once the run has ended, however it
+   * ended, as `cordon run --rm` does — unless a live run of another process holds it.
+   */
+  rm?: boolean | undefined;
 }
 
 export type PlanRequest = Pick<
@@ -131,7 +153,12 @@ export interface HeldSandbox {
   lease: ProvidedSandbox;
 }
 
-export interface Runner {
+/**
+ * The engine as a library. It holds sandboxes: `close()` (or `await using runner = …`) waits for
+ * its runs and calls in flight, then stops or removes every sandbox they used (`onClose`); after
+ * it, runs end with a `sandbox_error` result and acquires are refused.
+ */
+export interface Runner extends AsyncDisposable {
   /** cordon's state directory: sessions, private workspaces, sandbox records. */
   readonly stateDir: string;
   /** The plan a run would get (exactly what `cordon sandbox explain` prints). */
@@ -168,6 +195,19 @@ export interface Runner {
    * makes a fresh one on the same private workspace.
    */
   discardSandbox(request?: PlanRequest, options?: { keepWorkspace?: boolean }): Promise<void>;
+  /**
+   * Stops or removes the sandbox a request maps to, unless a live run of another process holds it;
+   * says what became of it (undefined: the plan has no sandbox).
+   */
+  disposeSandbox(
+    request: PlanRequest,
+    mode: SandboxDisposalMode,
+  ): Promise<SandboxDisposal | undefined>;
+  /**
+   * Waits for this runner's runs and calls in flight, then does `onClose` (default: stop) to every
+   * sandbox they used; one entry for each. Calling it again returns the same answer.
+   */
+  close(): Promise<SandboxDisposal[]>;
   /**
    * Runs one tool through exactly the policy and sandbox path an agent's call takes: a tool the
    * plan does not allow is refused (`refused: true`) with the config key that blocks it.
@@ -211,7 +251,7 @@ export function createRunner(options: RunnerOptions = {}): Runner {
   const lanes = new SessionLanes({ maxConcurrentRuns: options.maxConcurrentRuns });
   let engine: DockerEngine | undefined;
   const dockerEngine = (): DockerEngine => (engine ??= DockerEngine.fromEnv(env));
-  const sandboxes =
+  const provider =
     options.sandboxes ??
     defaultSandboxes({
       engine: dockerEngine(),
@@ -220,6 +260,34 @@ export function createRunner(options: RunnerOptions = {}): Runner {
       upstreamProxy: upstreamProxyFromEnv(env),
       baseImage: baseImageFromEnv(env),
     });
+  // Every sandbox this runner acquires is remembered by its container name, so `close()` can
+  // stop what its runs left running; after `close()` nothing more is acquired.
+  const used = new Map<string, RunPlan>();
+  let closing: Promise<SandboxDisposal[]> | undefined;
+  const inFlight = new Set<Promise<unknown>>();
+  const tracked = <T>(work: Promise<T>): Promise<T> => {
+    inFlight.add(work);
+    void work.then(
+      () => inFlight.delete(work),
+      () => inFlight.delete(work),
+    );
+    return work;
+  };
+  const sandboxes: SandboxProvider = {
+    // Bound, not spread: an embedder's provider may be a class whose methods are on its prototype.
+    ...(provider.discard && { discard: provider.discard.bind(provider) }),
+    ...(provider.stop && { stop: provider.stop.bind(provider) }),
+    async acquire(runPlan, acquireOptions) {
+      if (closing) {
+        throw new SandboxError("this runner is closed: it acquires no more sandboxes", {
+          fix: "create another runner with createRunner()",
+        });
+      }
+      const name = runPlan.sandbox.enabled ? runPlan.sandbox.spec?.containerName : undefined;
+      if (name) used.set(name, runPlan);
+      return provider.acquire(runPlan, acquireOptions);
+    },
+  };
 
   let config: Promise<Pick<LoadedConfig, "config" | "source">> | undefined;
   const loadedConfig = (): Promise<Pick<LoadedConfig, "config" | "source">> => {
@@ -356,28 +424,74 @@ export function createRunner(options: RunnerOptions = {}): Runner {
         }),
     });
 
+  const disposeFor = async (
+    request: PlanRequest,
+    mode: SandboxDisposalMode,
+  ): Promise<SandboxDisposal | undefined> =>
+    disposeSandbox({ sandboxes: provider, plan: await plan(request), mode, stateDir });
+
+  const close = (): Promise<SandboxDisposal[]> =>
+    (closing ??= (async () => {
+      // Runs end first: a sandbox is never stopped under a command of this runner.
+      while (inFlight.size > 0) await Promise.allSettled([...inFlight]);
+      const done: SandboxDisposal[] = [];
+      for (const [sandbox, runPlan] of used) {
+        const disposal = await disposeSandbox({
+          sandboxes: provider,
+          plan: runPlan,
+          mode: options.onClose ?? "stop",
+          stateDir,
+        }).catch((error: unknown): SandboxDisposal => ({
+          sandbox,
+          outcome: "kept",
+          reason: `cannot ${options.onClose ?? "stop"} it: ${messageOf(error)}`,
+        }));
+        if (disposal) done.push(disposal);
+      }
+      return done;
+    })());
+
   return {
     stateDir,
     plan,
     configSource: async () => (await loadedConfig()).source,
     config: async () => (await loadedConfig()).config,
-    acquireSandbox,
+    acquireSandbox: (request) => tracked(acquireSandbox(request)),
+    disposeSandbox: disposeFor,
+    close,
+    async [Symbol.asyncDispose]() {
+      await close();
+    },
     async discardSandbox(request = {}, discardOptions = {}) {
       await sandboxes.discard?.(await plan(request), discardOptions);
     },
     async callTool(name, input, request = {}) {
-      return callTool({
-        tools,
-        plan: await plan(request),
-        sandboxes,
-        logger,
-        name,
-        input,
-        signal: request.signal,
-      });
+      return tracked(
+        callTool({
+          tools,
+          plan: await plan(request),
+          sandboxes,
+          logger,
+          name,
+          input,
+          signal: request.signal,
+        }),
+      );
     },
     run(request) {
-      return runOn(request, lanes);
+      return tracked(
+        (async () => {
+          const result = await runOn(request, lanes);
+          if (request.rm) {
+            const disposal = await disposeFor(request, "remove").catch((error: unknown) => {
+              logger.warn({ err: error }, "rm: the run's sandbox could not be removed");
+              return undefined;
+            });
+            if (disposal?.outcome === "kept") logger.info(disposal, "rm: the sandbox was kept");
+          }
+          return result;
+        })(),
+      );
     },
     failedRun(error, request = {}) {
       return failedRun({ error, ...request, logger });

@@ -1,6 +1,6 @@
 import { messageOf } from "../../common/index.js";
 import type { RunPlan } from "../../policy/index.js";
-import { sandboxesHeldByRuns, type PlanRequest, type Runner } from "../../runner/index.js";
+import type { PlanRequest, Runner } from "../../runner/index.js";
 import type { CliContext } from "../context.js";
 
 /**
@@ -22,14 +22,9 @@ export async function removeSandboxAfter(
   const spec = plan.sandbox.spec;
   if (!plan.sandbox.enabled || !spec) return;
   try {
-    const held = await sandboxesHeldByRuns(runner.stateDir);
-    const holder = held.holderOf({ name: spec.containerName, session: spec.sessionKey });
-    if (holder) {
-      say(`· --rm: kept ${spec.containerName}, ${holder}\n`);
-      return;
-    }
-    await runner.discardSandbox(request);
-    say(`· --rm: removed ${spec.containerName} and its private copy\n`);
+    const done = await runner.disposeSandbox(request, "remove");
+    if (done?.outcome === "kept") say(`· --rm: kept ${spec.containerName}, ${done.reason ?? ""}\n`);
+    else say(`· --rm: removed ${spec.containerName} and its private copy\n`);
   } catch (error) {
     context.stderr(`cordon: --rm could not remove ${spec.containerName}: ${messageOf(error)}\n`);
   }

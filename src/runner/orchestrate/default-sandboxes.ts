@@ -6,6 +6,7 @@ import {
   DockerSandboxManager,
   HostSandbox,
   SandboxInventory,
+  stopSandbox,
   type DockerEngine,
   type UpstreamProxy,
 } from "../../sandbox/index.js";
@@ -105,6 +106,16 @@ export function defaultSandboxes(options: DefaultSandboxesOptions): SandboxProvi
       // Discarding is asked for by name (--rm, fix-tests' own sandboxes, createSandbox's
       // `remove`): the copy's changes go with it, unlike a prune or a plain `sandbox rm`.
       await inventory.remove(name, { ...discardOptions, discardChanges: true });
+    },
+    async stop(plan) {
+      const name = plan.sandbox.spec?.containerName;
+      if (!plan.sandbox.enabled || !name) return false;
+      return stopSandbox({
+        engine: options.engine,
+        stateDirectory: options.stateDir,
+        name,
+        logger: options.logger,
+      });
     },
   };
 }

@@ -19,3 +19,8 @@ export {
 } from "./run-task.js";
 export { defaultSandboxes, type DefaultSandboxesOptions } from "./default-sandboxes.js";
 export { callTool, type CallToolOptions } from "./call-tool.js";
+export {
+  disposeSandbox,
+  type SandboxDisposal,
+  type SandboxDisposalMode,
+} from "./dispose-sandbox.js";

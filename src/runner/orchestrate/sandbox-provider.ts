@@ -69,4 +69,10 @@ export interface SandboxProvider {
    * `keepWorkspace`: only the container goes (a setup phase ends so), the private workspace stays.
    */
   discard?(plan: RunPlan, options?: { keepWorkspace?: boolean }): Promise<void>;
+  /**
+   * Stops the plan's sandbox (its processes end; its private workspace stays and the next acquire
+   * starts it again). False when it was not running. Optional: a backend with nothing that keeps
+   * running has nothing to stop.
+   */
+  stop?(plan: RunPlan): Promise<boolean>;
 }

@@ -93,15 +93,11 @@ export async function stopIdleSandboxes(options: IdleStopOptions): Promise<IdleS
     if (!again.idle) continue;
     try {
       // Already stopped or removed meanwhile: there is nothing to stop.
-      if (!(await containers.stop(container.id, { graceSeconds: stopGraceSeconds }))) continue;
+      if (!(await stopSandbox({ ...options, name, now: new Date(now) }))) continue;
     } catch (error) {
       report.skipped.push({ name, reason: `cannot stop it: ${messageOf(error)}` });
       continue;
     }
-    await records
-      .update(name, (record) => ({ ...record, idleStoppedAt: new Date(now).toISOString() }))
-      .catch(() => undefined);
-    await stopEgressProxy(options, name, report);
     logger.debug({ sandbox: name, lastUsedAt: again.lastUsedAt }, "stopped an idle sandbox");
     report.stopped.push({ name, lastUsedAt: again.lastUsedAt });
   }
@@ -109,11 +105,40 @@ export async function stopIdleSandboxes(options: IdleStopOptions): Promise<IdleS
 }
 
 /**
+ * Stops one sandbox's container and its egress proxy, recording that cordon stopped it on purpose
+ * (prune then treats it as resting, not broken, and the next acquire starts it in place). The
+ * caller has decided nobody needs it. False when it was not running (stopped or gone already).
+ * Throws when the engine refuses the container's stop; a proxy that will not stop is only logged.
+ */
+export async function stopSandbox(options: {
+  engine: DockerEngine;
+  stateDirectory: string;
+  name: string;
+  logger?: Logger | undefined;
+  now?: Date | undefined;
+}): Promise<boolean> {
+  const { name } = options;
+  if (!(await options.engine.containers.stop(name, { graceSeconds: stopGraceSeconds }))) {
+    return false;
+  }
+  const stoppedAt = (options.now ?? new Date()).toISOString();
+  await new SandboxRecords(options.stateDirectory)
+    .update(name, (record) => ({ ...record, idleStoppedAt: stoppedAt }))
+    .catch(() => undefined);
+  const report: IdleStopReport = { stopped: [], skipped: [] };
+  await stopEgressProxy(options, name, report);
+  for (const skipped of report.skipped) {
+    (options.logger ?? createSilentLogger()).warn(skipped, "egress proxy not stopped");
+  }
+  return true;
+}
+
+/**
  * Its egress proxy serves nobody while it is stopped; the next acquire starts a fresh one
  * (EgressProxies.ensure replaces a proxy that is not running).
  */
 async function stopEgressProxy(
-  options: IdleStopOptions,
+  options: { engine: DockerEngine; stateDirectory: string },
   sandbox: string,
   report: IdleStopReport,
 ): Promise<void> {

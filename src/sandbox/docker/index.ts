@@ -79,6 +79,7 @@ export {
 export { AgentImage, agentImageNames, type AgentImageName } from "./agent-image.js";
 export {
   stopIdleSandboxes,
+  stopSandbox,
   type IdleStopOptions,
   type IdleStopReport,
   type SandboxHolders,
