@@ -70,6 +70,10 @@ const commandModules: readonly CommandModule[] = [
     load: async () => [(await import("./commands/ps.js")).registerPsCommand],
   },
   {
+    commands: { top: "a live view of runs and sandboxes: CPU, memory, disk, egress, doing" },
+    load: async () => [(await import("./commands/top.js")).registerTopCommand],
+  },
+  {
     commands: { logs: "a session's run events; -f follows a run in progress" },
     load: async () => [(await import("./commands/logs.js")).registerLogsCommand],
   },

@@ -12,6 +12,7 @@ const run: RunningRun = {
   state: "running",
   sandbox: "cordon-payments-session-agent-main-fix-the-flaky-test-1a2b3c4d5e6f",
   turns: 7,
+  egressRefused: 0,
   doing: "exec: npm test",
   output: "  ✓ refunds a partial capture (12 ms)",
 };

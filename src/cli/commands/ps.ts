@@ -13,6 +13,7 @@ import {
 import type { CliContext } from "../context.js";
 import { printable } from "../printable.js";
 import { ago, fitTable, tableWidth } from "../render/table.js";
+import { watchTop } from "./top.js";
 
 /** One run in progress, as `cordon ps --json` prints it. */
 export interface RunningRun {
@@ -41,6 +42,9 @@ export interface RunningRun {
   lastEventAt?: string | undefined;
   /** The MCP client driving the session (`cordon mcp`), as it names itself. */
   client?: string | undefined;
+  /** Requests its egress proxy refused so far, and the last host refused. */
+  egressRefused: number;
+  lastRefusedHost?: string | undefined;
 }
 
 const stateNames = { alive: "running", dead: "dead", unknown: "unknown" } as const;
@@ -63,6 +67,8 @@ async function describeRun(locked: LockedSession): Promise<RunningRun> {
     output: locked.state === "dead" ? undefined : activity.output,
     lastEventAt: activity.lastEventAt,
     client: activity.client,
+    egressRefused: activity.egressRefused,
+    lastRefusedHost: activity.lastRefusedHost,
   };
 }
 
@@ -81,6 +87,7 @@ function describeWaiting(waiting: WaitingRun, holders: readonly LockedSession[])
     state: "waiting",
     waitingFor: holder?.runId,
     turns: 0,
+    egressRefused: 0,
     doing: holder
       ? `waiting for the session (held by pid ${holder.pid}, run ${holder.runId.slice(0, 8)})`
       : "waiting for the session",
@@ -143,7 +150,12 @@ export function registerPsCommand(program: Command, context: CliContext): void {
     .option("--all", "also locks left by runs whose process is gone")
     .option("--json", "print as JSON")
     .option("--wide", "every column, however wide the terminal")
-    .action(async (options: { all?: boolean; json?: boolean; wide?: boolean }) => {
+    .option("-w, --watch", "a live view with each sandbox's CPU, memory and disk: `cordon top`")
+    .action(async (options: { all?: boolean; json?: boolean; wide?: boolean; watch?: boolean }) => {
+      if (options.watch) {
+        await watchTop(context, { interval: "2", json: options.json, wide: options.wide });
+        return;
+      }
       const runs = await listRuns(stateDirectory(context.env), options.all === true);
       if (options.json) {
         context.stdout(`${JSON.stringify(runs, null, 2)}\n`);

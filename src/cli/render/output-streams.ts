@@ -7,6 +7,8 @@ export interface OutputStream {
   hasColors?: (() => boolean) | undefined;
   /** Its width in columns, read when needed (a terminal can be resized). */
   columns?: number | undefined;
+  /** Its height in rows, read when needed. */
+  rows?: number | undefined;
 }
 
 /** See `CliContext.terminal`. */
@@ -15,6 +17,8 @@ export interface TerminalOutput {
   stderr: boolean;
   /** Columns of the terminal, when known. */
   columns: () => number | undefined;
+  /** Rows of the terminal, when known (a view redrawn in place must fit them). */
+  rows: () => number | undefined;
 }
 
 /** What the CLI decided once about its two output streams. */
@@ -49,6 +53,7 @@ export function decideOutput(
       stderr: stderr.isTTY === true,
       // Read live: a resized terminal's next frame fits its new width.
       columns: () => stderr.columns ?? stdout.columns,
+      rows: () => stdout.rows ?? stderr.rows,
     },
   };
 }

@@ -97,6 +97,10 @@ export interface RunActivity {
   status?: string | undefined;
   /** The MCP client driving it (`cordon mcp`), from its `run-start`. */
   client?: string | undefined;
+  /** Requests its egress proxy refused (`egress` events with `allowed: false`). */
+  egressRefused: number;
+  /** The host of the last refused request. */
+  lastRefusedHost?: string | undefined;
 }
 
 /** Bytes of the end of an events file that hold a run in progress, in practice. */
@@ -113,10 +117,11 @@ export async function readRunActivity(eventsFile: string, runId: string): Promis
 
 /** The activity of one run from its records, in order. */
 export function summarizeRun(records: readonly RunEventRecord[]): RunActivity {
-  const activity: RunActivity = { turns: 0, doing: "starting" };
+  const activity: RunActivity = { turns: 0, doing: "starting", egressRefused: 0 };
   for (const record of records) {
     activity.lastEventAt = record.ts;
-    if (record.type !== "tool-output") activity.output = undefined;
+    // A proxy's decision comes while a command runs: its output line stays.
+    if (record.type !== "tool-output" && record.type !== "egress") activity.output = undefined;
     switch (record.type) {
       case "run-start":
         if (typeof record["client"] === "string") activity.client = record["client"];
@@ -151,6 +156,12 @@ export function summarizeRun(records: readonly RunEventRecord[]): RunActivity {
         break;
       case "compaction":
         activity.doing = "compacting older turns";
+        break;
+      case "egress":
+        if (record["allowed"] === false) {
+          activity.egressRefused += 1;
+          activity.lastRefusedHost = String(record["host"]);
+        }
         break;
       case "run-end":
         activity.status = String(record["status"]);

@@ -84,6 +84,7 @@ export {
   type IdleStopReport,
   type SandboxHolders,
 } from "./idle-stop.js";
+export { readSandboxUsage, type SandboxUsage } from "./sandbox-usage.js";
 export { gvisorBoundaryNote, gvisorPlatform, isGvisorRuntime } from "./gvisor.js";
 export { probeRuntime } from "./runtime-probe.js";
 export {

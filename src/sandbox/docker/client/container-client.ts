@@ -58,6 +58,11 @@ export interface ContainerClient {
   /** The command line of every process running in it (`docker top`). */
   processes(nameOrId: string): Promise<string[]>;
   /**
+   * Its CPU and memory use now, as `docker stats --no-stream` reads them (the engine samples about
+   * a second apart for the CPU share); undefined when it is not running or gone.
+   */
+  stats(nameOrId: string): Promise<ContainerStats | undefined>;
+  /**
    * Its log so far, as the engine keeps it: multiplexed frames (8-byte headers) unless the
    * container has a TTY. For short, trusted logs (a proxy's start, a probe's output).
    */
@@ -149,6 +154,16 @@ export interface CreateContainerRequest {
   /** Skips the engine's network setup altogether (with NetworkMode "none"). */
   NetworkDisabled?: boolean;
   HostConfig: ContainerHostConfig;
+}
+
+/** A running container's resource use (`docker stats`). */
+export interface ContainerStats {
+  /** Share of one CPU over the engine's sample: 100 = one core busy, up to cores × 100. */
+  cpuPercent: number;
+  /** Memory in use, page cache left out as `docker stats` leaves it (bytes). */
+  memoryBytes: number;
+  /** Its memory limit (bytes); the host's memory when it has none. */
+  memoryLimitBytes: number;
 }
 
 export interface ContainerHostConfig {

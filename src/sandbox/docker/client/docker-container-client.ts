@@ -8,6 +8,7 @@ import type {
   ContainerClient,
   ContainerDetails,
   ContainerFilter,
+  ContainerStats,
   ContainerStatus,
   ContainerSummary,
   CreateContainerRequest,
@@ -175,6 +176,21 @@ export class DockerContainerClient implements ContainerClient {
     }
   }
 
+  async stats(nameOrId: string): Promise<ContainerStats | undefined> {
+    try {
+      const state = (await this.docker.getContainer(nameOrId).inspect()).State;
+      if (!state.Running || state.Paused) return undefined;
+      // Not one-shot: the engine takes two samples, so the CPU share is over the last second.
+      const raw = (await this.docker.getContainer(nameOrId).stats({ stream: false })) as RawStats;
+      return statsFrom(raw);
+    } catch (error) {
+      // Gone or stopped meanwhile: nothing runs, so nothing is used.
+      const status = dockerStatusOf(error);
+      if (status === 404 || status === 409) return undefined;
+      throw toSandboxError(error, `read the resource use of ${nameOrId}`);
+    }
+  }
+
   async logs(nameOrId: string, options: { stdout: boolean; stderr: boolean }): Promise<Buffer> {
     try {
       const logs: unknown = await this.docker
@@ -290,5 +306,35 @@ function summaryOf(info: Docker.ContainerInfo): ContainerSummary {
     labels: info.Labels,
     status: info.State as ContainerStatus,
     createdAtMs: info.Created * 1000,
+  };
+}
+
+/** The part of the engine's stats answer cordon reads (cgroups v1 and v2 alike). */
+interface RawStats {
+  cpu_stats?: {
+    cpu_usage?: { total_usage?: number; percpu_usage?: number[] };
+    system_cpu_usage?: number;
+    online_cpus?: number;
+  };
+  precpu_stats?: { cpu_usage?: { total_usage?: number }; system_cpu_usage?: number };
+  memory_stats?: { usage?: number; limit?: number; stats?: Record<string, number> };
+}
+
+/** The CPU share and memory `docker stats` shows, from one stats answer. */
+export function statsFrom(raw: RawStats): ContainerStats {
+  const cpu = raw.cpu_stats ?? {};
+  const before = raw.precpu_stats ?? {};
+  const used = (cpu.cpu_usage?.total_usage ?? 0) - (before.cpu_usage?.total_usage ?? 0);
+  const system = (cpu.system_cpu_usage ?? 0) - (before.system_cpu_usage ?? 0);
+  const cores = cpu.online_cpus || cpu.cpu_usage?.percpu_usage?.length || 1;
+  const memory = raw.memory_stats ?? {};
+  // The page cache is reclaimable: `docker stats` leaves it out (v1 names it cache, v2 inactive_file).
+  const cache = memory.stats?.["total_inactive_file"] ?? memory.stats?.["inactive_file"] ?? 0;
+  return {
+    // No earlier sample (a one-shot answer): the share since the container started means nothing now.
+    cpuPercent:
+      before.system_cpu_usage && used > 0 && system > 0 ? (used / system) * cores * 100 : 0,
+    memoryBytes: Math.max(0, (memory.usage ?? 0) - cache),
+    memoryLimitBytes: memory.limit ?? 0,
   };
 }

@@ -5,6 +5,7 @@ export type {
   ContainerFilter,
   ContainerHostConfig,
   ContainerState,
+  ContainerStats,
   ContainerStatus,
   ContainerSummary,
   CreateContainerRequest,

@@ -2,6 +2,7 @@ import { Readable } from "node:stream";
 
 import { SandboxError, SandboxStartError } from "../../../../common/index.js";
 import type {
+  ContainerStats,
   ContainerClient,
   ContainerDetails,
   ContainerFilter,
@@ -256,6 +257,13 @@ export class FakeContainerClient implements ContainerClient {
     return Promise.resolve(
       container.processes ?? ["/sbin/docker-init -- sleep infinity", "sleep infinity"],
     );
+  }
+
+  stats(nameOrId: string): Promise<ContainerStats | undefined> {
+    this.#record("stats", [nameOrId]);
+    const container = this.find(nameOrId);
+    if (!container?.state.running) return Promise.resolve(undefined);
+    return Promise.resolve({ cpuPercent: 0, memoryBytes: 0, memoryLimitBytes: 0 });
   }
 
   logs(nameOrId: string): Promise<Buffer> {
