@@ -6,6 +6,7 @@
  * requires that the race was really run: some attempts must have met the link.
  */
 import { execFile, spawn, type ChildProcess } from "node:child_process";
+import { once } from "node:events";
 import { mkdir, mkdtemp, readFile, readdir, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
@@ -62,11 +63,18 @@ describe.skipIf(!support.enforced)(
     });
 
     afterEach(async () => {
-      racer?.kill("SIGKILL");
+      // Gone before cleaning up: a racer still running could move a mount out of the way.
+      if (racer && racer.exitCode === null && racer.signalCode === null) {
+        const exited = once(racer, "exit");
+        racer.kill("SIGKILL");
+        await exited;
+      }
       racer = undefined;
-      const mounts = parseMountPoints(await readFile("/proc/self/mountinfo", "utf8"));
-      for (const point of mounts.filter((p) => p.startsWith(root)).reverse()) {
-        await run("umount", ["-l", point]).catch(() => undefined);
+      for (let round = 0; round < 10; round += 1) {
+        const mounts = parseMountPoints(await readFile("/proc/self/mountinfo", "utf8"));
+        const below = mounts.filter((point) => point.startsWith(`${root}/`)).reverse();
+        if (below.length === 0) break;
+        for (const point of below) await run("umount", ["-l", point]).catch(() => undefined);
       }
       await rm(root, { recursive: true, force: true });
     });

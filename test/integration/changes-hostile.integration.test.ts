@@ -219,7 +219,11 @@ describe("cordon diff / apply against a hostile agent", () => {
       JSON.stringify({ command: loop, background: true }),
     );
     expect(started.exitCode).toBe(0);
-    await agent(key, "sleep 0.2; grep -q 'total = ' pricing.py");
+    // Polled: on a loaded machine the loop's first write may take a while.
+    await agent(
+      key,
+      "for i in $(seq 300); do grep -q 'total = ' pricing.py && exit 0; sleep 0.1; done; exit 1",
+    );
     const diff = await cordon(key, "diff");
     expect(diff.exitCode).toBe(0);
     const reviewed = /sha256 ([0-9a-f]{64})/.exec(diff.stderr)?.[1];
