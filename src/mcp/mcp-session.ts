@@ -5,6 +5,7 @@ import { CordonError, messageOf, type Logger } from "../common/index.js";
 import { explainPlan, redactPlanSecrets, type RunPlan } from "../policy/index.js";
 import {
   RunEventsLog,
+  ToolOutputStream,
   acquireSessionLock,
   bindToolset,
   describeHolder,
@@ -189,11 +190,21 @@ export class McpSession {
       return { ...result, refused: false };
     }
     const timeoutMs = started.plan.limits.toolTimeoutMs;
+    // As in a run: the output as it comes is an event (logs -f, ps), and its last line is the
+    // client's progress message.
+    const output = new ToolOutputStream({
+      toolCallId,
+      name,
+      emit: (event) => {
+        this.#emit(event);
+        if (event.lastLine) options.onProgress?.(`${name}: ${event.lastLine}`);
+      },
+    });
     const outcome = await executeToolCall(
       started.toolset,
       { type: "tool_use", id: toolCallId, name, input: fields },
-      { signal: options.signal, timeoutMs },
-    );
+      { signal: options.signal, timeoutMs, onOutput: output.push },
+    ).finally(() => output.close());
     if (outcome.timedOut) this.#emit({ type: "tool-timeout", toolCallId, name, timeoutMs });
     const result: ToolResult = {
       content: outcome.result.content,

@@ -149,25 +149,30 @@ describe("cordon mcp over stdio, with the SDK's client", () => {
         }),
       ]);
 
-      // A long command reports progress; cancelling it kills its process tree in the sandbox.
+      // A long command reports progress, its output's last line among it; cancelling it kills
+      // its process tree in the sandbox.
       const cancel = new AbortController();
       const progress: string[] = [];
       const long = client.callTool(
         {
           name: "exec",
-          arguments: { command: "touch /tmp/long-started; sleep 300 & sleep 301; echo never" },
+          arguments: {
+            command:
+              "echo long-is-under-way; touch /tmp/long-started; sleep 300 & sleep 301; echo never",
+          },
         },
         undefined,
         {
           signal: cancel.signal,
           onprogress: (update) => {
             progress.push(update.message ?? "");
-            cancel.abort();
+            if (update.message?.includes("long-is-under-way")) cancel.abort();
           },
         },
       );
       await expect(long).rejects.toThrow();
       expect(progress[0]).toMatch(/exec/);
+      expect(progress.at(-1)).toMatch(/^exec: long-is-under-way/);
       let left = "";
       for (let attempt = 0; attempt < 40; attempt += 1) {
         left = textOf(
