@@ -21,7 +21,7 @@ import {
 import { carryLeftovers, ensureCarrySnapshot } from "../../src/sandbox/workspace/carry-layers.js";
 import { ensurePrivateWorkspace } from "../../src/sandbox/workspace/private-workspace.js";
 import { mountCountAt } from "../../src/sandbox/workspace/mount-table.js";
-import { dockerClient, requireSandboxImage } from "../support/docker.js";
+import { removeContainersOfHome, requireSandboxImage } from "../support/docker.js";
 import { runCordon } from "../support/run-cli.js";
 import { testSandboxSpec } from "../support/sandbox-spec.js";
 import { removeStateDirectory } from "../support/state-directory.js";
@@ -52,15 +52,7 @@ beforeEach(async () => {
 });
 
 afterEach(async () => {
-  const docker = dockerClient();
-  for (const info of await docker.listContainers({ all: true })) {
-    if (info.Labels["cordon.home"] === home) {
-      await docker
-        .getContainer(info.Id)
-        .remove({ force: true })
-        .catch(() => undefined);
-    }
-  }
+  await removeContainersOfHome(home);
   await removeStateDirectory(root);
 });
 

@@ -16,7 +16,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 
 import { packageRoot } from "../../src/common/index.js";
 import { git, repositoryOf } from "../support/demo-repo.js";
-import { dockerClient, requireSandboxImage } from "../support/docker.js";
+import { dockerClient, removeContainersOfHome, requireSandboxImage } from "../support/docker.js";
 import { runCordon } from "../support/run-cli.js";
 import { removeStateDirectory } from "../support/state-directory.js";
 
@@ -68,15 +68,7 @@ describe("cordon fix-tests --carry node_modules", () => {
   });
 
   afterAll(async () => {
-    const docker = dockerClient();
-    for (const info of await docker.listContainers({ all: true })) {
-      if (info.Labels["cordon.home"] === home) {
-        await docker
-          .getContainer(info.Id)
-          .remove({ force: true })
-          .catch(() => undefined);
-      }
-    }
+    await removeContainersOfHome(home);
     await removeStateDirectory(home);
     for (const project of [mochaProject, vitestProject]) {
       if (project) await rm(path.dirname(project), { recursive: true, force: true });

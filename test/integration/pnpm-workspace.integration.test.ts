@@ -14,7 +14,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 
 import { packageRoot } from "../../src/common/index.js";
 import { git } from "../support/demo-repo.js";
-import { dockerClient, requireSandboxImage } from "../support/docker.js";
+import { removeContainersOfHome, requireSandboxImage } from "../support/docker.js";
 import { runCordon } from "../support/run-cli.js";
 import { removeStateDirectory } from "../support/state-directory.js";
 
@@ -62,15 +62,7 @@ describe("fix-tests on a pnpm workspace", () => {
   });
 
   afterAll(async () => {
-    const docker = dockerClient();
-    for (const info of await docker.listContainers({ all: true })) {
-      if ((info.Labels["cordon.home"] ?? "") === home) {
-        await docker
-          .getContainer(info.Id)
-          .remove({ force: true })
-          .catch(() => undefined);
-      }
-    }
+    await removeContainersOfHome(home);
     await removeStateDirectory(home);
     await rm(root, { recursive: true, force: true });
   });

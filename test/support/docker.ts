@@ -23,6 +23,18 @@ export function dockerClient(): Docker {
   return new Docker();
 }
 
+/** Removes, whatever their state, the containers cordon made for the state directory `home`. */
+export async function removeContainersOfHome(home: string): Promise<void> {
+  const docker = dockerClient();
+  for (const info of await docker.listContainers({ all: true })) {
+    if ((info.Labels["cordon.home"] ?? "") !== home) continue;
+    await docker
+      .getContainer(info.Id)
+      .remove({ force: true })
+      .catch(() => undefined);
+  }
+}
+
 export interface ExecOutput {
   exitCode: number | null;
   stdout: string;
