@@ -15,6 +15,8 @@ import {
   DockerSandboxManager,
   baselineGitDir,
   privateWorkspacePath,
+  SandboxInventory,
+  UnappliedChangesError,
   type PruneReport,
   type SandboxSummary,
 } from "../../src/sandbox/index.js";
@@ -203,6 +205,27 @@ describe("prune and rm keep unapplied work", () => {
     expect(await exists(baselineGitDir(keptCopy))).toBe(true);
     await dockerClient().getContainer(lease.containerName).remove({ force: true });
     expect(work?.name).toBeDefined();
+  });
+
+  it("a run that never made its container discards a clean orphaned copy but keeps one holding an older run's work", async () => {
+    const inventory = new SandboxInventory({ engine: new DockerEngine(), stateDirectory: home });
+    // `--rm` on session kept, stopped before its container existed: the copy it found is kept.
+    const keptCopy = path.join(home, "workspaces", keptName);
+    const refused = inventory.discardOrphan(keptCopy, { project, sessionKey: "agent:main:kept" });
+    await expect(refused).rejects.toBeInstanceOf(UnappliedChangesError);
+    await expect(refused).rejects.toThrow(/holds 1 changed file never applied/);
+    // (Its files may be in its unmounted disk image: the copy and its baseline are what is seen.)
+    expect(await exists(keptCopy)).toBe(true);
+    expect(await exists(baselineGitDir(keptCopy))).toBe(true);
+
+    // A copy with nothing in it but the seed is what the stopped run made: it goes.
+    expect((await inSession("seeded-only", "true")).exitCode).toBe(0);
+    const seededOnly = (await sandboxOf("seeded-only"))?.name ?? "";
+    expect((await cordon(["sandbox", "rm", seededOnly, "--keep-workspace"])).exitCode).toBe(0);
+    const seededCopy = path.join(home, "workspaces", seededOnly);
+    expect(await exists(seededCopy)).toBe(true);
+    expect(await inventory.discardOrphan(seededCopy)).toBe(true);
+    expect(await exists(seededCopy)).toBe(false);
   });
 
   it("--discard-changes removes it, and says what was discarded", async () => {

@@ -97,9 +97,14 @@ export function defaultSandboxes(options: DefaultSandboxesOptions): SandboxProvi
       if (!name) return;
       if (!(await inventory.exists(name))) {
         // Nothing to discard is done, like a 404 on remove (fix-tests discards what may never
-        // have started) — but an acquire stopped midway may have seeded the copy already.
+        // have started) — but an acquire stopped midway may have seeded the copy already, or
+        // found an older run's copy, whose work it keeps (UnappliedChangesError).
         if (spec.privateWorkspace && !discardOptions.keepWorkspace) {
-          await inventory.discardOrphan(spec.privateWorkspace);
+          await inventory.discardOrphan(spec.privateWorkspace, {
+            project: spec.agentWorkspace,
+            sessionKey: spec.sessionKey,
+            agent: spec.agentId,
+          });
         }
         return;
       }

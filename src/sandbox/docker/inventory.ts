@@ -466,14 +466,30 @@ export class SandboxInventory {
   }
 
   /**
-   * Removes `workspace`, changes and all, when it is an orphan of this state directory (no
-   * container and no record claim it): what an acquire stopped midway leaves behind for the run
-   * that asked to discard its sandbox. False when it is no orphan (nothing is removed then).
+   * Removes `workspace` when it is an orphan of this state directory (no container and no record
+   * claim it): what an acquire stopped midway leaves behind for the run that asked to discard its
+   * sandbox. That run's agent never ran, so changes found in the copy are an older run's work (a
+   * copy the acquire found and reused): it is kept then, and `UnappliedChangesError` says so.
+   * False when it is no orphan (nothing is removed then). `owner` names it to `cordon diff`.
    */
-  async discardOrphan(workspace: string): Promise<boolean> {
+  async discardOrphan(
+    workspace: string,
+    owner: Pick<CheckedCopy, "project" | "sessionKey" | "agent"> = {},
+  ): Promise<boolean> {
     const wanted = path.resolve(workspace);
     const orphan = (await this.orphans()).find((o) => path.resolve(o.path) === wanted);
     if (!orphan || orphan.sandbox !== undefined) return false;
+    const name = path.basename(orphan.path);
+    const work = await this.checkWork({
+      ...owner,
+      name,
+      privateWorkspace: orphan.path,
+      image: await this.images.currentBuiltinTag(),
+    });
+    if (work.state !== "none") {
+      await this.releaseMount(orphan.path);
+      throw new UnappliedChangesError(name, work);
+    }
     return (await this.removeWorkspace(orphan.path)) !== undefined;
   }
 
