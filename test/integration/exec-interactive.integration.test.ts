@@ -13,14 +13,12 @@ import path from "node:path";
 
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 
-import { packageRoot } from "../../src/common/index.js";
 import { createRunner } from "../../src/runner/index.js";
 import { demoRepo } from "../support/demo-repo.js";
 import { dockerClient, requireSandboxImage } from "../support/docker.js";
-import { builtCli, runBuiltCordon, runProcess } from "../support/spawn-cordon.js";
+import { builtCli, cordonOnTerminal, runBuiltCordon } from "../support/spawn-cordon.js";
 import { removeStateDirectory } from "../support/state-directory.js";
 
-const ptySession = path.join(packageRoot(), "test", "support", "pty-session.py");
 const suffix = `${process.pid}-${Date.now().toString(36)}`;
 
 describe("cordon exec -i/-t and --rm", () => {
@@ -42,8 +40,6 @@ describe("cordon exec -i/-t and --rm", () => {
     return key;
   }
 
-  const run = (command: string, args: string[], input?: Buffer | string) =>
-    runProcess(command, args, { env: env(), cwd: repo, input });
   const cordon = (args: string[], input?: Buffer | string) =>
     runBuiltCordon(args, { env: env(), cwd: repo, input });
 
@@ -108,10 +104,8 @@ describe("cordon exec -i/-t and --rm", () => {
   });
 
   it("exec -it -- bash on a terminal is a shell: its own pty, resizes followed, exit 3 is cordon's exit 3, the terminal restored", async () => {
-    const steps = path.join(scratch, "steps.json");
-    await writeFile(
-      steps,
-      JSON.stringify([
+    const result = await cordonOnTerminal(
+      [
         { expect: "$ " },
         { send: "tty; stty size; echo shell-$((6*7))\n" },
         { expect: "shell-42" },
@@ -122,28 +116,10 @@ describe("cordon exec -i/-t and --rm", () => {
         },
         { expect: "size-now " },
         { send: "exit 3\n" },
-      ]),
+      ],
+      ["exec", "-it", "--session", session("shell"), "--", "bash"],
+      { env: env(), cwd: repo },
     );
-    const driven = await run("python3", [
-      ptySession,
-      steps,
-      "--",
-      process.execPath,
-      builtCli,
-      "exec",
-      "-it",
-      "--session",
-      session("shell"),
-      "--",
-      "bash",
-    ]);
-    expect(driven.stderr).toBe("");
-    const result = JSON.parse(driven.stdout.toString()) as {
-      exitCode: number;
-      output: string;
-      canonical: boolean;
-      echo: boolean;
-    };
     expect(result.output).toMatch(/\/dev\/pts\/\d+/);
     expect(result.output).toContain("24 80");
     expect(result.output).toContain("size-now 40 120");

@@ -10,12 +10,9 @@ import path from "node:path";
 
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 
-import { packageRoot } from "../../src/common/index.js";
 import { startMessagesApiServer, type MessagesApiServer } from "../support/messages-api-server.js";
-import { builtCli, runProcess } from "../support/spawn-cordon.js";
+import { builtCli, cordonOnTerminal } from "../support/spawn-cordon.js";
 import { removeStateDirectory } from "../support/state-directory.js";
-
-const ptySession = path.join(packageRoot(), "test", "support", "pty-session.py");
 
 describe("cordon run -i", () => {
   let home: string;
@@ -121,10 +118,8 @@ describe("cordon run -i", () => {
       { kind: "message", content: [{ type: "text", text: "Second answer." }] },
     );
     const before = server.requests.length;
-    const steps = path.join(home, "steps.json");
-    await writeFile(
-      steps,
-      JSON.stringify([
+    const result = await cordonOnTerminal(
+      [
         { expect: "type the task and press Enter (Ctrl-D ends)\r\n› " },
         { send: "Say something.\n" },
         { expect: "waiting for your next message (Ctrl-D ends)\r\n› " },
@@ -132,14 +127,10 @@ describe("cordon run -i", () => {
         { expect: "Second answer." },
         // Ctrl-D: end of input; the conversation ends once the run in progress has.
         { send: "\u0004" },
-      ]),
-    );
-    const driven = await runProcess(
-      "python3",
-      [ptySession, steps, "--", process.execPath, builtCli, "run", "-i", "--workspace", workspace],
+      ],
+      ["run", "-i", "--workspace", workspace],
       { env: env(), cwd: workspace },
     );
-    const result = JSON.parse(driven.stdout.toString()) as { exitCode: number; output: string };
     expect(result.exitCode, result.output).toBe(0);
     expect(result.output).toContain("First answer.");
     expect(result.output).toContain("Second answer.");

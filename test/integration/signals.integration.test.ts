@@ -14,11 +14,9 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { git } from "../support/demo-repo.js";
 import { requireSandboxImage } from "../support/docker.js";
 import { runCordon } from "../support/run-cli.js";
-import { packageRoot } from "../../src/common/index.js";
-import { builtCli, runProcess } from "../support/spawn-cordon.js";
+import { builtCli, cordonOnTerminal } from "../support/spawn-cordon.js";
 import { removeStateDirectory } from "../support/state-directory.js";
 
-const ptySession = path.join(packageRoot(), "test", "support", "pty-session.py");
 const sandboxUid = process.getuid?.() === 0 ? 1000 : (process.getuid?.() ?? 1000);
 
 interface Started {
@@ -175,32 +173,11 @@ describe("signals end commands cleanly", () => {
    * mode), so a stop signal reaches cordon only from another program, as here.
    */
   async function interactiveShellStoppedBy(signal: "SIGTERM" | "SIGINT") {
-    const steps = path.join(root, `steps-${signal}.json`);
-    await writeFile(steps, JSON.stringify([{ expect: "$ " }, { signal }]));
-    const driven = await runProcess(
-      "python3",
-      [
-        ptySession,
-        steps,
-        "--",
-        process.execPath,
-        builtCli,
-        "exec",
-        "-it",
-        "--session",
-        `tty-${signal}`,
-        "--",
-        "sh",
-      ],
+    return cordonOnTerminal(
+      [{ expect: "$ " }, { signal }],
+      ["exec", "-it", "--session", `tty-${signal}`, "--", "sh"],
       { env: { ...env(), PS1: "$ " }, cwd: project },
     );
-    expect(driven.stderr).toBe("");
-    return JSON.parse(driven.stdout.toString()) as {
-      exitCode: number;
-      output: string;
-      canonical: boolean;
-      echo: boolean;
-    };
   }
 
   const stoppedExec =

@@ -15,6 +15,7 @@ import type { TopSnapshot } from "../../src/cli/commands/top.js";
 import { demoRepo } from "../support/demo-repo.js";
 import { dockerClient, requireSandboxImage } from "../support/docker.js";
 import { runCordon } from "../support/run-cli.js";
+import { cordonOnTerminal } from "../support/spawn-cordon.js";
 import { removeStateDirectory } from "../support/state-directory.js";
 
 describe("cordon top", () => {
@@ -83,6 +84,20 @@ describe("cordon top", () => {
     expect(line).toMatch(/ idle +/);
     expect(line).toMatch(/ \d+\.\d% +[\d.]+[KMG]\/[\d.]+[KMG] /);
     if (enforced) expect(line).toMatch(/ (8|9|\d\d)(\.\d)?M\/\d+M /);
+  }, 120_000);
+
+  it("on a terminal, `ps --watch` redraws the view in place until q, and gives the terminal back as it was", async () => {
+    // 80 columns: the sandbox's long name is the column dropped; its session shows.
+    const session = box.plan.sandbox.spec?.sessionKey ?? "";
+    // A redraw erases the last frame's lines (ESC[2K) before drawing the next one.
+    const result = await cordonOnTerminal(
+      [{ expect: session }, { expect: "q quits" }, { expect: "\u001b[2K" }, { send: "q" }],
+      ["ps", "--watch", "--interval", "0.3"],
+      { env: { PATH: process.env["PATH"], HOME: process.env["HOME"], CORDON_HOME: home } },
+    );
+    expect(result.exitCode, result.output).toBe(0);
+    expect(result.output.split(session).length).toBeGreaterThan(2);
+    expect(result.canonical && result.echo).toBe(true);
   }, 120_000);
 
   it("refuses a bad interval with the fix (exit 2)", async () => {

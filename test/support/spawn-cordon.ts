@@ -1,4 +1,6 @@
 import { spawn } from "node:child_process";
+import { mkdtemp, rm, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
 import path from "node:path";
 
 import { packageRoot } from "../../src/common/index.js";
@@ -47,4 +49,49 @@ export function runBuiltCordon(
   },
 ): Promise<Finished> {
   return runProcess(process.execPath, [builtCli, ...args], options);
+}
+
+/** One step of the script test/support/pty-session.py plays (see its docstring). */
+export type TerminalStep =
+  | { expect: string }
+  | { send: string }
+  | { resize: [rows: number, columns: number] }
+  | { signal: "SIGTERM" | "SIGINT" | "SIGHUP" };
+
+/** What a command did on the pseudo-terminal, and the state it left the terminal in. */
+export interface TerminalSession {
+  exitCode: number;
+  output: string;
+  canonical: boolean;
+  echo: boolean;
+}
+
+const ptySession = path.join(packageRoot(), "test", "support", "pty-session.py");
+
+/**
+ * `cordon ARGS…` with the built CLI on a pseudo-terminal of its own (24x80, its controlling
+ * terminal), driven by `steps` as a person at the terminal would. Rejects, with what was seen,
+ * when an expected text never showed.
+ */
+export async function cordonOnTerminal(
+  steps: TerminalStep[],
+  args: string[],
+  options: { env: NodeJS.ProcessEnv; cwd?: string | undefined },
+): Promise<TerminalSession> {
+  const scratch = await mkdtemp(path.join(tmpdir(), "cordon-pty-"));
+  try {
+    const script = path.join(scratch, "steps.json");
+    await writeFile(script, JSON.stringify(steps));
+    const driven = await runProcess(
+      "python3",
+      [ptySession, script, "--", process.execPath, builtCli, ...args],
+      options,
+    );
+    if (driven.code !== 0 || driven.stderr !== "") {
+      throw new Error(`pty-session.py failed (${driven.code}): ${driven.stderr}`);
+    }
+    return JSON.parse(driven.stdout.toString()) as TerminalSession;
+  } finally {
+    await rm(scratch, { recursive: true, force: true });
+  }
 }

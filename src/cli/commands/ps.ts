@@ -13,7 +13,7 @@ import {
 import type { CliContext } from "../context.js";
 import { printable } from "../printable.js";
 import { ago, fitTable, tableWidth } from "../render/table.js";
-import { watchTop } from "./top.js";
+import { addTopOptions, watchTop } from "./top.js";
 
 /** One run in progress, as `cordon ps --json` prints it. */
 export interface RunningRun {
@@ -141,19 +141,30 @@ export function formatRuns(runs: readonly RunningRun[], width: number | undefine
   );
 }
 
+interface PsOptions {
+  all?: boolean;
+  json?: boolean;
+  wide?: boolean;
+  watch?: boolean;
+  interval: string;
+  iterations?: string;
+}
+
 export function registerPsCommand(program: Command, context: CliContext): void {
-  program
-    .command("ps")
-    .description(
-      "runs in progress (of every project under CORDON_HOME), and runs waiting for a busy session: session, pid, since when, sandbox, what each is doing",
-    )
+  addTopOptions(
+    program
+      .command("ps")
+      .description(
+        "runs in progress (of every project under CORDON_HOME), and runs waiting for a busy session: session, pid, since when, sandbox, what each is doing",
+      ),
+  )
     .option("--all", "also locks left by runs whose process is gone")
     .option("--json", "print as JSON")
     .option("--wide", "every column, however wide the terminal")
     .option("-w, --watch", "a live view with each sandbox's CPU, memory and disk: `cordon top`")
-    .action(async (options: { all?: boolean; json?: boolean; wide?: boolean; watch?: boolean }) => {
+    .action(async (options: PsOptions) => {
       if (options.watch) {
-        await watchTop(context, { interval: "2", json: options.json, wide: options.wide });
+        await watchTop(context, options);
         return;
       }
       const runs = await listRuns(stateDirectory(context.env), options.all === true);
