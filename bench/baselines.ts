@@ -2,6 +2,7 @@ import { execFile } from "node:child_process";
 import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
+import { PassThrough } from "node:stream";
 import { promisify } from "node:util";
 
 import Docker from "dockerode";
@@ -219,6 +220,43 @@ export class DockerBaselines {
     });
     const info = await exec.inspect();
     if (info.ExitCode !== 0) throw new Error(`raw exec exited with ${String(info.ExitCode)}`);
+  }
+
+  /**
+   * The floor of any exec channel: `cat` in one exec left open (stdin attached), a line written
+   * to it and its echo awaited. `echo()` is one round trip; `close()` ends the exec.
+   */
+  async echoStream(container: string): Promise<{ echo(): Promise<void>; close(): void }> {
+    this.signal?.throwIfAborted();
+    const exec = await this.docker.getContainer(container).exec({
+      Cmd: ["cat"],
+      AttachStdin: true,
+      AttachStdout: true,
+      AttachStderr: true,
+    });
+    const stream = await exec.start({ hijack: true, stdin: true });
+    const out = new PassThrough();
+    this.docker.modem.demuxStream(stream, out, out);
+    return {
+      echo: () =>
+        new Promise<void>((resolve, reject) => {
+          const onError = (error: unknown): void => {
+            out.off("data", onData);
+            reject(error instanceof Error ? error : new Error(String(error)));
+          };
+          const onData = (): void => {
+            stream.off("error", onError);
+            resolve();
+          };
+          out.once("data", onData);
+          stream.once("error", onError);
+          stream.write("x\n");
+        }),
+      close: () => {
+        stream.end();
+        stream.destroy();
+      },
+    };
   }
 
   /**

@@ -163,7 +163,9 @@ export interface Sandbox {
   readonly workdir: string;
 
   /**
-   * Runs `command` with `bash -lc` (so pipes, globs and && work). Never throws for a non-zero exit;
+   * Runs `command` with bash (so pipes, globs and && work) in the sandbox user's login
+   * environment (a profile the command's predecessors changed applies: docs/architecture.md, "The
+   * login environment"). Never throws for a non-zero exit;
    * throws `FileOperationError` when `cwd` is unusable (missing, not a directory, outside). The call
    * returns when the command exits, and whatever it left running is killed then: long-lived
    * processes belong in `processes.start`.

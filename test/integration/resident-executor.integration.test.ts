@@ -24,7 +24,7 @@ describe("resident executor", () => {
   });
 
   /**
-   * The name of the process that started a command's `bash -lc`: the executor itself, which does
+   * The name of the process that started a command's shell: the executor itself, which does
    * the exec wrapper's work (a plain exec runs the wrapper's bash in between).
    */
   const launcherOfCommands = 'tr -d "\\n" </proc/$PPID/comm; echo';

@@ -21,7 +21,7 @@ export interface ExecRequest {
   /**
    * Set when `cmd` is the exec wrapper's `run` mode (exec-wrapper.sh): the same call described,
    * so a transport that does the wrapper's work itself (the resident executor) can start
-   * `bash -lc COMMAND` directly instead of the wrapper's bash program. Others run `cmd`.
+   * the command's shell directly instead of the wrapper's bash program. Others run `cmd`.
    */
   wrapped?: WrappedRun | undefined;
 }

@@ -6,7 +6,7 @@ import { HeadTailBuffer } from "../truncate.js";
 import { limits } from "./limits.js";
 
 const inputSchema = z.strictObject({
-  command: z.string().min(1).describe("Shell command, run with bash -lc (pipes, &&, globs work)."),
+  command: z.string().min(1).describe("Shell command, run with bash (pipes, &&, globs work)."),
   workdir: z
     .string()
     .min(1)
@@ -41,7 +41,7 @@ const STREAM_CAP_BYTES = Math.floor(limits.outputChars / 2);
 export const execTool = defineTool({
   name: "exec",
   description: [
-    "Run a shell command in the sandbox (bash -lc) and return its combined stdout/stderr and exit code.",
+    "Run a shell command in the sandbox (bash, in the login environment: exports in ~/.profile apply from the next call) and return its combined stdout/stderr and exit code.",
     `Long output keeps the first and last parts and names a log file with all of it (read or grep it). Default timeout ${limits.execDefaultTimeoutSec}s.`,
     "No network unless the sandbox allows it. For servers or watchers set background: true and use the process tool.",
     "Prefer read/ls/find/grep for looking at files and edit/write/apply_patch for changing them.",

@@ -109,6 +109,14 @@ export class ResidentTransport implements ExecTransport {
     return result?.status === 0;
   }
 
+  /**
+   * One frame to the executor and its answer, nothing started: the floor under every call (the
+   * bench's executor round trip). False when no executor runs.
+   */
+  async ping(signal?: AbortSignal): Promise<boolean> {
+    return (await this.#fast(signal, request.ping)) !== undefined;
+  }
+
   get containerName(): string {
     return this.#exec.containerName;
   }
