@@ -86,6 +86,30 @@ describe("cordon top", () => {
     if (enforced) expect(line).toMatch(/ (8|9|\d\d)(\.\d)?M\/\d+M /);
   }, 120_000);
 
+  it("a sandbox no run holds, with a command of `cordon exec` or the library running in it, is busy, and says what runs", async () => {
+    const name = box.plan.sandbox.spec?.containerName ?? "";
+    const stop = new AbortController();
+    const running = box.sandbox.exec("sleep 600", { signal: stop.signal }).catch(() => undefined);
+    try {
+      let row: TopSnapshot["rows"][number] | undefined;
+      for (let attempt = 0; attempt < 50 && row?.state !== "busy"; attempt += 1) {
+        const json = await runCordon(["top", "--json", "-n", "1"], { CORDON_HOME: home });
+        expect(json.exitCode, json.stderr).toBe(0);
+        row = (JSON.parse(json.stdout) as TopSnapshot).rows.find((r) => r.sandbox === name);
+      }
+      expect(row?.state).toBe("busy");
+      expect(row?.commands?.some((command) => command.includes("sleep 600"))).toBe(true);
+      const text = await runCordon(["top", "-n", "1"], { CORDON_HOME: home });
+      expect(text.stdout).toMatch(/sandboxes without a run: 1 busy, 0 idle/);
+      expect(text.stdout.split("\n").find((line) => line.includes(name))).toMatch(
+        / busy .*exec: .*sleep 600/,
+      );
+    } finally {
+      stop.abort();
+      await running;
+    }
+  }, 120_000);
+
   it("on a terminal, `ps --watch` redraws the view in place until q, and gives the terminal back as it was", async () => {
     // 80 columns: the sandbox's long name is the column dropped; its session shows.
     const session = box.plan.sandbox.spec?.sessionKey ?? "";

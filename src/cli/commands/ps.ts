@@ -94,11 +94,13 @@ function describeWaiting(waiting: WaitingRun, holders: readonly LockedSession[])
   };
 }
 
-/** A running command's output line, cut to keep the table readable. */
-function cut(line: string): string {
-  return line.length > outputColumnChars ? `${line.slice(0, outputColumnChars - 1)}…` : line;
+/** `line` cut to `chars` to keep the table readable. */
+function cut(line: string, chars: number): string {
+  return line.length > chars ? `${line.slice(0, chars - 1)}…` : line;
 }
 const outputColumnChars = 60;
+/** With output beside it, the step (a long command line) gives way, so the output shows. */
+const stepBesideOutputChars = 30;
 
 /** The runs in progress under `stateDir` (with `all`, also those whose process is gone). */
 export async function listRuns(stateDir: string, all: boolean): Promise<RunningRun[]> {
@@ -114,10 +116,9 @@ export async function listRuns(stateDir: string, all: boolean): Promise<RunningR
 /** What a run is doing, as one cell: the MCP client, the step, the running command's output. */
 export function doingCell(run: RunningRun): string {
   // What a run does names the agent's own commands and their output: shown, never obeyed.
-  return printable(
-    (run.client ? `[${run.client}] ${run.doing}` : run.doing) +
-      (run.output === undefined ? "" : ` › ${cut(run.output)}`),
-  );
+  const step = run.client ? `[${run.client}] ${run.doing}` : run.doing;
+  if (run.output === undefined) return printable(step);
+  return printable(`${cut(step, stepBesideOutputChars)} › ${cut(run.output, outputColumnChars)}`);
 }
 
 /** The columns a narrow terminal loses first; DOING, what a person runs `ps` for, stays. */

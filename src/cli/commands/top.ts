@@ -4,6 +4,7 @@ import { createLogUpdate } from "log-update";
 import { ConfigError, ExitCode, messageOf, sleep, stateDirectory } from "../../common/index.js";
 import {
   DockerEngine,
+  commandsRunning,
   readSandboxUsage,
   type SandboxSummary,
   type SandboxUsage,
@@ -17,7 +18,10 @@ import { inventoryFor } from "./sandbox-list.js";
 /** One line of `cordon top`: a run and its sandbox, or a running sandbox no run holds. */
 export interface TopRow {
   session: string;
-  /** A run's state (`running`, `waiting`), or `idle`: its sandbox runs with no run holding it. */
+  /**
+   * A run's state (`running`, `waiting`); for a running sandbox no run holds, `busy` (commands of
+   * `cordon exec` or another process run in it) or `idle`.
+   */
   state: string;
   sandbox?: string | undefined;
   /** CPU, memory and disk budget use, while the sandbox runs. */
@@ -25,8 +29,10 @@ export interface TopRow {
   /** Requests its egress proxy refused so far, and the last host refused. */
   egressRefused: number;
   lastRefusedHost?: string | undefined;
-  /** The run, for what it is doing (absent for an idle sandbox). */
+  /** The run, for what it is doing (absent for a sandbox no run holds). */
   run?: RunningRun | undefined;
+  /** For a sandbox no run holds: the commands running in it, oldest first. */
+  commands?: string[] | undefined;
 }
 
 /** A snapshot: the rows, and what could not be read (the engine down: runs only). */
@@ -67,15 +73,21 @@ export async function takeSnapshot(context: CliContext): Promise<TopSnapshot> {
       lastRefusedHost: run.lastRefusedHost,
       run,
     })),
-    ...running
-      .filter((sandbox) => !held.has(sandbox.name))
-      .map((sandbox) => ({
-        session: sandbox.session,
-        state: "idle",
-        sandbox: sandbox.name,
-        usage: usage.get(sandbox.name),
-        egressRefused: 0,
-      })),
+    ...(await Promise.all(
+      running
+        .filter((sandbox) => !held.has(sandbox.name))
+        .map(async (sandbox) => {
+          const commands = await commandsRunning(engine.containers, sandbox.name);
+          return {
+            session: sandbox.session,
+            state: commands?.length ? "busy" : "idle",
+            sandbox: sandbox.name,
+            usage: usage.get(sandbox.name),
+            egressRefused: 0,
+            commands,
+          };
+        }),
+    )),
   ];
   return { at: new Date().toISOString(), rows, problem };
 }
@@ -92,15 +104,21 @@ function size(bytes: number): string {
   return `${value >= 10 || unit === 0 ? Math.round(value) : value.toFixed(1)}${units[unit]}`;
 }
 
+/** What runs in a sandbox no run holds: its oldest command (the agent's bytes: shown, never obeyed). */
+function commandsCell(commands: readonly string[] | undefined): string {
+  const [oldest] = commands ?? [];
+  return oldest === undefined ? "-" : printable(`exec: ${oldest}`);
+}
+
 /** The columns a narrow terminal loses first; what each run is doing stays. */
 const dropFirst = ["SANDBOX", "EGRESS", "DISK"];
 
 /** The snapshot as text: one summary line, then the table fitted to `width`. */
 export function formatSnapshot(snapshot: TopSnapshot, width: number | undefined): string {
   const runs = snapshot.rows.filter((row) => row.run).length;
-  const idle = snapshot.rows.length - runs;
+  const count = (state: string) => snapshot.rows.filter((row) => row.state === state).length;
   const time = snapshot.at.slice(11, 19);
-  let text = `cordon top  ${time}  ${runs} run${runs === 1 ? "" : "s"}, ${idle} idle sandbox${idle === 1 ? "" : "es"}\n`;
+  let text = `cordon top  ${time}  ${runs} run${runs === 1 ? "" : "s"}; sandboxes without a run: ${count("busy")} busy, ${count("idle")} idle\n`;
   if (snapshot.problem) text += `${snapshot.problem}\n`;
   if (snapshot.rows.length === 0) return `${text}no runs in progress and no sandbox running\n`;
   return (
@@ -119,10 +137,10 @@ export function formatSnapshot(snapshot: TopSnapshot, width: number | undefined)
           row.egressRefused === 0
             ? "-"
             : `${row.egressRefused} refused (${printable(row.lastRefusedHost ?? "?")})`,
-          row.run ? doingCell(row.run) : "-",
+          row.run ? doingCell(row.run) : commandsCell(row.commands),
         ];
       }),
-      { width, dropFirst },
+      { width, dropFirst, cutFirst: { DOING: 60 } },
     )
   );
 }

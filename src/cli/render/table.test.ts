@@ -51,4 +51,28 @@ describe("a sentence beside a label", () => {
       `          ${"/x".repeat(30)}`,
     );
   });
+
+  it("cuts a free-text column to its limit before leaving out any column", () => {
+    const doing = [
+      [
+        "fix",
+        "12%",
+        "running exec npm test -- --runInBand --coverage --verbose › PASS src/a.test.js",
+      ],
+    ];
+    const fitted = fitTable(["SESSION", "CPU", "DOING"], doing, {
+      width: 55,
+      dropFirst: ["CPU"],
+      cutFirst: { DOING: 40 },
+    });
+    const [, line] = fitted.split("\n");
+    expect(line).toBe(`fix      12%  ${"running exec npm test -- --runInBand --".padEnd(39)}…`);
+    // Fits already: nothing is cut.
+    const whole = fitTable(["SESSION", "CPU", "DOING"], doing, {
+      width: 200,
+      dropFirst: ["CPU"],
+      cutFirst: { DOING: 40 },
+    });
+    expect(whole).toBe(formatTable(["SESSION", "CPU", "DOING"], doing));
+  });
 });

@@ -29,6 +29,11 @@ export interface FitOptions {
   width: number | undefined;
   /** Headers of the columns to leave out first, least useful first, until the table fits. */
   dropFirst: readonly string[];
+  /**
+   * Columns cut to this many characters before any is left out (a long free-text column, such
+   * as what a run is doing, gives way before a short figure does).
+   */
+  cutFirst?: Readonly<Record<string, number>> | undefined;
 }
 
 /**
@@ -61,10 +66,15 @@ export function fitTable(header: string[], rows: string[][], options: FitOptions
   const { width } = options;
   if (width === undefined) return formatTable(header, rows);
   let kept = header.map((_title, column) => column);
+  let shownRows = rows;
   const shown = (): [string[], string[][]] => [
     kept.map((column) => header[column] ?? ""),
-    rows.map((row) => kept.map((column) => row[column] ?? "")),
+    shownRows.map((row) => kept.map((column) => row[column] ?? "")),
   ];
+  if (options.cutFirst && widthOf(...shown()) > width) {
+    const limits = header.map((title) => options.cutFirst?.[title]);
+    shownRows = rows.map((row) => row.map((cell, column) => cutCell(cell, limits[column])));
+  }
   for (const title of options.dropFirst) {
     if (widthOf(...shown()) <= width) break;
     kept = kept.filter((column) => header[column] !== title);
@@ -78,11 +88,14 @@ export function fitTable(header: string[], rows: string[][], options: FitOptions
   const widest = widths.indexOf(Math.max(...widths));
   const limit = Math.max(minimumCellWidth, (widths[widest] ?? 0) - excess);
   const cut = cells.map((row) =>
-    row.map((cell, column) =>
-      column === widest && cell.length > limit ? `${cell.slice(0, limit - 1)}…` : cell,
-    ),
+    row.map((cell, column) => (column === widest ? cutCell(cell, limit) : cell)),
   );
   return formatTable(titles, cut);
+}
+
+/** `cell` in at most `limit` characters, its end replaced by "…" when cut. */
+function cutCell(cell: string, limit: number | undefined): string {
+  return limit !== undefined && cell.length > limit ? `${cell.slice(0, limit - 1)}…` : cell;
 }
 
 /**

@@ -85,6 +85,7 @@ export {
   type SandboxHolders,
 } from "./idle-stop.js";
 export { readSandboxUsage, type SandboxUsage } from "./sandbox-usage.js";
+export { commandsRunning } from "./container-activity.js";
 export { gvisorBoundaryNote, gvisorPlatform, isGvisorRuntime } from "./gvisor.js";
 export { probeRuntime } from "./runtime-probe.js";
 export {
