@@ -35,6 +35,8 @@ const hostProgramModules = [
   "src/sandbox/workspace/disk-watchdog.ts",
   "src/sandbox/host/host-transport.ts",
   "src/sandbox/docker/image-runtime-packages.ts",
+  // The user's ssh to a remote engine (`docker system dial-stdio` there); no agent bytes are its input.
+  "src/sandbox/docker/client/ssh-dial.ts",
 ];
 
 const childProcessRestrictions = ["node:child_process", "child_process"].map((name) => ({

@@ -27,6 +27,7 @@ describe("cordon doctor", () => {
     expect(report.checks.filter((c) => c !== orphans).map((c) => [c.name, c.status])).toEqual([
       ["node", "ok"],
       ["docker", "ok"],
+      ["engine", "ok"],
       ["image", "ok"],
       ["runtime", "ok"],
       ["executor", "ok"],
@@ -38,6 +39,9 @@ describe("cordon doctor", () => {
       /^the engine's default \(runc\); registered: .*runc/,
     );
     expect(report.checks.find((c) => c.name === "docker")?.detail).toMatch(/API 1\.\d+/);
+    expect(report.checks.find((c) => c.name === "engine")?.detail).toMatch(
+      /^unix:\/\/\/var\/run\/docker\.sock, (the default local socket|from DOCKER_HOST); shares this host's filesystem$/,
+    );
     // The disk check made, mounted and removed a real image: nothing of it is left behind.
     expect(report.checks.find((c) => c.name === "disk")?.detail).toMatch(
       /bounded by sandbox\.disk \(ext4 image made and loop-mounted in \d+ ms\)/,

@@ -1,4 +1,5 @@
 import { mkdir, rm, writeFile } from "node:fs/promises";
+import os from "node:os";
 import path from "node:path";
 
 import type { Command } from "commander";
@@ -17,7 +18,10 @@ import {
   gvisorPlatform,
   isGvisorRuntime,
   probeRuntime,
+  describeEngineEndpoint,
+  remoteEngineRefusal,
   type DockerEngineInfo,
+  type EngineEndpoint,
 } from "../../sandbox/index.js";
 import type { CliContext } from "../context.js";
 import { plain, type Paint, type TextStyle } from "../render/colors.js";
@@ -204,12 +208,47 @@ async function checkOrphans(engine: DockerEngine, dir: string): Promise<DoctorCh
   }
 }
 
+/**
+ * Which engine cordon talks to, from where, and whether it sees this host's files: sandboxes bind
+ * host paths, which only an engine on this host can. A local socket whose engine reports another
+ * host name (Docker Desktop's VM, a socket mounted into a container) may not see them either.
+ */
+export function checkEngine(endpoint: EngineEndpoint, engineName: string): DoctorCheck {
+  const where = describeEngineEndpoint(endpoint);
+  if (!endpoint.sharesFilesystem) {
+    const refusal = remoteEngineRefusal(endpoint, { workspaceAccess: "none", agentWorkspace: "" });
+    return {
+      name: "engine",
+      status: "fail",
+      detail: `${where}: elsewhere (engine host ${engineName || "unnamed"}), not sharing this host's filesystem — sandboxes are refused on it`,
+      ...(refusal?.fix ? { fix: refusal.fix } : {}),
+    };
+  }
+  const here = os.hostname();
+  if (engineName && engineName !== here) {
+    return {
+      name: "engine",
+      status: "warn",
+      detail: `${where}: a local socket, but the engine reports host name ${engineName} (this host is ${here}); if it runs in a VM or serves another host, the paths sandboxes bind are not there`,
+      fix: "run cordon on the engine's host, or against an engine there (`docker context use default`)",
+    };
+  }
+  return { name: "engine", status: "ok", detail: `${where}; shares this host's filesystem` };
+}
+
 export async function runDoctor(env: NodeJS.ProcessEnv, runtime?: string): Promise<DoctorReport> {
   const checks: DoctorCheck[] = [checkNode(process.versions.node)];
   const engine = DockerEngine.fromEnv(env);
   let dockerOk = false;
   let engineInfo: DockerEngineInfo | undefined;
+  let endpoint: EngineEndpoint | undefined;
   try {
+    endpoint = engine.endpoint();
+  } catch (error) {
+    checks.push(failed("engine", error));
+  }
+  try {
+    if (!endpoint) throw new Error("needs an engine cordon can resolve");
     const info = await engine.ping();
     engineInfo = info;
     dockerOk = true;
@@ -218,8 +257,13 @@ export async function runDoctor(env: NodeJS.ProcessEnv, runtime?: string): Promi
       status: "ok",
       detail: `engine ${info.serverVersion}, API ${info.apiVersion}, ${info.storageDriver}, cgroups v${info.cgroupVersion || "?"}`,
     });
+    checks.push(checkEngine(endpoint, info.name));
   } catch (error) {
-    checks.push(failed("docker", error));
+    checks.push(
+      endpoint
+        ? failed("docker", error)
+        : { name: "docker", status: "skipped", detail: messageOf(error) },
+    );
   }
   if (dockerOk) {
     let presentImage: string | undefined;

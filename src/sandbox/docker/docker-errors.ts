@@ -2,6 +2,12 @@ import { DockerUnavailableError, SandboxError, SandboxStartError } from "../../c
 
 const unreachableCodes = new Set(["ENOENT", "ECONNREFUSED", "EACCES", "ECONNRESET", "EPIPE"]);
 
+/** Node's TLS failures: certificate checks (`CERT_…`, `…_SIGNATURE`, `ERR_TLS_…`) and handshakes (`EPROTO`). */
+const tlsFailure = /CERT|SIGNATURE|SELF_SIGNED|ISSUER|^ERR_TLS_|^ERR_SSL_|^EPROTO$/;
+
+const tlsFix =
+  "check the TLS material (DOCKER_CERT_PATH, or the docker context's): ca.pem must be the CA that signed the engine's certificate, which must name the host cordon dials; cert.pem and key.pem a client certificate the engine accepts. `docker version` with the same settings shows whether they work";
+
 /** How to get a Docker engine, for every message that says there is none. */
 export const dockerFix =
   "start the Docker engine (e.g. `sudo systemctl start docker`) or point DOCKER_HOST at a running one, then run `cordon setup`";
@@ -76,8 +82,23 @@ export function toSandboxError(error: unknown, action: string): SandboxError {
       },
     );
   }
+  if (errno && tlsFailure.test(errno)) {
+    return new DockerUnavailableError(
+      `the TLS connection to the Docker engine failed (${errno}: ${dockerMessageOf(error)}) while trying to ${action}`,
+      { fix: tlsFix, cause: error },
+    );
+  }
   const status = dockerStatusOf(error);
   const detail = dockerMessageOf(error);
+  if (status === 400 && /HTTP request to an HTTPS server/i.test(detail)) {
+    return new DockerUnavailableError(
+      `the Docker engine speaks TLS, and cordon spoke plain HTTP to it while trying to ${action}`,
+      {
+        fix: "export DOCKER_TLS_VERIFY=1 and DOCKER_CERT_PATH=<the directory with ca.pem, cert.pem and key.pem>, or use a docker context made with them (`docker context create NAME --docker host=tcp://…,ca=…,cert=…,key=…`)",
+        cause: error,
+      },
+    );
+  }
   return new SandboxError(
     `Docker failed to ${action}${status ? ` (HTTP ${status})` : ""}: ${detail}`,
     {

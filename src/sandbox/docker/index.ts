@@ -1,5 +1,13 @@
 export { DockerEngine, type DockerEngineInfo, type DockerEngineOptions } from "./engine.js";
 export {
+  describeEngineEndpoint,
+  resolveEngineEndpoint,
+  type EngineEndpoint,
+  type EngineSource,
+  type EngineTransport,
+} from "./client/engine-endpoint.js";
+export { remoteEngineRefusal } from "./engine-filesystem.js";
+export {
   SandboxImage,
   baseImageFromEnv,
   localBaseImage,

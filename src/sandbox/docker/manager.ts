@@ -23,6 +23,7 @@ import { createContainerOptions, labelKeys } from "./container-options.js";
 import { readSeccompProfile } from "./seccomp-profile.js";
 import { ensureHostsFile } from "./hosts-file.js";
 import type { DockerEngine } from "./engine.js";
+import { remoteEngineRefusal } from "./engine-filesystem.js";
 import { SandboxInventory } from "./inventory.js";
 import { ImageResolver, type ResolvedImage } from "./manager-image.js";
 import { KeyedLock } from "./manager-lock.js";
@@ -309,6 +310,10 @@ export class DockerSandboxManager {
       log.debug({ phase }, message);
     };
     throwIfAborted(signal, "sandbox acquire");
+    // Before anything is created (image, copy, proxy, container): an engine that cannot be
+    // resolved, or one elsewhere, which cannot see the host paths a sandbox binds.
+    const refusal = remoteEngineRefusal(this.engine.endpoint(), spec);
+    if (refusal) throw refusal;
 
     // Asked while the image is resolved; never fails (an engine that does not answer says no).
     const hostPermissions = (this.hostPermissions ??= hostPermissionsHold(this.engine.system));

@@ -1,11 +1,14 @@
+import type { Agent } from "node:http";
 import type { Readable } from "node:stream";
 
 import Docker from "dockerode";
 
-import { ConfigError } from "../../../common/index.js";
+import { ConfigError, messageOf } from "../../../common/index.js";
 
 import { toSandboxError, dockerStatusOf } from "../docker-errors.js";
 import { DockerContainerClient } from "./docker-container-client.js";
+import { defaultEngineEndpoint, type EngineEndpoint } from "./engine-endpoint.js";
+import { sshDialAgent } from "./ssh-dial.js";
 import type {
   EngineClients,
   EngineDetails,
@@ -18,14 +21,15 @@ import type {
   SystemClient,
 } from "./engine-clients.js";
 
-const defaultSocket = "/var/run/docker.sock";
-
 /**
- * The clients of the engine at `host`, in DOCKER_HOST syntax (`unix:///path`, `tcp://host:port`;
- * default the local socket). Connects lazily: nothing is sent until a client is used.
+ * The clients of the engine at `endpoint` (`resolveEngineEndpoint`). Connects lazily: nothing is
+ * sent until a client is used. `env`: what an ssh transport's `ssh` runs with.
  */
-export function connectDocker(host: string | undefined): EngineClients {
-  const docker = dockerFor(host);
+export function connectDocker(
+  endpoint: EngineEndpoint = defaultEngineEndpoint,
+  env: NodeJS.ProcessEnv = process.env,
+): EngineClients {
+  const docker = dockerFor(endpoint, env);
   return {
     containers: new DockerContainerClient(docker),
     images: new DockerImageClient(docker),
@@ -34,21 +38,56 @@ export function connectDocker(host: string | undefined): EngineClients {
   };
 }
 
-function dockerFor(host: string | undefined): Docker {
-  if (!host) return new Docker({ socketPath: defaultSocket });
-  const url = URL.canParse(host) ? new URL(host) : undefined;
-  if (!url) return unsupported(host);
-  if (url.protocol === "unix:") return new Docker({ socketPath: url.pathname });
-  if (url.protocol === "tcp:" || url.protocol === "http:") {
-    return new Docker({ host: url.hostname, port: Number(url.port || 2375), protocol: "http" });
+/**
+ * The one place dockerode is constructed. Every connection setting is given explicitly, even as
+ * undefined: docker-modem fills whatever is missing from this process's DOCKER_HOST,
+ * DOCKER_TLS_VERIFY and DOCKER_CERT_PATH, which need not be the environment cordon resolved.
+ */
+function dockerFor(endpoint: EngineEndpoint, env: NodeJS.ProcessEnv): Docker {
+  const { transport } = endpoint;
+  const none = {
+    socketPath: undefined,
+    host: undefined,
+    port: undefined,
+    ca: undefined,
+    cert: undefined,
+    key: undefined,
+    protocol: "http" as const,
+  };
+  // `agent` is docker-modem's (an http.Agent for every request); the types do not list it.
+  const options: Docker.DockerOptions & { agent?: Agent } =
+    transport.kind === "unix"
+      ? { ...none, socketPath: transport.socketPath }
+      : transport.kind === "tcp"
+        ? {
+            ...none,
+            host: transport.hostname,
+            port: transport.port,
+            ...(transport.tls
+              ? {
+                  protocol: "https" as const,
+                  ca: transport.tls.ca,
+                  cert: transport.tls.cert,
+                  key: transport.tls.key,
+                }
+              : {}),
+          }
+        : {
+            ...none,
+            // The address only names the request; the agent's connections are ssh processes.
+            host: "docker",
+            port: 80,
+            agent: sshDialAgent(transport, env),
+          };
+  try {
+    return new Docker(options);
+  } catch (error) {
+    // docker-modem parses this process's DOCKER_* variables in its constructor and throws on them.
+    throw new ConfigError(`cannot set up the Docker client: ${messageOf(error)}`, {
+      fix: "check DOCKER_HOST, DOCKER_TLS_VERIFY and DOCKER_CERT_PATH (`cordon doctor` says which engine cordon resolves)",
+      cause: error,
+    });
   }
-  return unsupported(host);
-}
-
-function unsupported(host: string): never {
-  throw new ConfigError(`DOCKER_HOST=${host} is not an engine address cordon can use`, {
-    fix: "set DOCKER_HOST to unix:///path/to/docker.sock or tcp://host:port (ssh:// and TLS endpoints are not supported), or unset it for the local socket",
-  });
 }
 
 /** Follows one of the engine's progress streams (build, pull) to its end. */
@@ -236,6 +275,7 @@ class DockerSystemClient implements SystemClient {
       const text = (key: string) => (typeof info[key] === "string" ? info[key] : "");
       const securityOptions = info["SecurityOptions"];
       return {
+        name: text("Name"),
         serverVersion: version.Version,
         apiVersion: version.ApiVersion,
         operatingSystem: text("OperatingSystem"),

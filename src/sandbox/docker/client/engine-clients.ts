@@ -87,6 +87,8 @@ export interface SystemClient {
 }
 
 export interface EngineDetails {
+  /** The engine's host name (`docker info` Name). */
+  name?: string | undefined;
   serverVersion: string;
   apiVersion: string;
   operatingSystem: string;

@@ -1,0 +1,102 @@
+import { spawn } from "node:child_process";
+import { Agent } from "node:http";
+import { Duplex } from "node:stream";
+
+import { DockerUnavailableError } from "../../../common/index.js";
+
+export interface SshTarget {
+  hostname: string;
+  port?: number | undefined;
+  user?: string | undefined;
+}
+
+/**
+ * An HTTP agent whose every connection is `ssh HOST docker system dial-stdio`: the docker CLI's
+ * own ssh transport. cordon runs the user's `ssh` rather than dockerode's built-in ssh2 client
+ * because that client accepts any host key (no known_hosts check: a man in the middle would get
+ * the engine) and reads neither ~/.ssh/config (host aliases, ProxyJump, IdentityFile) nor keys
+ * outside the agent. BatchMode: a password prompt would hang a run; keys and agents work.
+ * One ssh process per connection, ended with it (no keep-alive: an idle ssh would keep the
+ * process alive).
+ */
+export function sshDialAgent(target: SshTarget, env: NodeJS.ProcessEnv): Agent {
+  const agent = new Agent({ keepAlive: false });
+  // Node's agent accepts any Duplex from createConnection; it is not typed that way.
+  (agent as unknown as { createConnection: () => Duplex }).createConnection = () =>
+    dialOverSsh(target, env);
+  return agent;
+}
+
+/** The ssh command line; `--` ends options, and the endpoint refused a host or user starting with `-`. */
+export function sshDialArgs(target: SshTarget): string[] {
+  return [
+    "-o",
+    "BatchMode=yes",
+    "-o",
+    "ConnectTimeout=30",
+    "-T",
+    ...(target.user ? ["-l", target.user] : []),
+    ...(target.port ? ["-p", String(target.port)] : []),
+    "--",
+    target.hostname,
+    "docker",
+    "system",
+    "dial-stdio",
+  ];
+}
+
+function dialOverSsh(target: SshTarget, env: NodeJS.ProcessEnv): Duplex {
+  const child = spawn("ssh", sshDialArgs(target), { env, stdio: ["pipe", "pipe", "pipe"] });
+  let stderr = "";
+  child.stderr.setEncoding("utf8");
+  child.stderr.on("data", (text: string) => {
+    stderr = (stderr + text).slice(-2000);
+  });
+  const where = `ssh://${target.user ? `${target.user}@` : ""}${target.hostname}${target.port ? `:${target.port}` : ""}`;
+  const failure = (why: string, cause?: unknown) =>
+    new DockerUnavailableError(`cannot reach the Docker engine at ${where}: ${why}`, {
+      fix: "check that `ssh HOST docker version` works without a prompt (a key in ssh-agent or ~/.ssh/config, the host in known_hosts, docker installed there), or point DOCKER_HOST elsewhere",
+      cause,
+    });
+  const socket = new Duplex({
+    read: () => {
+      child.stdout.resume();
+    },
+    write: (chunk: Buffer, _encoding, done) => {
+      child.stdin.write(chunk, done);
+    },
+    final: (done) => {
+      child.stdin.end(done);
+    },
+    destroy: (error, done) => {
+      if (child.exitCode === null && child.signalCode === null) child.kill();
+      done(error);
+    },
+  });
+  child.stdout.on("data", (chunk: Buffer) => {
+    if (!socket.push(chunk)) child.stdout.pause();
+  });
+  // The stream ends only once ssh's exit status is known ("close": exited, stdio drained): a
+  // failed ssh (host key, auth, no docker there) is then an error saying what ssh said, not a
+  // bare "socket hang up".
+  child.on("close", (code, signal) => {
+    if (code === 0 || (signal !== null && socket.destroyed)) socket.push(null);
+    else {
+      const said = stderr.trim().split("\n").slice(-3).join(" ");
+      socket.destroy(failure(`ssh exited ${code ?? signal}${said ? `: ${said}` : ""}`));
+    }
+  });
+  child.on("error", (error) =>
+    socket.destroy(failure(`ssh did not start (${error.message}); is OpenSSH installed?`, error)),
+  );
+  child.stdin.on("error", () => undefined); // a write after ssh died: "close" reports why
+  // What http's client and agent may call on a socket; a pipe to ssh has no such knobs.
+  Object.assign(socket, {
+    setTimeout: () => socket,
+    setNoDelay: () => socket,
+    setKeepAlive: () => socket,
+    ref: () => socket,
+    unref: () => socket,
+  });
+  return socket;
+}
