@@ -93,6 +93,24 @@ describe("a runner closes what its runs opened", () => {
     expect(read.stdout).toBe("hi\n");
   }, 120_000);
 
+  it("close() leaves a sandbox running while another process's command runs in it, and says why", async () => {
+    const sessionKey = sessionOf("busy");
+    const runner = createRunner(options());
+    const result = await runner.run({ prompt: "write a note", sessionKey });
+    expect(result.exitCode, JSON.stringify(result)).toBe(0);
+    const container = (await runner.plan({ sessionKey })).sandbox.spec?.containerName ?? "";
+    // Another terminal's shell in the sandbox, started outside this runner (as `docker exec`).
+    const shell = await dockerClient()
+      .getContainer(container)
+      .exec({ Cmd: ["sleep", "600"], User: "1000" });
+    await shell.start({ Detach: true });
+    expect(await runner.close()).toEqual([
+      { sandbox: container, outcome: "kept", reason: "commands run in it (sleep 600)" },
+    ]);
+    expect(await containerState(container)).toBe("running");
+    await dockerClient().getContainer(container).stop({ t: 0 });
+  }, 120_000);
+
   it('`onClose: "remove"` leaves neither container nor copy; `rm: true` removes a run\'s at once', async () => {
     const sessionKey = sessionOf("remove");
     const runner = createRunner(options({ onClose: "remove" }));

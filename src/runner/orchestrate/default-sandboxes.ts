@@ -6,6 +6,7 @@ import {
   DockerSandboxManager,
   HostSandbox,
   SandboxInventory,
+  commandsRunning,
   stopSandbox,
   type DockerEngine,
   type UpstreamProxy,
@@ -111,6 +112,16 @@ export function defaultSandboxes(options: DefaultSandboxesOptions): SandboxProvi
       // Discarding is asked for by name (--rm, fix-tests' own sandboxes, createSandbox's
       // `remove`): the copy's changes go with it, unlike a prune or a plain `sandbox rm`.
       await inventory.remove(name, { ...discardOptions, discardChanges: true });
+    },
+    async commandsIn(plan) {
+      const name = plan.sandbox.spec?.containerName;
+      if (!plan.sandbox.enabled || !name) return [];
+      // Undefined (the engine cannot tell) reads as busy, as for the idle stop: never end on doubt.
+      return (
+        (await commandsRunning(options.engine.containers, name)) ?? [
+          "(unknown: the engine cannot list its processes)",
+        ]
+      );
     },
     async stop(plan) {
       const name = plan.sandbox.spec?.containerName;

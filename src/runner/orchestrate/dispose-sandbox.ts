@@ -24,7 +24,8 @@ export interface SandboxDisposal {
 /**
  * Stops or removes the sandbox `plan` names — the one place that decides whether that may happen
  * now (the library's `close()` and `rm`, the CLI's `--rm`): never while a live run of any process
- * holds it by its session lock (a sandbox shared by scope `agent` or `shared`). Undefined when
+ * holds it by its session lock (a sandbox shared by scope `agent` or `shared`), and no stop while
+ * commands run in it (another process's `cordon exec -it` shell). A removal asked for goes ahead. Undefined when
  * the plan has no sandbox (mode off: nothing runs once the run is over).
  */
 export async function disposeSandbox(options: {
@@ -47,5 +48,14 @@ export async function disposeSandbox(options: {
     return { sandbox, outcome: "removed" };
   }
   if (!sandboxes.stop) return { sandbox, outcome: "kept", reason: "its backend cannot stop it" };
+  // A stop is a courtesy (the next acquire starts it again): it never ends commands running there.
+  const [running] = (await sandboxes.commandsIn?.(plan)) ?? [];
+  if (running !== undefined) {
+    return { sandbox, outcome: "kept", reason: `commands run in it (${cutCommand(running)})` };
+  }
   return { sandbox, outcome: (await sandboxes.stop(plan)) ? "stopped" : "absent" };
+}
+
+function cutCommand(command: string): string {
+  return command.length > 60 ? `${command.slice(0, 59)}…` : command;
 }

@@ -75,4 +75,10 @@ export interface SandboxProvider {
    * running has nothing to stop.
    */
   stop?(plan: RunPlan): Promise<boolean>;
+  /**
+   * The command lines running in the plan's sandbox now, from any process (`cordon exec -it` in
+   * another terminal, a server the agent left running): a stop would end them. Optional: a backend
+   * that cannot tell says nothing, and a stop goes ahead.
+   */
+  commandsIn?(plan: RunPlan): Promise<string[]>;
 }
