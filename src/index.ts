@@ -7,7 +7,6 @@
 // Runs and their events.
 export {
   createRunner,
-  type HeldSandbox,
   type PlanRequest,
   type RunRequest,
   type Runner,
@@ -30,7 +29,6 @@ export {
 } from "./runner/loop/index.js";
 export type {
   ProvideSandboxOptions,
-  ProvidedSandbox,
   RunnerEvent,
   SandboxDisposal,
   SandboxDisposalMode,
@@ -83,8 +81,10 @@ export type {
   ProcessTable,
   ReadFileOptions,
   RemoveOptions,
+  ForwardedPort,
   Sandbox,
   SandboxFiles,
+  SandboxLease,
   SignalOption,
   WriteFileOptions,
 } from "./sandbox/index.js";

@@ -3,6 +3,7 @@ import { randomUUID } from "node:crypto";
 import { parsePatch, patchDigest, takeChanges } from "../changes/index.js";
 import { CordonError, messageOf, type Logger } from "../common/index.js";
 import { explainPlan, redactPlanSecrets, type RunPlan } from "../policy/index.js";
+import type { SandboxLease } from "../sandbox/index.js";
 import {
   RunEventsLog,
   ToolOutputStream,
@@ -75,7 +76,7 @@ export type McpCallResult = ToolResult & { refused: boolean };
 interface Started {
   plan: RunPlan;
   lock: SessionLock;
-  lease: Awaited<ReturnType<Runner["acquireSandbox"]>>["lease"];
+  lease: SandboxLease;
   toolset: RunnerToolset;
 }
 

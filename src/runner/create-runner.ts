@@ -28,9 +28,15 @@ import {
   type RunLimitsRequest,
   type RunPlan,
 } from "../policy/index.js";
-import { DockerEngine, baseImageFromEnv, upstreamProxyFromEnv } from "../sandbox/index.js";
+import {
+  DockerEngine,
+  baseImageFromEnv,
+  upstreamProxyFromEnv,
+  type SandboxLease,
+} from "../sandbox/index.js";
 import { builtinTools, type ToolDefinition } from "../tools/index.js";
-import type { MessageQueue, RunResult, ToolResult } from "./loop/index.js";
+import type { ToolResult } from "../tools/index.js";
+import type { MessageQueue, RunResult } from "./loop/index.js";
 import { createModelClient, type ModelClient, type UserContentBlock } from "./model/index.js";
 import {
   callTool,
@@ -40,7 +46,6 @@ import {
   runTask,
   type ProvideSandboxOptions,
   type RunnerEvent,
-  type ProvidedSandbox,
   type SandboxProvider,
   type SandboxDisposal,
   type SandboxDisposalMode,
@@ -147,12 +152,6 @@ export type PlanRequest = Pick<
   carryShare?: string | undefined;
 };
 
-/** A sandbox held for a one-off command; release it when done (the container stays for reuse). */
-export interface HeldSandbox {
-  plan: RunPlan;
-  lease: ProvidedSandbox;
-}
-
 /**
  * The engine as a library. It holds sandboxes: `close()` (or `await using runner = …`) waits for
  * its runs and calls in flight, then stops or removes every sandbox they used (`onClose`); after
@@ -180,7 +179,10 @@ export interface Runner extends AsyncDisposable {
     error: unknown,
     request?: Pick<RunRequest, "sessionKey" | "onEvent" | "signal">,
   ): RunResult;
-  /** The sandbox a run with this request would get (for `cordon exec`, `cordon tool`, diffs). */
+  /**
+   * The sandbox a run with this request would get (for `cordon exec`, `cordon tool`, diffs), with
+   * the plan it was acquired by; release the lease when done (the container stays for reuse).
+   */
   acquireSandbox(
     request?: PlanRequest & {
       signal?: AbortSignal | undefined;
@@ -188,7 +190,7 @@ export interface Runner extends AsyncDisposable {
       onEgress?: ProvideSandboxOptions["onEgress"];
       readsChanges?: ProvideSandboxOptions["readsChanges"];
     },
-  ): Promise<HeldSandbox>;
+  ): Promise<{ plan: RunPlan; lease: SandboxLease }>;
   /**
    * Removes the sandbox (container and private workspace) a request maps to, if any;
    * `keepWorkspace` removes only the container (and every process in it), so the next acquire

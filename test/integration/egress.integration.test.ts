@@ -14,7 +14,10 @@ import path from "node:path";
 
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 
-import { createRunner, type HeldSandbox } from "../../src/runner/index.js";
+import { createRunner, type Runner } from "../../src/runner/index.js";
+
+/** A sandbox the runner holds for a test, with the plan it was acquired by. */
+type HeldSandbox = Awaited<ReturnType<Runner["acquireSandbox"]>>;
 import { DockerEngine, SandboxInventory, type EgressDecision } from "../../src/sandbox/index.js";
 import { demoRepo } from "../support/demo-repo.js";
 import { dockerClient, requireSandboxImage } from "../support/docker.js";

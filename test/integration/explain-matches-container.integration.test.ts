@@ -11,7 +11,10 @@ import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 
 import type { RunPlan } from "../../src/policy/index.js";
-import { createRunner, type HeldSandbox } from "../../src/runner/index.js";
+import { createRunner, type Runner } from "../../src/runner/index.js";
+
+/** A sandbox the runner holds for a test, with the plan it was acquired by. */
+type HeldSandbox = Awaited<ReturnType<Runner["acquireSandbox"]>>;
 import { residentExecutorBinary } from "../../src/sandbox/docker/resident/executor-binary.js";
 import { dockerClient, execIn, removeContainer, requireSandboxImage } from "../support/docker.js";
 import { runCordon } from "../support/run-cli.js";

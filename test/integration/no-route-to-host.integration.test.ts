@@ -18,7 +18,10 @@ import path from "node:path";
 
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 
-import { createRunner, type HeldSandbox } from "../../src/runner/index.js";
+import { createRunner, type Runner } from "../../src/runner/index.js";
+
+/** A sandbox the runner holds for a test, with the plan it was acquired by. */
+type HeldSandbox = Awaited<ReturnType<Runner["acquireSandbox"]>>;
 import { DockerSandbox, createModelGateway, type EgressDecision } from "../../src/sandbox/index.js";
 import { proxyChannel } from "../../src/sandbox/docker/egress/proxy-channel.js";
 import { DockerEngine } from "../../src/sandbox/index.js";

@@ -10,7 +10,7 @@ import {
   DockerSandboxManager,
   privateWorkspacePath,
   type PruneReport,
-  type SandboxLease,
+  type DockerSandboxLease,
   type SandboxSpec,
   type SandboxSummary,
 } from "../../src/sandbox/index.js";
@@ -37,7 +37,7 @@ describe("cordon sandbox list, rm and prune", () => {
   let home: string;
   let otherHome: string;
   let manager: DockerSandboxManager;
-  const leases: SandboxLease[] = [];
+  const leases: DockerSandboxLease[] = [];
   const specs: Record<string, SandboxSpec> = {};
   const foreign: string[] = [];
 

@@ -27,7 +27,7 @@ import {
   DockerEngine,
   DockerSandboxManager,
   privateWorkspacePath,
-  type SandboxLease,
+  type DockerSandboxLease,
   type SandboxSpec,
 } from "../../src/sandbox/index.js";
 import {
@@ -52,7 +52,7 @@ describe("DockerSandboxManager", () => {
   let root: string;
   let stateDirectory: string;
   let manager: DockerSandboxManager;
-  const leases: SandboxLease[] = [];
+  const leases: DockerSandboxLease[] = [];
 
   function newManager(): DockerSandboxManager {
     return new DockerSandboxManager({
@@ -80,13 +80,13 @@ describe("DockerSandboxManager", () => {
     };
   }
 
-  async function acquire(s: SandboxSpec, using = manager): Promise<SandboxLease> {
+  async function acquire(s: SandboxSpec, using = manager): Promise<DockerSandboxLease> {
     const lease = await using.acquire(s);
     leases.push(lease);
     return lease;
   }
 
-  const idOf = (lease: SandboxLease): string => recorded(lease.sandbox).container.containerId;
+  const idOf = (lease: DockerSandboxLease): string => recorded(lease.sandbox).container.containerId;
 
   async function readRecord(name: string): Promise<{ containerId: string; lastUsedAt: string }> {
     const file = path.join(stateDirectory, "sandboxes", `${name}.json`);

@@ -26,7 +26,7 @@ import {
   diskImagePath,
   mountCountAt,
   privateWorkspacePath,
-  type SandboxLease,
+  type DockerSandboxLease,
   type SandboxSpec,
 } from "../../src/sandbox/index.js";
 import {
@@ -51,7 +51,7 @@ describe("warm pool", () => {
   let root: string;
   let stateDirectory: string;
   let manager: DockerSandboxManager;
-  const leases: SandboxLease[] = [];
+  const leases: DockerSandboxLease[] = [];
 
   function newManager(): DockerSandboxManager {
     return new DockerSandboxManager({
@@ -79,7 +79,7 @@ describe("warm pool", () => {
     };
   }
 
-  async function acquire(s: SandboxSpec, size = 1): Promise<SandboxLease> {
+  async function acquire(s: SandboxSpec, size = 1): Promise<DockerSandboxLease> {
     const lease = await manager.acquire(s, { pool: { size } });
     leases.push(lease);
     return lease;

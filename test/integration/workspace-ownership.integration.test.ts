@@ -10,7 +10,7 @@ import {
   DockerEngine,
   DockerSandboxManager,
   privateWorkspacePath,
-  type SandboxLease,
+  type DockerSandboxLease,
   type SandboxSpec,
 } from "../../src/sandbox/index.js";
 import {
@@ -39,7 +39,7 @@ describe("private workspace ownership", () => {
   let root: string;
   let stateDirectory: string;
   let manager: DockerSandboxManager;
-  const leases: SandboxLease[] = [];
+  const leases: DockerSandboxLease[] = [];
 
   beforeAll(async () => {
     const image = await requireSandboxImage();

@@ -9,7 +9,8 @@ import {
 import { AnthropicModelClient } from "../model/index.js";
 import { JsonlSession } from "../session/index.js";
 import { runAgentLoop } from "./agent-loop.js";
-import type { RunnerToolset, ToolResult } from "./tool-executor.js";
+import type { ToolResult } from "../../tools/index.js";
+import type { RunnerToolset } from "./tool-executor.js";
 
 /** The loop on the real SDK against a local Messages API server. */
 let server: MessagesApiServer;

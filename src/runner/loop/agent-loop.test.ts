@@ -12,7 +12,8 @@ import { JsonlSession, sessionFilePath } from "../session/index.js";
 import { runAgentLoop, type AgentLoopOptions } from "./agent-loop.js";
 import { MessageQueue } from "./message-queue.js";
 import type { RunEvent } from "./run-events.js";
-import type { RunnerToolset, ToolCallContext, ToolResult } from "./tool-executor.js";
+import type { ToolResult } from "../../tools/index.js";
+import type { RunnerToolset, ToolCallContext } from "./tool-executor.js";
 
 let stateDir: string;
 const sessions: JsonlSession[] = [];

@@ -60,5 +60,4 @@ export {
   type RunnerToolset,
   type RunnerToolSpec,
   type ToolCallContext,
-  type ToolResult,
 } from "./tool-executor.js";

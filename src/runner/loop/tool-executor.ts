@@ -1,11 +1,6 @@
 import { CordonError, messageOf } from "../../common/index.js";
-import type { ToolResultBlock, ToolResultContent, ToolUseBlock } from "../model/index.js";
-
-/** What a tool returns: text and images, and whether it failed. */
-export interface ToolResult {
-  content: ToolResultContent[];
-  isError: boolean;
-}
+import type { ToolResult, ToolResultContent } from "../../tools/index.js";
+import type { ToolResultBlock, ToolUseBlock } from "../model/index.js";
 
 /** A tool as the loop offers it to the model. */
 export interface RunnerToolSpec {

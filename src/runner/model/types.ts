@@ -4,6 +4,7 @@
  * index.ts, so the session file, the loop and embedders never depend on an SDK version.
  */
 
+import type { ToolResultContent } from "../../tools/index.js";
 import type { ModelErrorKind } from "./model-errors.js";
 
 /** Plain text, from the user or the model. */
@@ -51,8 +52,8 @@ export interface ImageBlock {
   dataBase64: string;
 }
 
-/** What a tool returned: text and images. */
-export type ToolResultContent = TextBlock | ImageBlock;
+/** What a tool returned: text and images (declared with the tools, which produce it). */
+export type { ToolResultContent };
 
 /** The result of one tool call, in a user message right after the assistant message that asked. */
 export interface ToolResultBlock {

@@ -2,8 +2,9 @@ import type { Logger } from "../../common/index.js";
 import type { RunResult } from "../loop/index.js";
 import type { ModelClient } from "../model/index.js";
 import type { RunPlan } from "../../policy/index.js";
+import type { SandboxLease } from "../../sandbox/index.js";
 import type { RunnerEvent } from "./run-task.js";
-import type { ProvidedSandbox, SandboxProgress } from "./sandbox-provider.js";
+import type { SandboxProgress } from "./sandbox-provider.js";
 
 /** What an agent runtime other than cordon's own loop gets for one run (docs/runtimes.md). */
 export interface AgentRuntimeRun {
@@ -11,7 +12,7 @@ export interface AgentRuntimeRun {
   sessionKey: string;
   plan: RunPlan;
   /** The sandbox, acquired and seeded exactly as for cordon's own loop. */
-  lease: ProvidedSandbox;
+  lease: SandboxLease;
   /** The task, as text. */
   prompt: string;
   /** `Date.now()` when the run began (its result's `durationMs` counts from here). */

@@ -3,7 +3,7 @@ import { randomUUID } from "node:crypto";
 import type { Logger } from "../../common/index.js";
 import type { RunPlan } from "../../policy/index.js";
 import { describeInvalidInput, type ToolDefinition } from "../../tools/index.js";
-import type { ToolResult } from "../loop/index.js";
+import type { ToolResult } from "../../tools/index.js";
 import { bindToolset, planToolset } from "./run-task.js";
 import type { SandboxProvider } from "./sandbox-provider.js";
 

@@ -9,15 +9,12 @@ import {
   commandsRunning,
   stopSandbox,
   type DockerEngine,
+  type SandboxLease,
   type UpstreamProxy,
 } from "../../sandbox/index.js";
 import { sandboxesHeldByRuns } from "../session/index.js";
 import type { RunPlan } from "../../policy/index.js";
-import type {
-  ProvideSandboxOptions,
-  ProvidedSandbox,
-  SandboxProvider,
-} from "./sandbox-provider.js";
+import type { ProvideSandboxOptions, SandboxProvider } from "./sandbox-provider.js";
 
 export interface DefaultSandboxesOptions {
   engine: DockerEngine;
@@ -58,7 +55,7 @@ export function defaultSandboxes(options: DefaultSandboxesOptions): SandboxProvi
   const acquire = async (
     plan: RunPlan,
     acquireOptions: ProvideSandboxOptions,
-  ): Promise<ProvidedSandbox> => {
+  ): Promise<SandboxLease> => {
     const spec = plan.sandbox.spec;
     if (!plan.sandbox.enabled || !spec) {
       const sandbox = await HostSandbox.create({
@@ -70,25 +67,11 @@ export function defaultSandboxes(options: DefaultSandboxesOptions): SandboxProvi
       return { sandbox, fresh: false, release: () => Promise.resolve() };
     }
     // Acquiring is also when stale sandboxes of this state directory are pruned (in the background).
-    const lease = await manager.acquire(spec, {
+    return manager.acquire(spec, {
       ...acquireOptions,
       prune: plan.sandbox.prune,
       pool: plan.sandbox.pool,
     });
-    const sandbox = lease.sandbox;
-    return {
-      sandbox,
-      fresh: lease.fresh,
-      warnings: lease.warnings,
-      privateWorkspace: lease.privateWorkspace,
-      freeze: (fn) => lease.freeze(fn),
-      changes: lease.changes,
-      forwardPort:
-        sandbox instanceof DockerSandbox
-          ? (destination) => sandbox.forwardPort(0, destination)
-          : undefined,
-      release: () => lease.release(),
-    };
   };
   return {
     acquire,

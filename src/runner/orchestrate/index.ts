@@ -1,9 +1,7 @@
 export { refusalFor } from "./tool-refusal.js";
 export type { AgentRuntime, AgentRuntimeRun } from "./agent-runtime.js";
 export type {
-  ForwardedPort,
   ProvideSandboxOptions,
-  ProvidedSandbox,
   SandboxProgress,
   SandboxProvider,
 } from "./sandbox-provider.js";

@@ -10,7 +10,7 @@ import {
   systemErrorFix,
   type Logger,
 } from "../../common/index.js";
-import type { ModelGatewayCall, Sandbox } from "../../sandbox/index.js";
+import type { ModelGatewayCall, Sandbox, SandboxLease } from "../../sandbox/index.js";
 import {
   createToolset,
   type SessionToolHost,
@@ -40,7 +40,7 @@ import {
 import { agentMountPath, readBootstrapFiles } from "./bootstrap-files.js";
 import type { RunPlan } from "../../policy/index.js";
 import { refusalFor } from "./tool-refusal.js";
-import type { ProvidedSandbox, SandboxProvider } from "./sandbox-provider.js";
+import type { SandboxProvider } from "./sandbox-provider.js";
 import { agentRuntimeModel, type AgentRuntime } from "./agent-runtime.js";
 
 /** Events of a whole run: the loop's, plus the orchestrator's own before the loop starts. */
@@ -517,7 +517,7 @@ function sandboxFacts(plan: RunPlan, sandbox: Sandbox): SandboxFacts {
   };
 }
 
-function describeSandbox(plan: RunPlan, lease: ProvidedSandbox): string {
+function describeSandbox(plan: RunPlan, lease: SandboxLease): string {
   if (!plan.sandbox.enabled || !plan.sandbox.spec) {
     return `host, confined to the workspace (${plan.sandbox.reason})`;
   }

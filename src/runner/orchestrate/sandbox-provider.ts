@@ -1,47 +1,10 @@
-import type { Duplex } from "node:stream";
-
-import type { EgressDecision, Sandbox, WorkspaceChanges } from "../../sandbox/index.js";
+import type { EgressDecision, SandboxLease } from "../../sandbox/index.js";
 import type { RunPlan } from "../../policy/index.js";
 
 /** What acquiring a sandbox reports while it works (image build, seeding, container start). */
 export interface SandboxProgress {
   phase: string;
   message: string;
-}
-
-/** A sandbox held for one run; `release` hands it back (the container stays for reuse). */
-export interface ProvidedSandbox {
-  sandbox: Sandbox;
-  /** True when the sandbox was created for this run (a new container or workspace). */
-  fresh: boolean;
-  /** Things the user should know (e.g. a stale container kept because it is busy). */
-  warnings?: readonly string[] | undefined;
-  /** Host path of the sandbox's private workspace (a seeded copy); undefined for rw and host runs. */
-  privateWorkspace?: string | undefined;
-  /**
-   * Runs `fn` while no process in the sandbox can run (the container paused), resuming it after;
-   * what `fn` reads of the private workspace cannot change under it. Undefined where the backend
-   * cannot pause.
-   */
-  freeze?: (<T>(fn: () => Promise<T>) => Promise<T>) | undefined;
-  /**
-   * The private workspace's changes, read with no process in the sandbox running and never by a
-   * program on the host (`SandboxLease.changes`). Undefined where the backend cannot do both.
-   */
-  changes?: WorkspaceChanges | undefined;
-  /**
-   * Forwards a loopback port inside the sandbox to `destination` in cordon's process (each
-   * connection made there arrives as a duplex): how a host-side service such as the model gateway
-   * is offered to a sandbox that has no network. Undefined where the backend cannot.
-   */
-  forwardPort?: ((destination: (channel: Duplex) => void) => Promise<ForwardedPort>) | undefined;
-  release(): Promise<void>;
-}
-
-/** A port forwarded into a sandbox: 127.0.0.1:`port` there, until `close()`. */
-export interface ForwardedPort {
-  port: number;
-  close(): void;
 }
 
 export interface ProvideSandboxOptions {
@@ -62,7 +25,7 @@ export interface ProvideSandboxOptions {
  * their own backend and unit tests an in-memory one.
  */
 export interface SandboxProvider {
-  acquire(plan: RunPlan, options: ProvideSandboxOptions): Promise<ProvidedSandbox>;
+  acquire(plan: RunPlan, options: ProvideSandboxOptions): Promise<SandboxLease>;
   /**
    * Removes the plan's sandbox and its private workspace, for one-off work (fix-tests) that
    * should leave nothing behind. Optional: a backend without persistent sandboxes has nothing to do.

@@ -35,9 +35,9 @@ export {
   type AcquireOptions,
   type AcquirePhase,
   type AcquireProgress,
+  type DockerSandboxLease,
   type DockerSandboxManagerOptions,
   type ManagedContainer,
-  type SandboxLease,
 } from "./manager.js";
 export {
   UnappliedChangesCheck,

@@ -8,6 +8,7 @@ import {
   throwIfAborted,
   type Logger,
 } from "../../common/index.js";
+import type { SandboxLease } from "../lease.js";
 import type { Sandbox } from "../sandbox.js";
 import type { SandboxSpec } from "../spec.js";
 import {
@@ -16,12 +17,12 @@ import {
   DiskWatchdog,
   describeCarry,
   ensurePrivateWorkspace,
-  type WorkspaceChanges,
 } from "../workspace/index.js";
 import type { ContainerClient, ContainerDetails } from "./client/index.js";
 import { createContainerOptions, labelKeys } from "./container-options.js";
 import { readSeccompProfile } from "./seccomp-profile.js";
 import { ensureHostsFile } from "./hosts-file.js";
+import { DockerSandbox } from "./docker-sandbox.js";
 import type { DockerEngine } from "./engine.js";
 import { remoteEngineRefusal } from "./engine-filesystem.js";
 import { SandboxInventory } from "./inventory.js";
@@ -89,33 +90,16 @@ export interface AcquireOptions {
   readsChanges?: boolean | undefined;
 }
 
-/** A sandbox held by one user of the manager; `release()` when done (idempotent). */
-export interface SandboxLease {
-  sandbox: Sandbox;
+/** The manager's lease: a `SandboxLease` that can always freeze, with its container's name. */
+export interface DockerSandboxLease extends SandboxLease {
   containerName: string;
-  /** True when this acquire created the container (nothing from earlier runs is in it). */
-  fresh: boolean;
   /**
    * True when the container was made from another config (or image) than the spec asks for and
    * was kept because it is busy; it is recreated on an acquire once it is idle.
    */
   stale: boolean;
-  /** Things the user should know (workspace ownership, seeding skips). Also logged. */
   warnings: string[];
-  /** Host path of the private workspace (access none/ro); undefined for rw. */
-  privateWorkspace: string | undefined;
-  /**
-   * The private workspace's changes since seeding, read by a throwaway inspector container with
-   * the sandbox frozen (inspector/); undefined for rw, where the changes are in the workspace.
-   */
-  changes: WorkspaceChanges | undefined;
-  /**
-   * Runs `fn` while no process in the sandbox can run or write (the container paused), and
-   * resumes it afterwards whatever `fn` did. Throws, with `fn`'s result dropped, when the
-   * container was resumed by someone else meanwhile. A stopped container is left as it is.
-   */
   freeze<T>(fn: () => Promise<T>): Promise<T>;
-  release(): Promise<void>;
 }
 
 export interface DockerSandboxManagerOptions {
@@ -286,7 +270,7 @@ export class DockerSandboxManager {
     while (this.background.size > 0) await Promise.all(this.background);
   }
 
-  acquire(spec: SandboxSpec, options: AcquireOptions = {}): Promise<SandboxLease> {
+  acquire(spec: SandboxSpec, options: AcquireOptions = {}): Promise<DockerSandboxLease> {
     return this.acquireAs(spec, options, undefined);
   }
 
@@ -295,7 +279,7 @@ export class DockerSandboxManager {
     spec: SandboxSpec,
     options: AcquireOptions,
     memberOf: string | undefined,
-  ): Promise<SandboxLease> {
+  ): Promise<DockerSandboxLease> {
     const { signal } = options;
     const log = this.logger.child({ sandbox: spec.containerName, scopeKey: spec.scopeKey });
     const warnings: string[] = [];
@@ -452,6 +436,10 @@ export class DockerSandboxManager {
       privateWorkspace: spec.workspaceAccess === "rw" ? undefined : spec.privateWorkspace,
       changes,
       freeze: (fn) => this.freeze(spec, fn),
+      forwardPort:
+        sandbox instanceof DockerSandbox
+          ? (destination) => sandbox.forwardPort(0, destination)
+          : undefined,
       release,
     };
   }

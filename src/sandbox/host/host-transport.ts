@@ -9,8 +9,8 @@ import {
   type ExecRequest,
   type ExecTransport,
   type OutputHandler,
-  type RunRequest,
-  type RunResult,
+  type CommandRequest,
+  type CommandResult,
   type RunningExec,
 } from "../shell/exec-transport.js";
 import type { StreamName } from "../shell/output-capture.js";
@@ -106,7 +106,7 @@ export class HostTransport implements ExecTransport {
     });
   }
 
-  run(request: RunRequest, signal?: AbortSignal): Promise<RunResult> {
+  run(request: CommandRequest, signal?: AbortSignal): Promise<CommandResult> {
     return runCollected((started) => this.start(started), request, signal);
   }
 

@@ -50,12 +50,12 @@ export interface RunningExec {
 }
 
 /** A short program run to the end (`ExecTransport.run`). */
-export type RunRequest = Omit<ExecRequest, "onOutput"> & {
+export type CommandRequest = Omit<ExecRequest, "onOutput"> & {
   /** Takes stdout instead of collecting it (the result's stdout is then empty). */
   onStdout?: ((chunk: Uint8Array) => void) | undefined;
 };
 
-export interface RunResult {
+export interface CommandResult {
   exitCode: number;
   stdout: Buffer;
   stderr: Buffer;
@@ -97,7 +97,7 @@ export interface ExecTransport extends ScriptRunner {
    * Aborting cuts the connection and rejects with `AbortedError`; the command must be one that
    * an early end-of-file on stdin and a closed output leave harmless.
    */
-  run(request: RunRequest, signal?: AbortSignal): Promise<RunResult>;
+  run(request: CommandRequest, signal?: AbortSignal): Promise<CommandResult>;
   /**
    * Throws the "container stopped" error when the container is not running, waiting up to
    * `settleMs` for a container that is being killed to say so.
@@ -116,9 +116,9 @@ export interface ExecTransport extends ScriptRunner {
 /** `ExecTransport.run` over `start`: the same collecting and abort handling for every transport. */
 export async function runCollected(
   start: (request: ExecRequest) => Promise<RunningExec>,
-  request: RunRequest,
+  request: CommandRequest,
   signal?: AbortSignal,
-): Promise<RunResult> {
+): Promise<CommandResult> {
   throwIfAborted(signal, "the sandbox operation");
   const out: Buffer[] = [];
   const err: Buffer[] = [];

@@ -16,16 +16,10 @@ import {
   takeChanges,
   type PatchedFile,
 } from "../../changes/index.js";
-import type {
-  RunCost,
-  RunResult,
-  Runner,
-  RunnerEvent,
-  ProvidedSandbox,
-} from "../../runner/index.js";
+import type { RunCost, RunResult, Runner, RunnerEvent } from "../../runner/index.js";
 import { readSessionEntries } from "../../runner/index.js";
 import type { RunLimitsRequest } from "../../policy/index.js";
-import type { ExecResult } from "../../sandbox/index.js";
+import type { ExecResult, SandboxLease } from "../../sandbox/index.js";
 import { quoteShellArg } from "../../tools/index.js";
 import {
   runSetupPhase,
@@ -182,7 +176,7 @@ function tail(text: string, bytes: number): string {
 }
 
 async function runTests(
-  lease: ProvidedSandbox,
+  lease: SandboxLease,
   command: string,
   timeoutMs: number,
   signal: AbortSignal | undefined,
@@ -237,7 +231,7 @@ interface Verification {
  * setup.cfg or pyproject.toml is refused before the tests run unless test changes are allowed.
  */
 async function verifyPatch(
-  lease: ProvidedSandbox,
+  lease: SandboxLease,
   patch: Uint8Array,
   command: string,
   timeoutMs: number,

@@ -14,8 +14,8 @@ import {
   runCollected,
   type ExecRequest,
   type ExecTransport,
-  type RunRequest,
-  type RunResult,
+  type CommandRequest,
+  type CommandResult,
   type RunningExec,
 } from "../../shell/exec-transport.js";
 
@@ -138,7 +138,7 @@ export class ContainerExec implements ExecTransport {
     };
   }
 
-  run(request: RunRequest, signal?: AbortSignal): Promise<RunResult> {
+  run(request: CommandRequest, signal?: AbortSignal): Promise<CommandResult> {
     return runCollected((full) => this.start(full), request, signal);
   }
 

@@ -19,7 +19,7 @@ import {
 export interface DockerWorkspaceChangesOptions {
   inspectors: WorkspaceInspectors;
   target: InspectedWorkspace;
-  /** Runs `fn` with every process of the sandbox paused (`SandboxLease.freeze`). */
+  /** Runs `fn` with every process of the sandbox paused (`SandboxLease.freeze`, sandbox/lease.ts). */
   freeze: <T>(fn: () => Promise<T>) => Promise<T>;
 }
 

@@ -5,8 +5,8 @@ import {
   type ExecRequest,
   type ExecTransport,
   type FastFileOperations,
-  type RunRequest,
-  type RunResult,
+  type CommandRequest,
+  type CommandResult,
   type RunningExec,
 } from "../../shell/exec-transport.js";
 import { cStrings, request, u32, u64 } from "./protocol.js";
@@ -212,7 +212,7 @@ export class ResidentTransport implements ExecTransport {
     return { ...running, exitCode };
   }
 
-  run(exec: RunRequest, signal?: AbortSignal): Promise<RunResult> {
+  run(exec: CommandRequest, signal?: AbortSignal): Promise<CommandResult> {
     return runCollected((full) => this.start(full), exec, signal);
   }
 
