@@ -36,7 +36,7 @@ import {
 } from "../sandbox/index.js";
 import { builtinTools, type ToolDefinition } from "../tools/index.js";
 import type { ToolResult } from "../tools/index.js";
-import type { MessageQueue, RunResult } from "./loop/index.js";
+import type { RunIO, RunResult } from "./loop/index.js";
 import { createModelClient, type ModelClient, type UserContentBlock } from "./model/index.js";
 import {
   callTool,
@@ -105,8 +105,11 @@ export interface RunnerOptions {
   logger?: Logger | undefined;
 }
 
-/** What one run is about. */
-export interface RunRequest {
+/**
+ * What one run is about. Its `RunIO` fields (`signal`, `onEvent`, `steering`, `followUps`) reach
+ * the agent loop as they are.
+ */
+export interface RunRequest extends RunIO<RunnerEvent> {
   prompt: string | UserContentBlock[];
   agentId?: string | undefined;
   /** e.g. `fix-123` (becomes `agent:<id>:fix-123`) or a full key; default the agent's main session. */
@@ -118,12 +121,6 @@ export interface RunRequest {
   /** Run-level tool policy, the last (narrowest) layer. */
   allowTools?: readonly string[] | undefined;
   denyTools?: readonly string[] | undefined;
-  signal?: AbortSignal | undefined;
-  onEvent?: ((event: RunnerEvent) => void) | undefined;
-  /** Messages injected between tool calls of a running run. */
-  steering?: MessageQueue | undefined;
-  /** Messages queued until the run ends, then run as further turns. */
-  followUps?: MessageQueue | undefined;
   /**
    * When another process's run holds the session: wait for it (default, with a `session-wait`
    * event), or end at once with a `sandbox_error` result, exit code 3.
@@ -391,12 +388,9 @@ export function createRunner(options: RunnerOptions = {}): Runner {
       tools,
       stateDir,
       prompt: request.prompt,
-      signal: request.signal,
-      onEvent: request.onEvent,
+      io: request,
       logger,
       lanes: runLanes,
-      steering: request.steering,
-      followUps: request.followUps,
       waitForSession: request.waitForSession,
       agentRuntime: (runPlan) => Promise.resolve(agentRuntimeOf(runPlan.agent.runtime, env)),
       sessionHost: ({ plan: runPlan, runId, emit }) =>

@@ -71,9 +71,11 @@ describe("live tool output, loop to renderer", () => {
         session,
         systemPrompt: "system",
         prompt: "run the tests",
-        onEvent: (event) => {
-          events.push(event);
-          renderer.onEvent(event);
+        io: {
+          onEvent: (event) => {
+            events.push(event);
+            renderer.onEvent(event);
+          },
         },
       });
     } finally {

@@ -104,7 +104,7 @@ describe("runAgentLoop with AnthropicModelClient", () => {
       systemPrompt: "sys",
       prompt: "hi",
       retryDelayMs: 0,
-      onEvent: (e) => events.push(e.type),
+      io: { onEvent: (e) => events.push(e.type) },
     });
     expect(result.status).toBe("completed");
     expect(server.requests).toHaveLength(3);

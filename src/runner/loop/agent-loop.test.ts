@@ -100,8 +100,8 @@ async function run(
     systemPrompt: "system",
     prompt: "do the task",
     retryDelayMs: 0,
-    onEvent: (e) => events.push(e),
     ...overrides,
+    io: { onEvent: (e) => events.push(e), ...overrides.io },
   });
   return { result, events, model, session, toolset };
 }
@@ -451,7 +451,7 @@ describe("runAgentLoop", () => {
     const toolset = fakeToolset({ onCall: () => setImmediate(() => controller.abort()) });
     const { result, session } = await run(
       { version: 1, turns: [{ content: [tool("slow", {}, "s1"), tool("exec", {}, "e1")] }] },
-      { signal: controller.signal, toolset },
+      { io: { signal: controller.signal }, toolset },
     );
     expect(result).toMatchObject({ status: "aborted", exitCode: 130 });
     expect(result.fix).toMatch(/--session/);
@@ -476,9 +476,11 @@ describe("runAgentLoop", () => {
     const { result, session } = await run(
       { version: 1, turns: [{ waitForAbort: true }] },
       {
-        signal: controller.signal,
-        onEvent: (e) => {
-          if (e.type === "model-start") setImmediate(() => controller.abort());
+        io: {
+          signal: controller.signal,
+          onEvent: (e) => {
+            if (e.type === "model-start") setImmediate(() => controller.abort());
+          },
         },
       },
     );
@@ -502,7 +504,7 @@ describe("runAgentLoop", () => {
         version: 1,
         turns: [{ content: [tool("exec", {}, "a"), tool("exec", {}, "b")] }, text("switching")],
       },
-      { steering, toolset },
+      { io: { steering }, toolset },
     );
     expect(result.status).toBe("completed");
     expect(toolset.calls.map((c) => c.toolCallId)).toEqual(["a"]);
@@ -516,7 +518,7 @@ describe("runAgentLoop", () => {
     followUps.push("and add a test");
     const { result, model } = await run(
       { version: 1, turns: [text("done"), text("test added")] },
-      { followUps },
+      { io: { followUps } },
     );
     expect(result).toMatchObject({ status: "completed", turns: 2, finalText: "test added" });
     expect(JSON.stringify(model.requests[1]?.messages.at(-1))).toMatch(/and add a test/);
@@ -570,8 +572,10 @@ describe("runAgentLoop", () => {
     const { result } = await run(
       { version: 1, turns: [text("ok")] },
       {
-        onEvent: () => {
-          throw new Error("listener bug");
+        io: {
+          onEvent: () => {
+            throw new Error("listener bug");
+          },
         },
       },
     );

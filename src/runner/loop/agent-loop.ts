@@ -22,7 +22,6 @@ import { builtinLimits, type PlannedLimits } from "../../policy/index.js";
 import type { AppendMeta, TranscriptItem } from "../session/index.js";
 import { syntheticToolResult } from "../session/index.js";
 import { compactTranscript, estimateRequestTokens, NothingToCompactError } from "./compaction.js";
-import type { MessageQueue } from "./message-queue.js";
 import {
   defaultRecoveryLimits,
   nextRecovery,
@@ -31,6 +30,7 @@ import {
   type RecoveryState,
 } from "./recovery.js";
 import { exitCodeForStatus, type RunEvent, type RunResult, type RunStatus } from "./run-events.js";
+import type { MessageSource, RunIO } from "./run-io.js";
 import { maxTokensFor, thinkingOptionsOf, type ThinkingSetting } from "./thinking.js";
 import { executeToolCall, type RunnerToolset } from "./tool-executor.js";
 import { ToolOutputStream } from "./tool-output.js";
@@ -61,23 +61,6 @@ export type RunLimits = {
   [K in keyof Omit<PlannedLimits, "keys" | "thinking">]?: PlannedLimits[K] | undefined;
 };
 
-/**
- * Where an embedder feeds the run while it goes. Contract for each: must not throw (a throw is
- * logged and counts as "nothing"), must not block, and returns each message once.
- */
-export interface LoopHooks {
-  /**
-   * Called after every tool call. Messages returned steer the run: the turn's remaining calls
-   * are answered "skipped" without running, and the messages go to the model next.
-   */
-  getSteeringMessages?: (() => UserContentBlock[][]) | undefined;
-  /**
-   * Called when the model would stop (no tool calls, end of turn), after the steering hook.
-   * Messages returned start another round; none ends the run.
-   */
-  getFollowUpMessages?: (() => UserContentBlock[][]) | undefined;
-}
-
 export interface AgentLoopOptions {
   model: ModelClient;
   /** The model id to call first, e.g. "claude-sonnet-4-5". */
@@ -92,17 +75,9 @@ export interface AgentLoopOptions {
   limits?: RunLimits | undefined;
   /** A thinking level (stepped down one at a time if the API rejects it) or a raw budget. */
   thinking?: ThinkingSetting | undefined;
-  /** Aborts the run: stops the model stream and the running tool; the session stays consistent. */
-  signal?: AbortSignal | undefined;
+  /** The caller's signal, event sink and message sources. */
+  io?: RunIO | undefined;
   logger?: Logger | undefined;
-  /** Receives every event; a throwing listener is logged and ignored. */
-  onEvent?: ((event: RunEvent) => void) | undefined;
-  /** Messages delivered between tool calls; the rest of that turn's calls are skipped. */
-  steering?: MessageQueue | undefined;
-  /** Messages delivered when the model would otherwise stop. */
-  followUps?: MessageQueue | undefined;
-  /** The same as `steering` / `followUps`, as functions (LoopHooks); both are read. */
-  hooks?: LoopHooks | undefined;
   runId?: string | undefined;
   /** Wait before the one retry of a transient model error, when the API gave none. Default 2000 ms. */
   retryDelayMs?: number | undefined;
@@ -238,7 +213,7 @@ function startRun(options: AgentLoopOptions, timedOut: AbortSignal): LoopRun {
       retryDelayMs: options.retryDelayMs ?? defaultRecoveryLimits.retryDelayMs,
       maxRetryDelayMs: options.maxRetryDelayMs ?? defaultRecoveryLimits.maxRetryDelayMs,
     },
-    signal: options.signal ? AbortSignal.any([options.signal, timedOut]) : timedOut,
+    signal: options.io?.signal ? AbortSignal.any([options.io.signal, timedOut]) : timedOut,
     timedOut,
     prompt,
     usage: emptyUsage(),
@@ -259,7 +234,7 @@ function startRun(options: AgentLoopOptions, timedOut: AbortSignal): LoopRun {
     finalText: "",
     emit(event) {
       try {
-        options.onEvent?.(event);
+        options.io?.onEvent?.(event);
       } catch (error) {
         logger.warn({ err: error }, "an event listener threw; the run goes on");
       }
@@ -480,28 +455,19 @@ async function appendToolResult(
 }
 
 function steeringMessages(run: LoopRun): UserContentBlock[][] {
-  return [
-    ...(run.options.steering?.drain() ?? []),
-    ...callHook(run, run.options.hooks?.getSteeringMessages),
-  ];
+  return drain(run, run.options.io?.steering);
 }
 
 function followUpMessages(run: LoopRun): UserContentBlock[][] {
-  return [
-    ...(run.options.followUps?.drain() ?? []),
-    ...callHook(run, run.options.hooks?.getFollowUpMessages),
-  ];
+  return drain(run, run.options.io?.followUps);
 }
 
-function callHook(
-  run: LoopRun,
-  hook: (() => UserContentBlock[][]) | undefined,
-): UserContentBlock[][] {
-  if (!hook) return [];
+function drain(run: LoopRun, source: MessageSource | undefined): UserContentBlock[][] {
+  if (!source) return [];
   try {
-    return hook();
+    return source.drain();
   } catch (error) {
-    run.logger.warn({ err: error }, "a message hook threw; taken as no messages");
+    run.logger.warn({ err: error }, "a message source threw; taken as no messages");
     return [];
   }
 }

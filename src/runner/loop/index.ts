@@ -2,13 +2,13 @@ export {
   runAgentLoop,
   type AgentLoopOptions,
   type FallbackModel,
-  type LoopHooks,
   type LoopSession,
   type RunLimits,
 } from "./agent-loop.js";
 export { chooseCut, compactTranscript, estimateTokens } from "./compaction.js";
 export type { CompactOptions, CompactResult } from "./compaction.js";
 export { MessageQueue } from "./message-queue.js";
+export type { MessageSource, RunIO } from "./run-io.js";
 export {
   exitCodeForStatus,
   type RunEvent,

@@ -1,10 +1,12 @@
 import type { UserContentBlock } from "../model/index.js";
+import type { MessageSource } from "./run-io.js";
 
 /**
- * Messages an embedder hands to a running loop. Steering messages are delivered between tool
- * calls (the remaining calls of that turn are skipped); follow-ups wait until the model would stop.
+ * Messages an embedder hands to a running run: a `MessageSource` (run-io.ts) filled by `push`.
+ * As `steering` they are delivered between tool calls (the remaining calls of that turn are
+ * skipped); as `followUps` they wait until the model would stop.
  */
-export class MessageQueue {
+export class MessageQueue implements MessageSource {
   readonly #items: UserContentBlock[][] = [];
 
   /** Queues a message: plain text or content blocks. */

@@ -72,7 +72,7 @@ describe("runTask", () => {
       tools: builtinTools(),
       stateDir,
       prompt: "What does a.txt say?",
-      onEvent: (event) => events.push(event),
+      io: { onEvent: (event) => events.push(event) },
     });
 
     expect(result).toMatchObject({ status: "completed", exitCode: 0, turns: 2 });
@@ -114,7 +114,7 @@ describe("runTask", () => {
       tools: builtinTools(),
       stateDir,
       prompt: "write x",
-      onEvent: (event) => events.push(event),
+      io: { onEvent: (event) => events.push(event) },
     });
     const result = events.find((event) => event.type === "tool-result");
     expect(result).toMatchObject({ isError: true });
@@ -132,7 +132,7 @@ describe("runTask", () => {
       tools: builtinTools(),
       stateDir,
       prompt: "anything",
-      onEvent: (event) => events.push(event),
+      io: { onEvent: (event) => events.push(event) },
     });
     expect(result).toMatchObject({ status: "sandbox_error", sessionKey: "fix-1" });
     expect(events.map((event) => event.type)).toEqual(["run-start", "run-end"]);
@@ -169,7 +169,7 @@ describe("runTask", () => {
       tools: builtinTools(),
       stateDir,
       prompt: "anything",
-      onEvent: (event) => events.push(event),
+      io: { onEvent: (event) => events.push(event) },
     });
     expect(result).toMatchObject({ status: "sandbox_error", exitCode: 3, turns: 0 });
     expect(result.message).toContain("no Docker engine");
@@ -233,7 +233,7 @@ describe("runTask", () => {
       tools: builtinTools(),
       stateDir,
       prompt: "build it",
-      onEvent: (event) => events.push(event),
+      io: { onEvent: (event) => events.push(event) },
     });
     const outputs = events.flatMap((event) => (event.type === "tool-output" ? [event] : []));
     expect(outputs.map((event) => event.text).join("")).toBe("building\nbuilt\n");

@@ -21,8 +21,8 @@ import {
   exitCodeForStatus,
   runAgentLoop,
   buildSystemPrompt,
-  type MessageQueue,
   type RunEvent,
+  type RunIO,
   type RunResult,
   type RunStatus,
   type RunnerToolset,
@@ -129,8 +129,8 @@ export interface RunTaskOptions {
   /** cordon's state directory (sessions live under it). */
   stateDir: string;
   prompt: string | UserContentBlock[];
-  signal?: AbortSignal | undefined;
-  onEvent?: ((event: RunnerEvent) => void) | undefined;
+  /** The caller's signal, event sink and message sources, passed on to the loop. */
+  io?: RunIO<RunnerEvent> | undefined;
   logger?: Logger | undefined;
   /**
    * When another process's run holds the session: wait for it (default), or end at once with
@@ -139,8 +139,6 @@ export interface RunTaskOptions {
   waitForSession?: boolean | undefined;
   /** Serialises runs per session and bounds concurrent runs; default: a private one. */
   lanes?: SessionLanes | undefined;
-  steering?: MessageQueue | undefined;
-  followUps?: MessageQueue | undefined;
   runId?: string | undefined;
   /** e.g. "cordon 0.1.0", for the system prompt. */
   agentName?: string | undefined;
@@ -172,6 +170,7 @@ export interface RunTaskOptions {
 export async function runTask(options: RunTaskOptions): Promise<RunResult> {
   // The run's duration counts planning, the wait for the session and the sandbox's start.
   const startedAt = Date.now();
+  const signal = options.io?.signal;
   const runId = options.runId ?? randomUUID();
   const logger = (options.logger ?? createSilentLogger()).child({ runId });
   // The session's events file, for `cordon logs` and `cordon ps`; written once the lock is held.
@@ -179,7 +178,7 @@ export async function runTask(options: RunTaskOptions): Promise<RunResult> {
   const emit = (event: RunnerEvent): void => {
     eventsLog.record(event);
     try {
-      options.onEvent?.(event);
+      options.io?.onEvent?.(event);
     } catch (error) {
       logger.warn({ err: error }, "an event listener threw; the run goes on");
     }
@@ -205,7 +204,7 @@ export async function runTask(options: RunTaskOptions): Promise<RunResult> {
       startedAt,
       emit,
       logger,
-      signal: options.signal,
+      signal,
     });
   }
   const modelId = options.modelId ?? plan.agent.model.primary;
@@ -222,16 +221,17 @@ export async function runTask(options: RunTaskOptions): Promise<RunResult> {
     eventsLog,
     startedAt,
     agentRuntime,
+    signal,
   };
   const lanes = options.lanes ?? new SessionLanes();
   try {
-    return await lanes.run(plan.sessionKey, () => runInLane(options, run), options.signal);
+    return await lanes.run(plan.sessionKey, () => runInLane(options, run), signal);
   } catch (error) {
     // The lane or the session lock failed (interrupted while waiting, --no-wait).
     return endRun(failedRunResult(runId, plan.sessionKey, error, startedAt), {
       emit,
       logger,
-      signal: options.signal,
+      signal,
       error,
     });
   }
@@ -328,6 +328,7 @@ interface RunContext {
   /** `Date.now()` when the run began. */
   startedAt: number;
   agentRuntime: AgentRuntime | undefined;
+  signal: AbortSignal | undefined;
 }
 
 async function runInLane(options: RunTaskOptions, run: RunContext): Promise<RunResult> {
@@ -343,7 +344,7 @@ async function runInLane(options: RunTaskOptions, run: RunContext): Promise<RunR
     agentId: plan.agent.id,
     workspace: plan.agent.workspace,
     wait: options.waitForSession,
-    signal: options.signal,
+    signal: run.signal,
     onWait: (holder) =>
       emit({
         type: "session-wait",
@@ -364,7 +365,7 @@ async function runInLane(options: RunTaskOptions, run: RunContext): Promise<RunR
       failure = error;
       result = failedRunResult(runId, plan.sessionKey, error, run.startedAt);
     }
-    return endRun(result, { emit, logger, signal: options.signal, error: failure });
+    return endRun(result, { emit, logger, signal: run.signal, error: failure });
   } finally {
     await run.eventsLog.flushed();
     await lock.release().catch((error: unknown) => {
@@ -376,11 +377,11 @@ async function runInLane(options: RunTaskOptions, run: RunContext): Promise<RunR
 async function runLocked(options: RunTaskOptions, run: RunContext): Promise<RunResult> {
   const { runId, plan, modelId, emit, logger } = run;
   await run.agentRuntime?.prepare?.({
-    signal: options.signal,
+    signal: run.signal,
     onProgress: (progress) => emit({ type: "sandbox-progress", ...progress }),
   });
   const lease = await options.sandboxes.acquire(plan, {
-    signal: options.signal,
+    signal: run.signal,
     onProgress: (progress) => emit({ type: "sandbox-progress", ...progress }),
     onEgress: ({ host, port, allowed }) => emit({ type: "egress", host, port, allowed }),
   });
@@ -404,7 +405,7 @@ async function runLocked(options: RunTaskOptions, run: RunContext): Promise<RunR
         startedAt: run.startedAt,
         prompt: promptText(options.prompt),
         modelId,
-        signal: options.signal,
+        signal: run.signal,
         emit,
         logger,
       });
@@ -421,7 +422,7 @@ async function runLocked(options: RunTaskOptions, run: RunContext): Promise<RunR
       sessionKey: plan.sessionKey,
       project: plan.agent.workspaceId,
       logger,
-      signal: options.signal,
+      signal: run.signal,
     });
     const systemPrompt = buildSystemPrompt({
       runtime: {
@@ -432,7 +433,7 @@ async function runLocked(options: RunTaskOptions, run: RunContext): Promise<RunR
       sandbox: sandboxFacts(plan, sandbox),
       tools: toolset.specs.map((spec) => ({ name: spec.name, description: spec.description })),
       mode: plan.agent.promptMode,
-      bootstrapFiles: await readBootstrapFiles(plan, sandbox, options.signal),
+      bootstrapFiles: await readBootstrapFiles(plan, sandbox, run.signal),
     });
     return await runAgentLoop({
       model: run.model,
@@ -446,13 +447,11 @@ async function runLocked(options: RunTaskOptions, run: RunContext): Promise<RunR
       prompt: options.prompt,
       limits: plan.limits,
       thinking: plan.limits.thinking,
-      signal: options.signal,
+      // The caller's io, with the sink that also writes the session's events file.
+      io: { ...options.io, onEvent: emit },
       logger,
       runId,
-      steering: options.steering,
-      followUps: options.followUps,
       startedAt: run.startedAt,
-      onEvent: emit,
     });
   } finally {
     await session?.close().catch((error: unknown) => {
