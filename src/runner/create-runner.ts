@@ -2,9 +2,8 @@ import os from "node:os";
 import path from "node:path";
 
 import {
-  SandboxError,
   createSilentLogger,
-  messageOf,
+  onceUntilFailure,
   stateDirectory,
   type Logger,
 } from "../common/index.js";
@@ -25,8 +24,10 @@ import {
   builtinToolCatalog,
   extendToolCatalog,
   planRun,
+  type PlanRunInput,
   type RunLimitsRequest,
   type RunPlan,
+  type ToolCatalog,
 } from "../policy/index.js";
 import {
   DockerEngine,
@@ -51,7 +52,8 @@ import {
   type SandboxDisposalMode,
 } from "./orchestrate/index.js";
 import { SessionLanes } from "./session/index.js";
-import { createSessionHost } from "./subagents/index.js";
+import { createSessionHost, type ChildRunRequest } from "./subagents/index.js";
+import { holdSandboxes } from "./runner-holdings.js";
 import { agentRuntimeOf } from "./runtimes/index.js";
 
 export interface RunnerOptions {
@@ -229,6 +231,68 @@ function overridesOf(options: RunnerOptions): ConfigOverrides | undefined {
   return mergeLayers(options.configOverrides ?? {}, { agents: { defaults } }) as ConfigOverrides;
 }
 
+/** What the planner gets for one request: the host's facts, the runner's layer, the request's. */
+function planInputOf(
+  runner: { options: RunnerOptions; config: CordonConfig; stateDir: string; catalog: ToolCatalog },
+  request: PlanRequest,
+): PlanRunInput {
+  const { options } = runner;
+  return {
+    config: runner.config,
+    agentId: request.agentId,
+    sessionKey: request.sessionKey,
+    stateDir: runner.stateDir,
+    homeDir: os.homedir(),
+    realpath: hostRealpath,
+    entryKind: hostEntryKind,
+    pathOwner: hostPathOwner,
+    invokingUser: hostProcessOwner(),
+    catalog: runner.catalog,
+    carry: options.carry,
+    carryShare: request.carryShare,
+    runtime: options.runtime,
+    runTools: {
+      allow: request.allowTools ? [...request.allowTools] : undefined,
+      deny: request.denyTools ? [...request.denyTools] : undefined,
+    },
+    runEgress: { allow: options.allowHosts, only: request.phaseAllowHosts },
+    runLimits: request.limits,
+  };
+}
+
+/** The config file (or the config passed in), its warnings logged once. */
+function configLoader(
+  options: RunnerOptions,
+  context: { cwd: string; env: NodeJS.ProcessEnv; stateDir: string; logger: Logger },
+): () => Promise<Pick<LoadedConfig, "config" | "source">> {
+  // A config that failed to load (a typo being fixed) is read again on the next call.
+  return onceUntilFailure(async () => {
+    if (options.config) return { config: options.config };
+    const loaded = await loadConfig({
+      cwd: context.cwd,
+      env: context.env,
+      configPath: options.configPath,
+      overrides: overridesOf(options),
+      stateDir: context.stateDir,
+    });
+    for (const warning of loaded.warnings) context.logger.warn(warning);
+    return loaded;
+  });
+}
+
+/** A run a session tool starts (`sessions_spawn`, `sessions_send`), as a request of its own. */
+function childRequest(child: ChildRunRequest): RunRequest {
+  return {
+    prompt: child.prompt,
+    agentId: child.agentId,
+    sessionKey: child.sessionKey,
+    modelId: child.modelId,
+    limits: { timeoutMs: child.timeoutMs },
+    signal: child.signal,
+    onEvent: child.onEvent,
+  };
+}
+
 /**
  * The library entry point: config → policy plan → sandbox → tools → session → agent loop, the very
  * path `cordon run` takes.
@@ -248,111 +312,37 @@ export function createRunner(options: RunnerOptions = {}): Runner {
     ? extendToolCatalog(builtinToolCatalog, { tools: options.tools.map((tool) => tool.name) })
     : builtinToolCatalog;
   const lanes = new SessionLanes({ maxConcurrentRuns: options.maxConcurrentRuns });
-  let engine: DockerEngine | undefined;
-  const dockerEngine = (): DockerEngine => (engine ??= DockerEngine.fromEnv(env));
   const provider =
     options.sandboxes ??
     defaultSandboxes({
-      engine: dockerEngine(),
+      engine: DockerEngine.fromEnv(env),
       stateDir,
       logger,
       upstreamProxy: upstreamProxyFromEnv(env),
       baseImage: baseImageFromEnv(env),
     });
-  // Every sandbox this runner acquires is remembered by its container name, so `close()` can
-  // stop what its runs left running; after `close()` nothing more is acquired.
-  const used = new Map<string, RunPlan>();
-  let closing: Promise<SandboxDisposal[]> | undefined;
-  const inFlight = new Set<Promise<unknown>>();
-  const tracked = <T>(work: Promise<T>): Promise<T> => {
-    inFlight.add(work);
-    void work.then(
-      () => inFlight.delete(work),
-      () => inFlight.delete(work),
-    );
-    return work;
-  };
-  const sandboxes: SandboxProvider = {
-    // Bound, not spread: an embedder's provider may be a class whose methods are on its prototype.
-    ...(provider.discard && { discard: provider.discard.bind(provider) }),
-    ...(provider.stop && { stop: provider.stop.bind(provider) }),
-    async acquire(runPlan, acquireOptions) {
-      if (closing) {
-        throw new SandboxError("this runner is closed: it acquires no more sandboxes", {
-          fix: "create another runner with createRunner()",
-        });
-      }
-      const name = runPlan.sandbox.enabled ? runPlan.sandbox.spec?.containerName : undefined;
-      if (name) used.set(name, runPlan);
-      return provider.acquire(runPlan, acquireOptions);
-    },
-  };
+  const holdings = holdSandboxes({ provider, stateDir, onClose: options.onClose ?? "stop" });
+  const { sandboxes, track } = holdings;
+  const loadedConfig = configLoader(options, { cwd, env, stateDir, logger });
 
-  let config: Promise<Pick<LoadedConfig, "config" | "source">> | undefined;
-  const loadedConfig = (): Promise<Pick<LoadedConfig, "config" | "source">> => {
-    config ??= options.config
-      ? Promise.resolve({ config: options.config })
-      : loadConfig({
-          cwd,
-          env,
-          configPath: options.configPath,
-          overrides: overridesOf(options),
-          stateDir,
-        }).then((loaded) => {
-          for (const warning of loaded.warnings) logger.warn(warning);
-          return loaded;
-        });
-    // A config that failed to load (a typo being fixed) is read again on the next call.
-    config.catch(() => {
-      config = undefined;
+  // A failed creation (no API key) is retried on the next run rather than kept.
+  const modelClient = onceUntilFailure(async () => {
+    if (options.model) return options.model;
+    const { model: configured } = (await loadedConfig()).config;
+    return createModelClient({
+      env,
+      apiKeyEnv: typeof configured === "string" ? undefined : [configured.apiKeyEnv ?? []].flat(),
+      stateDir,
+      scriptPath: options.modelScript,
+      logger,
     });
-    return config;
-  };
-
-  let model: Promise<ModelClient> | undefined;
-  const modelClient = (): Promise<ModelClient> => {
-    model ??= options.model
-      ? Promise.resolve(options.model)
-      : loadedConfig().then(({ config: { model: configured } }) =>
-          createModelClient({
-            env,
-            apiKeyEnv:
-              typeof configured === "string" ? undefined : [configured.apiKeyEnv ?? []].flat(),
-            stateDir,
-            scriptPath: options.modelScript,
-            logger,
-          }),
-        );
-    // A failed creation (no API key) is retried on the next run rather than cached.
-    model.catch(() => {
-      model = undefined;
-    });
-    return model;
-  };
+  });
 
   /** The plan a request gets: every decision about the run, made once (policy/plan-run.ts). */
   const plan = async (request: PlanRequest = {}): Promise<RunPlan> =>
-    planRun({
-      config: (await loadedConfig()).config,
-      agentId: request.agentId,
-      sessionKey: request.sessionKey,
-      stateDir,
-      homeDir: os.homedir(),
-      realpath: hostRealpath,
-      entryKind: hostEntryKind,
-      pathOwner: hostPathOwner,
-      invokingUser: hostProcessOwner(),
-      catalog,
-      carry: options.carry,
-      carryShare: request.carryShare,
-      runtime: options.runtime,
-      runTools: {
-        allow: request.allowTools ? [...request.allowTools] : undefined,
-        deny: request.denyTools ? [...request.denyTools] : undefined,
-      },
-      runEgress: { allow: options.allowHosts, only: request.phaseAllowHosts },
-      runLimits: request.limits,
-    });
+    planRun(
+      planInputOf({ options, config: (await loadedConfig()).config, stateDir, catalog }, request),
+    );
 
   const acquireSandbox: Runner["acquireSandbox"] = async (request = {}) => {
     const runPlan = await plan(request);
@@ -371,12 +361,10 @@ export function createRunner(options: RunnerOptions = {}): Runner {
 
   // Child runs (sessions_spawn, sessions_send) have a lane of their own: a parent holds its
   // global slot while it waits for its child, so children taking global slots could deadlock.
-  let childLanes: Promise<SessionLanes> | undefined;
-  const subagentLanes = (): Promise<SessionLanes> =>
-    (childLanes ??= loadedConfig().then(
-      ({ config }) =>
-        new SessionLanes({ maxConcurrentRuns: config.agents.defaults.subagents.maxConcurrent }),
-    ));
+  const subagentLanes = onceUntilFailure(async () => {
+    const { config } = await loadedConfig();
+    return new SessionLanes({ maxConcurrentRuns: config.agents.defaults.subagents.maxConcurrent });
+  });
 
   const runOn = (request: RunRequest, runLanes: SessionLanes): Promise<RunResult> =>
     runTask({
@@ -401,19 +389,7 @@ export function createRunner(options: RunnerOptions = {}): Runner {
           emit,
           logger,
           planSession: (target) => plan(target),
-          runChild: async (child) =>
-            runOn(
-              {
-                prompt: child.prompt,
-                agentId: child.agentId,
-                sessionKey: child.sessionKey,
-                modelId: child.modelId,
-                limits: { timeoutMs: child.timeoutMs },
-                signal: child.signal,
-                onEvent: child.onEvent,
-              },
-              await subagentLanes(),
-            ),
+          runChild: async (child) => runOn(childRequest(child), await subagentLanes()),
           discardSandbox: async (target) => {
             await sandboxes.discard?.(await plan(target), {});
           },
@@ -426,56 +402,28 @@ export function createRunner(options: RunnerOptions = {}): Runner {
   ): Promise<SandboxDisposal | undefined> =>
     disposeSandbox({ sandboxes: provider, plan: await plan(request), mode, stateDir });
 
-  const close = (): Promise<SandboxDisposal[]> =>
-    (closing ??= (async () => {
-      // Runs end first: a sandbox is never stopped under a command of this runner.
-      while (inFlight.size > 0) await Promise.allSettled([...inFlight]);
-      const done: SandboxDisposal[] = [];
-      for (const [sandbox, runPlan] of used) {
-        const disposal = await disposeSandbox({
-          sandboxes: provider,
-          plan: runPlan,
-          mode: options.onClose ?? "stop",
-          stateDir,
-        }).catch((error: unknown): SandboxDisposal => ({
-          sandbox,
-          outcome: "kept",
-          reason: `cannot ${options.onClose ?? "stop"} it: ${messageOf(error)}`,
-        }));
-        if (disposal) done.push(disposal);
-      }
-      return done;
-    })());
-
   return {
     stateDir,
     plan,
     configSource: async () => (await loadedConfig()).source,
     config: async () => (await loadedConfig()).config,
-    acquireSandbox: (request) => tracked(acquireSandbox(request)),
+    acquireSandbox: (request) => track(acquireSandbox(request)),
     disposeSandbox: disposeFor,
-    close,
+    close: holdings.close,
     async [Symbol.asyncDispose]() {
-      await close();
+      await holdings.close();
     },
     async discardSandbox(request = {}, discardOptions = {}) {
       await sandboxes.discard?.(await plan(request), discardOptions);
     },
     async callTool(name, input, request = {}) {
-      return tracked(
-        callTool({
-          tools,
-          plan: await plan(request),
-          sandboxes,
-          logger,
-          name,
-          input,
-          signal: request.signal,
-        }),
+      const runPlan = await plan(request);
+      return track(
+        callTool({ tools, plan: runPlan, sandboxes, logger, name, input, signal: request.signal }),
       );
     },
     run(request) {
-      return tracked(
+      return track(
         (async () => {
           const result = await runOn(request, lanes);
           if (request.rm) {
