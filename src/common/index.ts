@@ -7,4 +7,3 @@ export * from "./process-identity.js";
 export * from "./exclusive-file.js";
 export { canonicalJson, hashOf } from "./config-hash.js";
 export * from "./stop-signal.js";
-export { onceUntilFailure } from "./once-until-failure.js";

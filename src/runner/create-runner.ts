@@ -1,12 +1,7 @@
 import os from "node:os";
 import path from "node:path";
 
-import {
-  createSilentLogger,
-  onceUntilFailure,
-  stateDirectory,
-  type Logger,
-} from "../common/index.js";
+import { createSilentLogger, stateDirectory, type Logger } from "../common/index.js";
 import {
   hostPathOwner,
   hostProcessOwner,
@@ -54,6 +49,7 @@ import {
 import { SessionLanes } from "./session/index.js";
 import { createSessionHost, type ChildRunRequest } from "./subagents/index.js";
 import { holdSandboxes } from "./runner-holdings.js";
+import { onceUntilFailure } from "./once-until-failure.js";
 import { agentRuntimeOf } from "./runtimes/index.js";
 
 export interface RunnerOptions {
