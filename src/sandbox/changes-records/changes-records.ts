@@ -1,6 +1,8 @@
-import { createHash, randomUUID } from "node:crypto";
-import { mkdir, readFile, rename, rm, writeFile } from "node:fs/promises";
+import { createHash } from "node:crypto";
+import { readFile, rm } from "node:fs/promises";
 import path from "node:path";
+
+import { writeFileAtomically } from "../../common/index.js";
 
 /**
  * What cordon remembers about the changes of a sandbox's private copy, under the state directory
@@ -38,10 +40,7 @@ export async function writeChangesRecord(
   file: string,
   content: Uint8Array | string,
 ): Promise<void> {
-  await mkdir(path.dirname(file), { recursive: true, mode: 0o700 });
-  const temporary = `${file}.${process.pid}.${randomUUID()}.tmp`;
-  await writeFile(temporary, content, { mode: 0o600 });
-  await rename(temporary, file);
+  await writeFileAtomically(file, content, { mode: 0o600 });
 }
 
 /** Reads a sha256 record; undefined when missing or not a digest. */

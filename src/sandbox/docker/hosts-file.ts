@@ -1,6 +1,8 @@
-import { createHash, randomBytes } from "node:crypto";
-import { mkdir, readFile, rename, writeFile } from "node:fs/promises";
+import { createHash } from "node:crypto";
+import { readFile } from "node:fs/promises";
 import path from "node:path";
+
+import { writeFileAtomically } from "../../common/index.js";
 
 /** Where the hosts file is mounted in a sandbox with no network. */
 export const hostsMountTarget = "/etc/hosts";
@@ -38,11 +40,8 @@ export async function ensureHostsFile(
   const file = path.join(stateDirectory, "hosts", `hosts-${digest}`);
   const existing = await readFile(file, "utf8").catch(() => undefined);
   if (existing === content) return file;
-  await mkdir(path.dirname(file), { recursive: true, mode: 0o700 });
-  // Temp file + rename: a concurrent acquire never mounts a torn file.
-  const temporary = `${file}.${process.pid}.${randomBytes(4).toString("hex")}.tmp`;
-  // World-readable: inside the container the sandbox user, whatever its uid, reads it.
-  await writeFile(temporary, content, { mode: 0o644 });
-  await rename(temporary, file);
+  // Atomic: a concurrent acquire never mounts a torn file. World-readable: inside the container
+  // the sandbox user, whatever its uid, reads it.
+  await writeFileAtomically(file, content, { mode: 0o644 });
   return file;
 }

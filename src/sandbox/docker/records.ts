@@ -1,8 +1,9 @@
-import { randomBytes } from "node:crypto";
-import { mkdir, readFile, readdir, rename, rm, writeFile } from "node:fs/promises";
+import { readFile, readdir, rm } from "node:fs/promises";
 import path from "node:path";
 
 import { z } from "zod";
+
+import { writeFileAtomically } from "../../common/index.js";
 
 /**
  * What cordon remembers about a sandbox beside Docker's own view: when it was last used and
@@ -89,10 +90,7 @@ export class SandboxRecords {
   /** Atomic (temp file + rename): concurrent writers never leave a torn file. */
   async write(record: SandboxRecord): Promise<void> {
     const file = this.fileOf(record.containerName);
-    await mkdir(path.dirname(file), { recursive: true, mode: 0o700 });
-    const temporary = `${file}.${process.pid}.${randomBytes(4).toString("hex")}.tmp`;
-    await writeFile(temporary, `${JSON.stringify(record, null, 2)}\n`, { mode: 0o600 });
-    await rename(temporary, file);
+    await writeFileAtomically(file, `${JSON.stringify(record, null, 2)}\n`, { mode: 0o600 });
   }
 
   /** Applies `change` to the record, if there is one. */

@@ -13,7 +13,7 @@ import {
 } from "node:fs/promises";
 import path from "node:path";
 
-import { SandboxStartError } from "../../common/index.js";
+import { SandboxStartError, writeFileAtomically } from "../../common/index.js";
 import { carryInto, type CarrySummary } from "./carry.js";
 import {
   attachWorkspaceDisk,
@@ -252,7 +252,7 @@ export async function mountCarryLayers(
   const started = performance.now();
   const record: LayerRecord = { snapshot: options.snapshot, layers: [...options.layers] };
   // Recorded first: whatever is mounted is found again by removal, even after a crash here.
-  await writeFile(recordPath(workspace), `${JSON.stringify(record)}\n`, { mode: 0o600 });
+  await writeFileAtomically(recordPath(workspace), `${JSON.stringify(record)}\n`, { mode: 0o600 });
   const uppers = upperRoot(workspace);
   const disk = await workspaceDiskFor(options.diskBytes, options.warnings);
   if (disk) await disk.install(uppers, { owner: options.owner });
@@ -319,10 +319,18 @@ async function mountRecorded(workspace: string, record: LayerRecord): Promise<vo
   }
 }
 
+/** A copy's layer record; undefined when missing or unreadable (nothing then names a snapshot). */
 async function readRecord(workspace: string): Promise<LayerRecord | undefined> {
-  const text = await readFile(recordPath(workspace), "utf8").catch(() => undefined);
-  if (text === undefined) return undefined;
-  const parsed = JSON.parse(text) as Partial<LayerRecord>;
+  return parseRecord(await readFile(recordPath(workspace), "utf8").catch(() => undefined));
+}
+
+function parseRecord(text: string | undefined): LayerRecord | undefined {
+  let parsed: Partial<LayerRecord>;
+  try {
+    parsed = JSON.parse(text ?? "") as Partial<LayerRecord>;
+  } catch {
+    return undefined;
+  }
   if (typeof parsed.snapshot !== "string" || !Array.isArray(parsed.layers)) return undefined;
   return { snapshot: parsed.snapshot, layers: parsed.layers.filter((l) => typeof l === "string") };
 }
@@ -358,8 +366,11 @@ export async function releaseCarryLayers(
 async function snapshotInUse(parent: string, snapshot: string): Promise<boolean> {
   for (const name of await readdir(parent).catch(() => [])) {
     if (!name.endsWith(".carry.json")) continue;
-    const text = await readFile(path.join(parent, name), "utf8").catch(() => "");
-    if (text.includes(JSON.stringify(snapshot))) return true;
+    const text = await readFile(path.join(parent, name), "utf8").catch(() => undefined);
+    if (text === undefined) continue;
+    // A record that cannot be read may name it: kept, never deleted on doubt.
+    const record = parseRecord(text);
+    if (record === undefined || record.snapshot === snapshot) return true;
   }
   return false;
 }
