@@ -524,6 +524,25 @@ describe("runAgentLoop", () => {
     expect(JSON.stringify(model.requests[1]?.messages.at(-1))).toMatch(/and add a test/);
   });
 
+  it("takes any message source, and one that throws as no messages", async () => {
+    let drains = 0;
+    const steering = {
+      drain: () => {
+        drains += 1;
+        throw new Error("embedder bug");
+      },
+    };
+    const once = [[{ type: "text" as const, text: "and add a test" }]];
+    const followUps = { drain: () => once.splice(0) };
+    const { result, model } = await run(
+      { version: 1, turns: [{ content: [tool("exec")] }, text("done"), text("test added")] },
+      { io: { steering, followUps } },
+    );
+    expect(result).toMatchObject({ status: "completed", turns: 3, finalText: "test added" });
+    expect(drains).toBeGreaterThan(0);
+    expect(JSON.stringify(model.requests[2]?.messages.at(-1))).toMatch(/and add a test/);
+  });
+
   it("continues a session after a crash that tore the last line mid-turn", async () => {
     const first = await openSession("agent:main:crash");
     await first.append({ role: "user", content: [{ type: "text", text: "build" }] });
