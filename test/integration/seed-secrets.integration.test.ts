@@ -65,7 +65,7 @@ describe("seeding leaves secret-shaped files out", () => {
     const listed = await listIn("plain");
     expect(listed.exitCode, listed.stderr).toBe(0);
     expect(listed.stdout).toBe("./app.py\n");
-    expect(listed.stderr).toMatch(/not a git repository: copied 1 file, 0\.0 MB/);
+    expect(listed.stderr).toMatch(/not a git repository: copied 1 file, 1 kB/);
     expect(listed.stderr).toContain(
       "left secret-shaped paths out of the seed: .env, .npmrc, .ssh/ (to seed one on purpose, name it in sandbox.seedInclude)",
     );

@@ -76,9 +76,10 @@ describe("prune and rm keep unapplied work", () => {
       execFileSync("chown", ["-R", `${sandboxUid}:${sandboxUid}`, project]);
     }
     // work: unapplied changes, its container running; clean: none; applied: applied.
-    expect(
-      (await inSession("work", "echo wip > partial.txt && echo more >> file.txt")).exitCode,
-    ).toBe(0);
+    const seeded = await inSession("work", "echo wip > partial.txt && echo more >> file.txt");
+    expect(seeded.exitCode).toBe(0);
+    // The project's one file is counted apart from its repository's.
+    expect(seeded.stderr).toMatch(/ \(git: 1 file and \.git \(\d+ files\), \d+ kB\)/);
     expect((await inSession("clean", "true")).exitCode).toBe(0);
     expect((await inSession("applied", "echo done > done.txt")).exitCode).toBe(0);
     const applied = await cordon([

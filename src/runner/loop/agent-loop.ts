@@ -295,7 +295,7 @@ function checkBudgets(run: LoopRun): void {
     throw new RunStop(
       "limit_tokens",
       `The run stopped after using ${spent} tokens, its budget is ${run.limits.maxTokens}.`,
-      "Raise the token budget (limits.maxTokens), or continue with the same --session.",
+      "Raise the token budget (the run request's limits.maxTokens), or continue with the same --session.",
     );
   }
 }

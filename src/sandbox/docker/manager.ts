@@ -17,6 +17,7 @@ import {
   DiskWatchdog,
   describeCarry,
   ensurePrivateWorkspace,
+  type SeedInfo,
 } from "../workspace/index.js";
 import type { ContainerClient, ContainerDetails } from "./client/index.js";
 import { createContainerOptions, labelKeys } from "./container-options.js";
@@ -594,8 +595,8 @@ export class DockerSandboxManager {
         context.progress(
           "workspace",
           workspace.seed.repository === false
-            ? `seeded ${workspace.path} from ${workspace.seed.source}: not a git repository: copied ${workspace.seed.files} file${workspace.seed.files === 1 ? "" : "s"}, ${megabytes(workspace.seed.bytes)}`
-            : `seeded ${workspace.path} from ${workspace.seed.source} (${workspace.seed.method}: ${workspace.seed.files} files, ${workspace.seed.bytes} bytes)`,
+            ? `seeded ${workspace.path} from ${workspace.seed.source}: not a git repository: copied ${workspace.seed.files} file${workspace.seed.files === 1 ? "" : "s"}, ${readableSize(workspace.seed.bytes)}`
+            : `seeded ${workspace.path} from ${workspace.seed.source} (${describeSeeded(workspace.seed)})`,
         );
         if (workspace.seed.carried) {
           context.progress("workspace", describeCarry(workspace.seed.carried));
@@ -765,7 +766,16 @@ export class DockerSandboxManager {
   }
 }
 
-/** "3.1 MB": a seed's size as people read it. */
-function megabytes(bytes: number): string {
+/** "3.1 MB", "14 kB": a seed's size as people read it. */
+function readableSize(bytes: number): string {
+  if (bytes < 1_000_000) return `${Math.ceil(bytes / 1000)} kB`;
   return `${(bytes / 1_000_000).toFixed(1)} MB`;
+}
+
+/** "git: 12 files and .git (48 files), 1.2 MB": the project's files apart from its repository's. */
+function describeSeeded(seed: SeedInfo): string {
+  const gitDirFiles = seed.gitDirFiles ?? 0;
+  const files = seed.files - gitDirFiles;
+  const repository = gitDirFiles > 0 ? ` and .git (${gitDirFiles} files)` : "";
+  return `${seed.method}: ${files} file${files === 1 ? "" : "s"}${repository}, ${readableSize(seed.bytes)}`;
 }

@@ -62,9 +62,12 @@ export interface SeedInfo {
   /** "git": tracked + untracked-not-ignored files and `.git`; "copy": every file. */
   method: "git" | "copy";
   seededAt: string;
+  /** Files copied, the repository's own `.git` among them (`gitDirFiles` of them). */
   files: number;
   symlinks: number;
   bytes: number;
+  /** How many of `files` are the copied `.git`'s (a repository of its own); 0 otherwise. */
+  gitDirFiles?: number | undefined;
   skipped: CopySummary["skipped"];
   /** False when the workspace is in no git repository (it was copied whole, secrets aside). */
   repository?: boolean | undefined;
@@ -407,6 +410,7 @@ async function seedInto(
   let tracked: string[] = [];
   let summary: CopySummary = { files: 0, directories: 0, symlinks: 0, bytes: 0, skipped: [] };
   let format = defaultRepositoryFormat;
+  let gitDirFiles = 0;
   let listed: string[] | undefined;
   // Taken before anything is copied: a change while the copy runs makes the copy stale, never
   // fresh. In two parts for a repository (its .git, the files git lists), as `fingerprintNow`.
@@ -429,6 +433,7 @@ async function seedInto(
     });
     format = gitCopy.format;
     summary = gitCopy.summary;
+    gitDirFiles = gitCopy.summary.files;
     const listing = {
       gitDir: path.join(temporary, ".git"),
       workTree: sourceRoot,
@@ -521,6 +526,7 @@ async function seedInto(
     files: summary.files,
     symlinks: summary.symlinks,
     bytes: summary.bytes,
+    gitDirFiles,
     skipped: summary.skipped,
     leftOut,
     ...(fingerprint
