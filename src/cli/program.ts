@@ -31,6 +31,10 @@ const commandModules: readonly CommandModule[] = [
     load: async () => [(await import("./commands/exec.js")).registerExecCommand],
   },
   {
+    commands: { "port-forward": "reach a server in the sandbox from this host's loopback" },
+    load: async () => [(await import("./commands/port-forward.js")).registerPortForwardCommand],
+  },
+  {
     commands: { tool: "call one tool through the policy, as an agent would" },
     load: async () => [(await import("./commands/tool.js")).registerToolCommand],
   },

@@ -45,6 +45,9 @@ import {
   type SandboxProvider,
   type SandboxDisposal,
   type SandboxDisposalMode,
+  forwardLeasePort,
+  type SandboxPortForward,
+  type SandboxPortForwardRequest,
 } from "./orchestrate/index.js";
 import { SessionLanes } from "./session/index.js";
 import { createSessionHost, type ChildRunRequest } from "./subagents/index.js";
@@ -186,6 +189,14 @@ export interface Runner extends AsyncDisposable {
       readsChanges?: ProvideSandboxOptions["readsChanges"];
     },
   ): Promise<{ plan: RunPlan; lease: SandboxLease }>;
+  /**
+   * Forwards a port of this host (127.0.0.1 unless `address` says otherwise) to 127.0.0.1:
+   * `remotePort` inside the sandbox this request maps to, over its executor's stream: the sandbox
+   * keeps network none. The sandbox is held until `close()` (`cordon port-forward`).
+   */
+  forwardPort(
+    request: PlanRequest & SandboxPortForwardRequest & { signal?: AbortSignal | undefined },
+  ): Promise<SandboxPortForward>;
   /**
    * Removes the sandbox (container and private workspace) a request maps to, if any;
    * `keepWorkspace` removes only the container (and every process in it), so the next acquire
@@ -404,6 +415,8 @@ export function createRunner(options: RunnerOptions = {}): Runner {
     configSource: async () => (await loadedConfig()).source,
     config: async () => (await loadedConfig()).config,
     acquireSandbox: (request) => track(acquireSandbox(request)),
+    forwardPort: async (request) =>
+      forwardLeasePort((await track(acquireSandbox(request))).lease, request),
     disposeSandbox: disposeFor,
     close: holdings.close,
     async [Symbol.asyncDispose]() {

@@ -41,6 +41,11 @@ export interface SandboxLease {
    * is offered to a sandbox that has no network. Undefined where the backend cannot.
    */
   forwardPort?: ((destination: (channel: Duplex) => void) => Promise<ForwardedPort>) | undefined;
+  /**
+   * A connection to 127.0.0.1:`port` inside the sandbox, made from within it (`cordon
+   * port-forward`): the sandbox needs no network for it. Undefined where the backend cannot.
+   */
+  connectPort?: ((port: number) => Promise<Duplex>) | undefined;
   release(): Promise<void>;
 }
 

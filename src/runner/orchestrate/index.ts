@@ -22,3 +22,12 @@ export {
   type SandboxDisposal,
   type SandboxDisposalMode,
 } from "./dispose-sandbox.js";
+export {
+  forwardLeasePort,
+  parsePortMapping,
+  startPortForward,
+  type PortForward,
+  type PortForwardOptions,
+  type SandboxPortForward,
+  type SandboxPortForwardRequest,
+} from "./port-forward.js";

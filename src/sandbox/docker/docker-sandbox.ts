@@ -1,3 +1,5 @@
+import type { Duplex } from "node:stream";
+
 import { SandboxError, createSilentLogger, type Logger } from "../../common/index.js";
 import { ShellSandbox } from "../shell-sandbox.js";
 import type { DockerEngine } from "./engine.js";
@@ -157,6 +159,14 @@ export class DockerSandbox extends ShellSandbox<DockerSandboxFiles> {
    */
   forwardPort(port: number, destination: ChannelDestination): Promise<OpenForward> {
     return this.#residentTransport().forward({ port, destination });
+  }
+
+  /**
+   * A connection to 127.0.0.1:`port` inside the sandbox, over its executor's stream (`cordon
+   * port-forward`); fails with `PortClosedError` when nothing listens there.
+   */
+  connectPort(port: number): Promise<Duplex> {
+    return this.#residentTransport().connect(port);
   }
 
   #residentTransport(): ResidentTransport {

@@ -441,6 +441,8 @@ export class DockerSandboxManager {
         sandbox instanceof DockerSandbox
           ? (destination) => sandbox.forwardPort(0, destination)
           : undefined,
+      connectPort:
+        sandbox instanceof DockerSandbox ? (port) => sandbox.connectPort(port) : undefined,
       release,
     };
   }

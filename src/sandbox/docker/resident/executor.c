@@ -29,6 +29,10 @@
  * cordon gave, and cordon alone maps that id to a destination it fixed (the sandbox's proxy, the
  * model gateway); the bytes are relayed opaquely and never interpreted here.
  *
+ * The other way (`cordon port-forward`): cordon asks the executor to connect to 127.0.0.1:PORT in
+ * the sandbox (N), and the connection is a channel like an accepted one, announced with the id of
+ * cordon's request. It reaches only the sandbox's own loopback: the sandbox gets no route out.
+ *
  * Frame: type (1 byte), id (u32 BE), length (u32 BE), payload. See resident-protocol.ts.
  */
 #define _GNU_SOURCE
@@ -52,7 +56,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#define PROTOCOL "cordon-executor 4"
+#define PROTOCOL "cordon-executor 5"
 #define HEADER 9
 #define MAX_FRAME (256u * 1024 * 1024)
 #define CHUNK 65536
@@ -82,6 +86,7 @@
 #define REQ_CHANNEL_DATA 'B'
 #define REQ_CHANNEL_END 'Z'
 #define REQ_CHANNEL_RESET 'Y'
+#define REQ_CONNECT 'N'
 /* executor -> cordon */
 #define RES_HELLO 'H'
 #define RES_STDOUT 'O'
@@ -145,6 +150,8 @@ struct channel {
   int read_done;   /* the connection's side ended (Z sent) */
   int write_done;  /* cordon's side ended (Z received): shut down once buf is written */
   size_t unacked;  /* bytes sent to cordon and not yet acknowledged */
+  int connecting;  /* a connect cordon asked for (N), not yet answered */
+  uint32_t call;   /* that request's id: the channel is announced with it */
 };
 
 static struct listener listeners[MAX_LISTENERS];
@@ -1212,13 +1219,71 @@ static void reset_channel(struct channel *ch) {
   drop_channel(ch);
 }
 
+static struct channel *free_channel(void) {
+  for (int i = 0; i < MAX_CHANNELS; i++)
+    if (!channels[i].used) return &channels[i];
+  return NULL;
+}
+
+/* A new channel on `fd`, announced to cordon with `owner` (a listener's id or a connect's). */
+static void open_channel(struct channel *ch, uint32_t owner) {
+  ch->connecting = 0;
+  ch->id = CHANNEL_BIT | (next_channel++ & ~CHANNEL_BIT);
+  if (next_channel > ~CHANNEL_BIT) next_channel = 1;
+  unsigned char p[4];
+  put_u32(p, owner);
+  send_frame(RES_CHANNEL_OPEN, ch->id, p, 4);
+}
+
+/* A connect that did not happen: cordon hears why under its request's id; nothing was announced. */
+static void connect_failed(struct channel *ch, int error) {
+  const char *why = strerror(error);
+  send_frame(RES_FAILED, ch->call, why, strlen(why));
+  close(ch->fd);
+  memset(ch, 0, sizeof *ch);
+}
+
+/* N: u32 port. Connects to 127.0.0.1:PORT; answered by N (the channel) or F (a reason). */
+static void connect_port(uint32_t id, const char *payload, uint32_t length) {
+  uint32_t port = length == 4 ? get_u32((const unsigned char *)payload) : 0;
+  struct channel *ch = free_channel();
+  if (port == 0 || port > 65535 || !ch) {
+    const char *why = ch ? "bad connect request" : "too many connections";
+    send_frame(RES_FAILED, id, why, strlen(why));
+    return;
+  }
+  int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+  if (fd < 0) {
+    const char *why = strerror(errno);
+    send_frame(RES_FAILED, id, why, strlen(why));
+    return;
+  }
+  memset(ch, 0, sizeof *ch);
+  ch->used = 1;
+  ch->fd = fd;
+  ch->call = id;
+  struct sockaddr_in addr = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  /* Non-blocking: a server whose backlog is full must not stall every other call. */
+  if (connect(fd, (struct sockaddr *)&addr, sizeof addr) == 0) open_channel(ch, id);
+  else if (errno == EINPROGRESS) ch->connecting = 1;
+  else connect_failed(ch, errno);
+}
+
+/* The connect finished: a channel, or the reason it failed. */
+static void finish_connect(struct channel *ch) {
+  int error = 0;
+  socklen_t size = sizeof error;
+  if (getsockopt(ch->fd, SOL_SOCKET, SO_ERROR, &error, &size) < 0) error = errno;
+  if (error) connect_failed(ch, error);
+  else open_channel(ch, ch->call);
+}
+
 static void accept_connections(struct listener *l) {
   for (;;) {
     int fd = accept4(l->fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
     if (fd < 0) return;
-    struct channel *ch = NULL;
-    for (int i = 0; i < MAX_CHANNELS && !ch; i++)
-      if (!channels[i].used) ch = &channels[i];
+    struct channel *ch = free_channel();
     if (!ch) {
       /* Out of channels: the client sees a closed connection and may retry. */
       close(fd);
@@ -1227,11 +1292,7 @@ static void accept_connections(struct listener *l) {
     memset(ch, 0, sizeof *ch);
     ch->used = 1;
     ch->fd = fd;
-    ch->id = CHANNEL_BIT | (next_channel++ & ~CHANNEL_BIT);
-    if (next_channel > ~CHANNEL_BIT) next_channel = 1;
-    unsigned char p[4];
-    put_u32(p, l->id);
-    send_frame(RES_CHANNEL_OPEN, ch->id, p, 4);
+    open_channel(ch, l->id);
   }
 }
 
@@ -1366,6 +1427,9 @@ static void handle_frame(char type, uint32_t id, char *payload, uint32_t length)
     case REQ_CHANNEL_RESET:
       if ((ch = find_channel(id))) drop_channel(ch);
       break;
+    case REQ_CONNECT:
+      connect_port(id, payload, length);
+      break;
     default:
       fprintf(stderr, "cordon-executor: unknown frame type %d\n", type);
       _exit(65);
@@ -1470,7 +1534,8 @@ int main(void) {
       struct channel *ch = &channels[i];
       if (!ch->used) continue;
       short events = 0;
-      if (!ch->read_done && ch->unacked < CHANNEL_WINDOW) events |= POLLIN;
+      if (ch->connecting) events = POLLOUT;
+      else if (!ch->read_done && ch->unacked < CHANNEL_WINDOW) events |= POLLIN;
       if (ch->off < ch->len) events |= POLLOUT;
       if (!events) continue;
       fds[n] = (struct pollfd){.fd = ch->fd, .events = events};
@@ -1551,6 +1616,10 @@ int main(void) {
         struct channel *ch = &channels[slot[i]];
         /* Dropped (or its slot reused) by something handled earlier this round. */
         if (!ch->used || ch->fd != fds[i].fd) continue;
+        if (ch->connecting) {
+          finish_connect(ch);
+          continue;
+        }
         if ((fds[i].revents & (POLLOUT | POLLERR | POLLHUP)) && ch->off < ch->len) write_channel(ch);
         if (ch->used && ch->fd == fds[i].fd && (fds[i].revents & (POLLIN | POLLHUP | POLLERR)) &&
             !ch->read_done)

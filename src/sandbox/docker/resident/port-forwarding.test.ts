@@ -9,7 +9,8 @@ import { createSilentLogger } from "../../../common/index.js";
 import type { ExecRequest, ExecTransport, RunningExec } from "../../shell/exec-transport.js";
 import { residentExecutorBinary } from "./executor-binary.js";
 import type { ForwardedChannel } from "./forwarded-channel.js";
-import { ResidentConnection } from "./resident-connection.js";
+import { request } from "./protocol.js";
+import { PortClosedError, ResidentConnection } from "./resident-connection.js";
 
 /**
  * The real executor binary run as a child process on this machine (the frames are the same as
@@ -148,6 +149,58 @@ describe.skipIf(!binary)("ports forwarded over the executor's stream", { timeout
     } finally {
       squatter.close();
     }
+  });
+});
+
+// The other way (`cordon port-forward`): the executor connects to a port where it runs.
+describe.skipIf(!binary)("connections made by the executor", { timeout: 60_000 }, () => {
+  let connection: ResidentConnection | undefined;
+  afterEach(() => connection?.close());
+
+  it("carries megabytes to a server where it runs and back, with half closes, several at once", async () => {
+    connection = await ResidentConnection.open(localExecutor(binary ?? ""), createSilentLogger());
+    // A server that answers with the digest of all it read, once its client has shut down its side.
+    const server = createServer({ allowHalfOpen: true }, (socket) => {
+      const hash = createHash("sha256");
+      socket.on("data", (chunk: Buffer) => hash.update(chunk));
+      socket.on("end", () => socket.end(hash.digest("hex")));
+    });
+    server.listen(0, "127.0.0.1");
+    await once(server, "listening");
+    const { port } = server.address() as { port: number };
+    try {
+      const payloads = [randomBytes(5 * 1024 * 1024), randomBytes(1000), Buffer.alloc(0)];
+      const replies = await Promise.all(
+        payloads.map(async (payload) => {
+          const channel = await (connection as ResidentConnection).connect(port);
+          const chunks: Buffer[] = [];
+          channel.on("data", (chunk: Buffer) => chunks.push(chunk));
+          channel.end(payload);
+          await once(channel, "end");
+          return Buffer.concat(chunks).toString();
+        }),
+      );
+      expect(replies).toEqual(
+        payloads.map((payload) => createHash("sha256").update(payload).digest("hex")),
+      );
+    } finally {
+      server.close();
+    }
+  });
+
+  it("says nothing listens on a closed port, and goes on serving", async () => {
+    connection = await ResidentConnection.open(localExecutor(binary ?? ""), createSilentLogger());
+    const closed = createServer();
+    closed.listen(0, "127.0.0.1");
+    await once(closed, "listening");
+    const { port } = closed.address() as { port: number };
+    closed.close();
+    await expect(connection.connect(port)).rejects.toBeInstanceOf(PortClosedError);
+    await expect(connection.connect(port)).rejects.toThrow(
+      `nothing listens on port ${port} in local-executor (127.0.0.1)`,
+    );
+    expect(connection.alive).toBe(true);
+    expect(await connection.fast(request.ping)).toBeDefined();
   });
 });
 

@@ -2,14 +2,15 @@
  * The frames cordon and its resident executor (executor.c) exchange over the executor's stdin and
  * stdout: type (1 byte), id (u32 big-endian), payload length (u32 big-endian), payload. The id
  * names one call; the executor's own frames use id 0. A channel (a connection accepted on a
- * forwarded port) has an id the executor made, with `channelIdBit` set; cordon's ids never have it.
+ * forwarded port, or made on cordon's request) has an id the executor made, with `channelIdBit`
+ * set; cordon's ids never have it.
  */
 
 /** Set in every channel id (the executor's); cordon's call and listener ids stay below it. */
 export const channelIdBit = 0x80000000;
 
 /** What the executor says first; a different version is a different protocol (fall back). */
-export const protocolGreeting = "cordon-executor 4";
+export const protocolGreeting = "cordon-executor 5";
 
 export const headerBytes = 9;
 
@@ -52,6 +53,11 @@ export const request = {
   channelEnd: "Z",
   /** Drop the channel's connection at once. */
   channelReset: "Y",
+  /**
+   * Connect to 127.0.0.1:PORT in the sandbox (`cordon port-forward`): u32 port. Answered by a
+   * channel open whose payload is this request's id, or failed (a reason, e.g. "Connection refused").
+   */
+  connect: "N",
 } as const;
 
 /** The reason of a failed listen when the port is held by another socket. */

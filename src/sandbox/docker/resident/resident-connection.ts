@@ -112,6 +112,17 @@ interface ListenCall {
   reject: (error: Error) => void;
 }
 
+/** A connect request (`cordon port-forward`) waiting for its channel. */
+interface ConnectCall {
+  kind: "connect";
+  port: number;
+  resolve: (channel: ForwardedChannel) => void;
+  reject: (error: Error) => void;
+}
+
+/** Nothing listens on the port in the sandbox (the executor's connect was refused). */
+export class PortClosedError extends SandboxError {}
+
 /**
  * Where the connections accepted on one forwarded port go: cordon's choice, made when it asked
  * for the listener. It takes the channel over (pipes it somewhere, or destroys it).
@@ -141,7 +152,7 @@ export interface FastResult {
 export class ResidentConnection {
   readonly #frames = new FrameQueue();
   readonly #reader = new FrameReader();
-  readonly #calls = new Map<number, ProcessCall | FastCall | ListenCall>();
+  readonly #calls = new Map<number, ProcessCall | FastCall | ListenCall | ConnectCall>();
   /** Forwarded ports by listener id: the one place a channel's destination is looked up. */
   readonly #listeners = new Map<number, ChannelDestination>();
   readonly #channels = new Map<number, ForwardedChannel>();
@@ -366,6 +377,29 @@ export class ResidentConnection {
   }
 
   /**
+   * A connection to 127.0.0.1:`port` inside the sandbox, made by the executor there, as a channel
+   * (`cordon port-forward`). Fails with `PortClosedError` when nothing listens there.
+   */
+  connect(port: number): Promise<ForwardedChannel> {
+    const id = this.#newId();
+    return new Promise<ForwardedChannel>((resolve, reject) => {
+      this.#track(id, {
+        kind: "connect",
+        port,
+        resolve: (channel) => {
+          this.#forget(id);
+          resolve(channel);
+        },
+        reject: (error) => {
+          this.#forget(id);
+          reject(error);
+        },
+      });
+      this.#send(request.connect, id, u32(port));
+    });
+  }
+
+  /**
    * Stops a listener; the channels it opened go on until they end. Not acknowledged: a connection
    * the sandbox's kernel gave this listener's socket just before it closes is reset there.
    */
@@ -388,7 +422,7 @@ export class ResidentConnection {
     return id;
   }
 
-  #track(id: number, call: ProcessCall | FastCall | ListenCall): void {
+  #track(id: number, call: ProcessCall | FastCall | ListenCall | ConnectCall): void {
     if (!this.#alive) {
       if (call.kind === "fast") call.resolve(undefined);
       else call.reject(this.#stoppedError());
@@ -442,6 +476,23 @@ export class ResidentConnection {
     const call = this.#calls.get(frame.id);
     if (!call) return;
     const { parts } = frame;
+    if (call.kind === "connect") {
+      // Its success comes as a channel open (#channelFrame); anything here is a failure.
+      const reason = payloadOf(frame).toString("utf8") || "refused";
+      call.reject(
+        /refused/i.test(reason)
+          ? new PortClosedError(
+              `nothing listens on port ${call.port} in ${this.#exec.containerName} (127.0.0.1)`,
+              {
+                fix: "start the server in the sandbox first, listening on 127.0.0.1 or 0.0.0.0 at that port (`cordon exec` … `ss -ltn` shows what listens)",
+              },
+            )
+          : new SandboxError(
+              `cannot connect to port ${call.port} in ${this.#exec.containerName}: ${reason}`,
+            ),
+      );
+      return;
+    }
     if (call.kind === "listen") {
       const reason = payloadOf(frame).toString("utf8");
       if (frame.type === response.exit) call.resolve(payloadOf(frame).readInt32BE(0));
@@ -500,13 +551,17 @@ export class ResidentConnection {
 
   /**
    * A frame of a channel. A new channel's destination is the one its listener was given by
-   * cordon; the sandbox names only the listener id, and an id cordon never gave is refused.
+   * cordon, or the connect request that asked for it; the sandbox names only the id, and an id
+   * cordon never gave (or a connect already answered) is refused.
    */
   #channelFrame(frame: Frame): void {
     if (frame.type === response.channelOpen) {
-      const destination = this.#listeners.get(
-        frame.length === 4 ? payloadOf(frame).readUInt32BE(0) : 0,
-      );
+      const owner = frame.length === 4 ? payloadOf(frame).readUInt32BE(0) : 0;
+      const connect = this.#calls.get(owner);
+      const destination =
+        connect?.kind === "connect"
+          ? (channel: ForwardedChannel) => connect.resolve(channel)
+          : this.#listeners.get(owner);
       if (!destination || this.#channels.has(frame.id)) {
         this.#send(request.channelReset, frame.id);
         return;
@@ -548,7 +603,7 @@ export class ResidentConnection {
         call.resolve(undefined);
         continue;
       }
-      if (call.kind === "listen") {
+      if (call.kind === "listen" || call.kind === "connect") {
         call.reject(this.#stoppedError());
         continue;
       }

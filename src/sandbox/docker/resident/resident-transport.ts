@@ -10,6 +10,7 @@ import {
   type RunningExec,
 } from "../../shell/exec-transport.js";
 import { cStrings, request, u32, u64 } from "./protocol.js";
+import type { ForwardedChannel } from "./forwarded-channel.js";
 import {
   ExecutorStoppedError,
   PortInUseError,
@@ -134,6 +135,16 @@ export class ResidentTransport implements ExecTransport {
     const connection = await this.#ready(true);
     if (!connection) throw this.#noExecutorError();
     await this.#listenAll(connection);
+  }
+
+  /**
+   * A connection to 127.0.0.1:`port` in the sandbox, made there by the executor (`cordon
+   * port-forward`): the sandbox keeps its network as it is.
+   */
+  async connect(port: number): Promise<ForwardedChannel> {
+    const connection = await this.#ready(true);
+    if (!connection) throw this.#noExecutorError();
+    return connection.connect(port);
   }
 
   /** Forwards one more port, for as long as this transport lives or until `close()`. */

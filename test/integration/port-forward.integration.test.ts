@@ -1,0 +1,159 @@
+import { createHash } from "node:crypto";
+import { mkdtemp, rm } from "node:fs/promises";
+import net from "node:net";
+import { tmpdir } from "node:os";
+import path from "node:path";
+
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+
+import { createRunner, type Runner } from "../../src/index.js";
+import { PortClosedError } from "../../src/sandbox/docker/resident/resident-connection.js";
+import { demoRepo } from "../support/demo-repo.js";
+import {
+  dockerClient,
+  execIn,
+  removeContainersOfHome,
+  requireSandboxImage,
+} from "../support/docker.js";
+import { removeStateDirectory } from "../support/state-directory.js";
+
+/** GETs `url`, again while the server in the sandbox is still starting (its connection is closed then). */
+async function getWhenUp(url: string): Promise<Buffer> {
+  let last: unknown;
+  for (let attempt = 0; attempt < 150; attempt += 1) {
+    try {
+      const response = await fetch(url);
+      return Buffer.from(await response.arrayBuffer());
+    } catch (error) {
+      last = error;
+      await new Promise((resolve) => setTimeout(resolve, 200));
+    }
+  }
+  throw new Error(`${url} never answered: ${String(last)}`);
+}
+
+/**
+ * `cordon port-forward` as a library call: a server the agent started in a network-none sandbox
+ * answers on this host's loopback, over the executor's stream, and the sandbox still has no
+ * network.
+ */
+describe("port-forward", () => {
+  let root: string;
+  let home: string;
+  let runner: Runner;
+  const session = "preview";
+
+  beforeAll(async () => {
+    await requireSandboxImage();
+    root = await mkdtemp(path.join(tmpdir(), "cordon-port-forward-"));
+    home = path.join(root, "state");
+    const repo = await demoRepo();
+    runner = createRunner({
+      env: { ...process.env, CORDON_HOME: home, CORDON_CONFIG: "" },
+      workspace: repo,
+    });
+  });
+
+  afterAll(async () => {
+    await removeContainersOfHome(home);
+    await removeStateDirectory(home);
+    await rm(root, { recursive: true, force: true });
+  });
+
+  it("reaches a server started in a network-none sandbox; the sandbox still has no network", async () => {
+    const big = await runner.callTool(
+      "exec",
+      { command: "head -c 3000000 /dev/urandom > big.bin && sha256sum big.bin" },
+      { sessionKey: session },
+    );
+    expect(big.isError).toBe(false);
+    const started = await runner.callTool(
+      "exec",
+      { command: "python3 -m http.server 8000 --bind 127.0.0.1", background: true },
+      { sessionKey: session },
+    );
+    expect(started.isError).toBe(false);
+
+    const errors: unknown[] = [];
+    const forward = await runner.forwardPort({
+      sessionKey: session,
+      remotePort: 8000,
+      onError: (error) => errors.push(error),
+    });
+    try {
+      expect(forward.address).toBe("127.0.0.1");
+      expect(forward.localPort).toBeGreaterThan(0);
+      const listing = (await getWhenUp(`http://127.0.0.1:${forward.localPort}/`)).toString();
+      expect(listing).toContain("big.bin");
+      // 3 MB through the channel's windows, byte for byte.
+      const body = await getWhenUp(`http://127.0.0.1:${forward.localPort}/big.bin`);
+      const text = big.content.map((block) => ("text" in block ? block.text : "")).join("");
+      expect(text).toContain(createHash("sha256").update(body).digest("hex"));
+      // Several at once, each its own channel.
+      const many = await Promise.all(
+        Array.from({ length: 8 }, () => getWhenUp(`http://127.0.0.1:${forward.localPort}/`)),
+      );
+      for (const page of many) expect(page.toString()).toContain("big.bin");
+
+      // The sandbox is as it was: network none, nothing but loopback, no route anywhere.
+      const container = dockerClient().getContainer(forward.sandbox);
+      const info = await container.inspect();
+      expect(info.HostConfig.NetworkMode).toBe("none");
+      const routes = await execIn(container, ["cat", "/proc/net/route", "/proc/net/dev"]);
+      expect(routes.stdout.split("\n").slice(1).join("\n")).not.toMatch(/eth|^\w+\s+[0-9A-F]{8}/m);
+    } finally {
+      await forward.close();
+    }
+    // Only while the server was still starting: nothing listened yet.
+    for (const error of errors) expect(error).toBeInstanceOf(PortClosedError);
+    // Closed: nothing listens here any more.
+    await expect(
+      new Promise((resolve, reject) => {
+        const socket = net.connect(forward.localPort, "127.0.0.1", () => resolve(socket));
+        socket.on("error", reject);
+      }),
+    ).rejects.toMatchObject({ code: "ECONNREFUSED" });
+  });
+
+  it("says nothing listens there, and keeps forwarding for when something does", async () => {
+    const errors: unknown[] = [];
+    const forward = await runner.forwardPort({
+      sessionKey: session,
+      remotePort: 8111,
+      onError: (error) => errors.push(error),
+    });
+    try {
+      await expect(fetch(`http://127.0.0.1:${forward.localPort}/`)).rejects.toThrow();
+      expect(errors[0]).toBeInstanceOf(PortClosedError);
+      expect((errors[0] as PortClosedError).message).toMatch(
+        /^nothing listens on port 8111 in cordon-.* \(127\.0\.0\.1\)$/,
+      );
+      await runner.callTool(
+        "exec",
+        { command: "python3 -m http.server 8111 --bind 127.0.0.1", background: true },
+        { sessionKey: session },
+      );
+      expect((await getWhenUp(`http://127.0.0.1:${forward.localPort}/`)).toString()).toContain(
+        "Directory listing",
+      );
+    } finally {
+      await forward.close();
+    }
+  });
+
+  it("refuses a local port in use, naming the fix", async () => {
+    const holder = net.createServer();
+    await new Promise<void>((resolve) => holder.listen(0, "127.0.0.1", resolve));
+    const { port } = holder.address() as net.AddressInfo;
+    try {
+      await expect(
+        runner.forwardPort({ sessionKey: session, remotePort: 8000, localPort: port }),
+      ).rejects.toMatchObject({
+        message: `127.0.0.1:${port} is in use on this host`,
+        fix: expect.stringMatching(/LOCAL:REMOTE/) as unknown,
+      });
+    } finally {
+      holder.close();
+    }
+  });
+});
