@@ -8,3 +8,4 @@ export * from "./atomic-file.js";
 export * from "./exclusive-file.js";
 export { canonicalJson, hashOf } from "./config-hash.js";
 export * from "./stop-signal.js";
+export { freezeDeep } from "./freeze-deep.js";

@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { messageOf } from "../common/index.js";
+import { freezeDeep, messageOf } from "../common/index.js";
 import { describeToolError } from "./tool-errors.js";
 import {
   errorResult,
@@ -47,7 +47,8 @@ export function createToolset(options: CreateToolsetOptions): Toolset {
   }
   const allowed = new Set(options.allowed);
   const offered = options.tools.filter((tool) => allowed.has(tool.name));
-  const specs = offered.map(toModelToolSpec);
+  // Frozen: the same list goes with every model call of a run, so its size is estimated once.
+  const specs = freezeDeep(offered.map(toModelToolSpec));
   const names = offered.map((tool) => tool.name);
   const session = new ToolSessionState();
 

@@ -247,10 +247,12 @@ async function turnLoop(run: LoopRun): Promise<RunResult> {
   for (;;) {
     stopIfAborted(run);
     checkBudgets(run);
-    if (await compactedAhead(run)) continue;
+    // One copy of the transcript a turn: the estimate and the request read the same messages.
+    const messages = run.session.messages();
+    if (await compactedAhead(run, messages)) continue;
     let turn: ModelTurn;
     try {
-      turn = await callModel(run);
+      turn = await callModel(run, messages);
     } catch (error) {
       await recover(run, asModelError(run, error));
       continue;
@@ -305,11 +307,11 @@ function checkBudgets(run: LoopRun): void {
  * max_tokens would not fit the context window, recover as from an overflow (compact, then the
  * reset) before sending it. True when it recovered, so the loop estimates again.
  */
-async function compactedAhead(run: LoopRun): Promise<boolean> {
+async function compactedAhead(run: LoopRun, messages: readonly Message[]): Promise<boolean> {
   const estimate = estimateRequestTokens({
     system: run.options.systemPrompt,
     tools: run.options.toolset.specs,
-    messages: run.session.messages(),
+    messages,
   });
   const thinking = thinkingOptionsOf(run.recovery.thinking);
   const needed = estimate + maxTokensFor(run.limits.maxOutputTokens, thinking);
@@ -325,14 +327,14 @@ async function compactedAhead(run: LoopRun): Promise<boolean> {
 }
 
 /** One model call, streamed; text and thinking deltas are emitted as they come. */
-async function callModel(run: LoopRun): Promise<ModelTurn> {
+async function callModel(run: LoopRun, messages: readonly Message[]): Promise<ModelTurn> {
   run.emit({ type: "model-start", turn: run.turns + 1, model: run.modelId });
   const thinking = thinkingOptionsOf(run.recovery.thinking);
   let turn: ModelTurn | undefined;
   for await (const event of run.client.stream({
     model: run.modelId,
     system: run.options.systemPrompt,
-    messages: run.session.messages(),
+    messages,
     tools: run.options.toolset.specs,
     maxTokens: maxTokensFor(run.limits.maxOutputTokens, thinking),
     thinking,

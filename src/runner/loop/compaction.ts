@@ -8,9 +8,25 @@ import {
 } from "../model/index.js";
 import type { TranscriptItem } from "../session/index.js";
 
+/**
+ * Estimates of messages and tool lists that cannot change (the session's are frozen), so the
+ * estimate before each model call serialises only what is new rather than the whole transcript.
+ */
+const frozenEstimates = new WeakMap<object, number>();
+
+function cachedEstimate(value: object, estimate: () => number): number {
+  if (!Object.isFrozen(value)) return estimate();
+  let tokens = frozenEstimates.get(value);
+  if (tokens === undefined) {
+    tokens = estimate();
+    frozenEstimates.set(value, tokens);
+  }
+  return tokens;
+}
+
 /** About four characters a token; good enough to split a transcript by share. */
 export function estimateTokens(message: Message): number {
-  return Math.ceil(JSON.stringify(message.content).length / 4);
+  return cachedEstimate(message, () => Math.ceil(JSON.stringify(message.content).length / 4));
 }
 
 /** Estimated input tokens of a request: system prompt, tool schemas and messages. */
@@ -19,7 +35,8 @@ export function estimateRequestTokens(request: {
   tools: readonly ModelToolSpec[];
   messages: readonly Message[];
 }): number {
-  const fixed = Math.ceil((request.system.length + JSON.stringify(request.tools).length) / 4);
+  const tools = cachedEstimate(request.tools, () => JSON.stringify(request.tools).length / 4);
+  const fixed = Math.ceil(request.system.length / 4 + tools);
   return request.messages.reduce((sum, message) => sum + estimateTokens(message), fixed);
 }
 

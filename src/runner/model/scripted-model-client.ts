@@ -4,6 +4,7 @@ import { AbortedError, ConfigError, throwIfAborted } from "../../common/index.js
 import { fixForKind, ModelApiError, type ModelErrorKind } from "./model-errors.js";
 import type {
   AssistantContentBlock,
+  Message,
   ModelClient,
   ModelRequest,
   ModelStreamEvent,
@@ -140,8 +141,16 @@ export class ScriptedModelClient implements ModelClient {
   }
 
   async *stream(request: ModelRequest): AsyncGenerator<ModelStreamEvent> {
-    const { signal, ...recorded } = request;
-    this.requests.push(structuredClone(recorded));
+    const { signal, ...rest } = request;
+    // Frozen messages (a session's) cannot change later: kept as they are, not copied each call.
+    const copy = <T>(value: T): T => (Object.isFrozen(value) ? value : structuredClone(value));
+    const recorded: RecordedModelRequest = {
+      ...rest,
+      thinking: copy(rest.thinking),
+      tools: copy(rest.tools),
+      messages: rest.messages.map(copy),
+    };
+    this.requests.push(recorded);
     throwIfAborted(signal, "the model request");
     const turn = this.#script.turns[this.#next];
     if (!turn) {
@@ -215,12 +224,30 @@ function waitForAbort(signal: AbortSignal | undefined): Promise<never> {
   });
 }
 
-/** About four characters a token: deterministic, so token-limit tests can rely on it. */
+/** The JSON length of each frozen message, measured once. */
+const jsonLengths = new WeakMap<Message, number>();
+
+function jsonLength(message: Message): number {
+  const known = jsonLengths.get(message);
+  if (known !== undefined) return known;
+  const length = JSON.stringify(message).length;
+  if (Object.isFrozen(message)) jsonLengths.set(message, length);
+  return length;
+}
+
+/**
+ * About four characters a token: deterministic, so token-limit tests can rely on it. The input
+ * is the length of the messages as one JSON array (brackets, commas and each message).
+ */
 function estimateUsage(
   request: RecordedModelRequest,
   content: AssistantContentBlock[],
 ): ModelUsage {
-  const input = request.system.length + JSON.stringify(request.messages).length;
+  const messages = request.messages.reduce(
+    (sum, message, index) => sum + jsonLength(message) + (index > 0 ? 1 : 0),
+    2,
+  );
+  const input = request.system.length + messages;
   return {
     inputTokens: Math.ceil(input / 4),
     outputTokens: Math.ceil(JSON.stringify(content).length / 4),

@@ -1,8 +1,10 @@
+import { writeSync } from "node:fs";
 import { mkdir, open, readFile, type FileHandle } from "node:fs/promises";
 import path from "node:path";
 import {
   CordonError,
   ExitCode,
+  freezeDeep,
   throwIfAborted,
   type Logger,
   createSilentLogger,
@@ -16,14 +18,18 @@ import type {
   ToolUseBlock,
   UserMessage,
 } from "../model/index.js";
-import { parseSessionLine, type SessionEntry } from "./session-line.js";
+import { entryMessage, parseSessionLine, type SessionEntry } from "./session-line.js";
 import { sessionFilePath } from "./session-name.js";
 import {
+  appendToRepaired,
   effectiveTranscript,
   repairToolResults,
   syntheticToolResult,
   type TranscriptItem,
 } from "./transcript.js";
+
+/** How long a written line may wait for its fdatasync (see `JsonlSession`). */
+const syncEveryMs = 1_000;
 
 /** A session file cannot be read as a session. */
 export class SessionCorruptError extends CordonError {
@@ -51,8 +57,13 @@ export interface AppendMeta {
 
 /**
  * A session: an append-only JSONL file, one message a line, the source of truth of the
- * conversation. Every append is written and fsynced before it resolves, so a crash loses at most
- * the line being written, and that torn line is dropped on the next load.
+ * conversation. Every append is written before it resolves, so a process that dies (killed,
+ * crashed) loses at most the line being written, and that torn line is dropped on the next load.
+ * It reaches the disk behind the loop, at most `syncEveryMs` after it was written (one fdatasync
+ * for what was written in that time) and at `close`: a sync costs ~1-3 ms on ext4, and holds the
+ * file's lock, so a sync per line made the loop wait for two a tool call — more than everything
+ * else the loop does. An OS crash or power loss loses at most that last second of lines; a tool
+ * call left without its result is answered on load.
  */
 export class JsonlSession {
   readonly #entries: SessionEntry[];
@@ -60,6 +71,9 @@ export class JsonlSession {
   readonly #logger: Logger;
   #items: TranscriptItem[];
   #writes: Promise<void> = Promise.resolve();
+  /** The next fdatasync, once lines were written since the last one. */
+  #syncTimer: NodeJS.Timeout | undefined;
+  #syncing: Promise<void> | undefined;
   #closed = false;
 
   private constructor(
@@ -112,9 +126,14 @@ export class JsonlSession {
     return structuredClone(this.#entries);
   }
 
-  /** The conversation the model sees next: compaction/reset applied, every tool_use answered. */
+  /**
+   * The conversation the model sees next: compaction/reset applied, every tool_use answered. The
+   * messages are frozen (deeply: a line once written never changes), so they are handed out
+   * without a copy; the array is the caller's. Copying the whole transcript twice a turn was most
+   * of what the loop itself cost per tool call (issue 31).
+   */
   messages(): Message[] {
-    return structuredClone(this.#items.map((item) => item.message));
+    return this.#items.map((item) => item.message);
   }
 
   /**
@@ -122,7 +141,7 @@ export class JsonlSession {
    * name the first line it keeps.
    */
   transcript(): TranscriptItem[] {
-    return structuredClone(this.#items);
+    return this.#items.map((item) => ({ ...item }));
   }
 
   /** Number of valid lines. */
@@ -155,10 +174,11 @@ export class JsonlSession {
       ts: new Date().toISOString(),
       kind: "message",
       role: message.role,
-      content: message.content,
+      // A copy: the transcript holds it frozen, and the caller keeps its own.
+      content: structuredClone(message.content),
     };
     if (meta.model !== undefined) entry.model = meta.model;
-    if (meta.usage !== undefined) entry.usage = meta.usage;
+    if (meta.usage !== undefined) entry.usage = { ...meta.usage };
     if (meta.stopReason !== undefined) entry.stopReason = meta.stopReason;
     await this.#write(entry);
   }
@@ -202,6 +222,12 @@ export class JsonlSession {
     if (this.#closed) return;
     this.#closed = true;
     await this.#writes.catch(() => undefined);
+    if (this.#syncTimer) {
+      clearTimeout(this.#syncTimer);
+      this.#syncTimer = undefined;
+      this.#sync();
+    }
+    await this.#syncing;
     await this.#handle.close();
   }
 
@@ -209,15 +235,43 @@ export class JsonlSession {
     if (this.#closed) {
       return Promise.reject(new Error(`session ${this.sessionKey} is closed`));
     }
-    // Appends are chained so concurrent callers never interleave bytes of two lines.
-    const write = this.#writes.then(async () => {
-      await this.#handle.appendFile(`${JSON.stringify(entry)}\n`, "utf8");
-      await this.#handle.sync();
-      this.#entries.push(entry);
-      this.#recompute();
+    // Appends are chained so concurrent callers never interleave bytes of two lines. The write
+    // itself is synchronous: one line into the page cache is a few microseconds, where a trip
+    // through the thread pool and back costs a tool call more than the write.
+    const write = this.#writes.then(() => {
+      writeSync(this.#handle.fd, `${JSON.stringify(entry)}\n`);
+      this.#syncBehind();
+      this.#entries.push(freezeDeep(entry));
+      this.#items =
+        entry.kind === "message"
+          ? appendToRepaired(this.#items, {
+              line: this.#entries.length - 1,
+              message: entryMessage(entry),
+            })
+          : repairToolResults(effectiveTranscript(this.#entries)).items;
     });
     this.#writes = write.catch(() => undefined);
     return write;
+  }
+
+  /** Schedules a sync of what was written, unless one is scheduled (it will include this). */
+  #syncBehind(): void {
+    if (this.#syncTimer) return;
+    this.#syncTimer = setTimeout(() => {
+      this.#syncTimer = undefined;
+      this.#sync();
+    }, syncEveryMs);
+    // A process that is done otherwise does not stay for it (it exits through `close`).
+    this.#syncTimer.unref();
+  }
+
+  #sync(): void {
+    const previous = this.#syncing ?? Promise.resolve();
+    this.#syncing = previous
+      .then(() => this.#handle.datasync())
+      .catch((error: unknown) => {
+        this.#logger.warn({ err: error }, "the session file could not be synced to disk");
+      });
   }
 
   #recompute(): void {
@@ -232,11 +286,11 @@ export class JsonlSession {
         "tool calls without a result were answered with an error result (the last run was interrupted)",
       );
     }
+    // The transcript as loaded first: appends extend it.
+    this.#recompute();
     if (trailing.length > 0) {
       const message: UserMessage = { role: "user", content: trailing };
       await this.append(message);
-    } else {
-      this.#recompute();
     }
   }
 }
@@ -268,7 +322,7 @@ async function readEntries(
     if (end === -1) return { entries, validBytes: offset, tornBytes: data.length - offset };
     const entry = text.trim() === "" ? undefined : parseSessionLine(text);
     if (entry) {
-      entries.push(entry);
+      entries.push(freezeDeep(entry));
     } else if (text.trim() !== "") {
       if (isLast) return { entries, validBytes: offset, tornBytes: data.length - offset };
       throw new SessionCorruptError(

@@ -1,4 +1,5 @@
-import { appendFile, open, stat } from "node:fs/promises";
+import { appendFileSync } from "node:fs";
+import { open, stat } from "node:fs/promises";
 
 import { z } from "zod";
 
@@ -36,7 +37,8 @@ export class RunEventsLog {
   #seq = 0;
   #file: string | undefined;
   #pending: string[] = [];
-  #writes: Promise<void> = Promise.resolve();
+  /** A write of what is pending is scheduled (after the burst of events being recorded). */
+  #scheduled: NodeJS.Immediate | undefined;
   #failed = false;
 
   constructor(runId: string, logger: Logger = createSilentLogger()) {
@@ -53,35 +55,46 @@ export class RunEventsLog {
     if (unlogged.has(event.type)) return;
     const record = { v: 1, seq: this.#seq, ts: new Date().toISOString(), runId: this.#runId };
     this.#pending.push(`${JSON.stringify({ ...record, ...event })}\n`);
-    if (this.#file !== undefined) this.#flush();
+    this.#schedule();
   }
 
   /** Starts writing to `file` (once the session's lock is held), the events so far first. */
   attach(file: string): void {
     this.#file = file;
-    this.#flush();
+    this.#schedule();
   }
 
   /** Resolves once everything recorded so far is written (or has failed, logged once). */
-  async flushed(): Promise<void> {
-    await this.#writes;
+  flushed(): Promise<void> {
+    this.#flush();
+    return Promise.resolve();
+  }
+
+  /**
+   * The events of one step (a tool call makes five or six) go out in one append, once the step's
+   * synchronous work is done: a small append to the page cache is a few microseconds written
+   * synchronously, where an asynchronous append per event kept the thread pool and the loop busy.
+   */
+  #schedule(): void {
+    if (this.#file === undefined || this.#scheduled) return;
+    this.#scheduled = setImmediate(() => this.#flush());
   }
 
   #flush(): void {
+    if (this.#scheduled) clearImmediate(this.#scheduled);
+    this.#scheduled = undefined;
     const file = this.#file;
     if (file === undefined || this.#pending.length === 0) return;
     const text = this.#pending.join("");
     this.#pending = [];
-    this.#writes = this.#writes.then(async () => {
-      if (this.#failed) return;
-      try {
-        await appendFile(file, text, { encoding: "utf8", mode: 0o600 });
-      } catch (error) {
-        // The run goes on without its log: `logs` and `ps` see less, the transcript is intact.
-        this.#failed = true;
-        this.#logger.warn({ err: error, file }, "writing the run's events failed");
-      }
-    });
+    if (this.#failed) return;
+    try {
+      appendFileSync(file, text, { encoding: "utf8", mode: 0o600 });
+    } catch (error) {
+      // The run goes on without its log: `logs` and `ps` see less, the transcript is intact.
+      this.#failed = true;
+      this.#logger.warn({ err: error, file }, "writing the run's events failed");
+    }
   }
 }
 

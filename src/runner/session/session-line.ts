@@ -94,6 +94,15 @@ export function parseSessionLine(line: string): SessionEntry | undefined {
   return result.data as SessionEntry;
 }
 
+/** The message of each frozen entry, made once: the transcript is rebuilt on every append. */
+const entryMessages = new WeakMap<SessionEntry, Message>();
+
+/** The line's message; frozen, and the same object each time, when the entry is frozen. */
 export function entryMessage(entry: SessionEntry): Message {
-  return { role: entry.role, content: entry.content } as Message;
+  const known = entryMessages.get(entry);
+  if (known) return known;
+  const message = { role: entry.role, content: entry.content } as Message;
+  if (!Object.isFrozen(entry)) return message;
+  entryMessages.set(entry, Object.freeze(message));
+  return message;
 }

@@ -96,3 +96,34 @@ export function repairToolResults(items: readonly TranscriptItem[]): RepairResul
   }
   return { items: messages, trailing, repaired };
 }
+
+/**
+ * `repairToolResults(effectiveTranscript(entries)).items` after one more message line, from the
+ * same for the lines before it, without going over the transcript again (it is rebuilt on every
+ * append). A user message only adds; an assistant message turns the previous assistant message's
+ * unanswered calls, which were trailing, into a gap in the middle, patched right before it.
+ */
+export function appendToRepaired(
+  items: readonly TranscriptItem[],
+  item: TranscriptItem,
+): TranscriptItem[] {
+  const next = [...items];
+  if (item.message.role === "assistant") {
+    const last = next.findLastIndex((kept) => kept.message.role === "assistant");
+    const previous = next[last]?.message;
+    if (previous) {
+      const answered = new Set<string>();
+      for (const kept of next.slice(last + 1)) {
+        for (const block of kept.message.content) {
+          if (block.type === "tool_result") answered.add(block.toolUseId);
+        }
+      }
+      const missing = previous.content
+        .filter((b): b is ToolUseBlock => b.type === "tool_use" && !answered.has(b.id))
+        .map((use) => syntheticToolResult(use.id, interruptedReason));
+      if (missing.length > 0) next.push({ line: -1, message: { role: "user", content: missing } });
+    }
+  }
+  next.push(item);
+  return next;
+}

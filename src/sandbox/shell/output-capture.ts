@@ -192,8 +192,11 @@ function concat(chunks: readonly Uint8Array[], length: number): Uint8Array {
   return out;
 }
 
+/** One decoder for every whole buffer (made once: a TextDecoder is costly to make). */
+const utf8 = new TextDecoder("utf-8", { ignoreBOM: true });
+
 function decode(bytes: Uint8Array): string {
-  return new TextDecoder("utf-8", { ignoreBOM: true }).decode(bytes);
+  return bytes.byteLength === 0 ? "" : utf8.decode(bytes);
 }
 
 /** Length of `bytes` without a UTF-8 sequence cut off at its end. */

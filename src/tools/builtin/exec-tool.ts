@@ -1,3 +1,5 @@
+import { TextDecoder } from "node:util";
+
 import { z } from "zod";
 import type { ExecResult } from "../../sandbox/index.js";
 import { resolveToolPath } from "../session-state.js";
@@ -67,7 +69,9 @@ export const execTool = defineTool({
       };
     }
     const combined = new HeadTailBuffer(limits.outputChars);
-    const decoders = { out: new TextDecoder(), err: new TextDecoder() };
+    // Made at a stream's first chunk: a TextDecoder costs more to make than a quiet command's
+    // whole tool call.
+    const decoders: { out?: TextDecoder; err?: TextDecoder } = {};
     let streamed = false;
     const take = (text: string): void => {
       combined.append(text);
@@ -82,14 +86,14 @@ export const execTool = defineTool({
       maxOutputBytes: STREAM_CAP_BYTES,
       onStdout: (chunk) => {
         streamed = true;
-        take(decoders.out.decode(chunk, { stream: true }));
+        take((decoders.out ??= new TextDecoder()).decode(chunk, { stream: true }));
       },
       onStderr: (chunk) => {
         streamed = true;
-        take(decoders.err.decode(chunk, { stream: true }));
+        take((decoders.err ??= new TextDecoder()).decode(chunk, { stream: true }));
       },
     });
-    take(decoders.out.decode() + decoders.err.decode());
+    take((decoders.out?.decode() ?? "") + (decoders.err?.decode() ?? ""));
     return renderExecResult({ result, streamed, combined, timeoutSec });
   },
 });
