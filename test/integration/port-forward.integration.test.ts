@@ -1,3 +1,4 @@
+import { spawn } from "node:child_process";
 import { createHash } from "node:crypto";
 import { mkdtemp, rm } from "node:fs/promises";
 import net from "node:net";
@@ -15,6 +16,7 @@ import {
   removeContainersOfHome,
   requireSandboxImage,
 } from "../support/docker.js";
+import { builtCli } from "../support/spawn-cordon.js";
 import { removeStateDirectory } from "../support/state-directory.js";
 
 /** GETs `url`, again while the server in the sandbox is still starting (its connection is closed then). */
@@ -41,13 +43,14 @@ describe("port-forward", () => {
   let root: string;
   let home: string;
   let runner: Runner;
+  let repo: string;
   const session = "preview";
 
   beforeAll(async () => {
     await requireSandboxImage();
     root = await mkdtemp(path.join(tmpdir(), "cordon-port-forward-"));
     home = path.join(root, "state");
-    const repo = await demoRepo();
+    repo = await demoRepo();
     runner = createRunner({
       env: { ...process.env, CORDON_HOME: home, CORDON_CONFIG: "" },
       workspace: repo,
@@ -139,6 +142,42 @@ describe("port-forward", () => {
     } finally {
       await forward.close();
     }
+  });
+
+  it("cordon port-forward serves until Ctrl-C, then says what it stopped (exit 130)", async () => {
+    await runner.callTool(
+      "exec",
+      { command: "python3 -m http.server 8222 --bind 127.0.0.1", background: true },
+      { sessionKey: session },
+    );
+    const child = spawn(
+      process.execPath,
+      [builtCli, "port-forward", "--workspace", repo, "--session", session, ":8222"],
+      {
+        env: { ...process.env, CORDON_HOME: home, CORDON_CONFIG: "", CORDON_LOG_LEVEL: "silent" },
+        stdio: ["ignore", "pipe", "pipe"],
+      },
+    );
+    let stdout = "";
+    let stderr = "";
+    child.stdout.setEncoding("utf8").on("data", (text: string) => (stdout += text));
+    child.stderr.setEncoding("utf8").on("data", (text: string) => (stderr += text));
+    const exited = new Promise<number | null>((resolve) => child.on("close", resolve));
+    try {
+      for (let attempt = 0; attempt < 600 && !/\n/.test(stdout); attempt += 1) {
+        await new Promise((resolve) => setTimeout(resolve, 100));
+      }
+      const line = /^Forwarding from 127\.0\.0\.1:(\d+) -> 8222 in (cordon-\S+)\n$/.exec(stdout);
+      expect(line, stderr).not.toBeNull();
+      const listing = await getWhenUp(`http://127.0.0.1:${line?.[1]}/`);
+      expect(listing.toString()).toContain("Directory listing");
+    } finally {
+      child.kill("SIGINT");
+    }
+    expect(await exited).toBe(130);
+    expect(stderr).toMatch(
+      /cordon: SIGINT: stopped forwarding 127\.0\.0\.1:\d+ -> 8222 in cordon-\S+; the sandbox keeps running\n$/,
+    );
   });
 
   it("refuses a local port in use, naming the fix", async () => {
