@@ -33,6 +33,7 @@ export type {
   SandboxDisposal,
   SandboxDisposalMode,
   SandboxProvider,
+  SetupPhase,
 } from "./runner/orchestrate/index.js";
 
 // Models.

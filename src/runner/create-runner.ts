@@ -48,6 +48,10 @@ import {
   forwardLeasePort,
   type SandboxPortForward,
   type SandboxPortForwardRequest,
+  setupBeforeRun,
+  type RunTaskOptions,
+  type SetupPhase,
+  type SetupSandboxes,
 } from "./orchestrate/index.js";
 import { SessionLanes } from "./session/index.js";
 import { createSessionHost, type ChildRunRequest } from "./subagents/index.js";
@@ -132,6 +136,12 @@ export interface RunRequest extends RunIO<RunnerEvent> {
    * ended, as `cordon run --rm` does — unless a live run of another process holds it.
    */
   rm?: boolean | undefined;
+  /**
+   * A command that prepares the sandbox first (`--setup-cmd`, e.g. `npm ci`) in a container of
+   * its own under its own egress allowlist; the agent gets a fresh container on the same private
+   * copy. A setup that fails ends the run as `setup_failed` (exit 9) before any model call.
+   */
+  setup?: SetupPhase | undefined;
 }
 
 export type PlanRequest = Pick<
@@ -300,6 +310,21 @@ function childRequest(child: ChildRunRequest): RunRequest {
   };
 }
 
+/** The run's setup phase, if it asks for one, as the orchestrator runs it (under its lock). */
+function setupStage(sandboxes: SetupSandboxes, request: RunRequest): RunTaskOptions["setup"] {
+  const { setup } = request;
+  if (!setup) return undefined;
+  return ({ emit }) =>
+    setupBeforeRun({
+      runner: sandboxes,
+      setup,
+      agentId: request.agentId,
+      sessionKey: request.sessionKey,
+      signal: request.signal,
+      emit,
+    });
+}
+
 /**
  * The library entry point: config → policy plan → sandbox → tools → session → agent loop, the very
  * path `cordon run` takes.
@@ -366,6 +391,10 @@ export function createRunner(options: RunnerOptions = {}): Runner {
     return { plan: runPlan, lease };
   };
 
+  const discardSandbox: Runner["discardSandbox"] = async (request = {}, discardOptions = {}) => {
+    await sandboxes.discard?.(await plan(request), discardOptions);
+  };
+
   // Child runs (sessions_spawn, sessions_send) have a lane of their own: a parent holds its
   // global slot while it waits for its child, so children taking global slots could deadlock.
   const subagentLanes = onceUntilFailure(async () => {
@@ -387,6 +416,7 @@ export function createRunner(options: RunnerOptions = {}): Runner {
       logger,
       lanes: runLanes,
       waitForSession: request.waitForSession,
+      setup: setupStage({ acquireSandbox, discardSandbox }, request),
       agentRuntime: (runPlan) => Promise.resolve(agentRuntimeOf(runPlan.agent.runtime, env)),
       sessionHost: ({ plan: runPlan, runId, emit }) =>
         createSessionHost({
@@ -422,9 +452,7 @@ export function createRunner(options: RunnerOptions = {}): Runner {
     async [Symbol.asyncDispose]() {
       await holdings.close();
     },
-    async discardSandbox(request = {}, discardOptions = {}) {
-      await sandboxes.discard?.(await plan(request), discardOptions);
-    },
+    discardSandbox,
     async callTool(name, input, request = {}) {
       const runPlan = await plan(request);
       return track(

@@ -1,8 +1,2 @@
 /** Whole jobs built on the runner: fixing failing tests in CI. */
 export * from "./fix-tests/index.js";
-export {
-  runSetupPhase,
-  setupFailureMessage,
-  type SetupPhase,
-  type SetupRun,
-} from "./setup-phase.js";

@@ -1,6 +1,6 @@
 import { Option, type Command } from "commander";
 
-import { ConfigError, EnvironmentError } from "../../common/index.js";
+import { ConfigError } from "../../common/index.js";
 import { thinkingLevels, type ThinkingLevel } from "../../config/index.js";
 import { MessageQueue, type RunResult, type UserContentBlock } from "../../runner/index.js";
 import type { CliContext } from "../context.js";
@@ -9,7 +9,6 @@ import { addPlanOptions, carryOption, runnerFromFlags, type PlanFlags } from "..
 import { liveLineOf } from "../render/live-line.js";
 import { createRunRenderer, outputFormats, type OutputFormat } from "../render/run-renderer.js";
 import { durationOf, nameList, positiveInteger } from "../flag-parsers.js";
-import { printable } from "../printable.js";
 import { StreamJsonInput, parseTypedLine } from "../stream-json-input.js";
 import { sessionToContinue } from "../continue-session.js";
 import { removeSandboxAfter } from "./remove-after.js";
@@ -198,37 +197,13 @@ export function registerRunCommand(program: Command, context: CliContext): void 
       const result = await withInterrupt(
         context,
         async (signal) => {
-          if (flags.setupCmd !== undefined) {
-            context.stderr(`· setup: ${flags.setupCmd}\n`);
-            // Loaded only when asked for, like every command's own module.
-            const { runSetupPhase, setupFailureMessage } =
-              await import("../../workflows/setup-phase.js");
-            const setup = await runSetupPhase({
-              runner,
-              setup: { command: flags.setupCmd, allowHosts: flags.setupAllowHost ?? [] },
-              agentId: flags.agent,
-              sessionKey: flags.session,
-              signal,
-              onEgress: (d) =>
-                context.stderr(
-                  `· setup egress ${d.allowed ? "allowed" : "REFUSED"}: ${printable(d.host)}:${d.port}\n`,
-                ),
-            }).catch((error: unknown) => ({ error }));
-            if ("error" in setup) return failed(setup.error, { signal });
-            if (setup.exitCode !== 0) {
-              // Exit 9, as fix-tests: the environment cannot be prepared, the code is not at fault.
-              const error = new EnvironmentError(setupFailureMessage(setup), {
-                fix: "fix the setup command, or allow what it needs with --setup-allow-host",
-              });
-              return failed(error, { signal });
-            }
-          }
           let runs = 0;
           const runOnce = (
             task: string | UserContentBlock[],
             steering?: MessageQueue,
           ): Promise<RunResult> => {
-            const rendered = runs++ === 0 ? renderer : newRenderer();
+            const first = runs++ === 0;
+            const rendered = first ? renderer : newRenderer();
             return runner.run({
               prompt: task,
               agentId: flags.agent,
@@ -242,6 +217,11 @@ export function registerRunCommand(program: Command, context: CliContext): void 
               allowTools: flags.allowTools,
               denyTools: flags.denyTools,
               waitForSession: flags.wait,
+              // The setup phase comes once, before the conversation's first run.
+              setup:
+                first && flags.setupCmd !== undefined
+                  ? { command: flags.setupCmd, allowHosts: flags.setupAllowHost ?? [] }
+                  : undefined,
               signal,
               onEvent: (event) => {
                 stop.onEvent(event);

@@ -166,6 +166,37 @@ describe("run renderer", () => {
     expect(out.split("\n").filter((line) => line.startsWith("cordon:"))).toEqual([]);
   });
 
+  it("the setup phase is on stderr in every format, --quiet too; stream-json also has its events", () => {
+    const setup = [
+      { type: "run-start", runId: "r1", sessionKey: "agent:main:t", model: "m" },
+      { type: "setup-start", command: "npm ci" },
+      { type: "egress", host: "registry.yarnpkg.com", port: 443, allowed: false, phase: "setup" },
+      { type: "egress", host: "example.com", port: 443, allowed: true },
+      { type: "run-end", runId: "r1", status: "setup_failed", exitCode: 9, finalText: "" },
+    ];
+    const lines = "· setup: npm ci\n· setup egress REFUSED: registry.yarnpkg.com:443\n";
+    for (const format of ["text", "json", "stream-json"] as const) {
+      expect(render(format, setup).stderr.startsWith(lines), format).toBe(true);
+    }
+    // The agent's own egress is progress, as before: not in json, and once in text.
+    expect(render("json", setup).stderr).toBe(lines);
+    expect(render("text", setup).stderr).toContain("· egress allowed: example.com:443\n");
+    expect(render("text", setup).stderr.match(/registry/g)).toHaveLength(1);
+    let quiet = "";
+    const renderer = createRunRenderer({
+      format: "text",
+      quiet: true,
+      stdout: () => undefined,
+      stderr: (t) => (quiet += t),
+    });
+    for (const event of setup) renderer.onEvent(event);
+    expect(quiet.startsWith(lines)).toBe(true);
+    const streamed = render("stream-json", setup).stdout.trim().split("\n");
+    expect(streamed.map((line) => (JSON.parse(line) as { type: string }).type)).toEqual(
+      setup.map((event) => event.type),
+    );
+  });
+
   it("text, quiet: the answer, and nothing on stderr but a failure", () => {
     const quiet = (list: { type: string; [k: string]: unknown }[]) => {
       let stdout = "";

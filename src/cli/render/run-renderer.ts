@@ -132,6 +132,15 @@ function endLine(event: RenderableEvent): string {
   return parts.join(", ");
 }
 
+/** A line of the run's setup phase (`--setup-cmd`): its start and what its egress proxy decided. */
+function setupLine(event: RenderableEvent): string | undefined {
+  if (event.type === "setup-start") return `· setup: ${printable(String(event["command"]))}\n`;
+  if (event.type === "egress" && event["phase"] === "setup") {
+    return `· setup egress ${event["allowed"] ? "allowed" : "REFUSED"}: ${printable(String(event["host"]))}:${String(event["port"])}\n`;
+  }
+  return undefined;
+}
+
 export function createRunRenderer(options: RunRendererOptions): RunRenderer {
   const now = options.now ?? (() => new Date());
   let seq = 0;
@@ -342,6 +351,14 @@ export function createRunRenderer(options: RunRendererOptions): RunRenderer {
       if (event.type === "run-end") {
         if (ended) return;
         ended = true;
+      }
+      // The setup phase goes to stderr in every format, --quiet too: what it reached or was
+      // refused is what explains a setup that failed; stream-json carries them as events as well.
+      const setup = setupLine(event);
+      if (setup !== undefined) {
+        options.live?.clear();
+        options.stderr(setup);
+        if (options.format !== "stream-json") return;
       }
       switch (options.format) {
         case "text":

@@ -31,3 +31,11 @@ export {
   type SandboxPortForward,
   type SandboxPortForwardRequest,
 } from "./port-forward.js";
+export {
+  runSetupPhase,
+  setupBeforeRun,
+  setupFailureMessage,
+  type SetupPhase,
+  type SetupRun,
+  type SetupSandboxes,
+} from "./setup-phase.js";

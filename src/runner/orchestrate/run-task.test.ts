@@ -4,7 +4,7 @@ import path from "node:path";
 
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 
-import { ConfigError, DockerUnavailableError } from "../../common/index.js";
+import { ConfigError, DockerUnavailableError, EnvironmentError } from "../../common/index.js";
 import type { RunPlan } from "../../policy/index.js";
 import { plan as planFor } from "../../policy/testing/plan-fixtures.js";
 import { builtinTools } from "../../tools/index.js";
@@ -174,6 +174,48 @@ describe("runTask", () => {
     expect(result).toMatchObject({ status: "sandbox_error", exitCode: 3, turns: 0 });
     expect(result.message).toContain("no Docker engine");
     expect(events.map((event) => event.type)).toEqual(["run-start", "plan", "run-end"]);
+    expect(model.requests).toHaveLength(0);
+  });
+
+  it("runs the setup phase inside the run, before its sandbox: a failed one is setup_failed, exit 9", async () => {
+    const model = new ScriptedModelClient({ version: 1, turns: [] });
+    const events: RunnerEvent[] = [];
+    let acquired = 0;
+    const result = await runTask({
+      plan: plan(),
+      model,
+      sandboxes: {
+        acquire: () => {
+          acquired += 1;
+          return Promise.reject(new Error("the agent's sandbox must not be acquired"));
+        },
+      },
+      tools: builtinTools(),
+      stateDir,
+      prompt: "anything",
+      io: { onEvent: (event) => events.push(event) },
+      setup: ({ emit }) => {
+        emit({ type: "setup-start", command: "npm ci" });
+        emit({
+          type: "egress",
+          host: "registry.yarnpkg.com",
+          port: 443,
+          allowed: false,
+          phase: "setup",
+        });
+        return Promise.reject(new EnvironmentError("The setup command `npm ci` failed (exit 1)."));
+      },
+    });
+    expect(result).toMatchObject({ status: "setup_failed", exitCode: 9, turns: 0 });
+    expect(result.message).toContain("npm ci");
+    expect(events.map((event) => event.type)).toEqual([
+      "run-start",
+      "plan",
+      "setup-start",
+      "egress",
+      "run-end",
+    ]);
+    expect(acquired).toBe(0);
     expect(model.requests).toHaveLength(0);
   });
 

@@ -69,8 +69,13 @@ export type RunnerEvent =
    * real key (`status` is the API's), or refused by the gateway (`refused` says why).
    */
   | ({ type: "model-gateway" } & ModelGatewayCall)
-  /** A request the sandbox's egress proxy admitted or refused (docs/network.md). */
-  | { type: "egress"; host: string; port: number; allowed: boolean }
+  /**
+   * A request the sandbox's egress proxy admitted or refused (docs/network.md); `phase: "setup"`
+   * for the setup command's own sandbox.
+   */
+  | { type: "egress"; host: string; port: number; allowed: boolean; phase?: "setup" | undefined }
+  /** The run's setup command (`--setup-cmd`) starts, in a container of its own, before the agent's. */
+  | { type: "setup-start"; command: string }
   /**
    * An event of a run this run started through a session tool (a subagent, or a message sent to
    * another session), nested whole; `childRunId` is set on the child's run-start.
@@ -158,6 +163,11 @@ export interface RunTaskOptions {
    * how to choose it from the plan; `model` and `tools` are then unused.
    */
   agentRuntime?: AgentRuntime | ((plan: RunPlan) => Promise<AgentRuntime | undefined>) | undefined;
+  /**
+   * A phase run under the session's lock before the agent's sandbox is acquired (the setup
+   * command, setup-phase.ts); what it throws ends the run as a failure before the loop.
+   */
+  setup?: ((run: { emit: (event: RunnerEvent) => void }) => Promise<void>) | undefined;
 }
 
 /**
@@ -376,6 +386,7 @@ async function runInLane(options: RunTaskOptions, run: RunContext): Promise<RunR
 
 async function runLocked(options: RunTaskOptions, run: RunContext): Promise<RunResult> {
   const { runId, plan, modelId, emit, logger } = run;
+  await options.setup?.({ emit });
   await run.agentRuntime?.prepare?.({
     signal: run.signal,
     onProgress: (progress) => emit({ type: "sandbox-progress", ...progress }),

@@ -17,16 +17,11 @@ import {
   type PatchedFile,
 } from "../../changes/index.js";
 import type { RunCost, RunResult, Runner, RunnerEvent } from "../../runner/index.js";
-import { readSessionEntries } from "../../runner/index.js";
+import { readSessionEntries, runSetupPhase, setupFailureMessage } from "../../runner/index.js";
+import type { SetupPhase, SetupRun } from "../../runner/index.js";
 import type { RunLimitsRequest } from "../../policy/index.js";
 import type { ExecResult, SandboxLease } from "../../sandbox/index.js";
 import { quoteShellArg } from "../../tools/index.js";
-import {
-  runSetupPhase,
-  setupFailureMessage,
-  type SetupPhase,
-  type SetupRun,
-} from "../setup-phase.js";
 import { writeArtifacts } from "./artifacts.js";
 import { binaryFilesChanged, binaryPaths, sortBinaryFiles } from "./binary-files.js";
 import {

@@ -1,5 +1,7 @@
-import type { Runner } from "../runner/index.js";
-import type { EgressDecision } from "../sandbox/index.js";
+import { EnvironmentError } from "../../common/index.js";
+import type { EgressDecision, SandboxLease } from "../../sandbox/index.js";
+import type { RunnerEvent } from "./run-task.js";
+import type { ProvideSandboxOptions } from "./sandbox-provider.js";
 
 /** A command that prepares the workspace (`npm ci`) before the agent phase, and what it may reach. */
 export interface SetupPhase {
@@ -19,8 +21,25 @@ export interface SetupRun {
   refused: string[];
 }
 
+/** What a setup phase needs of a runner: its sandbox for a request, and removing that again. */
+export interface SetupSandboxes {
+  acquireSandbox(request: {
+    agentId?: string | undefined;
+    sessionKey?: string | undefined;
+    phaseAllowHosts?: readonly string[] | undefined;
+    carryShare?: string | undefined;
+    signal?: AbortSignal | undefined;
+    onProgress?: ProvideSandboxOptions["onProgress"];
+    onEgress?: ProvideSandboxOptions["onEgress"];
+  }): Promise<{ lease: SandboxLease }>;
+  discardSandbox(
+    request: { agentId?: string | undefined; sessionKey?: string | undefined },
+    options: { keepWorkspace?: boolean },
+  ): Promise<void>;
+}
+
 export interface SetupPhaseOptions {
-  runner: Runner;
+  runner: SetupSandboxes;
   setup: SetupPhase;
   agentId?: string | undefined;
   /** Default: the agent's main session. */
@@ -109,4 +128,29 @@ export function setupFailureMessage(run: SetupRun): string {
     : " Fix the command, or allow the hosts it needs with --setup-allow-host.";
   const tail = run.outputTail.trimEnd().split("\n").slice(-15).join("\n");
   return `The setup command \`${run.command}\` ${how}.${refused}\n${tail}`;
+}
+
+/**
+ * A run's setup phase (`RunRequest.setup`, `cordon run --setup-cmd`), run by the orchestrator
+ * under the run's session lock before the agent's sandbox is acquired: its start and its egress
+ * are run events; a setup that fails throws an `EnvironmentError` (status `setup_failed`, exit 9,
+ * as in fix-tests: the environment cannot be prepared, the code is not at fault).
+ */
+export async function setupBeforeRun(
+  options: Omit<SetupPhaseOptions, "onEgress" | "onProgress"> & {
+    emit: (event: RunnerEvent) => void;
+  },
+): Promise<void> {
+  const { emit, ...phase } = options;
+  emit({ type: "setup-start", command: phase.setup.command });
+  const run = await runSetupPhase({
+    ...phase,
+    onEgress: ({ host, port, allowed }) =>
+      emit({ type: "egress", host, port, allowed, phase: "setup" }),
+  });
+  if (run.exitCode !== 0) {
+    throw new EnvironmentError(setupFailureMessage(run), {
+      fix: "fix the setup command, or allow what it needs with --setup-allow-host",
+    });
+  }
 }
