@@ -6,6 +6,7 @@ export const figureNames = [
   "seeded-session",
   "carry",
   "changes",
+  "checkpoints",
   "files",
   "concurrency",
   "agent-loop",

@@ -9,6 +9,7 @@ import { files } from "./figures/files.js";
 import { agentLoop } from "./figures/agent-loop.js";
 import { carry } from "./figures/carry.js";
 import { changesFigure } from "./figures/changes.js";
+import { checkpointsFigure } from "./figures/checkpoints.js";
 import { firstResult } from "./figures/first-result.js";
 import { poolFigure } from "./figures/pool.js";
 import { gvisor } from "./figures/gvisor.js";
@@ -29,6 +30,7 @@ const figures: Record<
   "seeded-session": { title: "a new session on a seeded copy", run: seededSession },
   carry: { title: "seeding with a ~150 MiB node_modules carried", run: carry },
   changes: { title: "the changes of a seeded copy (diff, fix-tests)", run: changesFigure },
+  checkpoints: { title: "a checkpoint per turn of a seeded copy", run: checkpointsFigure },
   files: { title: "write + read of 1 KiB and 10 MiB files", run: files },
   concurrency: { title: "32 concurrent sessions × 10 execs", run: concurrency },
   "agent-loop": { title: "agent-loop overhead per tool call", run: agentLoop },

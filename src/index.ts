@@ -95,9 +95,15 @@ export { fixTests, type FixTestsOptions, type FixTestsResult } from "./workflows
 export {
   PatchParseError,
   applyChanges,
+  createCheckpoint,
+  listCheckpoints,
   parsePatch,
   patchProblems,
+  rollbackToCheckpoint,
   takeChanges,
+  type Checkpoint,
+  type CheckpointTarget,
+  type RollbackOutcome,
 } from "./changes/index.js";
 
 // Errors and exit codes.

@@ -28,3 +28,17 @@ export {
   recordShownChanges,
 } from "./reviewed-changes.js";
 export { ForeignSeedError, assertSeededFrom } from "./seed-source.js";
+export {
+  assertCheckpointName,
+  checkpointListFile,
+  createCheckpoint,
+  findCheckpoint,
+  listCheckpoints,
+  rollbackToCheckpoint,
+  type Checkpoint,
+  type CheckpointKind,
+  type CheckpointSource,
+  type CheckpointTarget,
+  type CreateCheckpointOptions,
+  type RollbackOutcome,
+} from "./checkpoints.js";

@@ -50,6 +50,14 @@ const commandModules: readonly CommandModule[] = [
     load: async () => [(await import("./commands/changes.js")).registerChangesCommands],
   },
   {
+    commands: {
+      checkpoint: "record the state of a session's private copy",
+      checkpoints: "list a session copy's checkpoints",
+      rollback: "return a session's private copy to a checkpoint (shell effects too)",
+    },
+    load: async () => [(await import("./commands/checkpoint.js")).registerCheckpointCommands],
+  },
+  {
     commands: { "fix-tests": "let an agent fix failing tests, verified on a clean copy" },
     load: async () => [(await import("./commands/fix-tests.js")).registerFixTestsCommand],
   },

@@ -15,3 +15,5 @@ export const toolProfiles = ["minimal", "coding", "full"] as const;
 export const thinkingLevels = ["off", "minimal", "low", "medium", "high", "xhigh"] as const;
 /** Which sessions the session tools show a sandboxed session. */
 export const sessionToolsVisibilities = ["spawned", "all"] as const;
+/** When runs record a seeded copy's state (`sandbox.checkpoints`). */
+export const checkpointModes = ["turn", "off"] as const;

@@ -203,6 +203,9 @@ export const untrustedKeyRules: Readonly<Record<string, KeyRule>> = {
     unless(true),
   ),
   "sandbox.workspaceRoot": loosening("moves where cordon writes private workspaces on the host"),
+  "sandbox.checkpoints": safe(
+    "when cordon records the private copy's state, in its own directory; it opens nothing to the sandbox",
+  ),
   "sandbox.sessionToolsVisibility": loosening(
     '"all" lets a sandboxed session read and message every session of the project, the unsandboxed main session included',
     unless("spawned"),

@@ -5,6 +5,7 @@ import {
   sandboxModes,
   sandboxScopes,
   sessionToolsVisibilities,
+  checkpointModes,
   thinkingLevels,
   toolProfiles,
   workspaceAccessModes,
@@ -28,6 +29,7 @@ export {
   sandboxModes,
   sandboxScopes,
   sessionToolsVisibilities,
+  checkpointModes,
   thinkingLevels,
   toolProfiles,
   workspaceAccessModes,
@@ -84,6 +86,8 @@ export const configDefaults = {
     /** Secret-shaped paths of the workspace seeded all the same (e.g. a test fixture's key). */
     seedInclude: [] as string[],
     protectGitDir: true,
+    /** A checkpoint of a seeded copy before each turn's tools run (docs/checkpoints.md). */
+    checkpoints: "turn" as const,
     prune: { stopIdleMinutes: 30, idleHours: 24, maxAgeDays: 7 },
     /** Started containers kept ready per sandbox shape (docs/pool.md); 0 = no pool. */
     pool: { size: 0 },
@@ -526,6 +530,15 @@ function sandboxSchema<F extends Flavour>(flavour: F) {
           "With rw: mount the workspace's .git read-only, so the agent cannot plant hooks or config your git runs later",
         ),
       s.protectGitDir,
+    ),
+    checkpoints: field(
+      flavour,
+      z
+        .enum(checkpointModes)
+        .describe(
+          'With a seeded private copy: "turn" records its state before each turn\'s tools run, so `cordon rollback --turn -1` undoes the last turn (shell commands too); "off" records none',
+        ),
+      s.checkpoints,
     ),
     sessionToolsVisibility: field(
       flavour,

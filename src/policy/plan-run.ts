@@ -122,6 +122,11 @@ export interface RunPlan {
     prune: { stopIdleMs: number; idleMs: number; maxAgeMs: number };
     /** Started containers kept ready for sandboxes of this shape (`sandbox.pool.size`). */
     pool: { size: number };
+    /**
+     * Whether a run records the seeded copy's state before each turn's tools (`sandbox.checkpoints`);
+     * "off" whenever there is no seeded private copy.
+     */
+    checkpoints: "turn" | "off";
     /** Lines for `explain`: each setting, where it came from and which key changes it. */
     explanation: string[];
     /** Config key that decided mode, scope and workspace access. */
@@ -324,6 +329,10 @@ export function planRun(input: PlanRunInput): RunPlan {
       workspaceAccess,
       prune,
       pool: { size: agent.sandbox.pool.size },
+      checkpoints:
+        enabled && workspaceAccess === "none" && agent.sandbox.seed
+          ? agent.sandbox.checkpoints
+          : "off",
       explanation,
       keys,
     },

@@ -34,9 +34,12 @@ import { builtinTools, type ToolDefinition } from "../tools/index.js";
 import type { ToolResult } from "../tools/index.js";
 import type { RunIO, RunResult } from "./loop/index.js";
 import { createModelClient, type ModelClient, type UserContentBlock } from "./model/index.js";
+import type { Checkpoint, CheckpointTarget } from "../changes/index.js";
 import {
   callTool,
   defaultSandboxes,
+  sessionCheckpointCalls,
+  type SessionRollback,
   disposeSandbox,
   failedRun,
   runTask,
@@ -235,7 +238,28 @@ export interface Runner extends AsyncDisposable {
     input: unknown,
     request?: PlanRequest & { signal?: AbortSignal | undefined },
   ): Promise<ToolResult & { refused: boolean; invalidInput: boolean }>;
+  /**
+   * Records the session's private copy as it is now as a checkpoint (default name `cp-<n>`); a
+   * throwaway container reads the copy with the sandbox frozen (docs/checkpoints.md).
+   */
+  checkpoint(request?: CheckpointRequest & { name?: string | undefined }): Promise<Checkpoint>;
+  /** The session copy's checkpoints, oldest first (its runs' turns, named ones, rollbacks). */
+  checkpoints(request?: PlanRequest): Promise<Checkpoint[]>;
+  /**
+   * Puts the session's copy back to a checkpoint (`{ name }`, or `{ turn: -1 }` for the state
+   * before the last turn): refused while a run holds the session; the agent's processes are left
+   * and listed, or stopped first with `stopProcesses`; the transcript gets a note.
+   */
+  rollback(
+    request: CheckpointRequest & { to: CheckpointTarget; stopProcesses?: boolean | undefined },
+  ): Promise<SessionRollback>;
 }
+
+/** Which session's copy, and the usual signal and progress. */
+export type CheckpointRequest = PlanRequest & {
+  signal?: AbortSignal | undefined;
+  onProgress?: ProvideSandboxOptions["onProgress"];
+};
 
 /** The flag layer of the config: `--workspace` and the forced seeded copy beat every agent's own. */
 function overridesOf(options: RunnerOptions): ConfigOverrides | undefined {
@@ -477,5 +501,6 @@ export function createRunner(options: RunnerOptions = {}): Runner {
     failedRun(error, request = {}) {
       return failedRun({ error, ...request, logger });
     },
+    ...sessionCheckpointCalls({ plan, sandboxes, stateDir, track }),
   };
 }

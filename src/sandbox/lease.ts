@@ -2,6 +2,7 @@ import type { Duplex } from "node:stream";
 
 import type { Sandbox } from "./sandbox.js";
 import type { WorkspaceChanges } from "./workspace/workspace-changes.js";
+import type { WorkspaceCheckpoints } from "./workspace/workspace-checkpoints.js";
 
 /**
  * A sandbox held by one user (a run, a command, a diff); `release()` hands it back (idempotent)
@@ -35,6 +36,18 @@ export interface SandboxLease {
    * changes are in the workspace, and where the backend cannot do both.
    */
   changes?: WorkspaceChanges | undefined;
+  /**
+   * The private workspace's checkpoints, recorded and restored with the sandbox frozen and never
+   * by a program on the host (a throwaway inspector container). Undefined as `changes` is;
+   * `prepare` (where offered) says a record per turn is coming, so one is kept ready.
+   */
+  checkpoints?: (WorkspaceCheckpoints & { prepare?: () => void }) | undefined;
+  /**
+   * The command lines of the processes the agent started that still run in the sandbox (its
+   * background servers, a command left running); none when it is stopped. Undefined where the
+   * backend cannot list them.
+   */
+  processes?: (() => Promise<string[]>) | undefined;
   /**
    * Forwards a loopback port inside the sandbox to `destination` in cordon's process (each
    * connection made there arrives as a duplex): how a host-side service such as the model gateway

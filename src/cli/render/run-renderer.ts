@@ -236,6 +236,14 @@ export function createRunRenderer(options: RunRendererOptions): RunRenderer {
           progress(`  warning: ${printable(String(warning))}\n`);
         }
         break;
+      case "checkpoint":
+        // Quiet unless it failed: then `rollback --turn` has no state from before that turn.
+        if (typeof event["error"] === "string") {
+          progress(
+            `  warning: no checkpoint before turn ${String(event["turn"])}: ${printable(event["error"])}\n`,
+          );
+        }
+        break;
       case "egress":
         progress(
           `· egress ${event["allowed"] ? "allowed" : "REFUSED"}: ${printable(String(event["host"]))}:${String(event["port"])}\n`,

@@ -115,6 +115,31 @@ const tool = (name: string, input: Record<string, unknown> = {}, id?: string) =>
 });
 
 describe("runAgentLoop", () => {
+  it("awaits beforeToolCalls once before each turn's tools, never for a turn without them, and goes on when it throws", async () => {
+    const order: string[] = [];
+    const toolset = fakeToolset({ onCall: (call) => order.push(`tool ${call.toolCallId}`) });
+    const { result } = await run(
+      {
+        version: 1,
+        turns: [
+          { content: [tool("exec", { command: "a" }, "t1"), tool("exec", { command: "b" }, "t2")] },
+          { content: [tool("exec", { command: "c" }, "t3")] },
+          text("done"),
+        ],
+      },
+      {
+        toolset,
+        beforeToolCalls: async (turn) => {
+          order.push(`before turn ${turn}`);
+          await new Promise((resolve) => setTimeout(resolve, 5));
+          if (turn === 2) throw new Error("no checkpoint");
+        },
+      },
+    );
+    expect(result.status).toBe("completed");
+    expect(order).toEqual(["before turn 1", "tool t1", "tool t2", "before turn 2", "tool t3"]);
+  });
+
   it("runs tools until the model stops, persisting every step", async () => {
     const { result, events, model, session, toolset } = await run({
       version: 1,

@@ -77,6 +77,12 @@ export interface AgentLoopOptions {
   thinking?: ThinkingSetting | undefined;
   /** The caller's signal, event sink and message sources. */
   io?: RunIO | undefined;
+  /**
+   * Awaited before a turn's tool calls run, with the run's turn number: the last moment the
+   * workspace is as the turns before left it (a per-turn checkpoint is taken here). Must not
+   * throw (a throw is logged, and the tools run all the same).
+   */
+  beforeToolCalls?: ((turn: number) => Promise<void>) | undefined;
   logger?: Logger | undefined;
   runId?: string | undefined;
   /** Wait before the one retry of a transient model error, when the API gave none. Default 2000 ms. */
@@ -259,7 +265,10 @@ async function turnLoop(run: LoopRun): Promise<RunResult> {
     }
     await recordTurn(run, turn);
     const uses = turn.message.content.filter((b): b is ToolUseBlock => b.type === "tool_use");
-    if (uses.length > 0) await runToolCalls(run, uses);
+    if (uses.length > 0) {
+      await beforeToolCalls(run);
+      await runToolCalls(run, uses);
+    }
     stopIfAborted(run);
     const done = await afterTurn(run, turn, uses.length > 0);
     if (done) return done;
@@ -454,6 +463,16 @@ async function appendToolResult(
     content: result.content,
     skipped,
   });
+}
+
+async function beforeToolCalls(run: LoopRun): Promise<void> {
+  const hook = run.options.beforeToolCalls;
+  if (!hook) return;
+  try {
+    await hook(run.turns);
+  } catch (error) {
+    run.logger.warn({ err: error }, "the before-tool-calls hook threw; the tools run all the same");
+  }
 }
 
 function steeringMessages(run: LoopRun): UserContentBlock[][] {

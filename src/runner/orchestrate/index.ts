@@ -39,3 +39,14 @@ export {
   type SetupRun,
   type SetupSandboxes,
 } from "./setup-phase.js";
+export {
+  checkpointSession,
+  rollbackNote,
+  rollbackSession,
+  seededCopyOf,
+  sessionCheckpointCalls,
+  sessionCheckpoints,
+  type SessionCheckpointsContext,
+  type SessionRollback,
+} from "./session-checkpoints.js";
+export { turnCheckpointHook, type TurnCheckpointEvent } from "./turn-checkpoints.js";

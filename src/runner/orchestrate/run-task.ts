@@ -42,6 +42,7 @@ import type { RunPlan } from "../../policy/index.js";
 import { refusalFor } from "./tool-refusal.js";
 import type { SandboxProvider } from "./sandbox-provider.js";
 import { agentRuntimeModel, type AgentRuntime } from "./agent-runtime.js";
+import { turnCheckpointHook, type TurnCheckpointEvent } from "./turn-checkpoints.js";
 
 /** Events of a whole run: the loop's, plus the orchestrator's own before the loop starts. */
 export type RunnerEvent =
@@ -76,6 +77,8 @@ export type RunnerEvent =
   | { type: "egress"; host: string; port: number; allowed: boolean; phase?: "setup" | undefined }
   /** The run's setup command (`--setup-cmd`) starts, in a container of its own, before the agent's. */
   | { type: "setup-start"; command: string }
+  /** The seeded copy recorded before a turn's tools ran (`sandbox.checkpoints`), or why not. */
+  | TurnCheckpointEvent
   /**
    * An event of a run this run started through a session tool (a subagent, or a message sent to
    * another session), nested whole; `childRunId` is set on the child's run-start.
@@ -462,6 +465,13 @@ async function runLocked(options: RunTaskOptions, run: RunContext): Promise<RunR
       io: { ...options.io, onEvent: emit },
       logger,
       runId,
+      beforeToolCalls: turnCheckpointHook({
+        plan,
+        lease,
+        emit,
+        logger,
+        signal: options.io?.signal,
+      }),
       startedAt: run.startedAt,
     });
   } finally {

@@ -36,13 +36,17 @@ import { assertWorkspaceWritable, hostPermissionsHold } from "./workspace-probe.
 import type { SandboxImageOptions } from "./sandbox-image.js";
 import { EgressProxies, type EgressDecision, type UpstreamProxy } from "./egress/index.js";
 import { whileFrozen } from "./freeze-container.js";
+import { commandsRunning } from "./container-activity.js";
 import { labelsOf } from "./container-identity.js";
 import { poolMemberSpec, poolShape, unpoolableReason } from "./pool/pool-shape.js";
 import { WarmPool } from "./pool/warm-pool.js";
 import {
   WorkspaceInspectors,
   dockerWorkspaceChanges,
+  dockerWorkspaceCheckpoints,
   type DockerWorkspaceChanges,
+  type DockerWorkspaceCheckpoints,
+  type InspectedWorkspace,
 } from "./inspector/index.js";
 
 /** A running container the manager hands to `createSandbox`. */
@@ -312,6 +316,7 @@ export class DockerSandboxManager {
 
     const shape = this.poolShapeFor(spec, options.pool, log);
     const changes = this.workspaceChanges(spec, image.reference);
+    const checkpoints = this.workspaceCheckpoints(spec, image.reference);
     const acquiredAt = Date.now();
     let watchdog: DiskWatchdog | undefined;
     let taken = false;
@@ -366,7 +371,7 @@ export class DockerSandboxManager {
         return result;
       })
       .catch(async (error: unknown) => {
-        await changes?.dispose();
+        await Promise.all([changes?.dispose(), checkpoints?.dispose()]);
         throw error;
       });
     watchdog?.start((error) => {
@@ -388,7 +393,11 @@ export class DockerSandboxManager {
       await stopFollowing?.();
       watchdog?.stop();
       this.unhold(spec.containerName);
-      await Promise.all([changes?.dispose(), this.touchRecord(spec.containerName)]);
+      await Promise.all([
+        changes?.dispose(),
+        checkpoints?.dispose(),
+        this.touchRecord(spec.containerName),
+      ]);
     };
 
     let sandbox: Sandbox;
@@ -436,6 +445,11 @@ export class DockerSandboxManager {
       warnings,
       privateWorkspace: spec.workspaceAccess === "rw" ? undefined : spec.privateWorkspace,
       changes,
+      checkpoints,
+      processes: async () => {
+        const info = await this.containers.inspect(spec.containerName);
+        return info?.state.running ? ((await commandsRunning(this.containers, info.id)) ?? []) : [];
+      },
       freeze: (fn) => this.freeze(spec, fn),
       forwardPort:
         sandbox instanceof DockerSandbox
@@ -449,20 +463,41 @@ export class DockerSandboxManager {
 
   /** See `SandboxLease.changes`. */
   private workspaceChanges(spec: SandboxSpec, image: string): DockerWorkspaceChanges | undefined {
-    if (spec.workspaceAccess === "rw" || !spec.privateWorkspace) return undefined;
+    const target = this.inspectedWorkspace(spec, image);
+    if (!target) return undefined;
     return dockerWorkspaceChanges({
       inspectors: this.inspectors,
-      target: {
-        sandboxName: spec.containerName,
-        workspace: spec.privateWorkspace,
-        baselineGitDir: baselineGitDir(spec.privateWorkspace),
-        image,
-        user: spec.docker.user,
-        runtime: spec.docker.runtime,
-        stateDirectory: this.stateDirectory,
-      },
+      target,
       freeze: (fn) => this.freeze(spec, fn),
     });
+  }
+
+  /** See `SandboxLease.checkpoints`. */
+  private workspaceCheckpoints(
+    spec: SandboxSpec,
+    image: string,
+  ): DockerWorkspaceCheckpoints | undefined {
+    const target = this.inspectedWorkspace(spec, image);
+    if (!target) return undefined;
+    return dockerWorkspaceCheckpoints({
+      inspectors: this.inspectors,
+      target,
+      freeze: (fn) => this.freeze(spec, fn),
+    });
+  }
+
+  /** What inspectors of this sandbox's private copy read; undefined for rw. */
+  private inspectedWorkspace(spec: SandboxSpec, image: string): InspectedWorkspace | undefined {
+    if (spec.workspaceAccess === "rw" || !spec.privateWorkspace) return undefined;
+    return {
+      sandboxName: spec.containerName,
+      workspace: spec.privateWorkspace,
+      baselineGitDir: baselineGitDir(spec.privateWorkspace),
+      image,
+      user: spec.docker.user,
+      runtime: spec.docker.runtime,
+      stateDirectory: this.stateDirectory,
+    };
   }
 
   /** See `SandboxLease.freeze`. */

@@ -19,6 +19,7 @@ const scriptFiles = {
   processTable: "sandbox/shell/process-script.sh",
   fileOperations: "sandbox/docker/files/file-script.sh",
   inspectChanges: "sandbox/docker/inspector/inspect-changes.sh",
+  checkpointCopy: "sandbox/docker/inspector/checkpoint-copy.sh",
 } as const;
 
 export type ShellScriptName = keyof typeof scriptFiles;

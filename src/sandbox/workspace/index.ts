@@ -69,3 +69,10 @@ export {
   type CarryLeftover,
 } from "./carry-layers.js";
 export type { WorkspaceChanges, WorkspaceChangesOptions } from "./workspace-changes.js";
+export {
+  checkpointStoreDir,
+  openCheckpointStore,
+  type CopyState,
+  type RecordStateOptions,
+  type WorkspaceCheckpoints,
+} from "./workspace-checkpoints.js";

@@ -10,6 +10,14 @@ export {
   type InspectedWorkspace,
   type InspectionMode,
   type InspectionRequest,
+  type InspectorAccess,
+  type StartInspectorOptions,
   type Inspector,
   type WorkspaceInspectorsOptions,
 } from "./workspace-inspector.js";
+export {
+  dockerWorkspaceCheckpoints,
+  parseCopyState,
+  type DockerWorkspaceCheckpoints,
+  type DockerWorkspaceCheckpointsOptions,
+} from "./docker-workspace-checkpoints.js";

@@ -42,6 +42,37 @@ describe("the inspector container", () => {
     expect(request.Labels?.[inspectorLabels.sandbox]).toBe("cordon-s");
   });
 
+  it("mounts the checkpoint store writable only to record or restore, and the copy writable only to restore", () => {
+    const withStore = {
+      ...target,
+      checkpointStore: "/state/workspaces/.cordon-s.baseline.git/checkpoints",
+    };
+    const mounts = (access: "read" | "record" | "restore") =>
+      inspectorContainer("n", withStore, 1000, access).HostConfig.Mounts?.map(
+        (mount) => `${mount.Target}:${mount.ReadOnly ? "ro" : "rw"}`,
+      );
+    expect(mounts("read")).toEqual(["/workspace:ro", "/baseline:ro"]);
+    expect(mounts("record")).toEqual(["/workspace:ro", "/baseline:ro", "/checkpoints:rw"]);
+    expect(mounts("restore")).toEqual(["/workspace:rw", "/baseline:ro", "/checkpoints:rw"]);
+    expect(() => inspectorContainer("n", target, 1000, "record")).toThrow(/checkpoint store/);
+  });
+
+  it("runs only the modes of its access, with a tree id for an operand", async () => {
+    const fake = new FakeContainerClient();
+    const inspectors = new WorkspaceInspectors({ containers: fake });
+    const withStore = { ...target, checkpointStore: "/store" };
+    const reader = await inspectors.start(withStore);
+    expect(() => reader.run({ mode: "restore", pathspecs: new Uint8Array() })).toThrow(
+      /made to read, not to restore/,
+    );
+    for (const operand of ["--upload-pack=touch /x", "../x", "HEAD", "-", "a".repeat(39)]) {
+      const restorer = await inspectors.start(withStore, { access: "restore" });
+      await expect(
+        restorer.run({ mode: "restore", operand, pathspecs: new Uint8Array() }),
+      ).rejects.toThrow(/not a checkpoint's tree id/);
+    }
+  });
+
   it("refuses a sandbox user that is a name, not uid:gid", () => {
     expect(() => inspectorContainer("n", { ...target, user: "sandbox" }, 1000)).toThrow(
       SandboxError,

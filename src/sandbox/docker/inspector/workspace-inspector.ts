@@ -47,15 +47,45 @@ export interface InspectedWorkspace {
   runtime?: string | undefined;
   /** The state directory whose manager made it (the `cordon.home` label). */
   stateDirectory?: string | undefined;
+  /**
+   * Host path of the copy's checkpoint store (`checkpointStoreDir`), mounted only into
+   * inspectors that record or restore checkpoints.
+   */
+  checkpointStore?: string | undefined;
 }
 
-/** What one inspection computes (inspect-changes.sh's modes). */
-export type InspectionMode = "patch" | "changed-files" | "baseline-directories";
+/**
+ * What one inspection computes: inspect-changes.sh's modes read the copy; checkpoint-copy.sh's
+ * `record` writes its state into the checkpoint store, `restore` writes a stored state back.
+ */
+export type InspectionMode =
+  "patch" | "changed-files" | "baseline-directories" | "record" | "restore";
+
+/**
+ * What an inspector container may write, decided when it is created: `read` writes nothing
+ * (the copy and baseline read-only), `record` only the checkpoint store, `restore` the copy and
+ * the store (the copy's current state is recorded before it is replaced).
+ */
+export type InspectorAccess = "read" | "record" | "restore";
+
+/** The access each mode needs: an inspector runs only modes of its own access. */
+const accessOfMode: Record<InspectionMode, InspectorAccess> = {
+  patch: "read",
+  "changed-files": "read",
+  "baseline-directories": "read",
+  record: "record",
+  restore: "restore",
+};
 
 export interface InspectionRequest {
   mode: InspectionMode;
   /** The pathspecs of `git add -A`, NUL-separated. */
   pathspecs: Uint8Array;
+  /**
+   * The mode's operand (record: the tree to compare with, or `-`; restore: the tree to restore):
+   * a hex object id from cordon's own list, checked here again before it becomes an argument.
+   */
+  operand?: string | undefined;
   /** Milliseconds the inspection may take. Default 10 minutes. */
   timeoutMs?: number | undefined;
   /** Bytes of output accepted; more fails with `too_large`. Default 64 MiB. */
@@ -105,10 +135,7 @@ export class WorkspaceInspectors {
    * Creates and starts an inspector over `target`. Nothing runs over the copy yet, so it may be
    * started before the sandbox is frozen, keeping the pause short.
    */
-  async start(
-    target: InspectedWorkspace,
-    options: { timeoutMs?: number | undefined } = {},
-  ): Promise<Inspector> {
+  async start(target: InspectedWorkspace, options: StartInspectorOptions = {}): Promise<Inspector> {
     try {
       return await this.startOnce(target, options);
     } catch (error) {
@@ -122,11 +149,12 @@ export class WorkspaceInspectors {
 
   private async startOnce(
     target: InspectedWorkspace,
-    options: { timeoutMs?: number | undefined },
+    options: StartInspectorOptions,
   ): Promise<Inspector> {
     const name = `${target.sandboxName}-inspect-${randomBytes(4).toString("hex")}`;
     const timeoutMs = options.timeoutMs ?? defaultInspectionTimeoutMs;
-    const request = inspectorContainer(name, target, timeoutMs);
+    const access = options.access ?? "read";
+    const request = inspectorContainer(name, target, timeoutMs, access);
     const id = await this.containers.create(request);
     if (id === undefined) {
       throw new SandboxError(`cannot create the inspector ${name}: the name is taken`, {
@@ -151,6 +179,11 @@ export class WorkspaceInspectors {
       run: (inspection) => {
         // One inspection per container: nothing a hostile copy did to it reaches a second one.
         if (used) throw new SandboxError(`the inspector ${name} was used already`);
+        if (accessOfMode[inspection.mode] !== access) {
+          throw new SandboxError(
+            `the inspector ${name} was made to ${access}, not to ${inspection.mode}`,
+          );
+        }
         used = true;
         return runInspection(exec, () => this.containers.kill(id), target, {
           ...inspection,
@@ -162,11 +195,19 @@ export class WorkspaceInspectors {
   }
 }
 
+export interface StartInspectorOptions {
+  /** Milliseconds its inspection may take. Default 10 minutes. */
+  timeoutMs?: number | undefined;
+  /** What it may write (see `InspectorAccess`). Default `read`. */
+  access?: InspectorAccess | undefined;
+}
+
 /** The hardened, throwaway container of one inspection (see the module comment). */
 export function inspectorContainer(
   name: string,
   target: InspectedWorkspace,
   timeoutMs: number,
+  access: InspectorAccess = "read",
 ): CreateContainerRequest {
   const owner = /^(\d+):(\d+)$/.exec(target.user);
   if (!owner) {
@@ -174,6 +215,10 @@ export function inspectorContainer(
       `the inspector needs a numeric uid:gid for the sandbox user, not ${target.user}`,
       { fix: 'set sandbox.docker.user to "uid:gid"' },
     );
+  }
+  const store = access === "read" ? undefined : target.checkpointStore;
+  if (access !== "read" && store === undefined) {
+    throw new SandboxError(`the inspector ${name} needs the copy's checkpoint store to ${access}`);
   }
   // A spare waits up to half its deadline before it is used (docker-workspace-changes.ts), so
   // one and a half deadlines cover the wait and a whole inspection.
@@ -206,8 +251,16 @@ export function inspectorContainer(
       MemorySwap: memoryBytes,
       PidsLimit: 256,
       Mounts: [
-        { Type: "bind", Source: target.workspace, Target: "/workspace", ReadOnly: true },
+        {
+          Type: "bind",
+          Source: target.workspace,
+          Target: "/workspace",
+          ReadOnly: access !== "restore",
+        },
         { Type: "bind", Source: target.baselineGitDir, Target: "/baseline", ReadOnly: true },
+        ...(store
+          ? [{ Type: "bind" as const, Source: store, Target: "/checkpoints", ReadOnly: false }]
+          : []),
       ],
       LogConfig: { Type: "json-file", Config: { "max-size": "1m", "max-file": "1" } },
       AutoRemove: true,
@@ -229,7 +282,7 @@ async function runInspection(
   let stderrBytes = 0;
   let tooLarge = false;
   const signal = combineSignals([request.signal], request.timeoutMs);
-  const invocation = scriptInvocation(shellScript("inspectChanges"), [request.mode]);
+  const invocation = invocationOf(request);
   const running = await exec.start({
     ...invocation,
     workingDir: "/workspace",
@@ -278,14 +331,44 @@ async function runInspection(
       { fix: inspectionFix },
     );
   }
-  if (exitCode !== 0) throw inspectionFailure(target, exitCode, Buffer.concat(stderr));
+  if (exitCode !== 0) {
+    throw inspectionFailure(target, request.mode, exitCode, Buffer.concat(stderr));
+  }
   return Buffer.concat(stdout);
+}
+
+/** Tree ids only: the operand comes from cordon's own list, and is checked again here. */
+const objectId = /^(?:[0-9a-f]{40}|[0-9a-f]{64})$/;
+
+function invocationOf(request: InspectionRequest): ReturnType<typeof scriptInvocation> {
+  if (request.mode !== "record" && request.mode !== "restore") {
+    return scriptInvocation(shellScript("inspectChanges"), [request.mode]);
+  }
+  const operand = request.operand ?? "-";
+  if (!(objectId.test(operand) || (request.mode === "record" && operand === "-"))) {
+    throw new SandboxError(`not a checkpoint's tree id: ${JSON.stringify(operand)}`);
+  }
+  return scriptInvocation(shellScript("checkpointCopy"), [request.mode, operand]);
 }
 
 const inspectionFix =
   "look at the workspace with `cordon exec -- git status` and remove what blocks git (`cordon exec -- find . -type p` lists FIFOs), or discard it with `cordon sandbox rm <name>`";
 
-function inspectionFailure(target: InspectedWorkspace, exitCode: number, stderr: Buffer): Error {
+/** What a failed inspection was doing, for its message. */
+const doing: Record<InspectionMode, string> = {
+  patch: "take the changes of",
+  "changed-files": "take the changes of",
+  "baseline-directories": "read the baseline of",
+  record: "record a checkpoint of",
+  restore: "restore a checkpoint into",
+};
+
+function inspectionFailure(
+  target: InspectedWorkspace,
+  mode: InspectionMode,
+  exitCode: number,
+  stderr: Buffer,
+): Error {
   const said = stderr.toString("utf8").trim();
   if (exitCode === 127 && /git: (command )?not found/.test(said)) {
     return new SandboxError(
@@ -294,7 +377,7 @@ function inspectionFailure(target: InspectedWorkspace, exitCode: number, stderr:
     );
   }
   return new SandboxError(
-    `cannot take the changes of ${target.workspace}: git ${exitCode === 137 ? "was killed (out of memory or scratch space?)" : `exited ${exitCode}`}${said ? `: ${said}` : ""}`,
+    `cannot ${doing[mode]} ${target.workspace}: git ${exitCode === 137 ? "was killed (out of memory or scratch space?)" : `exited ${exitCode}`}${said ? `: ${said}` : ""}`,
     { fix: inspectionFix },
   );
 }

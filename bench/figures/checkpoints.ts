@@ -1,0 +1,115 @@
+import { mkdir, mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import path from "node:path";
+
+import { createCheckpoint, rollbackToCheckpoint } from "../../src/changes/index.js";
+import type { BenchContext } from "../context.js";
+import { compare, timeInTurns } from "../measure.js";
+import type { FigureResult } from "../report.js";
+import { withTarget } from "../report.js";
+import { FailureCount } from "./failures.js";
+import { makeRepository, repositoryFiles } from "./seeded-session.js";
+
+/** The issue's budget: a turn's checkpoint within three execs. */
+const budget = 3;
+const changedFiles = 10;
+
+/**
+ * What `sandbox.checkpoints: "turn"` costs a turn on a seeded 600-file repository with 10 changed
+ * files: the sandbox frozen while a spare inspector records the copy's tree, and the list
+ * appended (`createCheckpoint`, as the loop's hook calls it), against one exec of `true` in the
+ * same sandbox. A rollback (a restore inspector started cold, the copy written back) is shown
+ * against the same exec, without a target.
+ */
+export async function checkpointsFigure(ctx: BenchContext): Promise<FigureResult> {
+  const runs = ctx.quick ? 3 : 10;
+  const failures = new FailureCount();
+  const root = await mkdtemp(path.join(tmpdir(), "cordon-bench-checkpoints-"));
+  const spec = { ...(await ctx.spec("checkpoints")), seed: true };
+  try {
+    const repository = path.join(root, "repo");
+    await mkdir(repository);
+    await makeRepository(repository);
+    const lease = await ctx.manager.acquire(
+      { ...spec, agentWorkspace: repository },
+      { signal: ctx.signal },
+    );
+    try {
+      const source = { privateWorkspace: lease.privateWorkspace, checkpoints: lease.checkpoints };
+      lease.checkpoints?.prepare?.();
+      const change = async (round: number): Promise<void> => {
+        for (let index = 0; index < changedFiles; index += 1) {
+          await lease.sandbox.files.writeFile(
+            `/workspace/src/module${index}/file0.ts`,
+            `// changed by the bench, round ${round}\n`,
+          );
+        }
+      };
+      await change(0);
+      const first = await createCheckpoint(source, { kind: "turn" });
+      ctx.progress(
+        `checkpoints: ${runs} turn checkpoints of a ${repositoryFiles}-file copy with ${changedFiles} changed files, beside one exec`,
+      );
+      let recorded = 0;
+      const timings = await timeInTurns(
+        {
+          // The next turn's edits are made after the timing (the returned function).
+          turn: (run) =>
+            failures.guard(async () => {
+              recorded = (await createCheckpoint(source, { kind: "turn" })).changedFiles;
+              return () => change(run + 10);
+            }),
+          exec: () => failures.guard(() => lease.sandbox.exec("true")),
+        },
+        runs,
+        1,
+      );
+      // Apart, so a rollback's rewrites are not what the next turn's checkpoint counts.
+      const rollbacks = await timeInTurns(
+        {
+          rollback: (run) =>
+            failures.guard(async () => {
+              await rollbackToCheckpoint(source, { name: first.name });
+              return () => change(run + 100);
+            }),
+          exec: () => failures.guard(() => lease.sandbox.exec("true")),
+        },
+        ctx.quick ? 2 : 5,
+        1,
+      );
+      if (recorded !== changedFiles) failures.count += 1;
+      return {
+        name: "checkpoints",
+        title: `a checkpoint per turn of a seeded ${repositoryFiles}-file copy`,
+        comparisons: [
+          withTarget(
+            {
+              measures: `a turn's checkpoint (${changedFiles} files changed since the last; freeze + a spare inspector's record + list)`,
+              ...compare(timings.turn, timings.exec, execBaseline),
+            },
+            budget,
+          ),
+          {
+            measures: `a rollback of ${changedFiles} files (a restore inspector started cold, freeze, the copy written back)`,
+            ...compare(rollbacks.rollback, rollbacks.exec, execBaseline),
+          },
+        ],
+        failures: failures.count,
+        details: {
+          runs,
+          files: repositoryFiles,
+          changedFiles,
+          changedSinceLast: recorded,
+          ...failures.details(),
+        },
+      };
+    } finally {
+      await lease.release();
+    }
+  } finally {
+    await ctx.inventory.remove(spec.containerName).catch(() => undefined);
+    await rm(root, { recursive: true, force: true });
+  }
+}
+
+const execBaseline = "one exec of `true` in the same sandbox";

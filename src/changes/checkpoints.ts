@@ -1,0 +1,287 @@
+import { constants } from "node:fs";
+import { open } from "node:fs/promises";
+import path from "node:path";
+
+import { z } from "zod";
+
+import { ConfigError, FileOperationError, SandboxError } from "../common/index.js";
+import { baselineGitDir, type WorkspaceCheckpoints } from "../sandbox/index.js";
+
+/**
+ * cordon's list of a private copy's checkpoints: which tree in the checkpoint store each name
+ * means, when it was taken and why. The list is the host's own file, in cordon's baseline git dir
+ * beside the copy (mounted read-only into inspectors, never into the agent's container), so a
+ * name the user types is looked up here and never reaches git or a shell: only a hex tree id from
+ * this list does. The trees themselves are written and read by inspector containers
+ * (`WorkspaceCheckpoints`).
+ */
+
+/**
+ * A checkpoint name: letters, digits, `.`, `_`, `-`, starting with a letter or digit, at most 64
+ * characters — so no path (`../x`), option (`--upload-pack=…`), space or ref syntax can be one.
+ */
+const namePattern = /^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/;
+const treeIdPattern = /^(?:[0-9a-f]{40}|[0-9a-f]{64})$/;
+
+/** Why a checkpoint was taken. */
+export type CheckpointKind = "named" | "turn" | "rollback";
+
+const checkpointSchema = z.object({
+  v: z.literal(1),
+  name: z.string().regex(namePattern),
+  tree: z.string().regex(treeIdPattern),
+  /** ISO 8601. */
+  at: z.string(),
+  kind: z.enum(["named", "turn", "rollback"]),
+  /** The session that took it (a run's turns, a user's command). */
+  sessionKey: z.string().optional(),
+  /** Turn checkpoints: the state before this turn of the session's run ran its tools. */
+  turn: z.number().int().positive().optional(),
+  /** Files that differ from the checkpoint before it (the baseline for the first). */
+  changedFiles: z.number().int().nonnegative(),
+});
+
+/** One recorded state of a private copy. */
+export type Checkpoint = z.infer<typeof checkpointSchema>;
+
+/** Which checkpoint a rollback goes to: by name, or the state before the N-th last turn. */
+export type CheckpointTarget = { name: string } | { turn: number };
+
+/** The list's file: cordon's own, beside the store in the baseline git dir. */
+export function checkpointListFile(privateWorkspace: string): string {
+  return path.join(baselineGitDir(privateWorkspace), "cordon-checkpoints.jsonl");
+}
+
+/** Throws a usage error (exit 2) unless `name` can name a checkpoint. */
+export function assertCheckpointName(name: string): void {
+  if (namePattern.test(name) && !name.includes("..")) return;
+  throw new ConfigError(
+    `${JSON.stringify(name)} cannot name a checkpoint: use letters, digits, ".", "_" and "-", starting with a letter or digit (at most 64)`,
+    { fix: "choose a name such as before-refactor or try-2" },
+  );
+}
+
+/**
+ * The copy's checkpoints, oldest first. A line that is not a checkpoint (a torn last write) is
+ * skipped; the file is opened without following a link.
+ */
+export async function listCheckpoints(privateWorkspace: string): Promise<Checkpoint[]> {
+  let handle;
+  try {
+    handle = await open(
+      checkpointListFile(privateWorkspace),
+      constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK,
+    );
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === "ENOENT") return [];
+    throw error;
+  }
+  let text: string;
+  try {
+    if (!(await handle.stat()).isFile()) return [];
+    text = await handle.readFile("utf8");
+  } finally {
+    await handle.close();
+  }
+  const checkpoints: Checkpoint[] = [];
+  for (const line of text.split("\n")) {
+    if (line.trim() === "") continue;
+    let parsed: unknown;
+    try {
+      parsed = JSON.parse(line);
+    } catch {
+      continue;
+    }
+    const checkpoint = checkpointSchema.safeParse(parsed);
+    if (checkpoint.success) checkpoints.push(checkpoint.data);
+  }
+  return checkpoints;
+}
+
+/** Appends one checkpoint: one write to a file opened O_APPEND, so concurrent writers interleave whole lines. */
+async function appendCheckpoint(privateWorkspace: string, checkpoint: Checkpoint): Promise<void> {
+  const handle = await open(
+    checkpointListFile(privateWorkspace),
+    constants.O_WRONLY | constants.O_APPEND | constants.O_CREAT | constants.O_NOFOLLOW,
+    0o600,
+  );
+  try {
+    await handle.write(`${JSON.stringify(checkpointSchema.parse(checkpoint))}\n`);
+    await handle.sync();
+  } finally {
+    await handle.close();
+  }
+}
+
+/** What checkpoints are taken from and restored into: a held sandbox with a private copy. */
+export interface CheckpointSource {
+  /** Host path of the sandbox's private workspace (the seeded copy). */
+  privateWorkspace?: string | undefined;
+  /** The backend's recorder of the copy's states (`ProvidedSandbox.checkpoints`). */
+  checkpoints?: WorkspaceCheckpoints | undefined;
+}
+
+export interface CreateCheckpointOptions {
+  /** Its name; default `cp-<n>` (`turn-<n>` for a turn's). Must be new for a named one. */
+  name?: string | undefined;
+  /** Default `named`. */
+  kind?: CheckpointKind | undefined;
+  sessionKey?: string | undefined;
+  /** For a turn checkpoint: its turn number; default the one in its name (`turn-<n>`). */
+  turn?: number | undefined;
+  signal?: AbortSignal | undefined;
+}
+
+/**
+ * Records the copy's state now as a checkpoint (through the backend: a throwaway container, the
+ * sandbox frozen) and adds it to the list.
+ */
+export async function createCheckpoint(
+  source: CheckpointSource,
+  options: CreateCheckpointOptions = {},
+): Promise<Checkpoint> {
+  const { workspace, checkpoints } = checkpointerOf(source);
+  const kind = options.kind ?? "named";
+  const earlier = await listCheckpoints(workspace);
+  const name = options.name ?? nextName(earlier, kind === "turn" ? "turn" : "cp");
+  // A turn checkpoint's number counts the turns recorded in this copy, across runs.
+  const turn = options.turn ?? (kind === "turn" ? Number(/\d+$/.exec(name)?.[0]) : undefined);
+  assertCheckpointName(name);
+  if (kind === "named" && earlier.some((checkpoint) => checkpoint.name === name)) {
+    throw new ConfigError(`the checkpoint ${name} exists already`, {
+      fix: "choose another name; `cordon checkpoints` lists the taken ones",
+    });
+  }
+  const state = await checkpoints.record({ since: earlier.at(-1)?.tree, signal: options.signal });
+  const checkpoint: Checkpoint = {
+    v: 1,
+    name,
+    tree: state.tree,
+    at: new Date().toISOString(),
+    kind,
+    ...(options.sessionKey !== undefined ? { sessionKey: options.sessionKey } : {}),
+    ...(turn !== undefined && turn > 0 ? { turn } : {}),
+    changedFiles: state.changed.size,
+  };
+  await appendCheckpoint(workspace, checkpoint);
+  return checkpoint;
+}
+
+/** What a rollback did. */
+export interface RollbackOutcome {
+  /** The checkpoint the copy now matches. */
+  restored: Checkpoint;
+  /** The state it replaced, kept as a checkpoint (`before-rollback-<n>`): roll back to it to undo. */
+  saved: Checkpoint;
+  /** Paths that changed, each with what it is now (`<mode> <id>` or `deleted`). */
+  changed: Map<string, string>;
+}
+
+/**
+ * Puts the copy back to a checkpoint (through the backend, the sandbox frozen), after keeping the
+ * state it replaces as a checkpoint of its own. The caller makes sure no run uses the sandbox.
+ */
+export async function rollbackToCheckpoint(
+  source: CheckpointSource,
+  target: CheckpointTarget,
+  options: { sessionKey?: string | undefined; signal?: AbortSignal | undefined } = {},
+): Promise<RollbackOutcome> {
+  const { workspace, checkpoints } = checkpointerOf(source);
+  const earlier = await listCheckpoints(workspace);
+  const restored = findCheckpoint(earlier, target, options.sessionKey);
+  const state = await checkpoints.restore(restored.tree, { signal: options.signal });
+  const saved: Checkpoint = {
+    v: 1,
+    name: nextName(earlier, "before-rollback"),
+    tree: state.tree,
+    at: new Date().toISOString(),
+    kind: "rollback",
+    ...(options.sessionKey !== undefined ? { sessionKey: options.sessionKey } : {}),
+    changedFiles: state.changed.size,
+  };
+  await appendCheckpoint(workspace, saved);
+  return { restored, saved, changed: state.changed };
+}
+
+/**
+ * The checkpoint a target names. `{turn: -N}` is the state before the N-th last turn that ran
+ * tools in `sessionKey` (every session's turns when it has none): -1 undoes the last turn.
+ */
+export function findCheckpoint(
+  checkpoints: readonly Checkpoint[],
+  target: CheckpointTarget,
+  sessionKey?: string,
+): Checkpoint {
+  if ("name" in target) {
+    const found = checkpoints.findLast((checkpoint) => checkpoint.name === target.name);
+    if (found) return found;
+    throw new ConfigError(`no checkpoint named ${JSON.stringify(target.name)}`, {
+      fix:
+        checkpoints.length === 0
+          ? "this copy has no checkpoints yet: take one with `cordon checkpoint NAME` (runs take one per turn unless sandbox.checkpoints is off)"
+          : `\`cordon checkpoints\` lists them (${describeNames(checkpoints)})`,
+    });
+  }
+  if (!Number.isInteger(target.turn) || target.turn >= 0) {
+    throw new ConfigError(`--turn takes a negative whole number, not ${target.turn}`, {
+      fix: "--turn -1 undoes the last turn, --turn -2 the last two",
+    });
+  }
+  const all = checkpoints.filter((checkpoint) => checkpoint.kind === "turn");
+  const ofSession = all.filter((checkpoint) => checkpoint.sessionKey === sessionKey);
+  const turns = ofSession.length > 0 ? ofSession : all;
+  const found = turns.at(target.turn);
+  if (found) return found;
+  throw new ConfigError(
+    turns.length === 0
+      ? "no turn checkpoints: no run has taken one in this copy"
+      : `only ${turns.length} turn checkpoint(s), so --turn ${target.turn} goes back too far`,
+    {
+      fix:
+        turns.length === 0
+          ? 'runs take one before each turn\'s tools unless sandbox.checkpoints is "off"; `cordon checkpoints` lists what there is'
+          : `use --turn -${turns.length} for the earliest, or name one from \`cordon checkpoints\``,
+    },
+  );
+}
+
+function describeNames(checkpoints: readonly Checkpoint[]): string {
+  const names = checkpoints.map((checkpoint) => checkpoint.name);
+  return names.length <= 8
+    ? names.join(", ")
+    : `${names.slice(-8).join(", ")} and ${names.length - 8} earlier`;
+}
+
+/** `<prefix>-<n>`, one past the highest such name taken. */
+function nextName(checkpoints: readonly Checkpoint[], prefix: string): string {
+  let highest = 0;
+  const pattern = new RegExp(`^${prefix}-(\\d+)$`);
+  for (const checkpoint of checkpoints) {
+    const number = Number(pattern.exec(checkpoint.name)?.[1] ?? 0);
+    if (number > highest) highest = number;
+  }
+  return `${prefix}-${highest + 1}`;
+}
+
+/** The source's copy and recorder, or the error that says why it has none. */
+function checkpointerOf(source: CheckpointSource): {
+  workspace: string;
+  checkpoints: WorkspaceCheckpoints;
+} {
+  if (!source.privateWorkspace) {
+    throw new FileOperationError(
+      "this sandbox has no private workspace, so it has no checkpoints",
+      "not_found",
+      "/workspace",
+      {
+        fix: 'checkpoints work on seeded private copies (sandbox.workspaceAccess "none" with seed on); with rw the agent writes your workspace itself: use git there',
+      },
+    );
+  }
+  if (!source.checkpoints) {
+    throw new SandboxError("this sandbox cannot record or restore its copy safely", {
+      fix: "use the Docker sandbox backend: it freezes the sandbox and touches the copy only in a throwaway container",
+    });
+  }
+  return { workspace: source.privateWorkspace, checkpoints: source.checkpoints };
+}

@@ -1,0 +1,50 @@
+import { describe, expect, it } from "vitest";
+
+import { ConfigError } from "../../common/index.js";
+import { formatCheckpoints, rollbackTarget } from "./checkpoint.js";
+
+describe("rollback's target", () => {
+  it("is a name or --turn -N, exactly one", () => {
+    expect(rollbackTarget("before", undefined)).toEqual({ name: "before" });
+    expect(rollbackTarget(undefined, "-2")).toEqual({ turn: -2 });
+    for (const [name, turn] of [
+      ["a", "-1"],
+      [undefined, undefined],
+      [undefined, "1"],
+      [undefined, "-0"],
+      [undefined, "-1.5"],
+      [undefined, "last"],
+    ] as const) {
+      expect(() => rollbackTarget(name, turn)).toThrow(ConfigError);
+    }
+  });
+});
+
+describe("the checkpoint listing", () => {
+  it("shows name, time, files changed and why, with the agent's text made printable", () => {
+    const text = formatCheckpoints([
+      {
+        v: 1,
+        name: "turn-1",
+        tree: "a".repeat(40),
+        at: "2026-11-27T03:00:00.000Z",
+        kind: "turn",
+        turn: 1,
+        sessionKey: "agent:main:s\u001b[2J",
+        changedFiles: 0,
+      },
+      {
+        v: 1,
+        name: "mine",
+        tree: "b".repeat(40),
+        at: "2026-11-27T03:01:00.000Z",
+        kind: "named",
+        changedFiles: 12,
+      },
+    ]);
+    expect(text.split("\n")[0]).toMatch(/^NAME\s+TAKEN\s+CHANGED\s+WHY$/);
+    expect(text).toMatch(/^turn-1 +2026-11-27T03:00:00.000Z +0 +before turn 1 of agent:main:s/m);
+    expect(text).toMatch(/^mine +2026-11-27T03:01:00.000Z +12 +cordon checkpoint$/m);
+    expect(text).not.toContain("\u001b");
+  });
+});

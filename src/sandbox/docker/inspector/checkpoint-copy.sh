@@ -1,0 +1,74 @@
+#!/usr/bin/env bash
+# Runs inside cordon's inspector container (workspace-inspector.ts), never on the host and never in
+# the agent's own container: records a private copy's state as a git tree, or puts the copy back
+# to one. /baseline is cordon's baseline git dir (read-only), /checkpoints the checkpoint store
+# inside it (read-write: the tree objects this writes), /scratch a private tmpfs. To record,
+# /workspace is mounted read-only; to restore, read-write, and the sandbox is frozen meanwhile.
+#
+# Why a hostile copy cannot turn this against anything: the container has no network, no
+# capabilities, a read-only root and sees no host path but these three mounts, so a link in the
+# copy (`evil -> /etc`) resolves inside this container; git never writes through a link (it
+# removes a link that stands where a directory must be, and replaces a file rather than opening
+# it); the baseline's info/attributes turn every filter off, hooks and fsmonitor are off here.
+# What the store holds is no more than the agent could write into the copy itself, and the host
+# reads none of it: it keeps its own list of checkpoints and takes only hex tree ids from stdout.
+#
+# usage: cordon record SINCE | restore TARGET (sent like the exec wrapper: see exec-wrapper.sh)
+#   SINCE, TARGET: tree ids the host took from its own list (validated hex), or `-` for SINCE
+#   (compare with the baseline).
+# stdin: the pathspecs of `git add -A`, NUL-separated (cordon writes them), as for a diff.
+# stdout: the tree id of the copy as it is (before a restore: as it was), a NUL, then
+#   `git diff-tree --raw -z` from SINCE to it (record) or from it to TARGET (restore).
+unset CORDON_SCRIPT
+set -euo pipefail
+
+mode="${1:?usage: cordon record SINCE | restore TARGET}"
+other="${2:?usage: cordon record SINCE | restore TARGET}"
+
+export GIT_DIR=/baseline GIT_WORK_TREE=/workspace
+export GIT_INDEX_FILE=/scratch/index GIT_OBJECT_DIRECTORY=/checkpoints/objects
+export GIT_ALTERNATE_OBJECT_DIRECTORIES=/baseline/objects
+export GIT_CONFIG_NOSYSTEM=1 GIT_CONFIG_GLOBAL=/dev/null GIT_ATTR_NOSYSTEM=1
+export GIT_TERMINAL_PROMPT=0 LC_ALL=C HOME=/scratch
+mkdir -p /checkpoints/objects
+cd /workspace
+
+checkpoint_git() {
+  git -c core.hooksPath=/dev/null -c core.fsmonitor=false -c core.untrackedCache=false \
+    -c safe.directory='*' -c core.compression=1 -c core.looseCompression=1 -c gc.auto=0 \
+    -c core.symlinks=true -c core.fileMode=true "$@"
+}
+
+is_tree() {
+  [ "$(checkpoint_git cat-file -t "$1" 2>/dev/null || true)" = tree ]
+}
+
+# The copy as it is now, as one tree: the same `add -A` a diff does, over the baseline's index.
+checkpoint_git read-tree refs/cordon/baseline
+checkpoint_git add -A --pathspec-from-file=- --pathspec-file-nul
+current="$(checkpoint_git write-tree)"
+
+case "$mode" in
+record)
+  since="$other"
+  if [ "$since" = - ] || ! is_tree "$since"; then since="$(checkpoint_git rev-parse 'refs/cordon/baseline^{tree}')"; fi
+  printf '%s\0' "$current"
+  checkpoint_git diff-tree -r --raw -z --no-abbrev --no-renames "$since" "$current"
+  ;;
+restore)
+  target="$other"
+  if ! is_tree "$target"; then
+    echo "checkpoint-copy.sh: the checkpoint's tree $target is not in the store" >&2
+    exit 3
+  fi
+  printf '%s\0' "$current"
+  checkpoint_git diff-tree -r --raw -z --no-abbrev --no-renames "$current" "$target"
+  # The index holds the copy as it is (stat data fresh from `add`): a one-way merge to the target
+  # writes what differs, removes what the target lacks, and leaves ignored files alone.
+  checkpoint_git read-tree -u --reset "$target"
+  ;;
+*)
+  echo "checkpoint-copy.sh: unknown mode $mode" >&2
+  exit 2
+  ;;
+esac

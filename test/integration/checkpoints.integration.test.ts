@@ -1,0 +1,298 @@
+/**
+ * Checkpoints and rollback against the real engine (docs/checkpoints.md): a run's turn that
+ * creates, deletes and chmods files with a shell command is undone by `cordon rollback --turn -1`;
+ * the agent's processes are listed and left, or stopped; the transcript gets a note. And the
+ * attacks: hostile names never reach git, a copy whose `.git` or directories point at host paths
+ * is rolled back without the host being touched, a busy session or one without a copy is refused.
+ */
+import { lstat, mkdir, mkdtemp, readFile, readdir, rm, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import path from "node:path";
+
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+
+import {
+  ScriptedModelClient,
+  createRunner,
+  type Runner,
+  type RunnerOptions,
+} from "../../src/index.js";
+import { acquireSessionLock, readSessionEntries } from "../../src/runner/index.js";
+import { demoRepo, git } from "../support/demo-repo.js";
+import { removeContainersOfHome, requireSandboxImage } from "../support/docker.js";
+import { runCordon } from "../support/run-cli.js";
+import { removeStateDirectory } from "../support/state-directory.js";
+
+const sessionOf = (name: string): string => `cp-${name}-${process.pid}-${Date.now().toString(36)}`;
+
+/** A turn that breaks the project with one shell command, leaving a server running; then an answer. */
+const breakingModel = (): ScriptedModelClient =>
+  new ScriptedModelClient({
+    version: 1,
+    turns: [
+      {
+        content: [
+          {
+            type: "tool_use",
+            name: "exec",
+            input: {
+              command:
+                "rm -f pricing.py && echo broken > x && mkdir -p made && echo new > made/file.txt && chmod +x test_pricing.py",
+            },
+          },
+          { type: "tool_use", name: "exec", input: { command: "sleep 600", background: true } },
+        ],
+      },
+      { content: [{ type: "text", text: "done" }] },
+    ],
+  });
+
+describe("checkpoints and rollback", () => {
+  let home: string;
+  let repo: string;
+  let env: NodeJS.ProcessEnv;
+  const runnerOf = (extra: Partial<RunnerOptions> = {}): Runner =>
+    createRunner({ cwd: repo, workspace: repo, env, onClose: "keep", ...extra });
+  const cordon = (command: string, ...args: string[]) =>
+    runCordon([command, "--workspace", repo, ...args], { ...env, CORDON_LOG_LEVEL: "silent" });
+  /** Runs `command` in the session's sandbox, as the agent would. */
+  const inSandbox = async (runner: Runner, sessionKey: string, command: string) => {
+    const held = await runner.acquireSandbox({ sessionKey });
+    try {
+      return await held.lease.sandbox.exec(command);
+    } finally {
+      await held.lease.release();
+    }
+  };
+
+  beforeAll(async () => {
+    await requireSandboxImage();
+    home = await mkdtemp(path.join(tmpdir(), "cordon-checkpoints-home-"));
+    repo = await demoRepo();
+    env = { ...process.env, CORDON_HOME: home, CORDON_CONFIG: "", ANTHROPIC_API_KEY: "" };
+  });
+
+  afterAll(async () => {
+    await removeContainersOfHome(home);
+    await removeStateDirectory(home);
+    await rm(path.dirname(repo), { recursive: true, force: true });
+  });
+
+  it("`rollback --turn -1` undoes a shell command's creations, deletions and chmods, lists the server it left, and tells the transcript", async () => {
+    const sessionKey = sessionOf("turn");
+    await using runner = runnerOf({ model: breakingModel() });
+    const events: string[] = [];
+    const result = await runner.run({
+      prompt: "break it",
+      sessionKey,
+      onEvent: (event) => {
+        if (event.type === "checkpoint") events.push(JSON.stringify(event));
+      },
+    });
+    expect(result.exitCode, JSON.stringify(result)).toBe(0);
+    expect(events).toHaveLength(1);
+    expect(JSON.parse(events[0] ?? "{}")).toMatchObject({ name: "turn-1", changedFiles: 0 });
+    const broken = await inSandbox(runner, sessionKey, "ls; stat -c %a test_pricing.py");
+    expect(broken.stdout).toMatch(/made\n/);
+    expect(broken.stdout).not.toMatch(/^pricing\.py$/m);
+    expect(broken.stdout).toMatch(/755\n$/);
+
+    const listed = await cordon("checkpoints", "--session", sessionKey);
+    expect(listed.exitCode, listed.stderr).toBe(0);
+    expect(listed.stdout).toMatch(/^turn-1 .* before turn 1 of /m);
+
+    const rolled = await cordon("rollback", "--turn", "-1", "--session", sessionKey, "--json");
+    expect(rolled.exitCode, rolled.stderr).toBe(0);
+    const outcome = JSON.parse(rolled.stdout) as {
+      restored: { name: string };
+      saved: { name: string };
+      changed: { path: string; deleted: boolean }[];
+      processesLeft: string[];
+    };
+    expect(outcome.restored.name).toBe("turn-1");
+    expect(outcome.saved.name).toBe("before-rollback-1");
+    expect(outcome.changed.map((entry) => entry.path).sort()).toEqual([
+      "made/file.txt",
+      "pricing.py",
+      "test_pricing.py",
+      "x",
+    ]);
+    expect(outcome.processesLeft.some((line) => line.includes("sleep 600"))).toBe(true);
+
+    const after = await inSandbox(
+      runner,
+      sessionKey,
+      "ls -A; stat -c %a test_pricing.py; cat pricing.py | head -1",
+    );
+    expect(after.stdout.split("\n").slice(0, 5)).toEqual([
+      ".git",
+      "AGENTS.md",
+      "README.md",
+      "pricing.py",
+      "test_pricing.py",
+    ]);
+    expect(after.stdout).toMatch(/\n644\n/);
+    expect(after.stdout).toContain(
+      (await readFile(path.join(repo, "pricing.py"), "utf8")).split("\n")[0],
+    );
+    // Nothing left to review: the copy is as seeded.
+    const diff = await cordon("diff", "--session", sessionKey);
+    expect(diff.stdout).toBe("");
+
+    // The agent's next turn reads what happened.
+    const plan = await runner.plan({ sessionKey });
+    const entries = await readSessionEntries({
+      stateDir: home,
+      sessionKey: plan.sessionKey,
+      project: plan.agent.workspaceId,
+    });
+    const note = JSON.stringify(entries.at(-1));
+    expect(note).toContain("rolled /workspace back to checkpoint turn-1");
+    expect(note).toContain("sleep 600");
+
+    // The rollback is undone by rolling back to the state it saved; --stop-processes ends the server.
+    const undo = await cordon(
+      "rollback",
+      "before-rollback-1",
+      "--stop-processes",
+      "--session",
+      sessionKey,
+    );
+    expect(undo.exitCode, undo.stderr).toBe(0);
+    const redone = await inSandbox(runner, sessionKey, "cat x; ps -eo args");
+    expect(redone.stdout).toMatch(/^broken\n/);
+    expect(redone.stdout).not.toContain("sleep 600");
+  }, 240_000);
+
+  it("a named checkpoint comes back after edits, deletions and a new directory; names that are paths, options or refs are refused before anything runs", async () => {
+    const sessionKey = sessionOf("named");
+    await using runner = runnerOf({ model: breakingModel() });
+    await inSandbox(runner, sessionKey, "echo v1 > notes.txt");
+    const taken = await cordon("checkpoint", "good-1", "--session", sessionKey);
+    expect(taken.exitCode, taken.stderr).toBe(0);
+    expect(taken.stdout).toBe("good-1\n");
+    expect(taken.stderr).toMatch(/1 file\(s\) changed/);
+
+    for (const hostile of [
+      "../escape",
+      "--upload-pack=touch /tmp/cordon-pwned",
+      "with space",
+      "refs/heads/main",
+      "-x",
+      "a..b",
+    ]) {
+      // After `--`, so the name reaches cordon's own check rather than commander's option parsing.
+      const refused = await cordon("checkpoint", "--session", sessionKey, "--", hostile);
+      expect(refused.exitCode, hostile).toBe(2);
+      expect(refused.stderr).toMatch(/cannot name a checkpoint/);
+      const unknown = await cordon("rollback", "--session", sessionKey, "--", hostile);
+      expect(unknown.exitCode, hostile).toBe(2);
+      expect(unknown.stderr).toMatch(/no checkpoint named/);
+    }
+    await expect(lstat("/tmp/cordon-pwned")).rejects.toThrow(/ENOENT/);
+    const duplicate = await cordon("checkpoint", "good-1", "--session", sessionKey);
+    expect(duplicate.exitCode).toBe(2);
+    expect(duplicate.stderr).toMatch(/exists already/);
+
+    await inSandbox(
+      runner,
+      sessionKey,
+      "echo v2 > notes.txt && rm README.md && mkdir -p deep/er && echo z > deep/er/z",
+    );
+    const back = await runner.rollback({ sessionKey, to: { name: "good-1" } });
+    expect([...back.changed.keys()].sort()).toEqual(["README.md", "deep/er/z", "notes.txt"]);
+    const now = await inSandbox(runner, sessionKey, "cat notes.txt; ls README.md; ls -d deep/er/z");
+    expect(now.stdout).toMatch(/^v1\nREADME\.md\n/);
+    expect(now.exitCode).not.toBe(0);
+    const names = (await runner.checkpoints({ sessionKey })).map((checkpoint) => checkpoint.name);
+    expect(names).toEqual(["good-1", "before-rollback-1"]);
+  }, 240_000);
+
+  it("a copy whose directories and .git point at host paths is rolled back without the host being touched", async () => {
+    const sessionKey = sessionOf("hostile");
+    const victim = await mkdtemp(path.join(tmpdir(), "cordon-checkpoint-victim-"));
+    await writeFile(path.join(victim, "keep.txt"), "host data\n");
+    await mkdir(path.join(victim, "sub"));
+    const headBefore = git(repo, "rev-parse", "HEAD");
+    try {
+      await using runner = runnerOf({ model: breakingModel() });
+      await inSandbox(runner, sessionKey, "mkdir -p lib && echo code > lib/a.py");
+      expect((await runner.checkpoint({ sessionKey, name: "clean" })).changedFiles).toBe(1);
+      // The agent puts links where directories and files were, names the host's paths in a
+      // nested `.git` file and swaps the copy's own `.git` for a file pointing at the real repo.
+      await inSandbox(
+        runner,
+        sessionKey,
+        [
+          `rm -rf lib && ln -s ${victim} lib`,
+          `rm -f AGENTS.md && ln -s ${victim}/keep.txt AGENTS.md`,
+          `mkdir -p nested && printf 'gitdir: ${repo}/.git\\n' > nested/.git && echo n > nested/n`,
+          `mv .git .git-moved && printf 'gitdir: ${repo}/.git\\n' > .git`,
+        ].join(" && "),
+      );
+      const back = await runner.rollback({ sessionKey, to: { name: "clean" } });
+      expect([...back.changed.keys()]).toEqual(expect.arrayContaining(["AGENTS.md", "lib/a.py"]));
+      const now = await inSandbox(
+        runner,
+        sessionKey,
+        "cat lib/a.py; test -L lib || echo lib-is-dir; test -L AGENTS.md || head -1 AGENTS.md",
+      );
+      expect(now.stdout).toMatch(/^code\nlib-is-dir\n/);
+      // The host's files are as they were: nothing was written through a link.
+      expect(await readdir(victim)).toEqual(["keep.txt", "sub"]);
+      expect(await readdir(path.join(victim, "sub"))).toEqual([]);
+      expect(await readFile(path.join(victim, "keep.txt"), "utf8")).toBe("host data\n");
+      expect(git(repo, "rev-parse", "HEAD")).toBe(headBefore);
+      expect(git(repo, "status", "--porcelain")).toBe("");
+    } finally {
+      await rm(victim, { recursive: true, force: true });
+    }
+  }, 240_000);
+
+  it("refuses a busy session (exit 3, naming the run) and a session without a private copy (exit 2, with the fix)", async () => {
+    const sessionKey = sessionOf("busy");
+    await using runner = runnerOf({ model: breakingModel() });
+    await inSandbox(runner, sessionKey, "true");
+    await runner.checkpoint({ sessionKey, name: "here" });
+    const plan = await runner.plan({ sessionKey });
+    const lock = await acquireSessionLock({
+      stateDir: home,
+      sessionKey: plan.sessionKey,
+      project: plan.agent.workspaceId,
+      runId: "run-that-holds-it",
+    });
+    try {
+      const busy = await cordon("rollback", "here", "--session", sessionKey);
+      expect(busy.exitCode).toBe(3);
+      expect(busy.stderr).toMatch(/cannot roll back session .* held by the run of session/);
+      expect(busy.stderr).toMatch(/run-that-holds-it/);
+    } finally {
+      await lock.release();
+    }
+
+    const never = await cordon("checkpoints", "--session", sessionOf("never-ran"));
+    expect(never.exitCode).toBe(2);
+    expect(never.stderr).toMatch(/has no private copy/);
+    expect(never.stderr).toMatch(/cordon sessions list/);
+
+    const config = path.join(home, "rw.json5");
+    await writeFile(config, '{ agents: { defaults: { sandbox: { workspaceAccess: "rw" } } } }\n');
+    const rw = await runCordon(
+      [
+        "rollback",
+        "--turn",
+        "-1",
+        "--workspace",
+        repo,
+        "--config",
+        config,
+        "--session",
+        sessionKey,
+      ],
+      { ...env, CORDON_LOG_LEVEL: "silent" },
+    );
+    expect(rw.exitCode).toBe(2);
+    expect(rw.stderr).toMatch(/does not work on a seeded private copy/);
+    expect(rw.stderr).toMatch(/workspaceAccess "none"/);
+  }, 240_000);
+});
