@@ -131,7 +131,7 @@ describe("trust boundary: no host program over an agent-written tree", () => {
     });
   };
 
-  it("diff, apply --check and apply run nothing the agent armed, on the host or anywhere it reaches", async () => {
+  it("diff, apply --check, apply, checkpoint and rollback run nothing the agent armed, on the host or anywhere it reaches", async () => {
     const session = `armed-${process.pid}`;
     sessions.push(session);
     const cordon = (command: string, ...args: string[]) =>
@@ -152,6 +152,11 @@ describe("trust boundary: no host program over an agent-written tree", () => {
     const applied = await cordon("apply", "--yes");
     expect(applied.exitCode).toBe(0);
     expect(await readFile(path.join(repo, "app.py"), "utf8")).toContain("changed by the agent");
+    // Checkpoints read and write the armed copy too: in the inspector container, never the host.
+    expect((await cordon("checkpoint", "armed")).exitCode).toBe(0);
+    expect((await cordon("checkpoints", "--json")).exitCode).toBe(0);
+    const rolledBack = await cordon("rollback", "armed");
+    expect(rolledBack.exitCode, rolledBack.stderr).toBe(0);
 
     expect(await readdir(markers)).toEqual([]);
     expect(await insideCopies()).toEqual([]);
