@@ -12,6 +12,9 @@ import {
   describeHolder,
   executeToolCall,
   planEvent,
+  runEndEvent,
+  runStartEvent,
+  turnlessRunResult,
   planToolset,
   sessionFiles,
   type PlanRequest,
@@ -262,18 +265,16 @@ export class McpSession {
     if (!starting) return;
     const started = await starting.catch(() => undefined);
     const plan = started?.plan ?? (await this.plan().catch(() => undefined));
-    this.#emit({
-      type: "run-end",
-      runId: this.#runId,
-      sessionKey: plan?.sessionKey ?? "",
-      status,
-      exitCode: status === "completed" ? 0 : 130,
-      turns: 0,
-      usage: { inputTokens: 0, outputTokens: 0, cacheReadTokens: 0, cacheWriteTokens: 0 },
-      durationMs: Date.now() - this.#startedAt,
-      cost: { usd: 0 },
-      finalText: "",
-    });
+    this.#emit(
+      runEndEvent(
+        turnlessRunResult({
+          runId: this.#runId,
+          sessionKey: plan?.sessionKey ?? "",
+          status,
+          startedAt: this.#startedAt,
+        }),
+      ),
+    );
     if (!started) return;
     await this.#events.flushed();
     await started.lease.release().catch((error: unknown) => {
@@ -292,15 +293,10 @@ export class McpSession {
     const client = this.#client
       ? `${this.#client.name}${this.#client.version ? ` ${this.#client.version}` : ""}`
       : "an MCP client";
-    // A run-start as the loop's, naming the client for `cordon ps` (no model: the client has it).
-    const start = {
-      type: "run-start",
-      runId: this.#runId,
-      sessionKey: plan.sessionKey,
-      model: "",
-      client,
-    };
-    this.#events.record(start);
+    // Named for `cordon ps`; no model: the client has it.
+    this.#emit(
+      runStartEvent({ runId: this.#runId, sessionKey: plan.sessionKey, model: "", client }),
+    );
     this.#emit(planEvent(plan, planToolset(mcpToolDefinitions, plan).names));
   }
 

@@ -102,11 +102,18 @@ export interface RunResult {
 
 /**
  * What a run reports as it goes. `run-start` and `run-end` frame every run exactly once and come
- * from the orchestrator (run-task.ts), the one layer that sees runs fail before the loop; the loop
- * emits the rest.
+ * from the orchestrator (run-task.ts, built by run-frame.ts, which an MCP session's framing uses
+ * too), the one layer that sees runs fail before the loop; the loop emits the rest.
  */
 export type RunEvent =
-  | { type: "run-start"; runId: string; sessionKey: string; model: string }
+  | {
+      type: "run-start";
+      runId: string;
+      sessionKey: string;
+      model: string;
+      /** Who drives the run when it is not cordon's loop (an MCP client's name and version). */
+      client?: string | undefined;
+    }
   | { type: "model-start"; turn: number; model: string }
   | { type: "text-delta"; text: string }
   | { type: "thinking-delta"; thinking: string }

@@ -50,3 +50,4 @@ export {
   type SessionRollback,
 } from "./session-checkpoints.js";
 export { turnCheckpointHook, type TurnCheckpointEvent } from "./turn-checkpoints.js";
+export { runEndEvent, runStartEvent, turnlessRunResult } from "./run-frame.js";

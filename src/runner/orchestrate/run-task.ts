@@ -40,6 +40,7 @@ import {
 import { agentMountPath, readBootstrapFiles } from "./bootstrap-files.js";
 import type { RunPlan } from "../../policy/index.js";
 import { refusalFor } from "./tool-refusal.js";
+import { runEndEvent, runStartEvent } from "./run-frame.js";
 import type { SandboxProvider } from "./sandbox-provider.js";
 import { agentRuntimeModel, type AgentRuntime } from "./agent-runtime.js";
 import { turnCheckpointHook, type TurnCheckpointEvent } from "./turn-checkpoints.js";
@@ -221,7 +222,7 @@ export async function runTask(options: RunTaskOptions): Promise<RunResult> {
     });
   }
   const modelId = options.modelId ?? plan.agent.model.primary;
-  emit({ type: "run-start", runId, sessionKey: plan.sessionKey, model: modelId });
+  emit(runStartEvent({ runId, sessionKey: plan.sessionKey, model: modelId }));
   emit(planEvent(plan));
 
   const run: RunContext = {
@@ -294,12 +295,9 @@ function endBeforeStart(
     signal: AbortSignal | undefined;
   },
 ): RunResult {
-  run.emit({
-    type: "run-start",
-    runId: run.runId,
-    sessionKey: run.sessionKey,
-    model: run.modelId ?? "",
-  });
+  run.emit(
+    runStartEvent({ runId: run.runId, sessionKey: run.sessionKey, model: run.modelId ?? "" }),
+  );
   return endRun(failedRunResult(run.runId, run.sessionKey, error, run.startedAt), {
     emit: run.emit,
     logger: run.logger,
@@ -326,7 +324,7 @@ function endRun(
   }
   const result =
     ended.status === "aborted" ? { ...ended, exitCode: exitCodeOfAbort(how.signal) } : ended;
-  how.emit({ type: "run-end", ...result });
+  how.emit(runEndEvent(result));
   return result;
 }
 
