@@ -32,6 +32,7 @@ import { SandboxRecords, type SandboxRecord } from "./records.js";
 import type { SandboxHolders } from "./idle-stop.js";
 import { SandboxImage, sandboxImageRepository, type SandboxImageOptions } from "./sandbox-image.js";
 import { EgressProxies } from "./egress/index.js";
+import { inspectorLabels } from "./inspector/index.js";
 import { forgetChangesRecords } from "../changes-records/index.js";
 import {
   UnappliedChangesCheck,
@@ -572,6 +573,7 @@ export class SandboxInventory {
     );
     const orphanMinAgeMs = options.orphanMinAgeMs ?? orphanGraceMs;
     await this.pruneOrphanProxies(live, now - orphanMinAgeMs, report);
+    await this.pruneUnstartedInspectors(now - orphanMinAgeMs, report);
     const discardChanges = options.discardChanges ?? false;
     const grace = { now, minAgeMs: orphanMinAgeMs };
     await this.pruneOrphanRecords(live, referenced, grace, report, discardChanges);
@@ -626,6 +628,25 @@ export class SandboxInventory {
         reason: `egress proxy of ${sandbox}, whose container is gone`,
       });
       if (!report.dryRun) await this.egress.remove(sandbox);
+    }
+  }
+
+  /**
+   * Inspector containers created but never started: their process ended between the two steps
+   * (killed, or its stdout closed). A started one removes itself (AutoRemove, a `sleep` lifetime);
+   * one never started would stay forever. Young ones may be about to start in another process.
+   */
+  private async pruneUnstartedInspectors(madeBefore: number, report: PruneReport): Promise<void> {
+    const inspectors = await this.containers.list({
+      labels: [inspectorLabels.sandbox, `${inspectorLabels.home}=${this.stateDirectory}`],
+    });
+    for (const inspector of inspectors) {
+      if (inspector.status !== "created" || !(inspector.createdAtMs < madeBefore)) continue;
+      report.orphans.push({
+        path: inspector.name,
+        reason: `inspector of ${inspector.labels[inspectorLabels.sandbox] ?? "?"}, never started`,
+      });
+      if (!report.dryRun) await this.containers.remove(inspector.id, inspector.name);
     }
   }
 
