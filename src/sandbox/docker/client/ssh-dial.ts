@@ -58,15 +58,22 @@ function dialOverSsh(target: SshTarget, env: NodeJS.ProcessEnv): Duplex {
       fix: "check that `ssh HOST docker version` works without a prompt (a key in ssh-agent or ~/.ssh/config, the host in known_hosts, docker installed there), or point DOCKER_HOST elsewhere",
       cause,
     });
+  // A write into an ssh that has died fails with EPIPE before its exit is known; the exit (the
+  // "close" handler below) says why, so a failed write waits for it instead of reporting EPIPE.
+  const exited = new Promise<void>((resolve) => child.once("close", () => resolve()));
+  const afterWrite = (done: (error?: Error | null) => void) => (error?: Error | null) => {
+    if (error) void exited.then(() => done());
+    else done();
+  };
   const socket = new Duplex({
     read: () => {
       child.stdout.resume();
     },
     write: (chunk: Buffer, _encoding, done) => {
-      child.stdin.write(chunk, done);
+      child.stdin.write(chunk, afterWrite(done));
     },
     final: (done) => {
-      child.stdin.end(done);
+      child.stdin.end(afterWrite(done));
     },
     destroy: (error, done) => {
       if (child.exitCode === null && child.signalCode === null) child.kill();

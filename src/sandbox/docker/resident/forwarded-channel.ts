@@ -27,7 +27,8 @@ export class ForwardedChannel extends Duplex {
   readonly #id: number;
   readonly #send: SendFrame;
   #unacked = 0;
-  #waitingWrite: (() => void) | undefined;
+  /** A write not yet all sent: the rest goes as acknowledgements make room in the window. */
+  #pending: { chunk: Buffer; offset: number; done: () => void } | undefined;
   /** Bytes pushed while the reader was full: acknowledged when it asks for more. */
   #owedAck = 0;
   #readerFull = false;
@@ -59,11 +60,7 @@ export class ForwardedChannel extends Duplex {
   /** The executor wrote `bytes` of ours into the connection. */
   acknowledged(bytes: number): void {
     this.#unacked = Math.max(0, this.#unacked - bytes);
-    if (this.#unacked < channelWindowBytes) {
-      const resume = this.#waitingWrite;
-      this.#waitingWrite = undefined;
-      resume?.();
-    }
+    this.#sendPending();
   }
 
   /** The connection's side ended: no more bytes come. */
@@ -88,12 +85,27 @@ export class ForwardedChannel extends Duplex {
   }
 
   override _write(chunk: Buffer, _encoding: BufferEncoding, done: (error?: Error) => void): void {
-    for (let at = 0; at < chunk.byteLength; at += frameBytes) {
-      this.#send(request.channelData, this.#id, chunk.subarray(at, at + frameBytes));
+    this.#pending = { chunk, offset: 0, done: () => done() };
+    this.#sendPending();
+  }
+
+  /**
+   * Sends what the window has room for: never more than the window unacknowledged, whatever the
+   * size of one write (the executor resets a channel sent far past it, as a broken peer).
+   */
+  #sendPending(): void {
+    const pending = this.#pending;
+    if (!pending) return;
+    while (pending.offset < pending.chunk.byteLength && this.#unacked < channelWindowBytes) {
+      const size = Math.min(frameBytes, channelWindowBytes - this.#unacked);
+      const piece = pending.chunk.subarray(pending.offset, pending.offset + size);
+      this.#send(request.channelData, this.#id, piece);
+      this.#unacked += piece.byteLength;
+      pending.offset += piece.byteLength;
     }
-    this.#unacked += chunk.byteLength;
-    if (this.#unacked < channelWindowBytes) done();
-    else this.#waitingWrite = () => done();
+    if (pending.offset < pending.chunk.byteLength) return;
+    this.#pending = undefined;
+    pending.done();
   }
 
   override _final(done: (error?: Error) => void): void {
@@ -106,7 +118,7 @@ export class ForwardedChannel extends Duplex {
     // Ended both ways, the executor has let the connection go too; otherwise it is dropped.
     if (!(this.#sentEnd && this.#gotEnd)) this.#send(request.channelReset, this.#id);
     this.#sentEnd = this.#gotEnd = true;
-    this.#waitingWrite = undefined;
+    this.#pending = undefined;
     done(error);
   }
 
