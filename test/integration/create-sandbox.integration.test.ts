@@ -11,7 +11,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 
 import { createSandbox, type CreateSandboxOptions } from "../../src/index.js";
 import { demoRepo } from "../support/demo-repo.js";
-import { dockerClient, requireSandboxImage } from "../support/docker.js";
+import { dockerClient, removeContainersOfHome, requireSandboxImage } from "../support/docker.js";
 import { removeStateDirectory } from "../support/state-directory.js";
 
 const sessionOf = (name: string): string => `lib-${name}-${process.pid}-${Date.now().toString(36)}`;
@@ -43,13 +43,7 @@ describe("createSandbox", () => {
   });
 
   afterAll(async () => {
-    const leftovers = await dockerClient().listContainers({
-      all: true,
-      filters: { label: [`cordon.home=${home}`] },
-    });
-    await Promise.all(
-      leftovers.map((c) => dockerClient().getContainer(c.Id).remove({ force: true })),
-    );
+    await removeContainersOfHome(home);
     await removeStateDirectory(home);
   });
 

@@ -11,7 +11,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 
 import { ScriptedModelClient, createRunner, type RunnerOptions } from "../../src/index.js";
 import { demoRepo } from "../support/demo-repo.js";
-import { dockerClient, requireSandboxImage } from "../support/docker.js";
+import { dockerClient, removeContainersOfHome, requireSandboxImage } from "../support/docker.js";
 import { removeStateDirectory } from "../support/state-directory.js";
 
 const sessionOf = (name: string): string =>
@@ -56,13 +56,7 @@ describe("a runner closes what its runs opened", () => {
   });
 
   afterAll(async () => {
-    const leftovers = await dockerClient().listContainers({
-      all: true,
-      filters: { label: [`cordon.home=${home}`] },
-    });
-    await Promise.all(
-      leftovers.map((c) => dockerClient().getContainer(c.Id).remove({ force: true })),
-    );
+    await removeContainersOfHome(home);
     await removeStateDirectory(home);
   });
 

@@ -13,7 +13,7 @@ import { createSandbox, type CordonSandbox } from "../../src/index.js";
 import { diskBudgetSupport } from "../../src/sandbox/index.js";
 import type { TopSnapshot } from "../../src/cli/commands/top.js";
 import { demoRepo } from "../support/demo-repo.js";
-import { dockerClient, requireSandboxImage } from "../support/docker.js";
+import { removeContainersOfHome, requireSandboxImage } from "../support/docker.js";
 import { runCordon } from "../support/run-cli.js";
 import { cordonOnTerminal } from "../support/spawn-cordon.js";
 import { removeStateDirectory } from "../support/state-directory.js";
@@ -43,13 +43,7 @@ describe("cordon top", () => {
 
   afterAll(async () => {
     await box?.release();
-    const leftovers = await dockerClient().listContainers({
-      all: true,
-      filters: { label: [`cordon.home=${home}`] },
-    });
-    await Promise.all(
-      leftovers.map((c) => dockerClient().getContainer(c.Id).remove({ force: true })),
-    );
+    await removeContainersOfHome(home);
     await removeStateDirectory(home);
   });
 
