@@ -8,11 +8,10 @@ import {
   type WorkspaceChanges,
   type WorkspaceChangesOptions,
 } from "../../workspace/index.js";
+import { spareInspector } from "./spare-inspector.js";
 import {
-  defaultInspectionTimeoutMs,
   type InspectedWorkspace,
   type InspectionMode,
-  type Inspector,
   type WorkspaceInspectors,
 } from "./workspace-inspector.js";
 
@@ -39,50 +38,15 @@ export interface DockerWorkspaceChanges extends WorkspaceChanges {
  * frozen (it only idles until used, so the pause stays short); the sandbox is then frozen while
  * the inspector reads the copy against cordon's baseline, so what is read is one state.
  *
- * Once prepared, the next inspector is started in the background after each reading: fix-tests
- * reads a copy several times while it holds a sandbox, and a spare that has never run anything
- * over the copy holds no agent data yet (each inspection still gets a container no earlier one
- * touched). A reader nobody prepared (a prune's check) starts no spare it would only remove.
+ * Once prepared, a spare inspector is kept started (spare-inspector.ts): fix-tests reads a copy
+ * several times while it holds a sandbox. A reader nobody prepared (a prune's check) starts no
+ * spare it would only remove.
  */
 export function dockerWorkspaceChanges(
   options: DockerWorkspaceChangesOptions,
 ): DockerWorkspaceChanges {
   const { target, inspectors } = options;
-  let spare: { inspector: Promise<Inspector>; startedAt: number } | undefined;
-  let disposed = false;
-  let prepared = false;
-  /** Removals of used inspectors, off the caller's path; `dispose` waits for them. */
-  const removals = new Set<Promise<void>>();
-  const removeLater = (inspector: Inspector | Promise<Inspector>): void => {
-    const removal = Promise.resolve(inspector)
-      .then((started) => started.remove())
-      .catch(() => undefined)
-      .finally(() => removals.delete(removal));
-    removals.add(removal);
-  };
-
-  const startSpare = (): void => {
-    const inspector = inspectors.start(target);
-    // A spare that failed to start is simply not used.
-    inspector.catch(() => undefined);
-    spare = { inspector, startedAt: Date.now() };
-  };
-  /**
-   * The spare if it has waited less than half a deadline (its container ends by itself after one
-   * and a half: inspectorContainer), else a new one.
-   */
-  const take = async (timeoutMs: number | undefined): Promise<Inspector> => {
-    const taken = spare;
-    spare = undefined;
-    const fresh = taken && Date.now() - taken.startedAt < defaultInspectionTimeoutMs / 2;
-    if (taken && fresh && timeoutMs === undefined) {
-      const inspector = await taken.inspector.catch(() => undefined);
-      if (inspector) return inspector;
-    } else if (taken) {
-      removeLater(taken.inspector);
-    }
-    return inspectors.start(target, { timeoutMs });
-  };
+  const spares = spareInspector(() => inspectors.start(target));
 
   const inspect = async (
     mode: InspectionMode,
@@ -91,7 +55,9 @@ export function dockerWorkspaceChanges(
     await assertHasBaseline(target.workspace);
     const owner = parseContainerUser(target.user);
     if (owner) await openBaselineTo(target.workspace, owner);
-    const inspector = await take(request.timeoutMs);
+    // The spare was started with the default deadline: a reading with its own starts its own.
+    const spare = request.timeoutMs === undefined ? await spares.take() : undefined;
+    const inspector = spare ?? (await inspectors.start(target, { timeoutMs: request.timeoutMs }));
     const run = (): Promise<Buffer> =>
       inspector.run({
         mode,
@@ -103,8 +69,7 @@ export function dockerWorkspaceChanges(
       // The baseline's directories are read from cordon's git dir alone: nothing to hold still.
       return await (mode === "baseline-directories" ? run() : options.freeze(run));
     } finally {
-      removeLater(inspector);
-      if (prepared && !disposed) startSpare();
+      spares.release(inspector);
     }
   };
   return {
@@ -112,15 +77,7 @@ export function dockerWorkspaceChanges(
     changedFiles: async (request) => parseChangedFiles(await inspect("changed-files", request)),
     baselineDirectories: async (request) =>
       parseBaselineDirectories(await inspect("baseline-directories", request)),
-    prepare: () => {
-      prepared = true;
-      if (!spare && !disposed) startSpare();
-    },
-    dispose: async () => {
-      disposed = true;
-      if (spare) removeLater(spare.inspector);
-      spare = undefined;
-      await Promise.all([...removals]);
-    },
+    prepare: () => spares.prepare(),
+    dispose: () => spares.dispose(),
   };
 }

@@ -9,8 +9,8 @@ import {
   type CopyState,
   type WorkspaceCheckpoints,
 } from "../../workspace/index.js";
+import { spareInspector } from "./spare-inspector.js";
 import {
-  defaultInspectionTimeoutMs,
   type InspectedWorkspace,
   type Inspector,
   type InspectorAccess,
@@ -46,17 +46,6 @@ export function dockerWorkspaceCheckpoints(
 ): DockerWorkspaceCheckpoints {
   const { inspectors } = options;
   let store: Promise<string> | undefined;
-  let spare: { inspector: Promise<Inspector>; startedAt: number } | undefined;
-  let prepared = false;
-  let disposed = false;
-  const removals = new Set<Promise<void>>();
-  const removeLater = (inspector: Inspector | Promise<Inspector>): void => {
-    const removal = Promise.resolve(inspector)
-      .then((started) => started.remove())
-      .catch(() => undefined)
-      .finally(() => removals.delete(removal));
-    removals.add(removal);
-  };
 
   /** The target with its store, made and given to the sandbox user once. */
   const target = async (): Promise<InspectedWorkspace> => {
@@ -72,54 +61,31 @@ export function dockerWorkspaceCheckpoints(
     });
     return { ...options.target, checkpointStore: await store };
   };
-  const startSpare = (): void => {
-    const inspector = target().then((inspected) =>
-      inspectors.start(inspected, { access: "record" }),
-    );
-    inspector.catch(() => undefined);
-    spare = { inspector, startedAt: Date.now() };
-  };
-  const take = async (access: InspectorAccess): Promise<Inspector> => {
-    const taken = access === "record" ? spare : undefined;
-    if (taken) spare = undefined;
-    if (taken && Date.now() - taken.startedAt < defaultInspectionTimeoutMs / 2) {
-      const inspector = await taken.inspector.catch(() => undefined);
-      if (inspector) return inspector;
-    } else if (taken) {
-      removeLater(taken.inspector);
-    }
-    return inspectors.start(await target(), { access });
-  };
+  const start = async (access: InspectorAccess): Promise<Inspector> =>
+    inspectors.start(await target(), { access });
+  /** The spare records: a restore is rare and mounts the copy writable, so it starts its own. */
+  const spares = spareInspector(() => start("record"));
 
   const inspect = async (
     mode: "record" | "restore",
     operand: string,
     signal: AbortSignal | undefined,
   ): Promise<CopyState> => {
-    const inspector = await take(mode);
+    const inspector = (mode === "record" ? await spares.take() : undefined) ?? (await start(mode));
     try {
       const output = await options.freeze(() =>
         inspector.run({ mode, operand, pathspecs: baselinePathspecs(), signal }),
       );
       return parseCopyState(output);
     } finally {
-      removeLater(inspector);
-      if (mode === "record" && prepared && !disposed) startSpare();
+      spares.release(inspector);
     }
   };
   return {
     record: (request = {}) => inspect("record", request.since ?? "-", request.signal),
     restore: (tree, request = {}) => inspect("restore", tree, request.signal),
-    prepare: () => {
-      prepared = true;
-      if (!spare && !disposed) startSpare();
-    },
-    dispose: async () => {
-      disposed = true;
-      if (spare) removeLater(spare.inspector);
-      spare = undefined;
-      await Promise.all([...removals]);
-    },
+    prepare: () => spares.prepare(),
+    dispose: () => spares.dispose(),
   };
 }
 
