@@ -34,7 +34,12 @@ import { SandboxRecords } from "./records.js";
 import { stopIdleSandboxes, type SandboxHolders } from "./idle-stop.js";
 import { assertWorkspaceWritable, hostPermissionsHold } from "./workspace-probe.js";
 import type { SandboxImageOptions } from "./sandbox-image.js";
-import { EgressProxies, type EgressDecision, type UpstreamProxy } from "./egress/index.js";
+import {
+  EgressProxies,
+  remoteEgressRefusal,
+  type EgressDecision,
+  type UpstreamProxy,
+} from "./egress/index.js";
 import { whileFrozen } from "./freeze-container.js";
 import { commandsRunning } from "./container-activity.js";
 import { labelsOf } from "./container-identity.js";
@@ -300,8 +305,10 @@ export class DockerSandboxManager {
     };
     throwIfAborted(signal, "sandbox acquire");
     // Before anything is created (image, copy, proxy, container): an engine that cannot be
-    // resolved, or one elsewhere, which cannot see the host paths a sandbox binds.
-    const refusal = remoteEngineRefusal(this.engine.endpoint(), spec);
+    // resolved, or one elsewhere, which cannot see the host paths a sandbox binds nor let cordon
+    // reach an egress proxy on its bridge.
+    const endpoint = this.engine.endpoint();
+    const refusal = remoteEgressRefusal(endpoint, spec) ?? remoteEngineRefusal(endpoint, spec);
     if (refusal) throw refusal;
 
     // Asked while the image is resolved; never fails (an engine that does not answer says no).

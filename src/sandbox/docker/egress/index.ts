@@ -15,3 +15,4 @@ export {
   type ModelGatewayCall,
   type ModelGatewayOptions,
 } from "./model-gateway.js";
+export { remoteEgressRefusal } from "./remote-egress-refusal.js";
