@@ -36,6 +36,29 @@ describe("a session's events file", () => {
     ]);
   });
 
+  it("holds the file open only until flushed: one replaced meanwhile gets the later events, none lost", async () => {
+    const log = new RunEventsLog("run-1");
+    log.attach(file);
+    log.record({ type: "run-start" });
+    await log.flushed();
+    // Removed between two runs of a session (by hand, or the session removed): the next run writes anew.
+    await rm(file);
+    log.record({ type: "run-end" });
+    await log.flushed();
+    expect((await readRunEvents(file)).records.map((r) => [r.seq, r.type])).toEqual([
+      [2, "run-end"],
+    ]);
+  });
+
+  it("a file it cannot write loses the log, not the run", async () => {
+    const log = new RunEventsLog("run-1");
+    log.attach(path.join(dir, "missing", "s.events.jsonl"));
+    log.record({ type: "run-start" });
+    await expect(log.flushed()).resolves.toBeUndefined();
+    log.record({ type: "run-end" });
+    await expect(log.flushed()).resolves.toBeUndefined();
+  });
+
   it("a line still being written is read only once it is complete", async () => {
     await appendFile(file, '{"v":1,"seq":1,"ts":"t","runId":"r","type":"run-start"}\n{"v":1,"se');
     const first = await readRunEvents(file);

@@ -1,4 +1,4 @@
-import { appendFileSync } from "node:fs";
+import { closeSync, openSync, writeSync } from "node:fs";
 import { open, stat } from "node:fs/promises";
 
 import { z } from "zod";
@@ -36,6 +36,8 @@ export class RunEventsLog {
   readonly #logger: Logger;
   #seq = 0;
   #file: string | undefined;
+  /** The file, open for appending from the first write until `flushed`. */
+  #fd: number | undefined;
   #pending: string[] = [];
   /** A write of what is pending is scheduled (after the burst of events being recorded). */
   #scheduled: NodeJS.Immediate | undefined;
@@ -64,9 +66,21 @@ export class RunEventsLog {
     this.#schedule();
   }
 
-  /** Resolves once everything recorded so far is written (or has failed, logged once). */
+  /**
+   * Resolves once everything recorded so far is written (or has failed, logged once), and closes
+   * the file; an event recorded later opens it again.
+   */
   flushed(): Promise<void> {
     this.#flush();
+    if (this.#fd !== undefined) {
+      const fd = this.#fd;
+      this.#fd = undefined;
+      try {
+        closeSync(fd);
+      } catch {
+        // Nothing is pending on it: what was written is written.
+      }
+    }
     return Promise.resolve();
   }
 
@@ -74,6 +88,7 @@ export class RunEventsLog {
    * The events of one step (a tool call makes five or six) go out in one append, once the step's
    * synchronous work is done: a small append to the page cache is a few microseconds written
    * synchronously, where an asynchronous append per event kept the thread pool and the loop busy.
+   * The file stays open for the run: opening and closing it per step cost as much as the write.
    */
   #schedule(): void {
     if (this.#file === undefined || this.#scheduled) return;
@@ -89,7 +104,12 @@ export class RunEventsLog {
     this.#pending = [];
     if (this.#failed) return;
     try {
-      appendFileSync(file, text, { encoding: "utf8", mode: 0o600 });
+      this.#fd ??= openSync(file, "a", 0o600);
+      const bytes = Buffer.from(text, "utf8");
+      // A regular file takes a write whole, but writeSync may say otherwise: the rest follows.
+      for (let done = 0; done < bytes.length;) {
+        done += writeSync(this.#fd, bytes, done);
+      }
     } catch (error) {
       // The run goes on without its log: `logs` and `ps` see less, the transcript is intact.
       this.#failed = true;
