@@ -28,6 +28,7 @@ export {
   type ToolOutputEvent,
 } from "./runner/loop/index.js";
 export type {
+  ForkSandboxRequest,
   ProvideSandboxOptions,
   RunnerEvent,
   SandboxDisposal,
@@ -108,3 +109,4 @@ export {
 
 // Errors and exit codes.
 export { CordonError, ExitCode, FileOperationError } from "./common/index.js";
+export { ForkTargetExistsError } from "./sandbox/index.js";

@@ -39,6 +39,8 @@ import {
   callTool,
   defaultSandboxes,
   sessionCheckpointCalls,
+  forkSessionSandbox,
+  type ForkSandboxRequest,
   type SessionRollback,
   disposeSandbox,
   failedRun,
@@ -202,6 +204,15 @@ export interface Runner extends AsyncDisposable {
       readsChanges?: ProvideSandboxOptions["readsChanges"];
     },
   ): Promise<{ plan: RunPlan; lease: SandboxLease }>;
+  /**
+   * Forks the sandbox this request maps to into the session `as`: a new sandbox whose private
+   * copy starts as this one's is now (every file, read with it frozen by a throwaway container),
+   * whose diff is still against the same baseline (so it shows every change since the
+   * repository), with a container of its own (a warm pool member when one waits). Returns the
+   * fork's plan and lease, held as `acquireSandbox`'s: release it when done. `as` must have no
+   * sandbox yet (`ForkTargetExistsError`, exit 2); on failure nothing of the fork is left.
+   */
+  forkSandbox(request: ForkSandboxRequest): Promise<{ plan: RunPlan; lease: SandboxLease }>;
   /**
    * Forwards a port of this host (127.0.0.1 unless `address` says otherwise) to 127.0.0.1:
    * `remotePort` inside the sandbox this request maps to, over its executor's stream: the sandbox
@@ -469,6 +480,7 @@ export function createRunner(options: RunnerOptions = {}): Runner {
     configSource: async () => (await loadedConfig()).source,
     config: async () => (await loadedConfig()).config,
     acquireSandbox: (request) => track(acquireSandbox(request)),
+    forkSandbox: (request) => track(forkSessionSandbox({ plan, sandboxes }, request)),
     forwardPort: async (request) =>
       forwardLeasePort((await track(acquireSandbox(request))).lease, request),
     disposeSandbox: disposeFor,

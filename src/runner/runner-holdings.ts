@@ -32,18 +32,29 @@ export function holdSandboxes(options: {
   const inFlight = new Set<Promise<unknown>>();
   let closing: Promise<SandboxDisposal[]> | undefined;
 
+  /** Refused after `close()`; otherwise `plan`'s sandbox is one to dispose of then. */
+  const use = (plan: RunPlan): void => {
+    if (closing) {
+      throw new SandboxError("this runner is closed: it acquires no more sandboxes", {
+        fix: "create another runner with createRunner()",
+      });
+    }
+    const name = plan.sandbox.enabled ? plan.sandbox.spec?.containerName : undefined;
+    if (name) used.set(name, plan);
+  };
+  const fork = provider.fork?.bind(provider);
   const sandboxes: SandboxProvider = {
     // Bound, not spread: an embedder's provider may be a class whose methods are on its prototype.
     ...(provider.discard && { discard: provider.discard.bind(provider) }),
     ...(provider.stop && { stop: provider.stop.bind(provider) }),
+    ...(fork && {
+      fork: async (source, target, forkOptions) => {
+        use(target);
+        return fork(source, target, forkOptions);
+      },
+    }),
     async acquire(plan, acquireOptions) {
-      if (closing) {
-        throw new SandboxError("this runner is closed: it acquires no more sandboxes", {
-          fix: "create another runner with createRunner()",
-        });
-      }
-      const name = plan.sandbox.enabled ? plan.sandbox.spec?.containerName : undefined;
-      if (name) used.set(name, plan);
+      use(plan);
       return provider.acquire(plan, acquireOptions);
     },
   };

@@ -1,6 +1,6 @@
 import path from "node:path";
 
-import type { Logger } from "../../common/index.js";
+import { ConfigError, type Logger } from "../../common/index.js";
 import {
   DockerSandbox,
   DockerSandboxManager,
@@ -75,6 +75,21 @@ export function defaultSandboxes(options: DefaultSandboxesOptions): SandboxProvi
   };
   return {
     acquire,
+    async fork(source, target, forkOptions) {
+      const from = source.sandbox.spec;
+      const to = target.sandbox.spec;
+      if (!source.sandbox.enabled || !from || !target.sandbox.enabled || !to) {
+        throw new ConfigError(
+          `session ${source.sessionKey} is not sandboxed, so it has no private copy to fork`,
+          { fix: 'forks are of seeded private copies: sandbox.mode on, workspaceAccess "none"' },
+        );
+      }
+      return manager.fork(from, to, {
+        ...forkOptions,
+        prune: target.sandbox.prune,
+        pool: target.sandbox.pool,
+      });
+    },
     async discard(plan, discardOptions = {}) {
       const spec = plan.sandbox.spec;
       const name = spec?.containerName;

@@ -49,5 +49,6 @@ export {
   type SessionCheckpointsContext,
   type SessionRollback,
 } from "./session-checkpoints.js";
+export { assertForkName, forkSessionSandbox, type ForkSandboxRequest } from "./session-forks.js";
 export { turnCheckpointHook, type TurnCheckpointEvent } from "./turn-checkpoints.js";
 export { runEndEvent, runStartEvent, turnlessRunResult } from "./run-frame.js";

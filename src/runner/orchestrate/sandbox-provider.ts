@@ -27,6 +27,13 @@ export interface ProvideSandboxOptions {
 export interface SandboxProvider {
   acquire(plan: RunPlan, options: ProvideSandboxOptions): Promise<SandboxLease>;
   /**
+   * Makes the sandbox of `target` a fork of the sandbox of `source` and acquires it: its private
+   * copy starts as `source`'s is now, its diff is still against `source`'s baseline, and it has a
+   * container of its own (`DockerSandboxManager.fork`). `target`'s sandbox must not exist yet.
+   * Optional: a backend without private copies cannot fork.
+   */
+  fork?(source: RunPlan, target: RunPlan, options: ProvideSandboxOptions): Promise<SandboxLease>;
+  /**
    * Removes the plan's sandbox and its private workspace, for one-off work (fix-tests) that
    * should leave nothing behind. Optional: a backend without persistent sandboxes has nothing to do.
    * `keepWorkspace`: only the container goes (a setup phase ends so), the private workspace stays.

@@ -39,6 +39,7 @@ export {
   type DockerSandboxManagerOptions,
   type ManagedContainer,
 } from "./manager.js";
+export { ForkTargetExistsError } from "./fork-workspace.js";
 export {
   UnappliedChangesCheck,
   reviewCommand,

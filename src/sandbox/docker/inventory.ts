@@ -495,6 +495,16 @@ export class SandboxInventory {
   }
 
   /**
+   * Deletes a private workspace of this state directory with its disk image, baseline and seed
+   * marker, whatever it holds: for a copy cordon made a moment ago that nothing uses yet (a fork
+   * that failed before its sandbox existed). False when `workspace` is not below this state
+   * directory's workspaces folder (nothing is deleted then).
+   */
+  async discardCopy(workspace: string): Promise<boolean> {
+    return (await this.removeWorkspace(workspace)) !== undefined;
+  }
+
+  /**
    * Removes every sandbox of this state directory; one refused (unapplied changes) does not keep
    * the others, and is reported in `refused`.
    */

@@ -12,8 +12,10 @@ import type { SandboxLease } from "../lease.js";
 import type { Sandbox } from "../sandbox.js";
 import type { SandboxSpec } from "../spec.js";
 import {
+  assertHasBaseline,
   baselineGitDir,
   checkAgentWorkspaceAccess,
+  forkBaseline,
   DiskWatchdog,
   describeCarry,
   ensurePrivateWorkspace,
@@ -45,6 +47,12 @@ import { commandsRunning } from "./container-activity.js";
 import { labelsOf } from "./container-identity.js";
 import { poolMemberSpec, poolShape, unpoolableReason } from "./pool/pool-shape.js";
 import { WarmPool } from "./pool/warm-pool.js";
+import {
+  ForkTargetExistsError,
+  assertForkable,
+  assertNoForkTarget,
+  copyIntoFork,
+} from "./fork-workspace.js";
 import {
   WorkspaceInspectors,
   dockerWorkspaceChanges,
@@ -284,11 +292,105 @@ export class DockerSandboxManager {
     return this.acquireAs(spec, options, undefined);
   }
 
+  /**
+   * Makes `target`'s sandbox a fork of `source`'s and acquires it: its private copy starts as
+   * `source`'s is now (every file — ignored ones, the copy's own `.git`, modes — copied by a
+   * throwaway inspector container with `source` frozen; never by the host), its baseline is
+   * `source`'s (so its diff shows every change since the repository, and `cordon apply` from it
+   * writes to the same one), and it gets a container of its own — a warm pool member when
+   * `options.pool` has one waiting. `source` need not be held; a run may be using it (the copy
+   * is one state, as a checkpoint is). The fork starts with no checkpoints.
+   *
+   * `target` must have nothing yet (no container, record or private copy):
+   * `ForkTargetExistsError` (exit 2) otherwise, and nothing is touched. Any other failure
+   * removes what the fork made (container, copy, baseline) before it is rethrown.
+   */
+  async fork(
+    source: SandboxSpec,
+    target: SandboxSpec,
+    options: AcquireOptions = {},
+  ): Promise<DockerSandboxLease> {
+    assertForkable(source, target);
+    const fork = { source, made: false };
+    try {
+      return await this.acquireAs(target, options, undefined, fork);
+    } catch (error) {
+      if (fork.made) {
+        await this.discardFork(target).catch((cleanup: unknown) => {
+          this.logger.warn(
+            { err: cleanup, sandbox: target.containerName },
+            "cannot remove a failed fork",
+          );
+        });
+      }
+      throw error;
+    }
+  }
+
+  /** Removes what a failed fork made: its container and record, or its copy alone. */
+  private async discardFork(target: SandboxSpec): Promise<void> {
+    if (await this.inventory.exists(target.containerName)) {
+      await this.inventory.remove(target.containerName, { discardChanges: true });
+    } else if (target.privateWorkspace) {
+      await this.inventory.discardCopy(target.privateWorkspace);
+    }
+  }
+
+  /**
+   * The fork's private copy, filled from its parent's: a pool member's copy (`taken`) is
+   * emptied and refilled, otherwise an empty one is made (a directory, or a disk image of the
+   * fork's budget). Sets `fork.made` once there is something of the fork's to remove on failure.
+   */
+  private async makeFork(
+    fork: { source: SandboxSpec; made: boolean },
+    target: SandboxSpec,
+    image: ResolvedImage,
+    context: {
+      taken: boolean;
+      signal: AbortSignal | undefined;
+      progress: (phase: AcquirePhase, message: string) => void;
+      warn: (message: string) => void;
+    },
+  ): Promise<void> {
+    const from = fork.source.privateWorkspace ?? "";
+    const to = target.privateWorkspace ?? "";
+    const source = this.inspectedWorkspace(fork.source, image.reference);
+    if (!source) throw new SandboxStartError(`${fork.source.containerName} has no private copy`);
+    await assertHasBaseline(from);
+    if (context.taken) {
+      fork.made = true;
+    } else {
+      const made = await ensurePrivateWorkspace(
+        { ...target, seed: false },
+        { stateDirectory: this.stateDirectory, signal: context.signal },
+      );
+      if (!made.created) {
+        throw new ForkTargetExistsError(
+          `the sandbox ${target.containerName} was made by another process meanwhile: a fork never replaces one`,
+          { fix: "fork under another name" },
+        );
+      }
+      fork.made = true;
+      for (const warning of made.warnings) context.warn(warning);
+    }
+    // The baseline first, as a seed installs it: a copy in place has its baseline.
+    await forkBaseline(from, to, { signal: context.signal });
+    context.progress("workspace", `copying ${from} into ${to}`);
+    await copyIntoFork({
+      inspectors: this.inspectors,
+      source,
+      target: to,
+      freeze: (fn) => this.freeze(fork.source, fn),
+      signal: context.signal,
+    });
+  }
+
   /** `acquire`, for a sandbox or (with `memberOf`, its pool shape) a new pool member. */
   private async acquireAs(
     spec: SandboxSpec,
     options: AcquireOptions,
     memberOf: string | undefined,
+    fork?: { source: SandboxSpec; made: boolean },
   ): Promise<DockerSandboxLease> {
     const { signal } = options;
     const log = this.logger.child({ sandbox: spec.containerName, scopeKey: spec.scopeKey });
@@ -330,6 +432,11 @@ export class DockerSandboxManager {
     const settled = await this.locks
       .run(spec.containerName, async () => {
         throwIfAborted(signal, "sandbox acquire");
+        if (fork) {
+          await assertNoForkTarget(spec, {
+            containerOrRecord: (name) => this.inventory.exists(name),
+          });
+        }
         if (shape) {
           taken = (await this.pool.take(spec, shape, image)) !== undefined;
           if (taken)
@@ -338,6 +445,7 @@ export class DockerSandboxManager {
         // Used from now on: an idle stop in another process reads the record again right before
         // stopping, and leaves this one running.
         await this.touchRecord(spec.containerName);
+        if (fork) await this.makeFork(fork, spec, image, { taken, signal, progress, warn });
         // A member's copy is fingerprinted, so a take can tell whether it is still current.
         await this.prepareWorkspace(spec, {
           signal,

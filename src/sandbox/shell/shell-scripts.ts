@@ -20,6 +20,7 @@ const scriptFiles = {
   fileOperations: "sandbox/docker/files/file-script.sh",
   inspectChanges: "sandbox/docker/inspector/inspect-changes.sh",
   checkpointCopy: "sandbox/docker/inspector/checkpoint-copy.sh",
+  forkCopy: "sandbox/docker/inspector/fork-copy.sh",
 } as const;
 
 export type ShellScriptName = keyof typeof scriptFiles;

@@ -28,6 +28,7 @@ export {
   type DiskBudgetSupport,
 } from "./disk-budget.js";
 export { handOverWorkspace } from "./hand-over.js";
+export { forkBaseline } from "./fork-baseline.js";
 export { fingerprintNow, SourceFingerprint } from "./source-fingerprint.js";
 export { mountCountAt, parseMountPoints } from "./mount-table.js";
 export {

@@ -46,8 +46,9 @@ describe("the inspector container", () => {
     const withStore = {
       ...target,
       checkpointStore: "/state/workspaces/.cordon-s.baseline.git/checkpoints",
+      forkTarget: "/state/workspaces/cordon-f",
     };
-    const mounts = (access: "read" | "record" | "restore") =>
+    const mounts = (access: "read" | "record" | "restore" | "fork") =>
       inspectorContainer("n", withStore, 1000, access).HostConfig.Mounts?.map(
         (mount) => `${mount.Target}:${mount.ReadOnly ? "ro" : "rw"}`,
       );
@@ -55,6 +56,9 @@ describe("the inspector container", () => {
     expect(mounts("record")).toEqual(["/workspace:ro", "/baseline:ro", "/checkpoints:rw"]);
     expect(mounts("restore")).toEqual(["/workspace:rw", "/baseline:ro", "/checkpoints:rw"]);
     expect(() => inspectorContainer("n", target, 1000, "record")).toThrow(/checkpoint store/);
+    // A fork's copier writes only the fork's copy: the parent's and the store stay out of reach.
+    expect(mounts("fork")).toEqual(["/workspace:ro", "/baseline:ro", "/fork:rw"]);
+    expect(() => inspectorContainer("n", target, 1000, "fork")).toThrow(/fork into/);
   });
 
   it("runs only the modes of its access, with a tree id for an operand", async () => {

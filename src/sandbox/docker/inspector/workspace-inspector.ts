@@ -52,21 +52,28 @@ export interface InspectedWorkspace {
    * inspectors that record or restore checkpoints.
    */
   checkpointStore?: string | undefined;
+  /**
+   * Host path of the private copy of a sandbox forked from this one (`fork`): mounted read-write
+   * at /fork only into the inspector that copies this copy into it.
+   */
+  forkTarget?: string | undefined;
 }
 
 /**
  * What one inspection computes: inspect-changes.sh's modes read the copy; checkpoint-copy.sh's
- * `record` writes its state into the checkpoint store, `restore` writes a stored state back.
+ * `record` writes its state into the checkpoint store, `restore` writes a stored state back;
+ * fork-copy.sh's `fork` copies the copy into a forked sandbox's.
  */
 export type InspectionMode =
-  "patch" | "changed-files" | "baseline-directories" | "record" | "restore";
+  "patch" | "changed-files" | "baseline-directories" | "record" | "restore" | "fork";
 
 /**
  * What an inspector container may write, decided when it is created: `read` writes nothing
  * (the copy and baseline read-only), `record` only the checkpoint store, `restore` the copy and
- * the store (the copy's current state is recorded before it is replaced).
+ * the store (the copy's current state is recorded before it is replaced), `fork` only the forked
+ * sandbox's copy (`forkTarget`), never the copy it reads.
  */
-export type InspectorAccess = "read" | "record" | "restore";
+export type InspectorAccess = "read" | "record" | "restore" | "fork";
 
 /** The access each mode needs: an inspector runs only modes of its own access. */
 const accessOfMode: Record<InspectionMode, InspectorAccess> = {
@@ -75,6 +82,7 @@ const accessOfMode: Record<InspectionMode, InspectorAccess> = {
   "baseline-directories": "read",
   record: "record",
   restore: "restore",
+  fork: "fork",
 };
 
 export interface InspectionRequest {
@@ -216,9 +224,13 @@ export function inspectorContainer(
       { fix: 'set sandbox.docker.user to "uid:gid"' },
     );
   }
-  const store = access === "read" ? undefined : target.checkpointStore;
-  if (access !== "read" && store === undefined) {
+  const store = access === "record" || access === "restore" ? target.checkpointStore : undefined;
+  if ((access === "record" || access === "restore") && store === undefined) {
     throw new SandboxError(`the inspector ${name} needs the copy's checkpoint store to ${access}`);
+  }
+  const forkTarget = access === "fork" ? target.forkTarget : undefined;
+  if (access === "fork" && forkTarget === undefined) {
+    throw new SandboxError(`the inspector ${name} needs the forked sandbox's copy to fork into`);
   }
   // A spare waits up to half its deadline before it is used (docker-workspace-changes.ts), so
   // one and a half deadlines cover the wait and a whole inspection.
@@ -260,6 +272,9 @@ export function inspectorContainer(
         { Type: "bind", Source: target.baselineGitDir, Target: "/baseline", ReadOnly: true },
         ...(store
           ? [{ Type: "bind" as const, Source: store, Target: "/checkpoints", ReadOnly: false }]
+          : []),
+        ...(forkTarget
+          ? [{ Type: "bind" as const, Source: forkTarget, Target: "/fork", ReadOnly: false }]
           : []),
       ],
       LogConfig: { Type: "json-file", Config: { "max-size": "1m", "max-file": "1" } },
@@ -341,6 +356,7 @@ async function runInspection(
 const objectId = /^(?:[0-9a-f]{40}|[0-9a-f]{64})$/;
 
 function invocationOf(request: InspectionRequest): ReturnType<typeof scriptInvocation> {
+  if (request.mode === "fork") return scriptInvocation(shellScript("forkCopy"), []);
   if (request.mode !== "record" && request.mode !== "restore") {
     return scriptInvocation(shellScript("inspectChanges"), [request.mode]);
   }
@@ -361,6 +377,7 @@ const doing: Record<InspectionMode, string> = {
   "baseline-directories": "read the baseline of",
   record: "record a checkpoint of",
   restore: "restore a checkpoint into",
+  fork: "fork",
 };
 
 function inspectionFailure(
@@ -374,6 +391,18 @@ function inspectionFailure(
     return new SandboxError(
       `the sandbox image ${target.image} has no git, which reads a private copy's changes (in a throwaway container of that image)`,
       { fix: "add git to the image (apt-get install -y git), or leave sandbox.docker.image unset" },
+    );
+  }
+  if (mode === "fork") {
+    // cp's own words name the file: one the sandbox user cannot read, or a full disk budget.
+    const lines = said.split("\n");
+    const shown =
+      lines.slice(0, 5).join("; ") + (lines.length > 5 ? ` (and ${lines.length - 5} more)` : "");
+    return new SandboxError(
+      `cannot fork ${target.workspace}: the copy exited ${exitCode}${said ? `: ${shown}` : ""}`,
+      {
+        fix: "a file the sandbox user cannot read stops a fork: make it readable in the parent (`cordon exec --session S -- chmod u+r FILE`); a full copy needs a larger sandbox.disk",
+      },
     );
   }
   return new SandboxError(

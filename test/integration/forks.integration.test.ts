@@ -1,0 +1,156 @@
+/**
+ * Forks against the real engine (docs/checkpoints.md, "Forks"): a fork sees its parent's changes
+ * — a file edited, one a shell command created, one deleted, a chmod — and after the fork each
+ * changes alone; the fork's diff shows every change since the repository and `cordon apply` from
+ * it writes the real repository. A name that exists is refused and left alone; a fork that fails
+ * midway leaves no container and no copy.
+ */
+import { lstat, mkdtemp, readFile, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import path from "node:path";
+
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+
+import { ForkTargetExistsError, createRunner, type Runner } from "../../src/index.js";
+import { baselineGitDir } from "../../src/sandbox/index.js";
+import { demoRepo, git } from "../support/demo-repo.js";
+import { dockerClient, removeContainersOfHome, requireSandboxImage } from "../support/docker.js";
+import { runCordon } from "../support/run-cli.js";
+import { removeStateDirectory } from "../support/state-directory.js";
+
+const sessionOf = (name: string): string => `fk-${name}-${process.pid}-${Date.now().toString(36)}`;
+
+describe("forks", () => {
+  let home: string;
+  let repo: string;
+  let env: NodeJS.ProcessEnv;
+  const runnerOf = (): Runner => createRunner({ cwd: repo, workspace: repo, env, onClose: "keep" });
+  const cordon = (command: string, ...args: string[]) =>
+    runCordon([command, "--workspace", repo, ...args], { ...env, CORDON_LOG_LEVEL: "silent" });
+  /** Runs `command` in the session's sandbox, as the agent would. */
+  const inSandbox = async (runner: Runner, sessionKey: string, command: string) => {
+    const held = await runner.acquireSandbox({ sessionKey });
+    try {
+      return await held.lease.sandbox.exec(command);
+    } finally {
+      await held.lease.release();
+    }
+  };
+
+  beforeAll(async () => {
+    await requireSandboxImage();
+    home = await mkdtemp(path.join(tmpdir(), "cordon-forks-home-"));
+    repo = await demoRepo();
+    env = { ...process.env, CORDON_HOME: home, CORDON_CONFIG: "", ANTHROPIC_API_KEY: "" };
+  });
+
+  afterAll(async () => {
+    await removeContainersOfHome(home);
+    await removeStateDirectory(home);
+    await rm(path.dirname(repo), { recursive: true, force: true });
+  });
+
+  it("a fork sees its parent's edits, creations, deletions and modes, then each changes alone; its diff and apply reach the repository", async () => {
+    const parent = sessionOf("parent");
+    const child = sessionOf("child");
+    await using runner = runnerOf();
+    await inSandbox(
+      runner,
+      parent,
+      [
+        "echo '# edited' >> pricing.py",
+        "mkdir -p made && echo new > made/file.txt",
+        "rm README.md",
+        "chmod +x test_pricing.py",
+        // Ignored by the copy's own rules, so in no diff, but part of the state a fork starts from.
+        "echo 'build/' > .gitignore && mkdir -p build && echo out > build/out",
+      ].join(" && "),
+    );
+
+    const forked = await runner.forkSandbox({ sessionKey: parent, as: child });
+    try {
+      expect(forked.plan.sessionKey).toMatch(new RegExp(`:${child}$`));
+      const seen = await forked.lease.sandbox.exec(
+        "tail -1 pricing.py; cat made/file.txt; ls README.md; stat -c %a test_pricing.py; cat build/out; whoami",
+      );
+      expect(seen.stdout).toMatch(/^# edited\nnew\n/);
+      expect(seen.stdout).toMatch(/\n755\nout\n/);
+      expect(seen.stderr).toMatch(/README\.md/);
+      // A container of its own.
+      expect(forked.plan.sandbox.spec?.containerName).not.toBe(
+        (await runner.plan({ sessionKey: parent })).sandbox.spec?.containerName,
+      );
+      await forked.lease.sandbox.exec("echo fork > fork-only.txt && rm made/file.txt");
+    } finally {
+      await forked.lease.release();
+    }
+    await inSandbox(runner, parent, "echo parent > parent-only.txt && echo again >> pricing.py");
+
+    const inParent = await inSandbox(runner, parent, "ls; tail -1 pricing.py");
+    expect(inParent.stdout).toMatch(/^parent-only\.txt$/m);
+    expect(inParent.stdout).not.toMatch(/fork-only/);
+    expect(inParent.stdout).toMatch(/^made$/m);
+    expect(inParent.stdout).toMatch(/again\n$/);
+    const inChild = await inSandbox(runner, child, "ls; tail -1 pricing.py");
+    expect(inChild.stdout).toMatch(/^fork-only\.txt$/m);
+    expect(inChild.stdout).not.toMatch(/parent-only/);
+    expect(inChild.stdout).toMatch(/# edited\n$/);
+
+    // The fork's diff is against the repository as seeded: every change since, the parent's too.
+    const diff = await cordon("diff", "--session", child, "--stat");
+    expect(diff.exitCode, diff.stderr).toBe(0);
+    for (const file of ["pricing.py", "README.md", "test_pricing.py", "fork-only.txt"]) {
+      expect(diff.stdout).toContain(file);
+    }
+    expect(diff.stdout).not.toContain("made/file.txt");
+    expect(diff.stdout).not.toContain("build/out");
+
+    const applied = await cordon("apply", "--session", child);
+    expect(applied.exitCode, applied.stderr).toBe(0);
+    expect(await readFile(path.join(repo, "fork-only.txt"), "utf8")).toBe("fork\n");
+    expect(await readFile(path.join(repo, "pricing.py"), "utf8")).toMatch(/# edited\n$/);
+    await expect(lstat(path.join(repo, "README.md"))).rejects.toThrow(/ENOENT/);
+    expect(((await lstat(path.join(repo, "test_pricing.py"))).mode & 0o111) !== 0).toBe(true);
+    git(repo, "checkout", "-q", "--", ".");
+    git(repo, "clean", "-qfd");
+  }, 300_000);
+
+  it("refuses a fork onto a session that has a sandbox (nothing of it touched), and a failed fork leaves nothing behind", async () => {
+    const parent = sessionOf("p2");
+    const taken = sessionOf("taken");
+    await using runner = runnerOf();
+    await inSandbox(runner, parent, "echo one > one.txt");
+    await inSandbox(runner, taken, "echo mine > mine.txt");
+    await expect(runner.forkSandbox({ sessionKey: parent, as: taken })).rejects.toBeInstanceOf(
+      ForkTargetExistsError,
+    );
+    expect((await inSandbox(runner, taken, "cat mine.txt; ls one.txt")).stdout).toBe("mine\n");
+
+    for (const hostile of ["../escape", "--upload-pack=x", "with space", "refs/heads/x", "a..b"]) {
+      await expect(runner.forkSandbox({ sessionKey: parent, as: hostile })).rejects.toThrow(
+        /cannot name a fork/,
+      );
+    }
+
+    // A file the sandbox user cannot read stops the copy: the fork says which, and is gone.
+    await inSandbox(runner, parent, "echo secret > locked.txt && chmod 000 locked.txt");
+    const failed = sessionOf("failed");
+    await expect(runner.forkSandbox({ sessionKey: parent, as: failed })).rejects.toThrow(
+      /cannot fork .*locked\.txt/s,
+    );
+    const plan = await runner.plan({ sessionKey: failed });
+    const spec = plan.sandbox.spec;
+    expect(spec?.privateWorkspace).toBeDefined();
+    await expect(
+      dockerClient()
+        .getContainer(spec?.containerName ?? "")
+        .inspect(),
+    ).rejects.toThrow(/no such container/i);
+    for (const leftover of [
+      spec?.privateWorkspace ?? "",
+      baselineGitDir(spec?.privateWorkspace ?? ""),
+    ]) {
+      await expect(lstat(leftover), leftover).rejects.toThrow(/ENOENT/);
+    }
+  }, 300_000);
+});
