@@ -482,7 +482,7 @@ export function createRunner(options: RunnerOptions = {}): Runner {
     acquireSandbox: (request) => track(acquireSandbox(request)),
     forkSandbox: (request) => track(forkSessionSandbox({ plan, sandboxes }, request)),
     forwardPort: async (request) =>
-      forwardLeasePort((await track(acquireSandbox(request))).lease, request),
+      forwardLeasePort((await track(acquireSandbox(request))).lease, request, stateDir),
     disposeSandbox: disposeFor,
     close: holdings.close,
     async [Symbol.asyncDispose]() {

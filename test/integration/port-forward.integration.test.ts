@@ -7,6 +7,7 @@ import path from "node:path";
 
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 
+import type { ListedJson } from "../../src/cli/commands/sandbox-list.js";
 import { createRunner, type Runner } from "../../src/index.js";
 import { PortClosedError } from "../../src/sandbox/docker/resident/resident-connection.js";
 import { demoRepo } from "../support/demo-repo.js";
@@ -16,7 +17,7 @@ import {
   removeContainersOfHome,
   requireSandboxImage,
 } from "../support/docker.js";
-import { builtCli } from "../support/spawn-cordon.js";
+import { builtCli, runBuiltCordon } from "../support/spawn-cordon.js";
 import { removeStateDirectory } from "../support/state-directory.js";
 
 /** GETs `url`, again while the server in the sandbox is still starting (its connection is closed then). */
@@ -144,7 +145,20 @@ describe("port-forward", () => {
     }
   });
 
-  it("cordon port-forward serves until Ctrl-C, then says what it stopped (exit 130)", async () => {
+  const cordon = async (args: string[]): Promise<string> => {
+    const finished = await runBuiltCordon(args, {
+      env: { ...process.env, CORDON_HOME: home, CORDON_CONFIG: "", CORDON_LOG_LEVEL: "silent" },
+      cwd: repo,
+    });
+    expect(finished.code, finished.stderr).toBe(0);
+    return finished.stdout.toString();
+  };
+  const forwardsListed = async (): Promise<unknown[]> => {
+    const listed = JSON.parse(await cordon(["sandbox", "list", "--json"])) as ListedJson;
+    return listed.sandboxes.flatMap((sandbox) => sandbox.forwards);
+  };
+
+  it("cordon port-forward serves until Ctrl-C, then says what it stopped (exit 130); meanwhile list and explain show it, and it holds the sandbox", async () => {
     await runner.callTool(
       "exec",
       { command: "python3 -m http.server 8222 --bind 127.0.0.1", background: true },
@@ -171,10 +185,36 @@ describe("port-forward", () => {
       expect(line, stderr).not.toBeNull();
       const listing = await getWhenUp(`http://127.0.0.1:${line?.[1]}/`);
       expect(listing.toString()).toContain("Directory listing");
+
+      // Other processes see the forward: list and explain show it, and the run-end stop of
+      // another process keeps the sandbox it serves.
+      const shown = { sandbox: line?.[2], localPort: Number(line?.[1]), remotePort: 8222 };
+      expect(await forwardsListed()).toEqual([expect.objectContaining(shown)]);
+      const explained = await cordon(["sandbox", "explain", "--session", session, "--json"]);
+      expect((JSON.parse(explained) as { forwards: unknown[] }).forwards).toEqual([
+        expect.objectContaining({
+          ...shown,
+          holder: expect.objectContaining({ pid: child.pid }) as unknown,
+        }),
+      ]);
+      expect(await cordon(["sandbox", "explain", "--session", session])).toMatch(
+        new RegExp(
+          `\\nforwards  127\\.0\\.0\\.1:${shown.localPort} -> 8222 \\(pid ${child.pid}\\)\\n`,
+        ),
+      );
+      const other = createRunner({
+        env: { ...process.env, CORDON_HOME: home, CORDON_CONFIG: "" },
+        workspace: repo,
+      });
+      await expect(other.disposeSandbox({ sessionKey: session }, "stop")).resolves.toMatchObject({
+        outcome: "kept",
+        reason: `held by cordon port-forward 127.0.0.1:${shown.localPort} -> 8222 (pid ${child.pid})`,
+      });
     } finally {
       child.kill("SIGINT");
     }
     expect(await exited).toBe(130);
+    expect(await forwardsListed()).toEqual([]);
     expect(stderr).toMatch(
       /cordon: SIGINT: stopped forwarding 127\.0\.0\.1:\d+ -> 8222 in cordon-\S+; the sandbox keeps running\n$/,
     );

@@ -255,10 +255,17 @@ describe("cordon sandbox explain", () => {
       "--json",
     ]);
     expect(result.code).toBe(0);
-    const { config: source, ...printed } = JSON.parse(result.out) as RunPlan & {
+    const {
+      config: source,
+      forwards,
+      ...printed
+    } = JSON.parse(result.out) as RunPlan & {
       config: ConfigSource | null;
+      forwards: unknown[];
     };
     expect(source).toMatchObject({ file: configFile, origin: "--config", trusted: true });
+    // Beside the plan, the port forwards into its container listening now: none here.
+    expect(forwards).toEqual([]);
 
     const runner = createRunner({ env: { CORDON_HOME: stateDir }, configPath: configFile });
     const plan = await runner.plan({ agentId: "triage", sessionKey: "t1" });

@@ -8,6 +8,7 @@ import {
   type SandboxSummary,
   baseImageFromEnv,
 } from "../../sandbox/index.js";
+import { liveForwards, type ForwardRecord } from "../../runner/index.js";
 import type { CliContext } from "../context.js";
 import { rememberNoticedOrphans } from "../orphan-notice.js";
 import { ago, fitTable, tableWidth } from "../render/table.js";
@@ -23,8 +24,11 @@ export function inventoryFor(context: CliContext): SandboxInventory {
   });
 }
 
-/** A sandbox as `sandbox list --json` prints it: the inventory's summary and its drift. */
-export type ListedSandbox = SandboxSummary & { drift: SandboxDrift };
+/**
+ * A sandbox as `sandbox list --json` prints it: the inventory's summary, its drift, and the port
+ * forwards into it that are listening now.
+ */
+export type ListedSandbox = SandboxSummary & { drift: SandboxDrift; forwards: ForwardRecord[] };
 
 /**
  * What `sandbox list --json` prints: the sandboxes, and the private workspaces whose container is
@@ -43,7 +47,7 @@ function driftCell(drift: SandboxDrift): string {
 }
 
 /** The columns a narrow terminal loses first: each repeats or refines what another shows. */
-const dropFirst = ["KEY", "CREATED", "SCOPE", "IMAGE", "EGRESS", "AGENT", "WORKSPACE"];
+const dropFirst = ["KEY", "CREATED", "SCOPE", "IMAGE", "FORWARDS", "EGRESS", "AGENT", "WORKSPACE"];
 
 function formatSandboxes(sandboxes: ListedSandbox[], width: number | undefined): string {
   return fitTable(
@@ -58,6 +62,7 @@ function formatSandboxes(sandboxes: ListedSandbox[], width: number | undefined):
       "IMAGE",
       "DRIFT",
       "EGRESS",
+      "FORWARDS",
       "CREATED",
       "LAST USED",
     ],
@@ -73,6 +78,7 @@ function formatSandboxes(sandboxes: ListedSandbox[], width: number | undefined):
       s.image,
       driftCell(s.drift),
       s.egress ? `${s.egress.allow.join(",")} via ${s.egress.proxy} (${s.egress.state})` : "none",
+      s.forwards.map((f) => `${f.localPort}->${f.remotePort}`).join(",") || "-",
       ago(s.createdAt),
       ago(s.lastUsedAt),
     ]),
@@ -94,7 +100,7 @@ export function registerSandboxListCommand(sandbox: Command, context: CliContext
   sandbox
     .command("list")
     .description(
-      "the sandboxes of this state directory (CORDON_HOME): scope, key, agent, session, workspace, state, drift from the current config and image (and why), created, last used",
+      "the sandboxes of this state directory (CORDON_HOME): scope, key, agent, session, workspace, state, drift from the current config and image (and why), egress, port forwards listening now, created, last used",
     )
     .option("--json", "print as JSON")
     .option("--wide", "every column, however wide the terminal")
@@ -109,6 +115,7 @@ export function registerSandboxListCommand(sandbox: Command, context: CliContext
         configPath: options.config,
         logger: context.logger,
       });
+      const forwards = await liveForwards(stateDirectory(context.env));
       const sandboxes = summaries.map((summary): ListedSandbox => {
         const found = drift.get(summary.name) ?? { drifted: null, reasons: [] };
         // The plan, where there is one, is what the next acquire compares with.
@@ -118,7 +125,12 @@ export function registerSandboxListCommand(sandbox: Command, context: CliContext
             : found.expectedConfigHash === summary.configHash
               ? "current"
               : "stale";
-        return { ...summary, configStatus, drift: found };
+        return {
+          ...summary,
+          configStatus,
+          drift: found,
+          forwards: forwards.filter((forward) => forward.sandbox === summary.name),
+        };
       });
       const orphans = await inventoryFor(context).orphans();
       // Named here: the next command need not say so again.

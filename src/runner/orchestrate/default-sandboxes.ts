@@ -12,7 +12,7 @@ import {
   type SandboxLease,
   type UpstreamProxy,
 } from "../../sandbox/index.js";
-import { sandboxesHeldByRuns } from "../session/index.js";
+import { sandboxesHeld } from "../session/index.js";
 import type { RunPlan } from "../../policy/index.js";
 import type { ProvideSandboxOptions, SandboxProvider } from "./sandbox-provider.js";
 
@@ -39,9 +39,10 @@ export function defaultSandboxes(options: DefaultSandboxesOptions): SandboxProvi
     logger: options.logger,
     upstreamProxy: options.upstreamProxy,
     imageOptions: { baseImage: options.baseImage },
-    // Session locks say which sandboxes live runs of any process hold: never stopped or pruned.
+    // Session locks and forward records say which sandboxes live runs and port forwards of any
+    // process hold: never stopped or pruned.
     holders: async () => {
-      const held = await sandboxesHeldByRuns(options.stateDir);
+      const held = await sandboxesHeld(options.stateDir);
       return (sandbox) => held.holderOf(sandbox);
     },
     createSandbox: (container) => DockerSandbox.attach(options.engine, container, options.logger),

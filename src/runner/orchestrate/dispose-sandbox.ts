@@ -1,4 +1,4 @@
-import { sandboxesHeldByRuns } from "../session/index.js";
+import { sandboxesHeld } from "../session/index.js";
 import type { RunPlan } from "../../policy/index.js";
 import type { SandboxProvider } from "./sandbox-provider.js";
 
@@ -39,7 +39,7 @@ export async function disposeSandbox(options: {
   if (!plan.sandbox.enabled || !spec) return undefined;
   const sandbox = spec.containerName;
   if (options.mode === "keep") return { sandbox, outcome: "kept", reason: "keep was asked for" };
-  const held = await sandboxesHeldByRuns(options.stateDir);
+  const held = await sandboxesHeld(options.stateDir);
   const holder = held.holderOf({ name: sandbox, session: spec.sessionKey });
   if (holder) return { sandbox, outcome: "kept", reason: holder };
   if (options.mode === "remove") {

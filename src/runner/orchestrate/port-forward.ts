@@ -3,6 +3,7 @@ import type { Duplex } from "node:stream";
 
 import { ConfigError, SandboxError } from "../../common/index.js";
 import type { SandboxLease } from "../../sandbox/index.js";
+import { recordForward } from "../session/index.js";
 
 export interface PortForwardOptions {
   /** The port in the sandbox (its 127.0.0.1). */
@@ -129,12 +130,15 @@ export interface SandboxPortForward extends PortForward {
 }
 
 /**
- * Forwards into the sandbox `lease` holds, holding it (so no idle stop takes it) until `close()`.
- * Releases the lease when the forward cannot start.
+ * Forwards into the sandbox `lease` holds, holding it until `close()`: in this process by the
+ * lease, and for every other (an idle stop, a prune, another run's end) by a forward record in
+ * `stateDir`, which `sandbox list` and `explain` show too. Releases the lease when the forward
+ * cannot start.
  */
 export async function forwardLeasePort(
   lease: SandboxLease,
   request: SandboxPortForwardRequest,
+  stateDir: string,
 ): Promise<SandboxPortForward> {
   try {
     const connect = lease.connectPort;
@@ -144,11 +148,19 @@ export async function forwardLeasePort(
       });
     }
     const forward = await startPortForward({ ...request, connect });
+    const sandbox = lease.sandbox.id;
+    const forget = await recordForward(stateDir, { ...forward, sandbox }).catch(
+      async (error: unknown) => {
+        await forward.close();
+        throw error;
+      },
+    );
     return {
       ...forward,
-      sandbox: lease.sandbox.id,
+      sandbox,
       close: async () => {
         await forward.close();
+        await forget();
         await lease.release();
       },
     };

@@ -1,5 +1,6 @@
 import { describeHolder } from "./session-lock.js";
 import { listLockedSessions, readRunActivity } from "./active-runs.js";
+import { describeForward, liveForwards } from "./forward-records.js";
 
 /** What runs in progress (of any cordon process) hold, from their session locks. */
 export interface HeldSandboxes {
@@ -31,4 +32,21 @@ export async function sandboxesHeldByRuns(stateDir: string): Promise<HeldSandbox
   return {
     holderOf: ({ name, session }) => byContainer.get(name) ?? bySession.get(session),
   };
+}
+
+/**
+ * What live runs and live port forwards hold: a stop or removal would cut the server a
+ * `cordon port-forward` is showing, so a forwarded sandbox is held like one a run uses. A
+ * rollback asks only `sandboxesHeldByRuns`: it changes files, and the forward carries on.
+ */
+export async function sandboxesHeld(stateDir: string): Promise<HeldSandboxes> {
+  const [runs, forwards] = await Promise.all([
+    sandboxesHeldByRuns(stateDir),
+    liveForwards(stateDir),
+  ]);
+  const byForward = new Map<string, string>();
+  for (const forward of forwards) {
+    byForward.set(forward.sandbox, `held by cordon port-forward ${describeForward(forward)}`);
+  }
+  return { holderOf: (sandbox) => runs.holderOf(sandbox) ?? byForward.get(sandbox.name) };
 }

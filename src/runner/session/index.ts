@@ -45,4 +45,10 @@ export {
   type WaitingRun,
 } from "./active-runs.js";
 export { findSession, type FindSessionOptions } from "./find-session.js";
-export { sandboxesHeldByRuns, type HeldSandboxes } from "./held-sandboxes.js";
+export { sandboxesHeld, sandboxesHeldByRuns, type HeldSandboxes } from "./held-sandboxes.js";
+export {
+  describeForward,
+  liveForwards,
+  recordForward,
+  type ForwardRecord,
+} from "./forward-records.js";
