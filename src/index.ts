@@ -92,7 +92,14 @@ export type {
 } from "./sandbox/index.js";
 
 // Whole jobs.
-export { fixTests, type FixTestsOptions, type FixTestsResult } from "./workflows/index.js";
+export {
+  fixTests,
+  type AttemptCopies,
+  type AttemptReport,
+  type FixTestsEvent,
+  type FixTestsOptions,
+  type FixTestsResult,
+} from "./workflows/index.js";
 export {
   PatchParseError,
   applyChanges,

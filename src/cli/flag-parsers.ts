@@ -14,6 +14,22 @@ export function positiveInteger(value: string): number {
   return parsed;
 }
 
+/** A whole number from 1 to `max`; the message says the range. */
+export function wholeNumberUpTo(max: number): (value: string) => number {
+  return (value) => {
+    const parsed = Number(value);
+    if (!Number.isInteger(parsed) || parsed < 1 || parsed > max) {
+      throw new InvalidArgumentError(`expected a whole number from 1 to ${max}`);
+    }
+    return parsed;
+  };
+}
+
+/** A flag that may be given more than once: each value, in order. */
+export function repeatable(value: string, previous: string[] | undefined): string[] {
+  return [...(previous ?? []), value];
+}
+
 /** A duration option (`90s`, `10m`, `1h30m`) in milliseconds. */
 export function durationOf(flag: string): (value: string) => number {
   return (value) => parseDuration(value, flag);

@@ -126,6 +126,11 @@ export interface RunRequest extends RunIO<RunnerEvent> {
   sessionKey?: string | undefined;
   /** Overrides the agent's model for this run. */
   modelId?: string | undefined;
+  /**
+   * This run's model client, over the runner's (`fix-tests --attempts` gives each attempt its
+   * own scripted model: a script is played once, by one run).
+   */
+  model?: ModelClient | undefined;
   /** This run's limits (`--max-turns`, `--timeout`, `--thinking`), over the config's. */
   limits?: RunLimitsRequest | undefined;
   /** Run-level tool policy, the last (narrowest) layer. */
@@ -440,7 +445,7 @@ export function createRunner(options: RunnerOptions = {}): Runner {
   const runOn = (request: RunRequest, runLanes: SessionLanes): Promise<RunResult> =>
     runTask({
       plan: () => plan(request),
-      model: modelClient,
+      model: request.model ?? modelClient,
       modelId: request.modelId,
       requestedSessionKey: request.sessionKey,
       sandboxes,

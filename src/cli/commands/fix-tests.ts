@@ -2,14 +2,22 @@ import path from "node:path";
 
 import type { Command } from "commander";
 
-import { fixTests } from "../../workflows/index.js";
+import { ConfigError } from "../../common/index.js";
+import { ScriptedModelClient, type ModelClient } from "../../runner/index.js";
+import { fixTests, maxAttempts } from "../../workflows/index.js";
 import type { CliContext } from "../context.js";
 import { withInterrupt } from "../interrupt.js";
 import { liveLineOf } from "../render/live-line.js";
 import { createRunRenderer } from "../render/run-renderer.js";
 import type { AgentRuntimeName } from "../../config/index.js";
 import { allowHostOption, carryOption, runnerFromFlags, runtimeOption } from "../runner-flags.js";
-import { durationOf, nameList, positiveInteger } from "../flag-parsers.js";
+import {
+  durationOf,
+  nameList,
+  positiveInteger,
+  repeatable,
+  wholeNumberUpTo,
+} from "../flag-parsers.js";
 
 interface FixTestsFlags {
   testCmd: string;
@@ -19,7 +27,8 @@ interface FixTestsFlags {
   agent?: string;
   config?: string;
   model?: string;
-  modelScript?: string;
+  modelScript?: string[];
+  attempts: number;
   carry?: string[];
   maxTurns?: number;
   timeout?: number;
@@ -45,7 +54,17 @@ export function registerFixTestsCommand(program: Command, context: CliContext): 
     .option("--agent <id>", "agent from the config")
     .option("--config <path>", "config file")
     .option("--model <id>", "model for the agent")
-    .option("--model-script <file>", "replay a scripted model instead of calling an API")
+    .option(
+      "--model-script <file>",
+      "replay a scripted model instead of calling an API; with --attempts, once per attempt (one script for all, or one each)",
+      repeatable,
+    )
+    .option(
+      "--attempts <n>",
+      `independent agents at once, each in its own copy; the first verified fix wins (1 to ${maxAttempts})`,
+      wholeNumberUpTo(maxAttempts),
+      1,
+    )
     .option("--max-turns <n>", "most model calls", positiveInteger)
     .option("--timeout <duration>", "limit of the agent run, e.g. 20m", durationOf("--timeout"))
     .option(
@@ -86,8 +105,9 @@ export function registerFixTestsCommand(program: Command, context: CliContext): 
           carry: flags.carry,
           runtime: flags.runtime,
         },
-        { modelScript: flags.modelScript, forceSeededCopy: true },
+        { modelScript: flags.modelScript?.[0], forceSeededCopy: true },
       );
+      const attemptModels = await attemptModelsOf(flags.modelScript ?? [], flags.attempts);
       const progress = createRunRenderer({
         format: "text",
         // The agent's answer is progress here; stdout carries the result only. It is narrated
@@ -111,6 +131,8 @@ export function registerFixTestsCommand(program: Command, context: CliContext): 
             allowTestChanges: flags.allowTestChanges,
             allowBinary: flags.allowBinary,
             keepSandboxes: flags.keepSandboxes,
+            attempts: flags.attempts,
+            attemptModels,
             setup:
               flags.setupCmd === undefined
                 ? undefined
@@ -130,4 +152,29 @@ export function registerFixTestsCommand(program: Command, context: CliContext): 
       if (result.fix) context.stderr(`  fix: ${result.fix}\n`);
       context.stderr(`artifacts: ${path.resolve(flags.out)}\n`);
     });
+}
+
+/**
+ * With several attempts, each scripted one plays a script of its own: a script is one model's
+ * turns, played once. One script is replayed by every attempt; several go one to each attempt,
+ * in order. Without a script (the API) the runner's model serves every attempt.
+ */
+async function attemptModelsOf(
+  scripts: readonly string[],
+  attempts: number,
+): Promise<ModelClient[] | undefined> {
+  if (scripts.length > 1 && scripts.length !== attempts) {
+    throw new ConfigError(
+      `--model-script was given ${scripts.length} times but --attempts is ${attempts}.`,
+      {
+        fix: `give one script (every attempt replays it) or exactly one per attempt (--attempts ${scripts.length})`,
+      },
+    );
+  }
+  if (attempts === 1 || scripts.length === 0) return undefined;
+  return Promise.all(
+    Array.from({ length: attempts }, (_, index) =>
+      ScriptedModelClient.fromFile(path.resolve(scripts[index] ?? (scripts[0] as string))),
+    ),
+  );
 }

@@ -329,6 +329,24 @@ export function createRunRenderer(options: RunRendererOptions): RunRenderer {
         endText();
         nested(event);
         break;
+      // fix-tests --attempts: each attempt's run, one indented line per step, as a child run's.
+      case "attempt":
+        endText();
+        nested({ ...event, label: `attempt ${String(event["attempt"])}` });
+        break;
+      case "attempt-end": {
+        endText();
+        const outcome = event["won"]
+          ? "won: fixed and verified"
+          : String(event["status"]).replaceAll("_", " ");
+        progress(
+          `· attempt ${String(event["attempt"])} ${outcome}${endLine({ ...event, status: "" }).slice(2)}\n`,
+        );
+        if (!event["won"] && typeof event["message"] === "string") {
+          progress(`  ${preview(event["message"])}\n`);
+        }
+        break;
+      }
       case "run-end": {
         live?.clear();
         endText();

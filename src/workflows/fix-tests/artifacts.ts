@@ -11,6 +11,13 @@ export interface FixTestsArtifacts {
   patch: Uint8Array;
   /** summary.md: for a CI step summary. */
   summary: string;
+  /** More files, by name (each attempt's patch and transcript), written before result.json. */
+  extra?: readonly (readonly [string, string | Uint8Array])[] | undefined;
+}
+
+/** JSONL text of lines, each ended. */
+export function linesOf(lines: readonly string[]): string {
+  return lines.map((line) => `${line}\n`).join("");
 }
 
 /** Each file lands whole or not at all (temp file + rename), so a CI step never reads half of one. */
@@ -27,8 +34,9 @@ export async function writeArtifacts(
   await mkdir(outDir, { recursive: true });
   const files: [string, string | Uint8Array][] = [
     ["changes.patch", artifacts.patch],
-    ["transcript.jsonl", artifacts.transcriptLines.map((line) => `${line}\n`).join("")],
+    ["transcript.jsonl", linesOf(artifacts.transcriptLines)],
     ["summary.md", artifacts.summary],
+    ...(artifacts.extra ?? []).map(([name, data]): [string, string | Uint8Array] => [name, data]),
     // Last: its presence means the others are complete.
     ["result.json", `${JSON.stringify(artifacts.result, null, 2)}\n`],
   ];

@@ -1,6 +1,7 @@
 import { randomUUID } from "node:crypto";
 
 import {
+  ConfigError,
   CordonError,
   ExitCode,
   describeAbort,
@@ -10,37 +11,33 @@ import {
   systemErrorFix,
   type ExitCode as ExitCodeValue,
 } from "../../common/index.js";
-import {
-  assertSafeChanges,
-  parsePatch,
-  takeChanges,
-  type PatchedFile,
-} from "../../changes/index.js";
-import type { RunCost, RunResult, Runner, RunnerEvent } from "../../runner/index.js";
+import type { PatchedFile } from "../../changes/index.js";
+import type { ModelClient, RunCost, RunResult, Runner, RunnerEvent } from "../../runner/index.js";
 import { readSessionEntries, runSetupPhase, setupFailureMessage } from "../../runner/index.js";
 import type { SetupPhase, SetupRun } from "../../runner/index.js";
 import type { RunLimitsRequest } from "../../policy/index.js";
-import type { ExecResult, SandboxLease } from "../../sandbox/index.js";
-import { quoteShellArg } from "../../tools/index.js";
-import { writeArtifacts } from "./artifacts.js";
-import { binaryFilesChanged, binaryPaths, sortBinaryFiles } from "./binary-files.js";
+import { linesOf, writeArtifacts } from "./artifacts.js";
+import { runAttempt, type AttemptContext, type AttemptEnd } from "./attempt.js";
+import {
+  attemptArtifactNames,
+  attemptSessionKey,
+  maxAttempts,
+  mergeAttempts,
+  runAttempts,
+  seededAttemptCopies,
+  type AttemptCopies,
+  type AttemptEvent,
+  type AttemptReport,
+} from "./attempts.js";
 import {
   classifyEnvironmentError,
   projectNamesOf,
   type EnvironmentError,
 } from "./environment-errors.js";
-import { protectedPaths, type ProtectionRules } from "./protected-files.js";
-import { applyWithBaseHarness } from "./restore.js";
+import { runTests } from "./run-tests.js";
 import { renderSummary } from "./summary.js";
 import { learnTestOutputs, watchFilesWritten } from "./test-outputs.js";
-import { verdict } from "./verdict.js";
-import {
-  checkTestCount,
-  countTests,
-  unreadRunners,
-  type RunnerCount,
-  type TestCountCheck,
-} from "./test-count/index.js";
+import type { RunnerCount, TestCountCheck } from "./test-count/index.js";
 
 export type FixTestsStatus =
   | "already_passing"
@@ -75,8 +72,25 @@ export interface FixTestsOptions {
   /** Accept binary files in the patch (they cannot be reviewed as text). Default false. */
   allowBinary?: boolean | undefined;
   signal?: AbortSignal | undefined;
-  onEvent?: ((event: RunnerEvent) => void) | undefined;
-  /** Keep the two sandboxes (work and verify) for inspection instead of removing them. */
+  /**
+   * The agent run's events; with several attempts, each attempt's nested in an `attempt` event,
+   * and an `attempt-end` as each ends.
+   */
+  onEvent?: ((event: FixTestsEvent) => void) | undefined;
+  /**
+   * Independent agents at the fix, at once, each in its own copy and verified on its own clean
+   * copy; the first verified fix wins and the others are stopped (`--attempts`). Default 1, at
+   * most 8. Their agent runs take the runner's lanes (`maxConcurrentRuns`).
+   */
+  attempts?: number | undefined;
+  /**
+   * The model client of each attempt, by index, over the runner's: a scripted model plays its
+   * script once, so each scripted attempt needs its own (one script each, or copies of one).
+   */
+  attemptModels?: readonly ModelClient[] | undefined;
+  /** How the attempts' copies are made (attempts.ts); default each seeded afresh. */
+  attemptCopies?: AttemptCopies | undefined;
+  /** Keep the sandboxes (work and verify; every attempt's) for inspection instead of removing them. */
   keepSandboxes?: boolean | undefined;
   /** Phases, for progress on stderr. */
   onPhase?: ((message: string) => void) | undefined;
@@ -161,136 +175,19 @@ export interface FixTestsResult {
    */
   durationsMs: { setup: number; outputs: number; agent: number; verify: number; total: number };
   artifacts: string[];
+  /**
+   * With several attempts: each one's outcome, turns, tokens and cost. The fields above are the
+   * winner's (or, with none, those of the failure that got furthest), but `cost` is all of theirs.
+   */
+  attempts?: AttemptReport[] | undefined;
+  /** The attempt whose fix won (1-based), when one did. */
+  winner?: number | undefined;
 }
 
-const outputTailBytes = 12 * 1024;
+/** What `fixTests` reports as it goes: the agent run's events, and the attempts'. */
+export type FixTestsEvent = RunnerEvent | AttemptEvent;
+
 const defaultTestTimeoutMs = 10 * 60 * 1000;
-
-function tail(text: string, bytes: number): string {
-  return text.length <= bytes ? text : `…(earlier output cut)…\n${text.slice(-bytes)}`;
-}
-
-async function runTests(
-  lease: SandboxLease,
-  command: string,
-  timeoutMs: number,
-  signal: AbortSignal | undefined,
-): Promise<TestRun> {
-  // One stream, in the order the command wrote it, as a developer would see it in a terminal.
-  const result: ExecResult = await lease.sandbox.exec(`{ ${command}\n} 2>&1`, {
-    timeoutMs,
-    signal,
-  });
-  return {
-    exitCode: result.exitCode,
-    timedOut: result.timedOut,
-    outputTail: tail(result.stdout, outputTailBytes),
-    // The runners' summaries are at the end, and exec keeps the head and the tail of a long output.
-    counts: countTests(result.stdout),
-    countsNotRead: unreadRunners(result.stdout),
-    durationMs: result.durationMs,
-  };
-}
-
-function taskPrompt(command: string, before: TestRun, allowTestChanges: boolean): string {
-  const harness =
-    "the test harness (Makefile, package.json scripts, test runner configuration, conftest.py)";
-  const rules = allowTestChanges
-    ? `Prefer fixing the code under test; change a test only when the test itself is wrong. Leave ${harness} alone: it is put back to the original before your patch is verified.`
-    : `Fix the code under test. Do not change tests, ${harness}, CI configuration or lockfiles: a change to any of them is rejected.`;
-  return [
-    `The test command \`${command}\` fails in this workspace. Make it pass.`,
-    rules,
-    `Run \`${command}\` to check your work before you finish, then say in two or three sentences what was wrong and what you changed.`,
-    "",
-    `Output of the failing run (exit code ${before.exitCode ?? "none: killed"}${before.timedOut ? ", timed out" : ""}):`,
-    "```",
-    before.outputTail.trimEnd(),
-    "```",
-  ].join("\n");
-}
-
-/** What verification found: the test run (none when the harness check refused the patch first). */
-interface Verification {
-  run?: TestRun | undefined;
-  /** Files whose harness part (package.json scripts, pytest sections) the patch changed. */
-  harnessChanges: Map<string, string[]>;
-  restoredFiles: string[];
-  /** Files the test run wrote in the verify copy. */
-  written: string[];
-}
-
-/**
- * Applies the patch in a fresh sandbox (a new seeded copy), puts the base harness back
- * (restore.ts), and runs the tests there. A patch that changes the harness part of package.json,
- * setup.cfg or pyproject.toml is refused before the tests run unless test changes are allowed.
- */
-async function verifyPatch(
-  lease: SandboxLease,
-  patch: Uint8Array,
-  command: string,
-  timeoutMs: number,
-  signal: AbortSignal | undefined,
-  harness: { files: readonly PatchedFile[]; rules: ProtectionRules; allowTestChanges: boolean },
-): Promise<Verification> {
-  const verification: Verification = { harnessChanges: new Map(), restoredFiles: [], written: [] };
-  if (patch.byteLength > 0) {
-    const patchFile = `/tmp/.cordon-verify-${randomUUID()}.patch`;
-    await lease.sandbox.files.writeFile(patchFile, patch, { signal });
-    const base = await applyWithBaseHarness(
-      lease.sandbox,
-      patchFile,
-      () =>
-        lease.sandbox.exec(
-          `git apply --binary --whitespace=nowarn ${quoteShellArg(patchFile)} 2>&1`,
-          { signal },
-        ),
-      { ...harness, signal },
-    );
-    const applied = base.applied;
-    if (applied.exitCode !== 0) {
-      verification.run = {
-        exitCode: applied.exitCode,
-        timedOut: false,
-        outputTail: `the patch did not apply to a clean copy:\n${applied.stdout}`,
-        counts: [],
-        countsNotRead: [],
-        durationMs: applied.durationMs,
-      };
-      return verification;
-    }
-    Object.assign(verification, {
-      harnessChanges: base.harnessChanges,
-      restoredFiles: base.restored,
-    });
-    if (base.harnessChanges.size > 0 && !harness.allowTestChanges) return verification;
-  }
-  const watched = await watchFilesWritten(
-    lease,
-    () => runTests(lease, command, timeoutMs, signal),
-    signal,
-  );
-  verification.run = watched.result;
-  verification.written = watched.written;
-  return verification;
-}
-
-/** With --allow-test-changes the patch may still carry harness changes that were put back. */
-function unverifiedNote(restored: readonly string[]): string {
-  return restored.length === 0
-    ? ""
-    : ` Its changes to ${restored.join(", ")} were not verified: the tests ran with the base version (review them).`;
-}
-
-function protectedFilesChanged(
-  files: readonly string[],
-): Pick<FixTestsResult, "status" | "exitCode" | "message"> {
-  return {
-    status: "protected_files_changed",
-    exitCode: ExitCode.verificationFailed,
-    message: `The agent changed tests, the test harness, CI configuration or lockfiles: ${files.join(", ")}. The code must be fixed, not the checks.`,
-  };
-}
 
 /**
  * Why the failed baseline run cannot be the code's fault, or undefined. The workspace's own file
@@ -322,9 +219,24 @@ function environmentFailure(
   };
 }
 
+/** `attempts` as asked, or a usage error naming the range. */
+function attemptCount(attempts: number | undefined): number {
+  const count = attempts ?? 1;
+  if (!Number.isInteger(count) || count < 1 || count > maxAttempts) {
+    throw new ConfigError(
+      `--attempts must be a whole number from 1 to ${maxAttempts}, not ${count}.`,
+      {
+        fix: `pass --attempts between 1 and ${maxAttempts}: each attempt is an agent run and its own sandboxes at once`,
+      },
+    );
+  }
+  return count;
+}
+
 /**
  * `cordon fix-tests`: run the tests on a seeded private copy; if they fail, let the agent fix the
- * code there; take its changes as a patch; verify the patch on a fresh clean copy; always write
+ * code there (or N agents, each in its own copy, the first verified fix winning: attempts.ts);
+ * take its changes as a patch; verify the patch on a fresh clean copy; always write
  * the artifacts. The exit code is 0 when the tests pass (already, or after a verified fix), 8 when
  * verification fails (or the agent changed nothing), 9 when the tests cannot run in the sandbox
  * at all (no agent is started) or verification fails exactly as the run before the agent, else the agent run's own (5 turn limit, 6 timeout, 130 interrupted, …).
@@ -353,9 +265,11 @@ export async function fixTests(options: FixTestsOptions): Promise<FixTestsResult
     durationsMs: durations,
     artifacts: [],
   };
-  let patch: Uint8Array = new Uint8Array();
-  /** The patch less its binary files, when it has some and they are not allowed. */
-  let withoutBinaries: Uint8Array | undefined;
+  const end: AttemptEnd = { result, patch: new Uint8Array() };
+  /** Sessions of this job whose sandboxes are removed at the end (unless kept). */
+  const sessions = [sessionKey, `${sessionKey}-verify`];
+  /** Each attempt's patch and transcript, with several (attempts.ts). */
+  let attemptEnds: AttemptEnd[] = [];
   /** The project the transcript is kept under; known once the sandbox is planned. */
   let project: string | undefined;
   // The work and verify copies carry `--carry` trees once between them (carry-layers.ts): the
@@ -369,7 +283,7 @@ export async function fixTests(options: FixTestsOptions): Promise<FixTestsResult
   const onProgress = (progress: { phase: string; message: string }): void =>
     options.onEvent?.({ type: "sandbox-progress", ...progress });
   /** `--setup-cmd` in a session's sandbox; true when it passed (or there is none). */
-  const setUp = async (key: string): Promise<boolean> => {
+  const setUp: AttemptContext["setUp"] = async (key, target, signal) => {
     if (!options.setup) return true;
     phase(`running the setup command \`${options.setup.command}\``);
     const run = await runSetupPhase({
@@ -379,14 +293,14 @@ export async function fixTests(options: FixTestsOptions): Promise<FixTestsResult
       sessionKey: key,
       carryShare: request.carryShare,
       timeoutMs: testTimeoutMs,
-      signal: options.signal,
+      signal,
       onProgress: (message) => onProgress({ phase: "setup", message }),
       onEgress: ({ host, port, allowed }) =>
         options.onEvent?.({ type: "egress", host, port, allowed }),
     });
-    (result.setupRuns ??= []).push(run);
+    (target.setupRuns ??= []).push(run);
     if (run.exitCode === 0) return true;
-    Object.assign(result, {
+    Object.assign(target, {
       status: "setup_failed",
       // The environment, not the code: like environment_error.
       exitCode: ExitCode.environment,
@@ -396,9 +310,10 @@ export async function fixTests(options: FixTestsOptions): Promise<FixTestsResult
   };
 
   try {
+    const attempts = attemptCount(options.attempts);
     phase("seeding a private copy and running the tests");
     let mark = Date.now();
-    if (!(await setUp(sessionKey))) return result;
+    if (!(await setUp(sessionKey, result, options.signal))) return result;
     const work = await options.runner.acquireSandbox({
       ...request,
       sessionKey,
@@ -407,6 +322,14 @@ export async function fixTests(options: FixTestsOptions): Promise<FixTestsResult
     });
     result.sessionKey = work.plan.sessionKey;
     project = work.plan.agent.workspaceId;
+    const context: AttemptContext = {
+      options,
+      testTimeoutMs,
+      carryShare: request.carryShare,
+      workspace: work.plan.agent.workspace,
+      setUp,
+    };
+    let held = true;
     try {
       const watched = await watchFilesWritten(
         work.lease,
@@ -443,146 +366,48 @@ export async function fixTests(options: FixTestsOptions): Promise<FixTestsResult
       result.testCommandRanTwice = learned.ranTwice;
       durations.outputs = Date.now() - mark;
 
-      phase(`tests fail (exit ${result.before.exitCode ?? "killed"}); running the agent`);
-      mark = Date.now();
-      const run = await options.runner.run({
-        prompt: taskPrompt(options.testCommand, result.before, options.allowTestChanges ?? false),
-        agentId: options.agentId,
-        sessionKey,
-        modelId: options.modelId,
-        limits: options.limits,
-        signal: options.signal,
-        onEvent: options.onEvent,
-      });
-      durations.agent = Date.now() - mark;
-      result.agent = {
-        status: run.status,
-        exitCode: run.exitCode,
-        turns: run.turns,
-        usage: run.usage,
-        durationMs: run.durationMs,
-        cost: run.cost,
-        message: run.message,
-        finalText: run.finalText,
-      };
-      if (run.model !== undefined) result.agent.model = run.model;
-      result.cost = run.cost;
-      // Also after a limit or an interrupt: the partial changes are an artifact worth having.
-      patch = await takeChanges(work.lease, {
-        signal: options.signal,
-        exclude: result.testCommandOutputs,
-      });
-      result.filesChanged = parsePatch(patch);
-      if (run.status !== "completed") {
-        Object.assign(result, {
-          status: "agent_stopped",
-          exitCode: run.exitCode,
-          message: `The agent stopped before finishing: ${run.message ?? run.status}`,
-        });
-        return result;
-      }
-      result.binaryFiles = binaryPaths(result.filesChanged);
-      if (result.binaryFiles.length > 0 && !options.allowBinary) {
-        // Verified without its binary files (binary-files.ts); taken while the copy is at hand.
-        withoutBinaries = await takeChanges(work.lease, {
+      if (attempts === 1) {
+        phase(`tests fail (exit ${result.before.exitCode ?? "killed"}); running the agent`);
+        // The attempt releases the work copy once it has taken the changes.
+        held = false;
+        await runAttempt(context, {
+          sessionKey,
+          end,
           signal: options.signal,
-          exclude: [...result.testCommandOutputs, ...result.binaryFiles],
+          model: options.attemptModels?.[0],
+          onEvent: options.onEvent,
+          onProgress,
+          phase,
+          work: work.lease,
         });
-      }
-    } finally {
-      await work.lease.release();
-    }
-
-    if (patch.byteLength === 0) {
-      // Nothing to verify: a fresh copy without changes fails as the first run did.
-      Object.assign(result, {
-        status: "no_changes",
-        exitCode: ExitCode.verificationFailed,
-        message:
-          "The agent made no changes, so verification was skipped: the tests fail as they did before.",
-      });
-      return result;
-    }
-
-    const rules: ProtectionRules = {
-      testCommand: options.testCommand,
-      protect: (await options.runner.config()).fixTests.protect,
-    };
-    const allowTestChanges = options.allowTestChanges ?? false;
-    // Binary files are judged by what the test command does with them (binary-files.ts).
-    const verifiedFiles = withoutBinaries ? parsePatch(withoutBinaries) : result.filesChanged;
-    // A fix is for `cordon apply` or `git apply` to the real workspace: one `apply` would refuse
-    // (a link out of it, a path into .git) is refused here, exit 7, before it is certified.
-    assertSafeChanges(work.plan.agent.workspace, verifiedFiles);
-    result.protectedFiles = [...protectedPaths(verifiedFiles, rules).keys()];
-    if (result.protectedFiles.length > 0 && !allowTestChanges) {
-      Object.assign(result, protectedFilesChanged(result.protectedFiles));
-      return result;
-    }
-
-    phase("verifying the patch on a fresh copy");
-    mark = Date.now();
-    if (!(await setUp(`${sessionKey}-verify`))) return result;
-    const verify = await options.runner.acquireSandbox({
-      ...request,
-      sessionKey: `${sessionKey}-verify`,
-      onProgress,
-    });
-    let verification: Verification;
-    try {
-      verification = await verifyPatch(
-        verify.lease,
-        withoutBinaries ?? patch,
-        options.testCommand,
-        testTimeoutMs,
-        options.signal,
-        { files: verifiedFiles, rules, allowTestChanges },
-      );
-    } finally {
-      await verify.lease.release();
-    }
-    durations.verify = Date.now() - mark;
-    for (const file of verification.harnessChanges.keys()) {
-      if (!result.protectedFiles.includes(file)) result.protectedFiles.push(file);
-    }
-    if (verification.run === undefined) {
-      const named = [...verification.harnessChanges].map(
-        ([file, parts]) => `${file} (${parts.join(", ")})`,
-      );
-      Object.assign(result, protectedFilesChanged(named));
-      return result;
-    }
-    // Only what the tests ran with: a patch refused before they ran restored nothing that counts.
-    result.restoredFiles = verification.restoredFiles;
-    result.verification = verification.run;
-    result.testCount = checkTestCount(
-      result.before?.counts ?? [],
-      result.verification.counts,
-      result.before?.countsNotRead ?? [],
-    );
-    if (withoutBinaries) {
-      const { rebuilt, refused } = sortBinaryFiles(result.binaryFiles, verification.written);
-      if (refused.length > 0) {
-        result.binaryFiles = refused;
-        Object.assign(result, binaryFilesChanged(refused));
         return result;
       }
-      patch = withoutBinaries;
-      result.filesChanged = verifiedFiles;
-      result.binaryFiles = [];
-      result.testCommandOutputs = [...result.testCommandOutputs, ...rebuilt].sort();
+    } finally {
+      if (held) await work.lease.release();
     }
-    Object.assign(
-      result,
-      verdict({
-        before: result.before,
-        verification: result.verification,
-        testCount: result.testCount,
-        filesChanged: result.filesChanged,
-        restoredFiles: result.restoredFiles,
-      }),
+
+    const copies = options.attemptCopies ?? seededAttemptCopies;
+    phase(
+      `tests fail (exit ${result.before.exitCode ?? "killed"}); ${attempts} agents at once, each in its own ${copies.kind === "fork" ? "fork of this copy" : "freshly seeded copy"}; the first verified fix wins`,
     );
-    if (result.status === "fixed") result.message += unverifiedNote(result.restoredFiles);
+    for (let index = 0; index < attempts; index += 1) {
+      const key = attemptSessionKey(sessionKey, index);
+      sessions.push(key, `${key}-verify`);
+    }
+    const ran = await runAttempts({
+      context,
+      base: result,
+      from: sessionKey,
+      count: attempts,
+      copies,
+      signal: options.signal,
+      onEvent: options.onEvent,
+      onProgress,
+      phase,
+    });
+    attemptEnds = ran.ends;
+    const chosen = mergeAttempts(result, ran.ends, ran.reports, ran.winner);
+    end.patch = ran.ends[chosen]?.patch ?? new Uint8Array();
     return result;
   } catch (error) {
     if (options.signal?.aborted) {
@@ -605,20 +430,31 @@ export async function fixTests(options: FixTestsOptions): Promise<FixTestsResult
   } finally {
     durations.total = Date.now() - started;
     result.durationMs = durations.total;
-    const transcript = await readSessionEntries({
-      stateDir: options.runner.stateDir,
-      sessionKey: result.sessionKey,
-      project,
-    }).catch(() => []);
+    const transcriptOf = async (key: string): Promise<string[]> =>
+      (
+        await readSessionEntries({
+          stateDir: options.runner.stateDir,
+          sessionKey: key,
+          project,
+        }).catch(() => [])
+      ).map((entry) => JSON.stringify(entry));
+    const extra: [string, string | Uint8Array][] = [];
+    for (const [index, attempt] of attemptEnds.entries()) {
+      const [patchName, transcriptName] = attemptArtifactNames(index);
+      extra.push([patchName, attempt.patch]);
+      extra.push([transcriptName, linesOf(await transcriptOf(attempt.result.sessionKey))]);
+    }
     result.artifacts = await writeArtifacts(options.outDir, {
       result,
-      transcriptLines: transcript.map((entry) => JSON.stringify(entry)),
-      patch,
+      transcriptLines: await transcriptOf(result.sessionKey),
+      patch: end.patch,
       summary: renderSummary(result),
+      extra,
     });
     if (!options.keepSandboxes) {
-      // A CI job leaves nothing behind; the patch and transcript are in the artifacts.
-      for (const key of [sessionKey, `${sessionKey}-verify`]) {
+      // A CI job leaves nothing behind; the patch and transcript are in the artifacts. Each
+      // removal on its own: one that fails leaves the others to be done.
+      for (const key of sessions) {
         await options.runner
           .discardSandbox({ agentId: options.agentId, sessionKey: key })
           .catch((error: unknown) =>

@@ -1,5 +1,14 @@
 export {
+  maxAttempts,
+  seededAttemptCopies,
+  type AttemptCopies,
+  type AttemptEvent,
+  type AttemptReport,
+  type AttemptStatus,
+} from "./attempts.js";
+export {
   fixTests,
+  type FixTestsEvent,
   type FixTestsOptions,
   type FixTestsResult,
   type FixTestsStatus,

@@ -1,4 +1,5 @@
 import { formatCost } from "../../runner/index.js";
+import type { AttemptReport } from "./attempts.js";
 import type { FixTestsResult, TestRun } from "./fix-tests.js";
 
 const headline: Record<FixTestsResult["status"], string> = {
@@ -54,6 +55,23 @@ function exited(run: TestRun): string {
   return run.exitCode === null ? "was killed" : `exited ${run.exitCode}`;
 }
 
+/** One row per attempt: how it ended, what it used, and which won. */
+function attemptsTable(attempts: readonly AttemptReport[]): string[] {
+  const lines = [
+    "| attempt | outcome | turns | tokens (in / out) | cost | files |",
+    "| --- | --- | --- | --- | --- | --- |",
+  ];
+  for (const attempt of attempts) {
+    const outcome = attempt.won
+      ? "🏆 won: fixed and verified"
+      : attempt.status.replaceAll("_", " ");
+    lines.push(
+      `| ${attempt.attempt} | ${outcome} | ${attempt.turns} | ${attempt.usage.inputTokens} / ${attempt.usage.outputTokens} | ${formatCost(attempt.cost)} | ${attempt.filesChanged.length} |`,
+    );
+  }
+  return lines;
+}
+
 /** The steps that led to the verdict, in order, each with what it found. */
 function why(result: FixTestsResult): string[] {
   const lines: string[] = [];
@@ -105,6 +123,13 @@ function why(result: FixTestsResult): string[] {
  */
 export function renderSummary(result: FixTestsResult): string {
   const lines = [`## cordon fix-tests: ${headline[result.status]}`, "", result.message, ""];
+  if (result.attempts) {
+    const which =
+      result.winner === undefined
+        ? "None won; the steps below are those of the attempt that got furthest."
+        : `Attempt ${result.winner} won; the steps below, the patch and the transcript are its own (each attempt's are in \`attempt-N.patch\` and \`attempt-N.transcript.jsonl\`).`;
+    lines.push(`### Attempts`, "", ...attemptsTable(result.attempts), "", which, "");
+  }
   lines.push(`### Why`, "", `- test command: \`${result.testCommand}\``, ...why(result));
 
   if (result.filesChanged.length > 0 || result.testCommandOutputs.length > 0) {
