@@ -403,3 +403,42 @@ describe("run renderer: a subagent's events", () => {
     expect(lines.filter((line) => line["type"] === "run-end")).toHaveLength(1);
   });
 });
+
+describe("run renderer: fix-tests attempts", () => {
+  const ofAttempt = (attempt: number, event: Record<string, unknown>) => ({
+    type: "attempt",
+    attempt,
+    sessionKey: `fix-tests-1-a${attempt}`,
+    event,
+  });
+  const report = (attempt: number, fields: Record<string, unknown>) => ({
+    type: "attempt-end",
+    attempt,
+    sessionKey: `fix-tests-1-a${attempt}`,
+    turns: 2,
+    usage: { inputTokens: 1900, outputTokens: 80 },
+    cost: { usd: 0.0123 },
+    durationMs: 4000,
+    ...fields,
+  });
+
+  it("text: each attempt's steps labelled with it, and one line per attempt's end", () => {
+    const out = render("text", [
+      ofAttempt(1, { type: "tool-call", toolCallId: "c1", name: "edit", input: { path: "a.py" } }),
+      ofAttempt(2, { type: "text-delta", text: "noise" }),
+      report(1, {
+        status: "verification_failed",
+        won: false,
+        message: "The tests still fail on a clean copy with the patch.",
+      }),
+      report(2, { status: "fixed", won: true, message: "Fixed." }),
+    ]);
+    expect(out.stderr).toContain("  ↳ fix-tests-1-a1 attempt 1 → edit a.py\n");
+    expect(out.stderr).toContain(
+      "· attempt 1 verification failed in 4.0s, 2 turns, 1,980 tokens, ~$0.0123\n  The tests still fail on a clean copy with the patch.\n",
+    );
+    expect(out.stderr).toContain("· attempt 2 won: fixed and verified in 4.0s, 2 turns");
+    expect(out.stderr).not.toContain("noise");
+    expect(out.stdout).toBe("");
+  });
+});
