@@ -1,10 +1,10 @@
-import { mkdtemp, readFile, writeFile } from "node:fs/promises";
+import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
 
 import { describe, expect, it } from "vitest";
 
-import { dockerClient } from "../support/docker.js";
+import { dockerClient, requireSandboxImage, testLabel } from "../support/docker.js";
 import { runCordon } from "../support/run-cli.js";
 
 const engineRuntimes = Object.keys(
@@ -21,10 +21,14 @@ describe("cordon doctor", () => {
   it("is green on a set-up machine, naming the engine and the current image", async () => {
     const run = await runCordon(["doctor", "--json"]);
     const report = JSON.parse(run.stdout) as Report;
-    // Orphaned workspaces of whatever state directory this machine uses only warn.
-    const orphans = report.checks.find((c) => c.name === "orphans");
-    expect(["ok", "warn"]).toContain(orphans?.status);
-    expect(report.checks.filter((c) => c !== orphans).map((c) => [c.name, c.status])).toEqual([
+    // Orphaned workspaces of whatever state directory this machine uses, and containers other
+    // runs left of state directories since deleted, only warn.
+    const leftovers = report.checks.filter((c) => c.name === "orphans" || c.name === "strays");
+    expect(leftovers.map((c) => c.name)).toEqual(["orphans", "strays"]);
+    for (const check of leftovers) expect(["ok", "warn"]).toContain(check.status);
+    expect(
+      report.checks.filter((c) => !leftovers.includes(c)).map((c) => [c.name, c.status]),
+    ).toEqual([
       ["node", "ok"],
       ["docker", "ok"],
       ["engine", "ok"],
@@ -47,6 +51,33 @@ describe("cordon doctor", () => {
       /bounded by sandbox\.disk \(ext4 image made and loop-mounted in \d+ ms\)/,
     );
     expect(await readFile("/proc/self/mountinfo", "utf8")).not.toContain(".doctor-disk-");
+  });
+
+  it("warns of containers whose state directory is gone, naming it and the command that removes them", async () => {
+    const image = await requireSandboxImage();
+    const gone = await mkdtemp(path.join(tmpdir(), "cordon-gone-home-"));
+    const kept = await mkdtemp(path.join(tmpdir(), "cordon-kept-home-"));
+    const made = await Promise.all(
+      [gone, kept].map((home) =>
+        dockerClient().createContainer({
+          Image: image,
+          Cmd: ["true"],
+          Labels: { ...testLabel, "cordon.home": home },
+        }),
+      ),
+    );
+    try {
+      await rm(gone, { recursive: true });
+      const report = JSON.parse((await runCordon(["doctor", "--json"])).stdout) as Report;
+      const strays = report.checks.find((c) => c.name === "strays");
+      expect(strays?.status).toBe("warn");
+      expect(strays?.detail).toContain(`${gone} (1)`);
+      expect(strays?.detail).not.toContain(kept);
+      expect(strays?.fix).toMatch(/docker rm -f \$\(docker ps -aq --filter label=cordon\.home=/);
+    } finally {
+      await Promise.all(made.map((container) => container.remove({ force: true })));
+      await rm(kept, { recursive: true, force: true });
+    }
   });
 
   it("fails the runtime check with the setup command when the runtime asked for is not registered", async () => {

@@ -12,6 +12,7 @@ import {
   releaseWorkspaceDisk,
   SandboxImage,
   SandboxInventory,
+  strayHomes,
   workspaceDiskFor,
   baseImageFromEnv,
   gvisorBoundaryNote,
@@ -209,6 +210,32 @@ async function checkOrphans(engine: DockerEngine, dir: string): Promise<DoctorCh
 }
 
 /**
+ * Containers of state directories that are gone (a temporary CORDON_HOME deleted under them):
+ * no cordon command sees them again, since each works on its own state directory.
+ */
+async function checkStrays(engine: DockerEngine): Promise<DoctorCheck> {
+  try {
+    const strays = await strayHomes(engine.containers);
+    if (strays.length === 0) {
+      return { name: "strays", status: "ok", detail: "no container outlives its state directory" };
+    }
+    const count = strays.reduce((sum, stray) => sum + stray.containers.length, 0);
+    const [first] = strays;
+    return {
+      name: "strays",
+      status: "warn",
+      detail: `${count} container(s) of ${strays.length} state director${strays.length === 1 ? "y" : "ies"} that no longer exist: ${strays
+        .slice(0, 3)
+        .map((stray) => `${stray.home} (${stray.containers.length})`)
+        .join(", ")}${strays.length > 3 ? `, and ${strays.length - 3} more` : ""}`,
+      fix: `no cordon command sees them any more; remove each directory's with \`docker rm -f $(docker ps -aq --filter label=cordon.home=${first?.home ?? "DIR"})\``,
+    };
+  } catch (error) {
+    return failed("strays", error);
+  }
+}
+
+/**
  * Which engine cordon talks to, from where, and whether it sees this host's files: sandboxes bind
  * host paths, which only an engine on this host can. A local socket whose engine reports another
  * host name (Docker Desktop's VM, a socket mounted into a container) may not see them either.
@@ -291,6 +318,7 @@ export async function runDoctor(env: NodeJS.ProcessEnv, runtime?: string): Promi
     }
     if (engineInfo) checks.push(await checkRuntime(engine, engineInfo, runtime, presentImage));
     checks.push(await checkOrphans(engine, stateDirectory(env)));
+    if (endpoint?.sharesFilesystem) checks.push(await checkStrays(engine));
   } else {
     checks.push({ name: "image", status: "skipped", detail: "needs a Docker engine" });
     checks.push({ name: "runtime", status: "skipped", detail: "needs a Docker engine" });

@@ -103,3 +103,4 @@ export {
   inspectorLabels,
   type InspectedWorkspace,
 } from "./inspector/index.js";
+export { strayHomes, type StrayHome } from "./stray-containers.js";
