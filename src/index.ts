@@ -29,11 +29,13 @@ export {
 } from "./runner/loop/index.js";
 export type {
   ForkSandboxRequest,
+  ForkSessionRequest,
   ProvideSandboxOptions,
   RunnerEvent,
   SandboxDisposal,
   SandboxDisposalMode,
   SandboxProvider,
+  SessionFork,
   SetupPhase,
 } from "./runner/orchestrate/index.js";
 

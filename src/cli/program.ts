@@ -58,6 +58,10 @@ const commandModules: readonly CommandModule[] = [
     load: async () => [(await import("./commands/checkpoint.js")).registerCheckpointCommands],
   },
   {
+    commands: { fork: "new sessions whose private copies start as a session's is now" },
+    load: async () => [(await import("./commands/fork.js")).registerForkCommand],
+  },
+  {
     commands: { "fix-tests": "let an agent fix failing tests, verified on a clean copy" },
     load: async () => [(await import("./commands/fix-tests.js")).registerFixTestsCommand],
   },

@@ -39,8 +39,11 @@ import {
   callTool,
   defaultSandboxes,
   sessionCheckpointCalls,
+  forkSession,
   forkSessionSandbox,
   type ForkSandboxRequest,
+  type ForkSessionRequest,
+  type SessionFork,
   type SessionRollback,
   disposeSandbox,
   failedRun,
@@ -218,6 +221,12 @@ export interface Runner extends AsyncDisposable {
    * sandbox yet (`ForkTargetExistsError`, exit 2); on failure nothing of the fork is left.
    */
   forkSandbox(request: ForkSandboxRequest): Promise<{ plan: RunPlan; lease: SandboxLease }>;
+  /**
+   * Forks a session into new ones (`cordon fork`): `as`, or with `count` `<as>-1` … `<as>-<count>`,
+   * each made as `forkSandbox` makes one and released. Refused while a run holds the session
+   * (`SessionBusyError`, exit 3); the session is locked meanwhile; all or nothing.
+   */
+  fork(request: ForkSessionRequest): Promise<SessionFork[]>;
   /**
    * Forwards a port of this host (127.0.0.1 unless `address` says otherwise) to 127.0.0.1:
    * `remotePort` inside the sandbox this request maps to, over its executor's stream: the sandbox
@@ -486,6 +495,7 @@ export function createRunner(options: RunnerOptions = {}): Runner {
     config: async () => (await loadedConfig()).config,
     acquireSandbox: (request) => track(acquireSandbox(request)),
     forkSandbox: (request) => track(forkSessionSandbox({ plan, sandboxes }, request)),
+    fork: (request) => track(forkSession({ plan, sandboxes, stateDir }, request)),
     forwardPort: async (request) =>
       forwardLeasePort((await track(acquireSandbox(request))).lease, request, stateDir),
     disposeSandbox: disposeFor,

@@ -1,6 +1,11 @@
 import type { RunPlan } from "../policy/index.js";
-import type { Sandbox } from "../sandbox/index.js";
-import { createRunner, type PlanRequest, type RunnerOptions } from "./create-runner.js";
+import type { Sandbox, SandboxLease } from "../sandbox/index.js";
+import {
+  createRunner,
+  type PlanRequest,
+  type Runner,
+  type RunnerOptions,
+} from "./create-runner.js";
 import type { ProvideSandboxOptions } from "./orchestrate/index.js";
 
 export interface CreateSandboxOptions
@@ -26,6 +31,18 @@ export interface CordonSandbox extends AsyncDisposable {
   readonly warnings: readonly string[];
   /** Host path of its private workspace (a seeded copy), if it has one: what `cordon diff` reads. */
   readonly privateWorkspace: string | undefined;
+  /**
+   * A new sandbox, for the session `as`, whose private copy starts as this one's is now (read
+   * with this one frozen, by a throwaway container); its diff is still against the same baseline
+   * and it has a container of its own (`Runner.forkSandbox`). Held like this one; `remove`
+   * removes the fork when it is released. `as` must have no sandbox yet (exit 2).
+   */
+  fork(options: {
+    as: string;
+    remove?: boolean | undefined;
+    signal?: AbortSignal | undefined;
+    onProgress?: ProvideSandboxOptions["onProgress"];
+  }): Promise<CordonSandbox>;
   /** Lets the sandbox go (and removes it with `remove`); later calls do nothing. */
   release(): Promise<void>;
 }
@@ -39,7 +56,16 @@ export async function createSandbox(options: CreateSandboxOptions = {}): Promise
   const { agentId, sessionKey, remove, signal, onProgress, ...runnerOptions } = options;
   const runner = createRunner(runnerOptions);
   const request = { agentId, sessionKey };
-  const { plan, lease } = await runner.acquireSandbox({ ...request, signal, onProgress });
+  const held = await runner.acquireSandbox({ ...request, signal, onProgress });
+  return heldSandbox(runner, request, held, remove === true);
+}
+
+function heldSandbox(
+  runner: Runner,
+  request: Pick<PlanRequest, "agentId" | "sessionKey">,
+  { plan, lease }: { plan: RunPlan; lease: SandboxLease },
+  remove: boolean,
+): CordonSandbox {
   let released: Promise<void> | undefined;
   const release = (): Promise<void> =>
     (released ??= (async () => {
@@ -51,6 +77,15 @@ export async function createSandbox(options: CreateSandboxOptions = {}): Promise
     plan,
     warnings: lease.warnings ?? [],
     privateWorkspace: lease.privateWorkspace,
+    fork: async ({ as, remove: removeFork, signal, onProgress }) => {
+      const forked = await runner.forkSandbox({ ...request, as, signal, onProgress });
+      return heldSandbox(
+        runner,
+        { agentId: request.agentId, sessionKey: as },
+        forked,
+        removeFork === true,
+      );
+    },
     release,
     [Symbol.asyncDispose]: release,
   };

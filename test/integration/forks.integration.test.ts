@@ -12,6 +12,7 @@ import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 
 import { ForkTargetExistsError, createRunner, type Runner } from "../../src/index.js";
+import { acquireSessionLock } from "../../src/runner/index.js";
 import { baselineGitDir } from "../../src/sandbox/index.js";
 import { demoRepo, git } from "../support/demo-repo.js";
 import { dockerClient, removeContainersOfHome, requireSandboxImage } from "../support/docker.js";
@@ -151,6 +152,54 @@ describe("forks", () => {
       baselineGitDir(spec?.privateWorkspace ?? ""),
     ]) {
       await expect(lstat(leftover), leftover).rejects.toThrow(/ENOENT/);
+    }
+  }, 300_000);
+
+  it("`cordon fork --count` makes <name>-1 … <name>-N; an existing name or a hostile one is exit 2, a session a run holds exit 3 naming it", async () => {
+    const parent = sessionOf("cli");
+    const stem = sessionOf("try");
+    await using runner = runnerOf();
+    await inSandbox(runner, parent, "echo shared > shared.txt");
+
+    const made = await cordon("fork", "--session", parent, "--as", stem, "--count", "2", "--json");
+    expect(made.exitCode, made.stderr).toBe(0);
+    const { forks } = JSON.parse(made.stdout) as {
+      forks: { name: string; sessionKey: string; sandbox: string }[];
+    };
+    expect(forks.map((fork) => fork.name)).toEqual([`${stem}-1`, `${stem}-2`]);
+    expect(new Set(forks.map((fork) => fork.sandbox)).size).toBe(2);
+    await inSandbox(runner, `${stem}-1`, "echo one >> shared.txt");
+    expect((await inSandbox(runner, `${stem}-2`, "cat shared.txt")).stdout).toBe("shared\n");
+    const diff = await cordon("diff", "--session", `${stem}-2`, "--stat");
+    expect(diff.stdout).toContain("shared.txt");
+
+    const again = await cordon("fork", "--session", parent, "--as", `${stem}-1`);
+    expect(again.exitCode).toBe(2);
+    expect(again.stderr).toMatch(/exists already/);
+    // The existing fork keeps its work.
+    expect((await inSandbox(runner, `${stem}-1`, "cat shared.txt")).stdout).toBe("shared\none\n");
+
+    for (const hostile of ["../escape", "--upload-pack=x", "with space", "refs/heads/x"]) {
+      const refused = await cordon("fork", "--session", parent, `--as=${hostile}`);
+      expect(refused.exitCode, hostile).toBe(2);
+      expect(refused.stderr).toMatch(/cannot name a fork/);
+    }
+    const tooMany = await cordon("fork", "--session", parent, "--as", "x", "--count", "99");
+    expect(tooMany.exitCode).toBe(2);
+
+    const plan = await runner.plan({ sessionKey: parent });
+    const lock = await acquireSessionLock({
+      stateDir: home,
+      sessionKey: plan.sessionKey,
+      project: plan.agent.workspaceId,
+      runId: "run-that-holds-it",
+    });
+    try {
+      const busy = await cordon("fork", "--session", parent, "--as", sessionOf("late"));
+      expect(busy.exitCode).toBe(3);
+      expect(busy.stderr).toMatch(/cannot fork session .*run-that-holds-it/s);
+    } finally {
+      await lock.release();
     }
   }, 300_000);
 });

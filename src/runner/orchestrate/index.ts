@@ -49,6 +49,15 @@ export {
   type SessionCheckpointsContext,
   type SessionRollback,
 } from "./session-checkpoints.js";
-export { assertForkName, forkSessionSandbox, type ForkSandboxRequest } from "./session-forks.js";
+export {
+  assertForkName,
+  forkNames,
+  forkSession,
+  forkSessionSandbox,
+  maxForkCount,
+  type ForkSandboxRequest,
+  type ForkSessionRequest,
+  type SessionFork,
+} from "./session-forks.js";
 export { turnCheckpointHook, type TurnCheckpointEvent } from "./turn-checkpoints.js";
 export { runEndEvent, runStartEvent, turnlessRunResult } from "./run-frame.js";

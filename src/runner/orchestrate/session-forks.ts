@@ -1,6 +1,9 @@
+import { randomUUID } from "node:crypto";
+
 import { ConfigError } from "../../common/index.js";
 import type { RunPlan } from "../../policy/index.js";
-import type { SandboxLease } from "../../sandbox/index.js";
+import { ForkTargetExistsError, type SandboxLease } from "../../sandbox/index.js";
+import { SessionBusyError, acquireSessionLock, sandboxesHeldByRuns } from "../session/index.js";
 import type { PlanRequest } from "../create-runner.js";
 import type { ProvideSandboxOptions, SandboxProvider } from "./sandbox-provider.js";
 import { seededCopyOf } from "./session-checkpoints.js";
@@ -59,4 +62,133 @@ export async function forkSessionSandbox(
     onProgress?.({ phase: "warning", message: `warning: ${warning}` });
   }
   return { plan: target, lease };
+}
+
+/** At most this many forks in one call (`--count`): each is a container and a full copy. */
+export const maxForkCount = 32;
+
+/** What `cordon fork` / `Runner.fork` is asked for. */
+export type ForkSessionRequest = PlanRequest & {
+  /** The fork's session name, or with `count` the stem of `<as>-1` … `<as>-<count>`. */
+  as: string;
+  /** How many forks (1 to 32); unset: one, named `as` itself. */
+  count?: number | undefined;
+  signal?: AbortSignal | undefined;
+  onProgress?: ProvideSandboxOptions["onProgress"];
+};
+
+/** One fork a `fork` made. */
+export interface SessionFork {
+  /** The name it was asked for (`--as`, or `<as>-<n>`). */
+  name: string;
+  /** Its full session key (`--session` takes either). */
+  sessionKey: string;
+  /** Its sandbox's container. */
+  sandbox: string;
+  /** Host path of its private copy. */
+  privateWorkspace: string;
+}
+
+/** The sessions a fork request names: `as` alone, or `as-1` … `as-<count>`. */
+export function forkNames(as: string, count: number | undefined): string[] {
+  if (count === undefined) {
+    assertForkName(as);
+    return [as];
+  }
+  if (!Number.isInteger(count) || count < 1 || count > maxForkCount) {
+    throw new ConfigError(`--count takes a whole number from 1 to ${maxForkCount}, not ${count}`, {
+      fix: "--count 3 makes <name>-1, <name>-2 and <name>-3",
+    });
+  }
+  const names = Array.from({ length: count }, (_, index) => `${as}-${index + 1}`);
+  names.forEach(assertForkName);
+  return names;
+}
+
+/**
+ * Forks a session into new ones (`cordon fork`): refused while a run holds the session or its
+ * sandbox (exit 3, naming the run: its copy is mid-turn and the agent writing), and the
+ * session's lock is held meanwhile so no run starts; each fork's session is locked while it is
+ * made. All or nothing: when one fork fails, those made before it are removed. The forks'
+ * sandboxes are released (their containers stay, as after a run); their transcripts start
+ * empty.
+ */
+export async function forkSession(
+  runner: {
+    plan: (request: PlanRequest) => Promise<RunPlan>;
+    sandboxes: SandboxProvider;
+    stateDir: string;
+  },
+  request: ForkSessionRequest,
+): Promise<SessionFork[]> {
+  const { as, count, signal, onProgress, ...parentRequest } = request;
+  const names = forkNames(as, count);
+  const source = await runner.plan(parentRequest);
+  await seededCopyOf(source);
+  const held = (await sandboxesHeldByRuns(runner.stateDir)).holderOf({
+    name: source.sandbox.spec?.containerName ?? "",
+    session: source.sessionKey,
+  });
+  if (held) throw busy(source, `its sandbox is ${held}`);
+  const lockOf = (plan: RunPlan, role: "parent" | "fork") =>
+    acquireSessionLock({
+      stateDir: runner.stateDir,
+      sessionKey: plan.sessionKey,
+      project: plan.agent.workspaceId,
+      runId: `fork-${randomUUID()}`,
+      agentId: plan.agent.id,
+      workspace: plan.agent.workspace,
+      wait: false,
+      signal,
+    }).catch((error: unknown) => {
+      if (!(error instanceof SessionBusyError)) throw error;
+      throw role === "parent"
+        ? busy(plan, error.message)
+        : new ForkTargetExistsError(`session ${plan.sessionKey} is in use: ${error.message}`, {
+            fix: "fork under another name",
+          });
+    });
+  const parentLock = await lockOf(source, "parent");
+  const made: { fork: SessionFork; plan: RunPlan }[] = [];
+  try {
+    for (const name of names) {
+      const target = await runner.plan({ ...parentRequest, sessionKey: name });
+      const lock = await lockOf(target, "fork");
+      try {
+        const forked = await forkSessionSandbox(runner, {
+          ...parentRequest,
+          as: name,
+          signal,
+          onProgress,
+        });
+        await forked.lease.release();
+        made.push({
+          plan: forked.plan,
+          fork: {
+            name,
+            sessionKey: forked.plan.sessionKey,
+            sandbox: forked.plan.sandbox.spec?.containerName ?? "",
+            privateWorkspace: forked.lease.privateWorkspace ?? "",
+          },
+        });
+      } finally {
+        await lock.release();
+      }
+    }
+  } catch (error) {
+    // All or nothing: the forks made before this one go too (they hold no agent's work yet).
+    for (const { plan } of made) {
+      await runner.sandboxes.discard?.(plan).catch(() => undefined);
+    }
+    throw error;
+  } finally {
+    await parentLock.release();
+  }
+  return made.map(({ fork }) => fork);
+}
+
+function busy(plan: RunPlan, why: string): SessionBusyError {
+  return new SessionBusyError(`cannot fork session ${plan.sessionKey}: ${why}`, {
+    fix: `wait for that run to end (\`cordon ps\` lists it, \`cordon logs -f --session ${plan.sessionKey}\` follows it) or stop it, then fork`,
+  });
 }
