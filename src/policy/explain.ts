@@ -245,7 +245,7 @@ function describeImage(docker: NonNullable<RunPlan["sandbox"]["spec"]>["docker"]
 function describePool(spec: SandboxSpec, size: number): string {
   // The default is no pool: why, with the figures, is in docs/pool.md ("The default").
   if (size <= 0) {
-    return 'none (sandbox.pool.size 0, the default): a new session creates and starts its own container; a pool of 1 makes that about 4x faster for a waiting container per shape (docs/pool.md, "The default")';
+    return 'none (sandbox.pool.size 0, the default): a new session creates and starts its own container; a pool of 1 keeps one started per shape: a new session reaches its first command about 2x sooner in a one-shot run, 3-4x in a long-lived process (docs/pool.md, "The default")';
   }
   const reason = unpoolableReason(spec);
   if (reason) return `not used: ${reason} (docs/pool.md)`;
