@@ -17,3 +17,5 @@ export const thinkingLevels = ["off", "minimal", "low", "medium", "high", "xhigh
 export const sessionToolsVisibilities = ["spawned", "all"] as const;
 /** When runs record a seeded copy's state (`sandbox.checkpoints`). */
 export const checkpointModes = ["turn", "off"] as const;
+/** Where a private copy lives (`sandbox.workspaceStorage`); workspace-volumes.ts. */
+export const workspaceStorageModes = ["auto", "host", "volume"] as const;

@@ -203,6 +203,9 @@ export const untrustedKeyRules: Readonly<Record<string, KeyRule>> = {
     unless(true),
   ),
   "sandbox.workspaceRoot": loosening("moves where cordon writes private workspaces on the host"),
+  "sandbox.workspaceStorage": safe(
+    "where the private copy lives (this host's disk or a volume on the engine); the sandbox sees the same copy either way",
+  ),
   "sandbox.checkpoints": safe(
     "when cordon records the private copy's state, in its own directory; it opens nothing to the sandbox",
   ),

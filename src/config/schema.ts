@@ -6,6 +6,7 @@ import {
   sandboxScopes,
   sessionToolsVisibilities,
   checkpointModes,
+  workspaceStorageModes,
   thinkingLevels,
   toolProfiles,
   workspaceAccessModes,
@@ -30,6 +31,7 @@ export {
   sandboxScopes,
   sessionToolsVisibilities,
   checkpointModes,
+  workspaceStorageModes,
   thinkingLevels,
   toolProfiles,
   workspaceAccessModes,
@@ -88,6 +90,8 @@ export const configDefaults = {
     protectGitDir: true,
     /** A checkpoint of a seeded copy before each turn's tools run (docs/checkpoints.md). */
     checkpoints: "turn" as const,
+    /** Where a private copy lives: "auto" = this host's disk on a local engine, a volume elsewhere. */
+    workspaceStorage: "auto" as const,
     prune: { stopIdleMinutes: 30, idleHours: 24, maxAgeDays: 7 },
     /** Started containers kept ready per sandbox shape (docs/pool.md); 0 = no pool. */
     pool: { size: 0 },
@@ -530,6 +534,15 @@ function sandboxSchema<F extends Flavour>(flavour: F) {
           "With rw: mount the workspace's .git read-only, so the agent cannot plant hooks or config your git runs later",
         ),
       s.protectGitDir,
+    ),
+    workspaceStorage: field(
+      flavour,
+      z
+        .enum(workspaceStorageModes)
+        .describe(
+          'Where a private copy lives: "host" a directory (or disk image) under the state directory, bound into the sandbox; "volume" a Docker volume on the engine, seeded by streaming; "auto" host on a local engine, volume on one that does not share this host\'s filesystem',
+        ),
+      s.workspaceStorage,
     ),
     checkpoints: field(
       flavour,

@@ -97,6 +97,7 @@ export function explainPlan(plan: RunPlan): string {
       lines.push(
         `  private workspace ${spec.privateWorkspace}${spec.seed ? " (seeded with a copy of the agent workspace)" : ""}`,
       );
+      lines.push(`  storage      ${describeStorage(spec.workspaceStorage)}`);
       lines.push(
         `  disk         ${spec.diskBytes === undefined ? "UNBOUNDED: the sandbox can fill the host's disk through the private workspace" : `${formatByteSize(spec.diskBytes)} for the private workspace (an ext4 image; past it, writes fail with ENOSPC)`}`,
       );
@@ -251,4 +252,14 @@ function describePool(spec: SandboxSpec, size: number): string {
   if (reason) return `not used: ${reason} (docs/pool.md)`;
   const seeded = spec.seed && spec.workspaceAccess !== "rw";
   return `${size} started container${size === 1 ? "" : "s"} of shape ${poolShape(spec)} wait for new sandboxes${seeded ? "; a member's seeded copy is taken only while the workspace is unchanged since it was made" : ""}`;
+}
+
+/** `sandbox.workspaceStorage` in words: where the private copy lives. */
+function describeStorage(storage: SandboxSpec["workspaceStorage"]): string {
+  if (storage === "host")
+    return "this host's disk, bound into the sandbox (sandbox.workspaceStorage)";
+  if (storage === "volume") {
+    return "Docker volumes on the engine, seeded by streaming; nothing of the copy on this host (sandbox.workspaceStorage)";
+  }
+  return "auto: this host's disk on a local engine, Docker volumes on one elsewhere (sandbox.workspaceStorage)";
 }

@@ -550,6 +550,10 @@ function planSandbox(input: SandboxPlanInput): Planned<SandboxSpec> {
     containerName,
     workspaceAccess,
     privateWorkspace: privateWorkspace.value,
+    // Only when set: the default ("auto") keeps the hashes of containers made before the key.
+    ...(agent.sandbox.workspaceStorage === "auto"
+      ? {}
+      : { workspaceStorage: agent.sandbox.workspaceStorage }),
     // Not carry: it fills a copy once, when it is seeded, and shapes no container; `cordon diff`
     // of a session started with --carry must not find its container stale.
     seed,
@@ -566,6 +570,7 @@ function planSandbox(input: SandboxPlanInput): Planned<SandboxSpec> {
     workspaceAccess,
     agentWorkspace: workspace,
     privateWorkspace: privateWorkspace.value,
+    workspaceStorage: agent.sandbox.workspaceStorage,
     diskBytes: disk.value,
     seed,
     carry: carry.value,

@@ -144,6 +144,13 @@ export interface SandboxSpec {
    */
   privateWorkspace?: string | undefined;
   /**
+   * Where the private workspace lives (`sandbox.workspaceStorage`): "host" at `privateWorkspace`,
+   * bound into the container; "volume" in Docker volumes on the engine, `privateWorkspace` then
+   * only naming it (docker/workspace-volumes.ts); "auto" host on an engine that shares this host's
+   * filesystem, volume on any other. Undefined: "auto".
+   */
+  workspaceStorage?: "auto" | "host" | "volume" | undefined;
+  /**
    * Size in bytes of the filesystem image the private workspace lives in (`sandbox.disk`): the
    * sandbox cannot write more to it. Undefined = unbounded (a plain directory).
    */

@@ -179,7 +179,9 @@ describe("engine resolution", () => {
     expect(rw.stderr).toContain(
       `workspaceAccess "rw" binds ${repo} into the sandbox, and the Docker engine at ${proxy.host} (TLS), from DOCKER_HOST does not share this host's filesystem`,
     );
-    expect(rw.stderr).toMatch(/fix: .*workspaceAccess "none".*cordon apply.*issue 29, item 1/);
+    expect(rw.stderr).toMatch(
+      /fix: .*workspaceAccess "none".*a volume on that engine.*cordon apply/,
+    );
 
     const copy = await runCordon(
       ["exec", "--workspace", repo, "--session", "remote-copy", "--", "true"],
@@ -187,7 +189,7 @@ describe("engine resolution", () => {
     );
     expect(copy.exitCode).toBe(2);
     expect(copy.stderr).toMatch(
-      /does not share this host's filesystem, and a sandbox's private copy/,
+      /does not share this host's filesystem, and a sandbox's hosts file and executor/,
     );
     // Nothing was made: no container, no network, no private copy.
     expect(await containersOf(home)).toEqual([]);

@@ -10,6 +10,11 @@ import { DockerEngine, DockerSandbox, type Sandbox } from "../../src/sandbox/ind
 import type { DockerSettings, MountSpec } from "../../src/sandbox/index.js";
 import { createContainerOptions } from "../../src/sandbox/docker/container-options.js";
 import {
+  ensureWorkspaceVolumes,
+  removeWorkspaceVolumes,
+  workspaceVolumeMount,
+} from "../../src/sandbox/docker/workspace-volumes.js";
+import {
   builtinTools,
   createToolset,
   type BuiltinToolsOptions,
@@ -109,13 +114,21 @@ export async function startDockerToolSandbox(options: {
   docker?: Partial<DockerSettings> | undefined;
   /** Passed to createContainerOptions (undefined: no executor binary mounted). */
   executorBinary?: string | undefined;
+  /**
+   * Where /workspace lives: "host" (default) the host directory below, bound; "volume" a Docker
+   * volume made by the manager's own code (workspace-volumes.ts), the host directory unused.
+   */
+  workspaceStorage?: "host" | "volume" | undefined;
 }): Promise<DockerToolSandbox> {
   const image = await requireSandboxImage();
   const docker = dockerClient();
+  const engine = new DockerEngine();
   const hostWorkspace = await mkdtemp(path.join(tmpdir(), `cordon-${options.name}-ws-`));
   let container: Docker.Container | undefined;
+  let volumeOf: string | undefined;
   const dispose = async (): Promise<void> => {
     await removeContainer(container);
+    if (volumeOf) await removeWorkspaceVolumes(engine.volumes, volumeOf, hostWorkspace);
     await rm(hostWorkspace, { recursive: true, force: true });
   };
   try {
@@ -127,20 +140,35 @@ export async function startDockerToolSandbox(options: {
           { source: hostWorkspace, target: "/workspace", readOnly: false, role: "workspace" },
           ...(options.mounts ?? []),
         ],
+        ...(options.workspaceStorage === "volume"
+          ? { privateWorkspace: path.join(hostWorkspace, "copy"), workspaceStorage: "volume" }
+          : {}),
       },
     });
+    if (options.workspaceStorage === "volume") {
+      volumeOf = spec.containerName;
+      // The test's directory stands for the state directory: it labels the volume.
+      await ensureWorkspaceVolumes(spec, {
+        containers: engine.containers,
+        volumes: engine.volumes,
+        stateDirectory: hostWorkspace,
+        image,
+        warnings: [],
+      });
+    }
     container = await docker.createContainer(
       createContainerOptions({
         spec,
         image,
         createdAt: new Date().toISOString(),
         extraLabels: testLabel,
+        workspaceVolume: volumeOf ? workspaceVolumeMount(spec) : undefined,
         ...("executorBinary" in options ? { executorBinary: options.executorBinary } : {}),
       }),
     );
     await container.start();
     const sandbox = new DockerSandbox({
-      engine: new DockerEngine(),
+      engine,
       containerId: container.id,
       containerName: spec.containerName,
       workdir: "/workspace",

@@ -1,6 +1,11 @@
 import { SandboxStartError } from "../../common/index.js";
 import type { SandboxSpec, UlimitSpec } from "../spec.js";
-import type { BindMount, ContainerHostConfig, CreateContainerRequest } from "./client/index.js";
+import type {
+  BindMount,
+  ContainerHostConfig,
+  CreateContainerRequest,
+  VolumeMount,
+} from "./client/index.js";
 import { gvisorProcessLimits, isGvisorRuntime } from "./gvisor.js";
 import { hostsMountTarget } from "./hosts-file.js";
 import { executorContainerPath, residentExecutorBinary } from "./resident/executor-binary.js";
@@ -52,6 +57,11 @@ export interface ContainerOptionsInput {
    * "resident". Default: the one built with cordon (`residentExecutorBinary`); none built, no mount.
    */
   executorBinary?: string | undefined;
+  /**
+   * The private copy's volume (workspace-volumes.ts), mounted where the workspace bind would be:
+   * set when the copy lives on the engine rather than at `spec.privateWorkspace`.
+   */
+  workspaceVolume?: VolumeMount | undefined;
 }
 
 /**
@@ -81,12 +91,16 @@ export function createContainerOptions(input: ContainerOptionsInput): CreateCont
   // need loopback, so there the engine makes its loopback-only namespace.
   const networkDisabled =
     ownHostsFile && (docker.runtime === undefined || docker.runtime === "runc");
-  const mounts: BindMount[] = spec.mounts.map((mount) => ({
-    Type: "bind" as const,
-    Source: mount.source,
-    Target: mount.target,
-    ReadOnly: mount.readOnly,
-  }));
+  const mounts: (BindMount | VolumeMount)[] = spec.mounts.map((mount) =>
+    mount.role === "workspace" && input.workspaceVolume
+      ? input.workspaceVolume
+      : {
+          Type: "bind" as const,
+          Source: mount.source,
+          Target: mount.target,
+          ReadOnly: mount.readOnly,
+        },
+  );
   // Docker 20.10 leaves /etc/hosts empty under network "none" either way: cordon's carries
   // `localhost`.
   if (ownHostsFile && input.hostsFile) {

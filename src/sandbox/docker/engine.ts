@@ -12,6 +12,7 @@ import type {
   ImageClient,
   NetworkClient,
   SystemClient,
+  VolumeClient,
 } from "./client/index.js";
 
 /** What `ping` learns about the engine. */
@@ -59,6 +60,8 @@ export class DockerEngine {
   /** @internal */
   readonly networks: NetworkClient;
   /** @internal */
+  readonly volumes: VolumeClient;
+  /** @internal */
   readonly system: SystemClient;
 
   private readonly resolved: { endpoint: EngineEndpoint } | { error: unknown };
@@ -79,6 +82,7 @@ export class DockerEngine {
     this.containers = clients.containers;
     this.images = clients.images;
     this.networks = clients.networks;
+    this.volumes = clients.volumes;
     this.system = clients.system;
   }
 
@@ -149,6 +153,7 @@ function failingClients(cause: unknown): EngineClients {
     containers: failing<ContainerClient>(),
     images: failing<ImageClient>(),
     networks: failing<NetworkClient>(),
+    volumes: failing<VolumeClient>(),
     system: failing<SystemClient>(),
   };
 }

@@ -28,6 +28,7 @@ import { isBusy } from "./container-activity.js";
 import { labelKeys } from "./container-options.js";
 import type { DockerEngine } from "./engine.js";
 import { labelsOf } from "./container-identity.js";
+import { removeWorkspaceVolumes } from "./workspace-volumes.js";
 import { SandboxRecords, type SandboxRecord } from "./records.js";
 import type { SandboxHolders } from "./idle-stop.js";
 import { SandboxImage, sandboxImageRepository, type SandboxImageOptions } from "./sandbox-image.js";
@@ -271,6 +272,7 @@ export class SandboxInventory {
     this.images = new ImageFreshness(options.engine, options);
     this.work = new UnappliedChangesCheck({
       containers: this.containers,
+      volumes: options.engine.volumes,
       stateDirectory: this.stateDirectory,
       logger: this.logger,
     });
@@ -799,6 +801,8 @@ export class SandboxInventory {
     await releaseCarryLayers(owned, { keep: false });
     await releaseWorkspaceDisk(owned);
     await rm(owned, { recursive: true, force: true });
+    // A copy that lives with the engine: its volumes (only this state directory's).
+    await removeWorkspaceVolumes(this.engine.volumes, path.basename(owned), this.stateDirectory);
     await rm(seedMarkerPath(owned), { force: true });
     await rm(baselineGitDir(owned), { recursive: true, force: true });
     const prefix = path.basename(seedTempPrefix(owned));

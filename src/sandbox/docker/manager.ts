@@ -28,6 +28,12 @@ import { ensureHostsFile } from "./hosts-file.js";
 import { DockerSandbox } from "./docker-sandbox.js";
 import type { DockerEngine } from "./engine.js";
 import { remoteEngineRefusal } from "./engine-filesystem.js";
+import {
+  ensureWorkspaceVolumes,
+  usesWorkspaceVolumes,
+  workspaceVolumeMount,
+  workspaceVolumeNames,
+} from "./workspace-volumes.js";
 import { SandboxInventory } from "./inventory.js";
 import { ImageResolver, type ResolvedImage } from "./manager-image.js";
 import { KeyedLock } from "./manager-lock.js";
@@ -412,6 +418,8 @@ export class DockerSandboxManager {
     const endpoint = this.engine.endpoint();
     const refusal = remoteEgressRefusal(endpoint, spec) ?? remoteEngineRefusal(endpoint, spec);
     if (refusal) throw refusal;
+    // Where the copy lives: decided once here (a "host" copy on a remote engine is refused).
+    const volumes = this.usesVolumes(spec);
 
     // Asked while the image is resolved; never fails (an engine that does not answer says no).
     const hostPermissions = (this.hostPermissions ??= hostPermissionsHold(this.engine.system));
@@ -423,7 +431,8 @@ export class DockerSandboxManager {
     });
     for (const note of image.notes ?? []) warn(note, "image");
 
-    const shape = this.poolShapeFor(spec, options.pool, log);
+    // A pool hands a member's copy over by renaming host paths: not for a copy in volumes.
+    const shape = volumes ? undefined : this.poolShapeFor(spec, options.pool, log);
     const changes = this.workspaceChanges(spec, image.reference);
     const checkpoints = this.workspaceCheckpoints(spec, image.reference);
     const acquiredAt = Date.now();
@@ -452,12 +461,13 @@ export class DockerSandboxManager {
           progress,
           warn,
           fingerprint: memberOf !== undefined,
+          volumesImage: volumes ? image.reference : undefined,
         });
         // The caller reads the changes next (`cordon diff`): an inspector starts meanwhile.
         if (options.readsChanges) changes?.prepare();
         // A workspace already over a budget the kernel does not enforce: no sandbox starts on it.
         watchdog = await DiskWatchdog.for({
-          workspace: spec.workspaceAccess === "rw" ? undefined : spec.privateWorkspace,
+          workspace: spec.workspaceAccess === "rw" || volumes ? undefined : spec.privateWorkspace,
           diskBytes: spec.diskBytes,
           rootLayerBytes: spec.docker.readOnlyRoot
             ? undefined
@@ -612,7 +622,13 @@ export class DockerSandboxManager {
       user: spec.docker.user,
       runtime: spec.docker.runtime,
       stateDirectory: this.stateDirectory,
+      ...(this.usesVolumes(spec) ? { volumes: workspaceVolumeNames(spec.containerName) } : {}),
     };
+  }
+
+  /** Whether the copy of `spec` lives in volumes on the engine (workspace-volumes.ts). */
+  private usesVolumes(spec: SandboxSpec): boolean {
+    return usesWorkspaceVolumes(spec, this.engine.endpoint());
   }
 
   /** See `SandboxLease.freeze`. */
@@ -735,9 +751,33 @@ export class DockerSandboxManager {
       progress: (phase: AcquirePhase, message: string) => void;
       warn: (message: string) => void;
       fingerprint: boolean;
+      /** Set when the copy lives in volumes: the image its seeding container is created from. */
+      volumesImage: string | undefined;
     },
   ): Promise<void> {
-    if (spec.workspaceAccess !== "rw") {
+    if (context.volumesImage !== undefined) {
+      const warnings: string[] = [];
+      const made = await ensureWorkspaceVolumes(spec, {
+        containers: this.containers,
+        volumes: this.engine.volumes,
+        stateDirectory: this.stateDirectory,
+        image: context.volumesImage,
+        warnings,
+        fingerprint: context.fingerprint,
+        signal: context.signal,
+      });
+      const where = `the volume ${made.volumes.workspace}`;
+      if (made.seed) {
+        context.progress(
+          "workspace",
+          `seeded ${where} from ${made.seed.source} (${describeSeeded(made.seed)})`,
+        );
+        if (made.seed.carried) context.progress("workspace", describeCarry(made.seed.carried));
+      } else if (made.created) {
+        context.progress("workspace", `created the private workspace as ${where}`);
+      }
+      for (const warning of warnings) context.warn(warning);
+    } else if (spec.workspaceAccess !== "rw") {
       const workspace = await ensurePrivateWorkspace(spec, {
         stateDirectory: this.stateDirectory,
         signal: context.signal,
@@ -762,6 +802,8 @@ export class DockerSandboxManager {
     if (access) context.warn(access);
     // Docker's own message for a missing bind source is cryptic; name the mount instead.
     for (const mount of spec.mounts) {
+      // A copy in volumes has no host path to bind.
+      if (context.volumesImage !== undefined && mount.role === "workspace") continue;
       const found = await stat(mount.source).catch(() => undefined);
       if (!found) {
         throw new SandboxStartError(
@@ -856,6 +898,7 @@ export class DockerSandboxManager {
             ? { ...this.extraLabels, [labelKeys.pool]: context.memberOf }
             : this.extraLabels,
           stateDirectory: this.stateDirectory,
+          workspaceVolume: this.usesVolumes(spec) ? workspaceVolumeMount(spec) : undefined,
           seccompProfileJson: await readSeccompProfile(spec),
           hostsFile:
             spec.docker.network === "none"

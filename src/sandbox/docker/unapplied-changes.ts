@@ -9,9 +9,10 @@ import {
   mountCountAt,
   unmountWorkspaceDisk,
 } from "../workspace/index.js";
-import type { ContainerClient } from "./client/index.js";
+import type { ContainerClient, VolumeClient } from "./client/index.js";
 import { whileFrozen } from "./freeze-container.js";
 import { WorkspaceInspectors, dockerWorkspaceChanges } from "./inspector/index.js";
+import { workspaceVolumesOf, type WorkspaceVolumes } from "./workspace-volumes.js";
 
 /** Work in a private copy that `cordon apply` has not put into the real workspace. */
 export interface UnappliedChanges {
@@ -60,6 +61,8 @@ export interface CheckedCopy {
 
 export interface UnappliedChangesCheckOptions {
   containers: ContainerClient;
+  /** Where a copy that lives with the engine is found (workspace-volumes.ts). */
+  volumes: VolumeClient;
   stateDirectory: string;
   logger?: Logger | undefined;
 }
@@ -90,12 +93,22 @@ export class UnappliedChangesCheck {
     // (seed off, or `ro` access), nothing `cordon diff` could show.
     if (!(await lstat(baselineGitDir(workspace)).catch(() => undefined))) return { state: "none" };
     if (!copy.image) return unknown("no image to read it with is known");
-    const owner = await stat(workspace).catch(() => undefined);
+    const inVolumes = await workspaceVolumesOf(
+      this.options.volumes,
+      copy.name,
+      this.options.stateDirectory,
+    ).catch(() => undefined);
+    const owner = inVolumes?.user ?? (await stat(workspace).catch(() => undefined));
     if (!owner) return { state: "none" };
     let mounted = false;
     try {
-      mounted = await this.mountDisk(workspace);
-      const read = await this.read(copy, `${owner.uid}:${owner.gid}`, copy.image);
+      mounted = inVolumes ? false : await this.mountDisk(workspace);
+      const read = await this.read(
+        copy,
+        `${owner.uid}:${owner.gid}`,
+        copy.image,
+        inVolumes?.volumes,
+      );
       if (!read) return { state: "none" };
       const sha256 = patchDigest(read.patch);
       const applied = await appliedChangesDigest(this.options.stateDirectory, copy.name);
@@ -124,6 +137,7 @@ export class UnappliedChangesCheck {
     copy: CheckedCopy,
     user: string,
     image: string,
+    volumes: WorkspaceVolumes | undefined,
   ): Promise<{ files: number; patch: Uint8Array } | undefined> {
     const info = copy.containerId ? await this.containers.inspect(copy.containerId) : undefined;
     const changes = dockerWorkspaceChanges({
@@ -135,6 +149,7 @@ export class UnappliedChangesCheck {
         image,
         user,
         stateDirectory: this.options.stateDirectory,
+        ...(volumes ? { volumes } : {}),
       },
       // Frozen once around both readings below, so the count and the patch are one state.
       freeze: (fn) => fn(),

@@ -1,6 +1,8 @@
 export {
   checkAgentWorkspaceAccess,
   ensurePrivateWorkspace,
+  seedClosedCopy,
+  type ClosedSeed,
   type PrivateWorkspace,
   type PrivateWorkspaceOptions,
   type SeedInfo,

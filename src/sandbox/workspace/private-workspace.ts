@@ -243,6 +243,75 @@ export async function ensurePrivateWorkspace(
   }
 }
 
+/** A seed built in a closed directory of this host, not yet anywhere a container can reach. */
+export interface ClosedSeed {
+  /** The copy (mode 0700, this process's own). */
+  directory: string;
+  /** Its baseline git dir (`recordBaseline`). */
+  baselineGitDir: string;
+  /** The baseline commit (`refs/cordon/baseline`). */
+  baselineCommit: string;
+  seed: SeedInfo;
+  /** Deletes both directories. */
+  dispose(): Promise<void>;
+}
+
+/**
+ * Seeds a copy of `spec.agentWorkspace` exactly as `ensurePrivateWorkspace` does (the files git
+ * lists, the sanitized `.git`, secrets left out, carried paths copied in, the baseline recorded),
+ * in a temporary 0700 directory beside `spec.privateWorkspace` that no container ever mounts, for
+ * a caller that moves it elsewhere (a volume on the engine: docker/workspace-volumes.ts). Files
+ * stay this process's own: the caller gives them their owner on the way. Nothing is created at
+ * `spec.privateWorkspace` itself.
+ */
+export async function seedClosedCopy(
+  spec: SandboxSpec,
+  options: PrivateWorkspaceOptions & { warnings: string[] },
+): Promise<ClosedSeed> {
+  const target = await validatedTarget(spec, options.stateDirectory);
+  await removeAbandonedSeeds(target);
+  const directory = await mkdtemp(`${seedTempPrefix(target)}${process.pid}-`);
+  const baseline = `${directory}.baseline.git`;
+  const dispose = async (): Promise<void> => {
+    await rm(directory, { recursive: true, force: true });
+    await rm(baseline, { recursive: true, force: true });
+  };
+  try {
+    const exclude = [await realpath(options.stateDirectory), path.dirname(target)];
+    const { seed, format } = await seedInto(directory, spec, {
+      owner: undefined,
+      exclude,
+      warnings: options.warnings,
+      signal: options.signal,
+      fingerprint: options.fingerprint === true,
+    });
+    if (spec.carry?.length) {
+      // Copied in whole: overlays need a mount on this host, and the copy lives elsewhere.
+      seed.carried = await carryInto({
+        sourceRoot: await realpath(spec.agentWorkspace),
+        owner: undefined,
+        exclude,
+        warnings: options.warnings,
+        signal: options.signal,
+        targetRoot: directory,
+        paths: spec.carry,
+        byteLimit:
+          spec.diskBytes === undefined ? undefined : Math.max(0, spec.diskBytes - seed.bytes),
+      });
+    }
+    const baselineCommit = await recordBaseline(directory, {
+      gitDir: baseline,
+      format,
+      leaveOut: spec.carry,
+      signal: options.signal,
+    });
+    return { directory, baselineGitDir: baseline, baselineCommit, seed, dispose };
+  } catch (error) {
+    await dispose();
+    throw error;
+  }
+}
+
 /**
  * Moves a finished baseline into place, before its workspace (so a copy in place always has its
  * baseline). False when another process finished seeding this workspace first. A baseline whose

@@ -74,6 +74,13 @@ export interface ContainerClient {
   followStdout(nameOrId: string, options: { sinceSeconds: number }): Promise<Readable>;
   /** Starts one process in a running container. */
   exec(nameOrId: string, request: ExecStartRequest): Promise<StartedExec>;
+  /**
+   * Extracts a tar stream into the container at `directory` (the engine's archive API, as
+   * `docker cp -` does): works on a created container that never started, so no program of the
+   * container runs, and into its volume mounts too. Owners, modes and links come from the tar's
+   * headers, which the caller writes.
+   */
+  putArchive(nameOrId: string, directory: string, archive: Readable): Promise<void>;
   /** Joins a container to a network, reachable there under `aliases`. */
   connect(network: string, nameOrId: string, aliases: string[]): Promise<void>;
 }
@@ -183,7 +190,7 @@ export interface ContainerHostConfig {
   NanoCpus?: number;
   PidsLimit?: number;
   Ulimits?: { Name: string; Soft: number; Hard: number }[];
-  Mounts?: BindMount[];
+  Mounts?: (BindMount | VolumeMount)[];
   Dns?: string[];
   /** `host:address` */
   ExtraHosts?: string[];
@@ -194,6 +201,15 @@ export interface ContainerHostConfig {
 
 export interface BindMount {
   Type: "bind";
+  Source: string;
+  Target: string;
+  ReadOnly: boolean;
+}
+
+/** A named volume on the engine (a private copy that lives with the engine: workspace-volumes.ts). */
+export interface VolumeMount {
+  Type: "volume";
+  /** The volume's name. */
   Source: string;
   Target: string;
   ReadOnly: boolean;

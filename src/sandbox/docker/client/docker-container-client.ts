@@ -259,6 +259,15 @@ export class DockerContainerClient implements ContainerClient {
     };
   }
 
+  async putArchive(nameOrId: string, directory: string, archive: Readable): Promise<void> {
+    try {
+      // The engine answers once the whole archive is extracted (an empty body).
+      await this.docker.getContainer(nameOrId).putArchive(archive, { path: directory });
+    } catch (error) {
+      throw toSandboxError(error, `copy files into ${directory} of ${nameOrId}`);
+    }
+  }
+
   async connect(network: string, nameOrId: string, aliases: string[]): Promise<void> {
     try {
       await this.docker

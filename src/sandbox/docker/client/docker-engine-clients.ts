@@ -19,6 +19,8 @@ import type {
   NetworkClient,
   NetworkDetails,
   SystemClient,
+  VolumeClient,
+  VolumeDetails,
 } from "./engine-clients.js";
 
 /**
@@ -34,6 +36,7 @@ export function connectDocker(
     containers: new DockerContainerClient(docker),
     images: new DockerImageClient(docker),
     networks: new DockerNetworkClient(docker),
+    volumes: new DockerVolumeClient(docker),
     system: new DockerSystemClient(docker),
   };
 }
@@ -258,6 +261,61 @@ class DockerNetworkClient implements NetworkClient {
       if (dockerStatusOf(error) !== 404) {
         throw toSandboxError(error, `remove the network ${nameOrId}`);
       }
+    }
+  }
+}
+
+interface VolumeInfo {
+  Name: string;
+  Labels?: Record<string, string> | null;
+  CreatedAt?: string;
+}
+
+function volumeOf(info: VolumeInfo): VolumeDetails {
+  return {
+    name: info.Name,
+    labels: info.Labels ?? {},
+    createdAtMs: (info.CreatedAt && Date.parse(info.CreatedAt)) || 0,
+  };
+}
+
+class DockerVolumeClient implements VolumeClient {
+  constructor(private readonly docker: Docker) {}
+
+  async inspect(name: string): Promise<VolumeDetails | undefined> {
+    try {
+      return volumeOf(await this.docker.getVolume(name).inspect());
+    } catch (error) {
+      if (dockerStatusOf(error) === 404) return undefined;
+      throw toSandboxError(error, `inspect the volume ${name}`);
+    }
+  }
+
+  async list(labels: string[]): Promise<VolumeDetails[]> {
+    try {
+      const found = (await this.docker.listVolumes({ filters: { label: labels } })) as {
+        Volumes?: VolumeInfo[] | null;
+      };
+      return (found.Volumes ?? []).map(volumeOf);
+    } catch (error) {
+      throw toSandboxError(error, "list volumes");
+    }
+  }
+
+  async create(request: { name: string; labels: Record<string, string> }): Promise<void> {
+    try {
+      // The engine answers an existing name with that volume: creating is idempotent.
+      await this.docker.createVolume({ Name: request.name, Labels: request.labels });
+    } catch (error) {
+      throw toSandboxError(error, `create the volume ${request.name}`);
+    }
+  }
+
+  async remove(name: string): Promise<void> {
+    try {
+      await this.docker.getVolume(name).remove();
+    } catch (error) {
+      if (dockerStatusOf(error) !== 404) throw toSandboxError(error, `remove the volume ${name}`);
     }
   }
 }

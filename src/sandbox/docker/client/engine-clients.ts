@@ -80,6 +80,25 @@ export interface NetworkDetails {
   subnets: { subnet: string; gateway: string }[];
 }
 
+/** Volumes on the engine (private copies that live with it: workspace-volumes.ts). */
+export interface VolumeClient {
+  /** undefined when there is none by that name. */
+  inspect(name: string): Promise<VolumeDetails | undefined>;
+  /** The volumes whose labels match every entry (`key` or `key=value`). */
+  list(labels: string[]): Promise<VolumeDetails[]>;
+  /** Creates it with the engine's default (local) driver; an existing one is left as it is. */
+  create(request: { name: string; labels: Record<string, string> }): Promise<void>;
+  /** Gone counts as removed; one still in use by a container fails. */
+  remove(name: string): Promise<void>;
+}
+
+export interface VolumeDetails {
+  name: string;
+  labels: Readonly<Record<string, string>>;
+  /** When the engine made it (ms since the epoch; 0 when it does not say). */
+  createdAtMs: number;
+}
+
 /** The engine itself. */
 export interface SystemClient {
   /** Rejects with `DockerUnavailableError` when no engine answers. */
@@ -110,5 +129,6 @@ export interface EngineClients {
   containers: ContainerClient;
   images: ImageClient;
   networks: NetworkClient;
+  volumes: VolumeClient;
   system: SystemClient;
 }

@@ -1,5 +1,6 @@
 export type {
   BindMount,
+  VolumeMount,
   ContainerClient,
   ContainerDetails,
   ContainerFilter,
@@ -23,5 +24,7 @@ export type {
   NetworkClient,
   NetworkDetails,
   SystemClient,
+  VolumeClient,
+  VolumeDetails,
 } from "./engine-clients.js";
 export { connectDocker } from "./docker-engine-clients.js";

@@ -79,17 +79,39 @@ export async function copyTreeIn(
   }
 }
 
-/** Packs `root` in a stable order; sockets and devices are skipped, symlinks kept as links. */
-async function packTree(archive: Pack, root: string, relative = ""): Promise<void> {
+/** Where packed entries go and whose they are (`packTree`). */
+export interface PackTreeOptions {
+  /** Put before every entry's name (`workspace/`); default none. */
+  prefix?: string | undefined;
+  /** The numeric owner every entry gets; default 0:0 (tar's, as the extracting side decides). */
+  owner?: { uid: number; gid: number } | undefined;
+}
+
+/**
+ * Packs `root` in a stable order; sockets and devices are skipped, symlinks kept as links (never
+ * followed). For trees of cordon's own only (a seed no container has reached, a build context).
+ */
+export async function packTree(
+  archive: Pack,
+  root: string,
+  options: PackTreeOptions = {},
+  relative = "",
+): Promise<void> {
   const names = (await readdir(path.join(root, relative))).sort();
+  const owner = options.owner ? { uid: options.owner.uid, gid: options.owner.gid } : {};
   for (const name of names) {
     const rel = relative ? `${relative}/${name}` : name;
     const full = path.join(root, rel);
     const info = await lstat(full);
-    const base: Headers = { name: rel, mode: info.mode & 0o7777, mtime: info.mtime };
+    const base: Headers = {
+      name: `${options.prefix ?? ""}${rel}`,
+      mode: info.mode & 0o7777,
+      mtime: info.mtime,
+      ...owner,
+    };
     if (info.isDirectory()) {
       await addEntry(archive, { ...base, type: "directory" });
-      await packTree(archive, root, rel);
+      await packTree(archive, root, options, rel);
     } else if (info.isSymbolicLink()) {
       await addEntry(archive, { ...base, type: "symlink", linkname: await readlink(full) });
     } else if (info.isFile()) {
@@ -98,7 +120,7 @@ async function packTree(archive: Pack, root: string, relative = ""): Promise<voi
   }
 }
 
-function addEntry(archive: Pack, header: Headers): Promise<void> {
+export function addEntry(archive: Pack, header: Headers): Promise<void> {
   return new Promise((resolve, reject) => {
     archive.entry(header, (error) => (error ? reject(error) : resolve()));
   });

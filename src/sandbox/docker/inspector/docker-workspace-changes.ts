@@ -54,7 +54,8 @@ export function dockerWorkspaceChanges(
   ): Promise<Buffer> => {
     await assertHasBaseline(target.workspace);
     const owner = parseContainerUser(target.user);
-    if (owner) await openBaselineTo(target.workspace, owner);
+    // A baseline in a volume was given to the sandbox user when it was streamed there.
+    if (owner && !target.volumes) await openBaselineTo(target.workspace, owner);
     // The spare was started with the default deadline: a reading with its own starts its own.
     const spare = request.timeoutMs === undefined ? await spares.take() : undefined;
     const inspector = spare ?? (await inspectors.start(target, { timeoutMs: request.timeoutMs }));

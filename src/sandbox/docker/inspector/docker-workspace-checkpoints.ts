@@ -52,6 +52,8 @@ export function dockerWorkspaceCheckpoints(
     const { workspace, user } = options.target;
     store ??= (async () => {
       await assertHasBaseline(workspace);
+      // In volumes, the store is a volume of the sandbox user's, made with the copy.
+      if (options.target.volumes) return options.target.volumes.checkpoints;
       const owner = parseContainerUser(user);
       if (owner) await openBaselineTo(workspace, owner);
       return openCheckpointStore(workspace, owner);

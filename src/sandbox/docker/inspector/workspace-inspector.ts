@@ -57,6 +57,11 @@ export interface InspectedWorkspace {
    * at /fork only into the inspector that copies this copy into it.
    */
   forkTarget?: string | undefined;
+  /**
+   * The copy's volumes on the engine (docker/workspace-volumes.ts), mounted in place of the three
+   * host paths above, which then only name the copy in messages.
+   */
+  volumes?: { workspace: string; baseline: string; checkpoints: string } | undefined;
 }
 
 /**
@@ -224,12 +229,11 @@ export function inspectorContainer(
       { fix: 'set sandbox.docker.user to "uid:gid"' },
     );
   }
-  const store = access === "record" || access === "restore" ? target.checkpointStore : undefined;
-  if ((access === "record" || access === "restore") && store === undefined) {
+  const writesStore = access === "record" || access === "restore";
+  if (writesStore && target.checkpointStore === undefined && !target.volumes) {
     throw new SandboxError(`the inspector ${name} needs the copy's checkpoint store to ${access}`);
   }
-  const forkTarget = access === "fork" ? target.forkTarget : undefined;
-  if (access === "fork" && forkTarget === undefined) {
+  if (access === "fork" && target.forkTarget === undefined) {
     throw new SandboxError(`the inspector ${name} needs the forked sandbox's copy to fork into`);
   }
   // A spare waits up to half its deadline before it is used (docker-workspace-changes.ts), so
@@ -262,26 +266,45 @@ export function inspectorContainer(
       Memory: memoryBytes,
       MemorySwap: memoryBytes,
       PidsLimit: 256,
-      Mounts: [
-        {
-          Type: "bind",
-          Source: target.workspace,
-          Target: "/workspace",
-          ReadOnly: access !== "restore",
-        },
-        { Type: "bind", Source: target.baselineGitDir, Target: "/baseline", ReadOnly: true },
-        ...(store
-          ? [{ Type: "bind" as const, Source: store, Target: "/checkpoints", ReadOnly: false }]
-          : []),
-        ...(forkTarget
-          ? [{ Type: "bind" as const, Source: forkTarget, Target: "/fork", ReadOnly: false }]
-          : []),
-      ],
+      Mounts: inspectorMounts(target, access),
       LogConfig: { Type: "json-file", Config: { "max-size": "1m", "max-file": "1" } },
       AutoRemove: true,
       ...(target.runtime ? { Runtime: target.runtime } : {}),
     },
   };
+}
+
+/**
+ * The copy, the baseline and (to record or restore) the checkpoint store: host paths bound, or the
+ * copy's volumes on the engine, mounted alike.
+ */
+function inspectorMounts(
+  target: InspectedWorkspace,
+  access: InspectorAccess,
+): NonNullable<CreateContainerRequest["HostConfig"]["Mounts"]> {
+  const volumes = target.volumes;
+  const type = volumes ? ("volume" as const) : ("bind" as const);
+  const writesStore = access === "record" || access === "restore";
+  const store = writesStore ? (volumes?.checkpoints ?? target.checkpointStore) : undefined;
+  const forkTarget = access === "fork" ? target.forkTarget : undefined;
+  return [
+    {
+      Type: type,
+      Source: volumes?.workspace ?? target.workspace,
+      Target: "/workspace",
+      ReadOnly: access !== "restore",
+    },
+    {
+      Type: type,
+      Source: volumes?.baseline ?? target.baselineGitDir,
+      Target: "/baseline",
+      ReadOnly: true,
+    },
+    ...(store ? [{ Type: type, Source: store, Target: "/checkpoints", ReadOnly: false }] : []),
+    ...(forkTarget
+      ? [{ Type: "bind" as const, Source: forkTarget, Target: "/fork", ReadOnly: false }]
+      : []),
+  ];
 }
 
 async function runInspection(

@@ -281,6 +281,12 @@ export class FakeContainerClient implements ContainerClient {
     return Promise.reject(new Error("FakeContainerClient does not run processes"));
   }
 
+  putArchive(nameOrId: string, directory: string, archive: Readable): Promise<void> {
+    this.#record("putArchive", [nameOrId, directory]);
+    archive.resume();
+    return Promise.resolve();
+  }
+
   connect(network: string, nameOrId: string, aliases: string[]): Promise<void> {
     this.#record("connect", [network, nameOrId, aliases]);
     return Promise.resolve();

@@ -6,19 +6,22 @@ import type {
   NetworkClient,
   NetworkDetails,
   SystemClient,
+  VolumeClient,
+  VolumeDetails,
 } from "../engine-clients.js";
 import { FakeContainerClient } from "./fake-container-client.js";
 
 /**
  * A `DockerEngine` over in-memory clients, for unit tests of what sits on the engine: the
  * containers are a `FakeContainerClient`; images exist when the test puts them in `images`
- * (reference → details); networks are a map; the system answers like a plain Linux engine. Builds
+ * (reference → details); networks and volumes are maps; the system answers like a plain Linux engine. Builds
  * and pulls are refused: they need a real engine.
  */
 export function fakeEngine() {
   const containers = new FakeContainerClient();
   const images = new Map<string, ImageDetails>();
   const networks = new Map<string, NetworkDetails>();
+  const volumes = new Map<string, VolumeDetails>();
   const imageClient: ImageClient = {
     inspect: (reference) => Promise.resolve(images.get(reference)),
     tags: (repository) =>
@@ -59,6 +62,19 @@ export function fakeEngine() {
       return Promise.resolve();
     },
   };
+  const volumeClient: VolumeClient = {
+    inspect: (name) => Promise.resolve(volumes.get(name)),
+    list: (labels) =>
+      Promise.resolve([...volumes.values()].filter((v) => matches(v.labels, labels))),
+    create: ({ name, labels }) => {
+      if (!volumes.has(name)) volumes.set(name, { name, labels, createdAtMs: Date.now() });
+      return Promise.resolve();
+    },
+    remove: (name) => {
+      volumes.delete(name);
+      return Promise.resolve();
+    },
+  };
   const system: SystemClient = {
     describe: () =>
       Promise.resolve({
@@ -75,7 +91,13 @@ export function fakeEngine() {
       } satisfies EngineDetails),
   };
   const engine = new DockerEngine({
-    clients: { containers, images: imageClient, networks: networkClient, system },
+    clients: {
+      containers,
+      images: imageClient,
+      networks: networkClient,
+      volumes: volumeClient,
+      system,
+    },
   });
-  return { engine, containers, images, networks };
+  return { engine, containers, images, networks, volumes };
 }

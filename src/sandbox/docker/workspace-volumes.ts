@@ -1,0 +1,350 @@
+import { randomBytes } from "node:crypto";
+import { lstat, mkdir, rm, writeFile, rename } from "node:fs/promises";
+import path from "node:path";
+import { Readable } from "node:stream";
+
+import { pack } from "tar-stream";
+
+import { ConfigError, SandboxStartError, throwIfAborted } from "../../common/index.js";
+import type { SandboxSpec } from "../spec.js";
+import {
+  baselineGitDir,
+  baselineRef,
+  parseContainerUser,
+  seedClosedCopy,
+  seedMarkerPath,
+  type Owner,
+  type SeedInfo,
+} from "../workspace/index.js";
+import type { ContainerClient, VolumeClient, VolumeMount } from "./client/index.js";
+import { describeEngineEndpoint, type EngineEndpoint } from "./client/engine-endpoint.js";
+import { addEntry, packTree } from "./files/tree-transfer.js";
+import { inspectorLabels } from "./inspector/workspace-inspector.js";
+
+/**
+ * A private copy that lives with the engine (issue 29, item 1): three Docker volumes per sandbox,
+ * so nothing of the copy is on this host and the engine may be anywhere.
+ *
+ * - `<sandbox>-workspace`: the copy, mounted at the workspace path by the sandbox, and by
+ *   inspectors as the sandbox mounts it (read-only, or writable for a restore).
+ * - `<sandbox>-baseline`: cordon's baseline git dir of the copy, mounted read-only into
+ *   inspectors only. A volume of its own rather than a directory beside the copy inside one
+ *   volume: API 1.41 engines cannot mount part of a volume, and the sandbox must never see it.
+ * - `<sandbox>-checkpoints`: the checkpoint store, writable by recording and restoring
+ *   inspectors only (the host path's `<baseline>/checkpoints`).
+ *
+ * Seeding selects and sanitizes the files on this host exactly as a host copy is seeded (the
+ * closed seed directory of `seedClosedCopy`, which no container reaches), then streams them into
+ * the volumes with the engine's archive API, into a container that is created and never started:
+ * no program runs, the tar's headers (written here, from `lstat`, links as links) give every
+ * entry the sandbox user as owner, and the closed directory is deleted. What stays on the host is
+ * cordon's own record of the copy beside its would-be path: the seed marker (written last, it says
+ * the volumes are complete) and a git dir holding only the baseline ref and the checkpoint list.
+ *
+ * The disk budget: the engine's local driver bounds a volume only as tmpfs (memory, and gone with
+ * the engine), so volumes are unbounded on disk; `workspaceVolumeUsage` is measured by a
+ * throwaway container and the manager stops the sandbox past `sandbox.disk`, as the watchdog
+ * does for an unbounded host copy.
+ */
+
+/** Labels on a copy's volumes (with `cordon.home`, the state directory whose sandbox it is). */
+export const volumeLabels = {
+  /** The sandbox (container name) whose copy it holds. */
+  sandbox: "cordon.volume-of",
+  /** workspace | baseline | checkpoints */
+  role: "cordon.volume-role",
+  /** `uid:gid` of the sandbox user who owns the copy: inspectors run as them. */
+  user: "cordon.volume-user",
+  home: "cordon.home",
+} as const;
+
+/** The volumes of one sandbox's copy. */
+export interface WorkspaceVolumes {
+  workspace: string;
+  baseline: string;
+  checkpoints: string;
+}
+
+export function workspaceVolumeNames(sandboxName: string): WorkspaceVolumes {
+  return {
+    workspace: `${sandboxName}-workspace`,
+    baseline: `${sandboxName}-baseline`,
+    checkpoints: `${sandboxName}-checkpoints`,
+  };
+}
+
+/**
+ * Whether the private copy of `spec` lives in volumes on the engine at `endpoint`: asked for, or
+ * "auto" on an engine that does not share this host's filesystem. "host" there is refused (exit
+ * 2): the engine cannot bind a path of this host.
+ */
+export function usesWorkspaceVolumes(spec: SandboxSpec, endpoint: EngineEndpoint): boolean {
+  if (spec.workspaceAccess === "rw" || spec.privateWorkspace === undefined) return false;
+  const storage = spec.workspaceStorage ?? "auto";
+  if (storage === "volume") return true;
+  if (storage === "auto") return !endpoint.sharesFilesystem;
+  if (!endpoint.sharesFilesystem) {
+    throw new ConfigError(
+      `sandbox.workspaceStorage is "host", and the Docker engine at ${describeEngineEndpoint(endpoint)} does not share this host's filesystem`,
+      {
+        fix: 'set sandbox.workspaceStorage to "auto" or "volume": the copy then lives on the engine',
+      },
+    );
+  }
+  return false;
+}
+
+/** The workspace mount of a sandbox whose copy is in volumes (container-options.ts). */
+export function workspaceVolumeMount(spec: SandboxSpec): VolumeMount | undefined {
+  const mount = spec.mounts.find((m) => m.role === "workspace");
+  if (!mount) return undefined;
+  return {
+    Type: "volume",
+    Source: workspaceVolumeNames(spec.containerName).workspace,
+    Target: mount.target,
+    ReadOnly: mount.readOnly,
+  };
+}
+
+export interface EnsureWorkspaceVolumesOptions {
+  containers: ContainerClient;
+  volumes: VolumeClient;
+  stateDirectory: string;
+  /** An image on the engine to create the (never started) seeding container from. */
+  image: string;
+  warnings: string[];
+  fingerprint?: boolean | undefined;
+  signal?: AbortSignal | undefined;
+}
+
+export interface EnsuredWorkspaceVolumes {
+  volumes: WorkspaceVolumes;
+  created: boolean;
+  /** Set when this call seeded it. */
+  seed?: SeedInfo | undefined;
+}
+
+/**
+ * Makes sure the copy of `spec` exists in its volumes, seeding it when new (see the module
+ * comment). A copy whose volumes exist without the seed marker was cut short (a crash while
+ * streaming) and is made again; volumes of another state directory are refused, never used.
+ */
+export async function ensureWorkspaceVolumes(
+  spec: SandboxSpec,
+  options: EnsureWorkspaceVolumesOptions,
+): Promise<EnsuredWorkspaceVolumes> {
+  const volumes = workspaceVolumeNames(spec.containerName);
+  const privateWorkspace = spec.privateWorkspace;
+  if (privateWorkspace === undefined) {
+    throw new SandboxStartError("a copy in volumes needs a private workspace in the plan", {
+      fix: "this is a bug in the sandbox plan; report it with `cordon sandbox explain`",
+    });
+  }
+  const owner = parseContainerUser(spec.docker.user);
+  if (!owner) {
+    throw new SandboxStartError(
+      `a copy in volumes needs a numeric sandbox user, not ${spec.docker.user}`,
+      { fix: 'set sandbox.docker.user to "uid:gid", or sandbox.workspaceStorage to "host"' },
+    );
+  }
+  const existing = await options.volumes.inspect(volumes.workspace);
+  if (existing) {
+    const home = existing.labels[volumeLabels.home];
+    if (
+      home !== options.stateDirectory ||
+      existing.labels[volumeLabels.sandbox] !== spec.containerName
+    ) {
+      throw new SandboxStartError(
+        `the volume ${volumes.workspace} is not this sandbox's copy (it belongs to ${home ? `the state directory ${home}` : "no cordon state directory"})`,
+        {
+          fix: `remove it with \`docker volume rm ${volumes.workspace}\` if it is yours to remove, or use another CORDON_HOME`,
+        },
+      );
+    }
+    if (!spec.seed || (await exists(seedMarkerPath(privateWorkspace)))) {
+      return { volumes, created: false };
+    }
+    // Volumes without the marker: a seed cut short. Nothing of the agent's can be in them yet.
+    await removeWorkspaceVolumes(options.volumes, spec.containerName, options.stateDirectory);
+  }
+  throwIfAborted(options.signal, "preparing the private workspace");
+  const labels = (role: keyof WorkspaceVolumes): Record<string, string> => ({
+    [volumeLabels.sandbox]: spec.containerName,
+    [volumeLabels.role]: role,
+    [volumeLabels.user]: `${owner.uid}:${owner.gid}`,
+    [volumeLabels.home]: options.stateDirectory,
+  });
+  if (!spec.seed) {
+    await options.volumes.create({ name: volumes.workspace, labels: labels("workspace") });
+    await streamIntoVolumes(
+      options,
+      spec.containerName,
+      { workspace: volumes.workspace },
+      (archive) =>
+        addEntry(archive, { name: "workspace", type: "directory", mode: 0o755, ...owner }),
+    );
+    return { volumes, created: true };
+  }
+  const closed = await seedClosedCopy(spec, {
+    stateDirectory: options.stateDirectory,
+    fingerprint: options.fingerprint,
+    signal: options.signal,
+    warnings: options.warnings,
+  });
+  try {
+    for (const role of ["baseline", "checkpoints", "workspace"] as const) {
+      await options.volumes.create({ name: volumes[role], labels: labels(role) });
+    }
+    await streamIntoVolumes(options, spec.containerName, volumes, async (archive) => {
+      await addEntry(archive, { name: "workspace", type: "directory", mode: 0o755, ...owner });
+      await packTree(archive, closed.directory, { prefix: "workspace/", owner });
+      // cordon's git dir: read by inspectors as the sandbox user; the agent's container never mounts it.
+      await addEntry(archive, { name: "baseline", type: "directory", mode: 0o700, ...owner });
+      await packTree(archive, closed.baselineGitDir, { prefix: "baseline/", owner });
+      await addEntry(archive, { name: "checkpoints", type: "directory", mode: 0o700, ...owner });
+    });
+    await writeHostRecords(privateWorkspace, closed.baselineCommit, closed.seed);
+    return { volumes, created: true, seed: closed.seed };
+  } catch (error) {
+    await removeWorkspaceVolumes(options.volumes, spec.containerName, options.stateDirectory).catch(
+      () => undefined,
+    );
+    throw error;
+  } finally {
+    await closed.dispose();
+  }
+}
+
+/**
+ * One tar stream into the volumes through a container that is created, never started (no
+ * program of its image runs), and removed after: each volume is mounted at `/seed/<role>`, a
+ * path the image does not have, so the engine copies nothing of the image into it, and the tar's
+ * `<role>/` entry gives the volume's root its owner and mode.
+ */
+async function streamIntoVolumes(
+  options: EnsureWorkspaceVolumesOptions,
+  sandboxName: string,
+  volumes: Partial<WorkspaceVolumes>,
+  write: (archive: ReturnType<typeof pack>) => Promise<void>,
+): Promise<void> {
+  const name = `${sandboxName}-seed-${randomBytes(4).toString("hex")}`;
+  const id = await options.containers.create({
+    name,
+    Image: options.image,
+    User: "0:0",
+    Entrypoint: ["true"],
+    Cmd: [],
+    // An inspector's labels: prune removes one a dead process left behind, never started.
+    Labels: {
+      [inspectorLabels.sandbox]: sandboxName,
+      [inspectorLabels.home]: options.stateDirectory,
+    },
+    NetworkDisabled: true,
+    HostConfig: {
+      NetworkMode: "none",
+      // Not read-only: the engine refuses an archive into any container with a read-only root,
+      // volumes included. It never starts, so nothing could write there anyway.
+      CapDrop: ["ALL"],
+      SecurityOpt: ["no-new-privileges:true"],
+      Privileged: false,
+      Mounts: Object.entries(volumes).map(([role, volume]) => ({
+        Type: "volume" as const,
+        Source: volume,
+        Target: `/seed/${role}`,
+        ReadOnly: false,
+      })),
+    },
+  });
+  if (id === undefined) {
+    throw new SandboxStartError(`cannot create the seeding container ${name}: the name is taken`, {
+      fix: "run the command again",
+    });
+  }
+  try {
+    const archive = pack();
+    const packing = write(archive).then(
+      () => archive.finalize(),
+      (error: unknown) =>
+        archive.destroy(error instanceof Error ? error : new Error(String(error))),
+    );
+    await Promise.all([
+      options.containers.putArchive(id, "/seed", Readable.from(bytesOf(archive))),
+      packing,
+    ]);
+  } finally {
+    await options.containers.remove(id, name);
+  }
+}
+
+/**
+ * cordon's own record of a copy in volumes, on this host beside its would-be path: a git dir with
+ * only the baseline ref (what `assertHasBaseline` asks; the checkpoint list goes there too), then
+ * the seed marker, written aside and renamed: once it is there, the volumes are complete.
+ */
+async function writeHostRecords(
+  privateWorkspace: string,
+  commit: string,
+  seed: SeedInfo,
+): Promise<void> {
+  const records = baselineGitDir(privateWorkspace);
+  await rm(records, { recursive: true, force: true });
+  await mkdir(path.join(records, path.dirname(baselineRef)), { recursive: true, mode: 0o700 });
+  await writeFile(path.join(records, baselineRef), `${commit}\n`, { mode: 0o600 });
+  const marker = seedMarkerPath(privateWorkspace);
+  await writeFile(`${marker}.tmp-${process.pid}`, `${JSON.stringify(seed, null, 2)}\n`, {
+    mode: 0o600,
+  });
+  await rename(`${marker}.tmp-${process.pid}`, marker);
+}
+
+/**
+ * Removes the volumes of a sandbox's copy that belong to `stateDirectory` (a label is checked,
+ * never trusted to name another's); gone counts as removed.
+ */
+export async function removeWorkspaceVolumes(
+  volumes: VolumeClient,
+  sandboxName: string,
+  stateDirectory: string,
+): Promise<string[]> {
+  const names = workspaceVolumeNames(sandboxName);
+  const removed: string[] = [];
+  for (const name of [names.workspace, names.baseline, names.checkpoints]) {
+    const found = await volumes.inspect(name);
+    if (
+      found?.labels[volumeLabels.home] === stateDirectory &&
+      found.labels[volumeLabels.sandbox] === sandboxName
+    ) {
+      await volumes.remove(name);
+      removed.push(name);
+    }
+  }
+  return removed;
+}
+
+/**
+ * The volumes of `sandboxName`'s copy in `stateDirectory`, with the user who owns it; undefined
+ * when its copy is not in volumes (or they belong to another state directory).
+ */
+export async function workspaceVolumesOf(
+  volumes: VolumeClient,
+  sandboxName: string,
+  stateDirectory: string,
+): Promise<{ volumes: WorkspaceVolumes; user: Owner } | undefined> {
+  const names = workspaceVolumeNames(sandboxName);
+  const found = await volumes.inspect(names.workspace);
+  if (!found || found.labels[volumeLabels.home] !== stateDirectory) return undefined;
+  const user = parseContainerUser(found.labels[volumeLabels.user] ?? "");
+  return user ? { volumes: names, user } : undefined;
+}
+
+async function exists(file: string): Promise<boolean> {
+  return lstat(file).then(
+    () => true,
+    () => false,
+  );
+}
+
+/** streamx streams yield untyped chunks; a tar pack yields bytes. */
+async function* bytesOf(source: AsyncIterable<unknown>): AsyncIterable<Uint8Array> {
+  for await (const chunk of source) yield chunk as Uint8Array;
+}

@@ -1,0 +1,163 @@
+/**
+ * A private copy that lives with the engine (`sandbox.workspaceStorage: "volume"`), on the local
+ * engine: a scripted `cordon run` works in a copy seeded into a Docker volume, `diff`, `apply`,
+ * `checkpoint` and `rollback` go through inspectors mounting the volumes, `sandbox rm` keeps
+ * unapplied work and then removes the volumes — and no host path of the copy is ever made.
+ */
+import { lstat, mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import path from "node:path";
+
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+
+import { privateWorkspacePath, type SandboxSummary } from "../../src/sandbox/index.js";
+import { demoRepo, example, git } from "../support/demo-repo.js";
+import { dockerClient, requireSandboxImage } from "../support/docker.js";
+import { runCordon } from "../support/run-cli.js";
+import { removeStateDirectory } from "../support/state-directory.js";
+
+const suffix = `${process.pid}-${Date.now().toString(36)}`;
+
+const exists = (file: string): Promise<boolean> =>
+  lstat(file).then(
+    () => true,
+    () => false,
+  );
+
+/** The volumes of `home`'s copies, by name, with their labels. */
+async function volumesOf(home: string): Promise<Map<string, Record<string, string>>> {
+  const listed = await dockerClient().listVolumes({
+    filters: { label: [`cordon.home=${home}`] },
+  });
+  return new Map((listed.Volumes ?? []).map((v) => [v.Name, v.Labels ?? {}]));
+}
+
+describe("a private copy in volumes on the engine", () => {
+  let root: string;
+  let home: string;
+  let repo: string;
+  const env = (): NodeJS.ProcessEnv => ({
+    CORDON_HOME: home,
+    CORDON_CONFIG: path.join(root, "cordon.json5"),
+    ANTHROPIC_API_KEY: "",
+    ANTHROPIC_BASE_URL: "",
+  });
+  const cordon = (args: string[]) => runCordon(args, env());
+  const session = `vol-${suffix}`;
+
+  async function sandboxOf(key: string): Promise<SandboxSummary> {
+    const listed = await cordon(["sandbox", "list", "--json"]);
+    const all = (JSON.parse(listed.stdout) as { sandboxes: SandboxSummary[] }).sandboxes;
+    const found = all.find((sandbox) => sandbox.session === `agent:main:${key}`);
+    if (!found) throw new Error(`no sandbox of ${key} in ${listed.stdout}`);
+    return found;
+  }
+
+  beforeAll(async () => {
+    await requireSandboxImage();
+    root = await mkdtemp(path.join(tmpdir(), "cordon-volumes-"));
+    home = path.join(root, "home");
+    await writeFile(
+      path.join(root, "cordon.json5"),
+      '{ agents: { defaults: { sandbox: { workspaceStorage: "volume" } } } }\n',
+    );
+    repo = await demoRepo();
+  });
+
+  afterAll(async () => {
+    await cordon(["sandbox", "rm", "--all", "--discard-changes"]);
+    await removeStateDirectory(home);
+    await rm(root, { recursive: true, force: true });
+    await rm(path.dirname(repo), { recursive: true, force: true });
+  });
+
+  it("explain names the storage", async () => {
+    const explained = await cordon([
+      "sandbox",
+      "explain",
+      "--workspace",
+      repo,
+      "--session",
+      session,
+    ]);
+    expect(explained.exitCode, explained.stderr).toBe(0);
+    expect(explained.stdout).toMatch(/storage +Docker volumes on the engine/);
+  });
+
+  it("a scripted run fixes the test in a volume; diff, checkpoint, rollback, apply; rm removes the volumes", async () => {
+    const run = await cordon([
+      "run",
+      "--workspace",
+      repo,
+      "--session",
+      session,
+      "--model-script",
+      example("demo", "script.json"),
+      "--output-format",
+      "json",
+      "Fix the failing test.",
+    ]);
+    expect(run.exitCode, run.stderr).toBe(0);
+    expect(JSON.parse(run.stdout)).toMatchObject({ status: "completed" });
+    expect(git(repo, "status", "--porcelain")).toBe("");
+
+    const sandbox = await sandboxOf(session);
+    // Nothing of the copy on this host: no directory at its path, only cordon's records beside it.
+    const hostPath = privateWorkspacePath(home, sandbox.name);
+    expect(await exists(hostPath)).toBe(false);
+    const volumes = await volumesOf(home);
+    expect([...volumes.keys()].sort()).toEqual(
+      ["baseline", "checkpoints", "workspace"].map((role) => `${sandbox.name}-${role}`),
+    );
+    expect(volumes.get(`${sandbox.name}-workspace`)).toMatchObject({
+      "cordon.volume-of": sandbox.name,
+      "cordon.volume-role": "workspace",
+    });
+    const mounts = (await dockerClient().getContainer(sandbox.name).inspect()).Mounts;
+    expect(mounts.find((m) => m.Destination === "/workspace")).toMatchObject({
+      Type: "volume",
+      Name: `${sandbox.name}-workspace`,
+    });
+
+    const diff = await cordon(["diff", "--workspace", repo, "--session", session]);
+    expect(diff.exitCode, diff.stderr).toBe(0);
+    expect(diff.stdout).toContain("-    return subtotal + discount");
+    expect(diff.stdout).toContain("+    return subtotal - discount");
+
+    // A checkpoint, a change after it, a rollback: the change is gone, the fix stays.
+    const made = await cordon(["checkpoint", "fixed", "--workspace", repo, "--session", session]);
+    expect(made.exitCode, made.stderr).toBe(0);
+    const scribble = await cordon([
+      "exec",
+      "--workspace",
+      repo,
+      "--session",
+      session,
+      "--",
+      "sh",
+      "-c",
+      "echo scribble > scribble.txt",
+    ]);
+    expect(scribble.exitCode, scribble.stderr).toBe(0);
+    const rolled = await cordon(["rollback", "fixed", "--workspace", repo, "--session", session]);
+    expect(rolled.exitCode, rolled.stderr).toBe(0);
+    const after = await cordon(["diff", "--workspace", repo, "--session", session]);
+    expect(after.stdout).not.toContain("scribble");
+    expect(after.stdout).toContain("+    return subtotal - discount");
+
+    // Unapplied work is read over the volumes too: rm keeps it.
+    const refused = await cordon(["sandbox", "rm", sandbox.name]);
+    expect(refused.exitCode).not.toBe(0);
+    expect(refused.stderr).toMatch(/changed file/);
+    expect((await volumesOf(home)).size).toBe(3);
+
+    const apply = await cordon(["apply", "--workspace", repo, "--session", session, "--yes"]);
+    expect(apply.exitCode, apply.stderr).toBe(0);
+    expect(await readFile(path.join(repo, "pricing.py"), "utf8")).toContain("subtotal - discount");
+
+    const removed = await cordon(["sandbox", "rm", sandbox.name]);
+    expect(removed.exitCode, removed.stderr).toBe(0);
+    expect((await volumesOf(home)).size).toBe(0);
+    expect(await exists(hostPath)).toBe(false);
+  });
+});
