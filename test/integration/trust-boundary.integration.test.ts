@@ -2,10 +2,10 @@
  * DESIGN.md §10, rule 1: the host runs no program over an agent-written tree. A repository with a
  * submodule, whose private copy the agent arms the ways git runs code (a clean filter and an
  * fsmonitor in the submodule's own git dir, hooks, an `include.path` to a file in the copy, a
- * nested repository inside the submodule); then `cordon diff`, `apply --check`, `apply` and
- * `fix-tests` run with a tracer on PATH that logs every host program cordon starts. Each attack
- * would leave a marker on the host; none may, and no traced program may start inside a private
- * copy (its cwd, GIT_DIR, GIT_WORK_TREE or an argument).
+ * nested repository inside the submodule); then `cordon diff`, `apply --check`, `apply`,
+ * `checkpoint`, `rollback`, `fork` and `fix-tests` run with a tracer on PATH that logs every host
+ * program cordon starts. Each attack would leave a marker on the host; none may, and no traced
+ * program may start inside a private copy (its cwd, GIT_DIR, GIT_WORK_TREE or an argument).
  */
 import { execFileSync } from "node:child_process";
 import { chmod, mkdir, mkdtemp, readFile, readdir, rm, writeFile } from "node:fs/promises";
@@ -131,7 +131,7 @@ describe("trust boundary: no host program over an agent-written tree", () => {
     });
   };
 
-  it("diff, apply --check, apply, checkpoint and rollback run nothing the agent armed, on the host or anywhere it reaches", async () => {
+  it("diff, apply --check, apply, checkpoint, rollback and fork run nothing the agent armed, on the host or anywhere it reaches", async () => {
     const session = `armed-${process.pid}`;
     sessions.push(session);
     const cordon = (command: string, ...args: string[]) =>
@@ -157,6 +157,16 @@ describe("trust boundary: no host program over an agent-written tree", () => {
     expect((await cordon("checkpoints", "--json")).exitCode).toBe(0);
     const rolledBack = await cordon("rollback", "armed");
     expect(rolledBack.exitCode, rolledBack.stderr).toBe(0);
+    // A fork copies the armed copy whole, in an inspector container; its diff is read there too.
+    const fork = `${session}-fork`;
+    sessions.push(fork);
+    const forked = await cordon("fork", "--as", fork);
+    expect(forked.exitCode, forked.stderr).toBe(0);
+    const forkDiff = await runCordon(
+      ["diff", "--workspace", repo, "--session", fork, "--json"],
+      env(),
+    );
+    expect(forkDiff.exitCode, forkDiff.stderr).toBe(0);
 
     expect(await readdir(markers)).toEqual([]);
     expect(await insideCopies()).toEqual([]);
