@@ -4,7 +4,7 @@
  * `checkpoint` and `rollback` go through inspectors mounting the volumes, `sandbox rm` keeps
  * unapplied work and then removes the volumes — and no host path of the copy is ever made.
  */
-import { lstat, mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
+import { lstat, mkdir, mkdtemp, readFile, readdir, rm, symlink, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
 
@@ -159,5 +159,52 @@ describe("a private copy in volumes on the engine", () => {
     expect(removed.exitCode, removed.stderr).toBe(0);
     expect((await volumesOf(home)).size).toBe(0);
     expect(await exists(hostPath)).toBe(false);
+  });
+
+  it("a hostile repository in a volume: links out and a .git file pointing elsewhere reach nothing outside it", async () => {
+    const hostile = path.join(root, "hostile");
+    const outside = path.join(root, "outside");
+    const victim = path.join(root, "victim.git");
+    await mkdir(outside);
+    await writeFile(path.join(outside, "canary.txt"), "untouched\n");
+    git(root, "init", "-q", "--bare", victim);
+    await mkdir(path.join(hostile, "vendor", "lib"), { recursive: true });
+    await writeFile(path.join(hostile, "README.md"), "# shop\n");
+    await symlink(outside, path.join(hostile, "out"));
+    await symlink("../../outside", path.join(hostile, "vendor", "up"));
+    await writeFile(path.join(hostile, "vendor", "lib", "index.js"), "module.exports = 1;\n");
+    git(hostile, "init", "-q");
+    git(hostile, "add", "-A");
+    git(hostile, "commit", "-qm", "init");
+    // A nested checkout whose .git is a file naming a git dir outside the repository.
+    await writeFile(path.join(hostile, "vendor", "lib", ".git"), `gitdir: ${victim}\n`);
+    const key = `hostile-${suffix}`;
+    const inSandbox = (line: string) =>
+      cordon(["exec", "--workspace", hostile, "--session", key, "--", "sh", "-c", line]);
+    // The agent writes through the links (they resolve inside the sandbox) and re-aims them.
+    const agent = await inSandbox(
+      "echo owned > out/canary.txt 2>/dev/null; echo owned > vendor/up/canary.txt 2>/dev/null; " +
+        "rm out && ln -s /etc out; printf 'gitdir: /root/.git\\n' > vendor/lib/.git; " +
+        "echo change >> README.md; true",
+    );
+    expect(agent.exitCode, agent.stderr).toBe(0);
+    const sandbox = await sandboxOf(key);
+    // No host path of the copy exists: no host program can run over it.
+    expect(await exists(privateWorkspacePath(home, sandbox.name))).toBe(false);
+
+    const diff = await cordon(["diff", "--workspace", hostile, "--session", key]);
+    expect(diff.exitCode, diff.stderr).toBe(0);
+    expect(diff.stdout).toContain("+change");
+    const apply = await cordon(["apply", "--workspace", hostile, "--session", key, "--yes"]);
+    // The re-aimed link leaves the repository: refused whole (exit 7), nothing written.
+    expect(apply.exitCode).toBe(7);
+    expect(apply.stderr).toMatch(/out -> \/etc/);
+    expect(await readFile(path.join(hostile, "README.md"), "utf8")).toBe("# shop\n");
+    expect(await readFile(path.join(outside, "canary.txt"), "utf8")).toBe("untouched\n");
+    expect(await readdir(outside)).toEqual(["canary.txt"]);
+    expect(await readFile(path.join(hostile, "vendor", "lib", ".git"), "utf8")).toBe(
+      `gitdir: ${victim}\n`,
+    );
+    expect(git(victim, "count-objects")).toMatch(/^0 objects/);
   });
 });
