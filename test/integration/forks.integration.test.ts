@@ -13,7 +13,11 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 
 import { ForkTargetExistsError, createRunner, type Runner } from "../../src/index.js";
 import { acquireSessionLock } from "../../src/runner/index.js";
-import { baselineGitDir } from "../../src/sandbox/index.js";
+import {
+  baselineGitDir,
+  diskImagePath,
+  overrideDiskBudgetSupport,
+} from "../../src/sandbox/index.js";
 import { demoRepo, git } from "../support/demo-repo.js";
 import { dockerClient, removeContainersOfHome, requireSandboxImage } from "../support/docker.js";
 import { runCordon } from "../support/run-cli.js";
@@ -200,6 +204,27 @@ describe("forks", () => {
       expect(busy.stderr).toMatch(/cannot fork session .*run-that-holds-it/s);
     } finally {
       await lock.release();
+    }
+  }, 300_000);
+
+  it("forks a plain-directory copy (where disk images cannot be mounted) as it forks one in an image", async () => {
+    overrideDiskBudgetSupport({ enforced: false, reason: "a test without mounts", fix: "none" });
+    try {
+      const parent = sessionOf("plain");
+      const child = sessionOf("plain-child");
+      await using runner = runnerOf();
+      await inSandbox(runner, parent, "echo plain > plain.txt && chmod 600 plain.txt");
+      const forked = await runner.forkSandbox({ sessionKey: parent, as: child });
+      try {
+        const workspace = forked.lease.privateWorkspace ?? "";
+        await expect(lstat(diskImagePath(workspace))).rejects.toThrow(/ENOENT/);
+        const seen = await forked.lease.sandbox.exec("cat plain.txt; stat -c %a plain.txt");
+        expect(seen.stdout).toBe("plain\n600\n");
+      } finally {
+        await forked.lease.release();
+      }
+    } finally {
+      overrideDiskBudgetSupport(undefined);
     }
   }, 300_000);
 });
