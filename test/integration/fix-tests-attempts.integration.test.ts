@@ -158,6 +158,8 @@ describe("cordon fix-tests --attempts", () => {
     expect(summary).toContain("| 1 | verification failed | 2 | 1900 / 80 |");
     expect(summary).toContain("| 3 | 🏆 won: fixed and verified |");
     expect(run.stdout).toContain("Attempt 3 of 3 won.");
+    // Each attempt worked in a fork of the copy the tests ran in.
+    expect(run.stderr).toContain("3 agents at once, each in its own fork of this copy");
     expect(run.stderr).toContain("attempt 3 won: fixed and verified");
 
     // The user's repository is untouched; no attempt left a container or a private copy.

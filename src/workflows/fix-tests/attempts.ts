@@ -8,7 +8,7 @@ import {
   systemErrorFix,
   type ExitCode as ExitCodeValue,
 } from "../../common/index.js";
-import type { ModelUsage, RunCost, RunnerEvent } from "../../runner/index.js";
+import type { ModelUsage, PlanRequest, RunCost, Runner, RunnerEvent } from "../../runner/index.js";
 import { runAttempt, type AttemptContext, type AttemptEnd } from "./attempt.js";
 import type { FixTestsResult, FixTestsStatus } from "./fix-tests.js";
 import { raceAttempts, type RaceEntry } from "./race.js";
@@ -59,6 +59,28 @@ export interface AttemptCopies {
 
 /** Copies seeded afresh: nothing to make ahead, the agent run's acquire seeds each. */
 export const seededAttemptCopies: AttemptCopies = { kind: "seed", make: () => Promise.resolve() };
+
+/**
+ * Forks of the seeded copy (`runner.forkSandbox`: a throwaway container copies it, the trust
+ * boundary's rule 1), so each attempt starts where the tests ran — set up, built, with the same
+ * baseline for its patch. One after another: the parent is frozen while each is copied.
+ */
+export function forkedAttemptCopies(
+  runner: Runner,
+  request: Pick<PlanRequest, "agentId" | "carryShare"> & {
+    onProgress?: ((progress: { phase: string; message: string }) => void) | undefined;
+  },
+): AttemptCopies {
+  return {
+    kind: "fork",
+    async make({ from, sessionKeys, signal }) {
+      for (const as of sessionKeys) {
+        const fork = await runner.forkSandbox({ ...request, sessionKey: from, as, signal });
+        await fork.lease.release();
+      }
+    },
+  };
+}
 
 /** Events of a job with several attempts, beside the run events of one. */
 export type AttemptEvent =

@@ -24,7 +24,7 @@ import {
   maxAttempts,
   mergeAttempts,
   runAttempts,
-  seededAttemptCopies,
+  forkedAttemptCopies,
   type AttemptCopies,
   type AttemptEvent,
   type AttemptReport,
@@ -88,7 +88,10 @@ export interface FixTestsOptions {
    * script once, so each scripted attempt needs its own (one script each, or copies of one).
    */
   attemptModels?: readonly ModelClient[] | undefined;
-  /** How the attempts' copies are made (attempts.ts); default each seeded afresh. */
+  /**
+   * How the attempts' copies are made (attempts.ts): default forks of the copy the tests ran in;
+   * `seededAttemptCopies` seeds each afresh (for a sandbox backend that cannot fork).
+   */
   attemptCopies?: AttemptCopies | undefined;
   /** Keep the sandboxes (work and verify; every attempt's) for inspection instead of removing them. */
   keepSandboxes?: boolean | undefined;
@@ -386,7 +389,13 @@ export async function fixTests(options: FixTestsOptions): Promise<FixTestsResult
       if (held) await work.lease.release();
     }
 
-    const copies = options.attemptCopies ?? seededAttemptCopies;
+    const copies =
+      options.attemptCopies ??
+      forkedAttemptCopies(options.runner, {
+        agentId: options.agentId,
+        carryShare: request.carryShare,
+        onProgress,
+      });
     phase(
       `tests fail (exit ${result.before.exitCode ?? "killed"}); ${attempts} agents at once, each in its own ${copies.kind === "fork" ? "fork of this copy" : "freshly seeded copy"}; the first verified fix wins`,
     );
