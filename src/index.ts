@@ -96,6 +96,7 @@ export type {
 // Whole jobs.
 export {
   fixTests,
+  seededAttemptCopies,
   type AttemptCopies,
   type AttemptReport,
   type FixTestsEvent,
