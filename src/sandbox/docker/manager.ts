@@ -3,6 +3,7 @@ import path from "node:path";
 
 import type { SandboxError } from "../../common/index.js";
 import {
+  ConfigError,
   SandboxStartError,
   createSilentLogger,
   throwIfAborted,
@@ -317,6 +318,14 @@ export class DockerSandboxManager {
     options: AcquireOptions = {},
   ): Promise<DockerSandboxLease> {
     assertForkable(source, target);
+    if (this.usesVolumes(source) || this.usesVolumes(target)) {
+      throw new ConfigError(
+        `${source.containerName} keeps its private copy in Docker volumes on the engine, which cannot be forked yet`,
+        {
+          fix: 'fork sessions whose copy is on this host (sandbox.workspaceStorage "host", on a local engine)',
+        },
+      );
+    }
     const fork = { source, made: false };
     try {
       return await this.acquireAs(target, options, undefined, fork);
