@@ -44,7 +44,7 @@ export function explainPlan(plan: RunPlan): string {
     lines.push(`  user         ${d.user}`);
     lines.push(`  workdir      ${d.workdir}`);
     lines.push(
-      `  network      ${d.network}${d.network === "none" ? " (loopback only; /etc/hosts written by cordon, mounted read-only)" : ""}`,
+      `  network      ${d.network}${d.network === "none" ? " (loopback only; /etc/hosts written by cordon into a volume on the engine, mounted read-only)" : ""}`,
     );
     lines.push(`  root fs      ${d.readOnlyRoot ? "read-only" : "WRITABLE"}`);
     lines.push(`  capDrop      ${d.capDrop.join(", ") || "(none)"}`);
@@ -67,7 +67,7 @@ export function explainPlan(plan: RunPlan): string {
     }
     if (d.executor === "resident") {
       lines.push(
-        "  executor     resident: cordon's executor mounted read-only at /.cordon/executor, one exec for the session",
+        "  executor     resident: cordon's executor in a volume on the engine, mounted read-only at /.cordon, one exec for the session",
       );
     } else if (d.executor === "exec") {
       lines.push("  executor     exec: one Docker exec per call");

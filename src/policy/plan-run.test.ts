@@ -249,7 +249,7 @@ describe("rw mode keeps the repository's .git read-only (sandbox.protectGitDir)"
 
   it("says a sandbox with no network gets cordon's read-only hosts file", () => {
     expect(explainPlan(plan(rw()))).toMatch(
-      /network +none \(loopback only; \/etc\/hosts written by cordon, mounted read-only\)/,
+      /network +none \(loopback only; \/etc\/hosts written by cordon into a volume on the engine, mounted read-only\)/,
     );
   });
 

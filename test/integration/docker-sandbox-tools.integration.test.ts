@@ -13,6 +13,7 @@ import {
   removeContainer,
   requireSandboxImage,
   testLabel,
+  testExecutorVolume,
 } from "../support/docker.js";
 import { testRuntime, testSandboxSpec } from "../support/sandbox-spec.js";
 
@@ -60,6 +61,7 @@ describe("the built-in tools on a DockerSandbox", () => {
         image,
         createdAt: new Date().toISOString(),
         extraLabels: testLabel,
+        executorVolume: await testExecutorVolume(image),
       }),
     );
     await container.start();

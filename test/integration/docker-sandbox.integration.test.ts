@@ -27,6 +27,7 @@ import {
   removeContainer,
   requireSandboxImage,
   testLabel,
+  testExecutorVolume,
 } from "../support/docker.js";
 import { testSandboxSpec } from "../support/sandbox-spec.js";
 
@@ -98,6 +99,7 @@ describe("DockerSandbox", () => {
         image,
         createdAt: new Date().toISOString(),
         extraLabels: testLabel,
+        executorVolume: await testExecutorVolume(image),
       }),
     );
     await container.start();

@@ -15,7 +15,6 @@ import { createRunner, type Runner } from "../../src/runner/index.js";
 
 /** A sandbox the runner holds for a test, with the plan it was acquired by. */
 type HeldSandbox = Awaited<ReturnType<Runner["acquireSandbox"]>>;
-import { residentExecutorBinary } from "../../src/sandbox/docker/resident/executor-binary.js";
 import { dockerClient, execIn, removeContainer, requireSandboxImage } from "../support/docker.js";
 import { runCordon } from "../support/run-cli.js";
 import { removeStateDirectory } from "../support/state-directory.js";
@@ -117,26 +116,32 @@ describe("sandbox explain matches the container a run gets", () => {
       target: m.Destination,
       readOnly: !m.RW,
     }));
-    // Cordon's own hosts file (network none; explain names it on the network line) is the only
-    // mount not in the spec.
+    // Cordon's own hosts file (network none; explain names it on the network line): a file in
+    // a support volume on the engine, not one of this host's state directory.
     const hosts = binds.filter((m) => m.target === "/etc/hosts");
     expect(hosts).toHaveLength(1);
-    expect(hosts[0]?.source.startsWith(path.join(home, "hosts") + path.sep)).toBe(true);
+    expect(hosts[0]?.source).toMatch(
+      /^\/var\/lib\/docker\/volumes\/cordon-hosts-[0-9a-f]{16}-[0-9a-f]{8}\/_data\/hosts$/,
+    );
     expect(hosts[0]?.readOnly).toBe(true);
     const mounts = binds
       .filter((m) => m.target !== "/etc/hosts")
       .sort((a, b) => a.target.localeCompare(b.target));
-    // Besides the planned mounts: the resident executor, cordon's own binary, read-only.
-    const executor = {
-      source: residentExecutorBinary(),
-      target: "/.cordon/executor",
-      readOnly: true,
-    };
+    // The binds are the planned mounts, nothing else.
     expect(mounts).toEqual(
-      [...spec.mounts, executor]
+      spec.mounts
         .map(({ source, target, readOnly }) => ({ source, target, readOnly }))
         .sort((a, b) => a.target.localeCompare(b.target)),
     );
+    // The resident executor, cordon's own binary: its volume on the engine, read-only.
+    const volumes = info.Mounts.filter((m) => m.Type === "volume").map((m) => ({
+      name: m.Name ?? "",
+      target: m.Destination,
+      readOnly: !m.RW,
+    }));
+    expect(volumes).toHaveLength(1);
+    expect(volumes[0]?.name).toMatch(/^cordon-executor-[0-9a-f]{16}-[0-9a-f]{8}$/);
+    expect(volumes[0]).toMatchObject({ target: "/.cordon", readOnly: true });
   });
 
   it("keeps what it shows as read-only read-only, from inside", async () => {

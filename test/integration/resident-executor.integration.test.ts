@@ -47,6 +47,23 @@ describe("resident executor", () => {
     expect((await sandbox.exec("stat -c '%u %a' notes/a.txt")).stdout).toBe("1000 644\n");
   });
 
+  it("cannot be replaced from inside: its volume is read-only and root's", async () => {
+    const { sandbox } = box;
+    expect((await sandbox.exec("stat -c '%u %a' /.cordon /.cordon/executor")).stdout).toBe(
+      "0 755\n0 755\n",
+    );
+    for (const attempt of [
+      "printf x >/.cordon/executor",
+      "cp /bin/true /.cordon/evil",
+      "mv /.cordon/executor /.cordon/old",
+    ]) {
+      const result = await sandbox.exec(`(${attempt}) 2>&1`);
+      expect(result.exitCode, attempt).not.toBe(0);
+      expect(result.stdout).toMatch(/Read-only file system|Permission denied/);
+    }
+    expect((await sandbox.exec(launcherOfCommands)).stdout).toBe("executor\n");
+  });
+
   it("is one per container: a second sandbox object over it (a new lease) shares it", async () => {
     const other = new DockerSandbox({
       engine: new DockerEngine(),

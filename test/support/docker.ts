@@ -2,6 +2,11 @@ import { PassThrough } from "node:stream";
 
 import Docker from "dockerode";
 
+import {
+  ensureExecutorVolume,
+  residentExecutorBinary,
+} from "../../src/sandbox/docker/resident/executor-binary.js";
+import { SupportVolumes } from "../../src/sandbox/docker/support-volumes.js";
 import { DockerEngine, SandboxImage } from "../../src/sandbox/index.js";
 
 /** Label on every container a test creates, so leftovers can be found and removed. */
@@ -91,4 +96,21 @@ export async function removeFixTestsContainers(sessionKeys: readonly string[]): 
         .catch(() => undefined);
     }
   }
+}
+
+/**
+ * The local engine's volume holding the executor cordon built (what the manager mounts at
+ * /.cordon), for a test that creates its container itself; undefined when none was built or
+ * `binary` is undefined.
+ */
+export async function testExecutorVolume(
+  image: string,
+  options: { binary?: string | undefined } = {},
+): Promise<string | undefined> {
+  const support = new SupportVolumes(new DockerEngine());
+  return ensureExecutorVolume(
+    support,
+    image,
+    "binary" in options ? options.binary : residentExecutorBinary(),
+  );
 }

@@ -21,7 +21,13 @@ import {
   type Toolset,
   type ToolResult,
 } from "../../src/tools/index.js";
-import { dockerClient, removeContainer, requireSandboxImage, testLabel } from "./docker.js";
+import {
+  dockerClient,
+  removeContainer,
+  requireSandboxImage,
+  testExecutorVolume,
+  testLabel,
+} from "./docker.js";
 import { testSandboxSpec } from "./sandbox-spec.js";
 
 /**
@@ -112,7 +118,7 @@ export async function startDockerToolSandbox(options: {
   mounts?: MountSpec[] | undefined;
   /** Container settings over the hardened test defaults (e.g. `executor: "exec"`). */
   docker?: Partial<DockerSettings> | undefined;
-  /** Passed to createContainerOptions (undefined: no executor binary mounted). */
+  /** The executor binary whose volume is mounted (undefined: none; absent: cordon's). */
   executorBinary?: string | undefined;
   /**
    * Where /workspace lives: "host" (default) the host directory below, bound; "volume" a Docker
@@ -163,7 +169,10 @@ export async function startDockerToolSandbox(options: {
         createdAt: new Date().toISOString(),
         extraLabels: testLabel,
         workspaceVolume: volumeOf ? workspaceVolumeMount(spec) : undefined,
-        ...("executorBinary" in options ? { executorBinary: options.executorBinary } : {}),
+        executorVolume:
+          "executorBinary" in options
+            ? await testExecutorVolume(image, { binary: options.executorBinary })
+            : await testExecutorVolume(image),
       }),
     );
     await container.start();

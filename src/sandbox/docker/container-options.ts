@@ -8,7 +8,7 @@ import type {
 } from "./client/index.js";
 import { gvisorProcessLimits, isGvisorRuntime } from "./gvisor.js";
 import { hostsMountTarget } from "./hosts-file.js";
-import { executorContainerPath, residentExecutorBinary } from "./resident/executor-binary.js";
+import { executorContainerDirectory } from "./resident/executor-binary.js";
 
 /** Labels on every container cordon creates; Docker is the source of truth for what exists. */
 export const labelKeys = {
@@ -45,18 +45,21 @@ export interface ContainerOptionsInput {
   /** The state directory of the manager creating it (the `cordon.home` label). */
   stateDirectory?: string | undefined;
   /**
-   * A hosts file to mount read-only at /etc/hosts (see `ensureHostsFile`). With network "none" it
-   * lets the container skip Docker's network setup (`NetworkDisabled`); without it the engine sets
-   * up the empty namespace and writes /etc/hosts itself, which is slower to start.
+   * The path, on the engine's host, of a hosts file to mount read-only at /etc/hosts: the one in
+   * its support volume (`SupportVolumes`, `hostsFileContent`), so it travels with the engine.
+   * With network "none" it lets the container skip Docker's network setup (`NetworkDisabled`);
+   * without it the engine sets up the empty namespace and writes /etc/hosts itself, about 110 ms
+   * slower to start.
    */
   hostsFile?: string | undefined;
   /** The content of `spec.docker.seccompProfile` (see `readSeccompProfile`); the API wants JSON. */
   seccompProfileJson?: string | undefined;
   /**
-   * Host path of the resident executor binary, mounted read-only when spec.docker.executor is
-   * "resident". Default: the one built with cordon (`residentExecutorBinary`); none built, no mount.
+   * The engine's volume holding the resident executor binary (`SupportVolumes`), mounted
+   * read-only at /.cordon when spec.docker.executor is "resident"; none, no mount (every call
+   * goes by plain exec).
    */
-  executorBinary?: string | undefined;
+  executorVolume?: string | undefined;
   /**
    * The private copy's volume (workspace-volumes.ts), mounted where the workspace bind would be:
    * set when the copy lives on the engine rather than at `spec.privateWorkspace`.
@@ -167,11 +170,16 @@ export function createContainerOptions(input: ContainerOptionsInput): CreateCont
 }
 
 /** The resident executor, read-only: cordon's own binary, which nothing in the sandbox can replace. */
-function executorMounts(input: ContainerOptionsInput): BindMount[] {
-  if (input.spec.docker.executor !== "resident") return [];
-  const binary = "executorBinary" in input ? input.executorBinary : residentExecutorBinary();
-  if (binary === undefined) return [];
-  return [{ Type: "bind", Source: binary, Target: executorContainerPath, ReadOnly: true }];
+function executorMounts(input: ContainerOptionsInput): VolumeMount[] {
+  if (input.spec.docker.executor !== "resident" || input.executorVolume === undefined) return [];
+  return [
+    {
+      Type: "volume",
+      Source: input.executorVolume,
+      Target: executorContainerDirectory,
+      ReadOnly: true,
+    },
+  ];
 }
 
 /**

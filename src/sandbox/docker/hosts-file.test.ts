@@ -1,10 +1,8 @@
-import { mkdtemp, readFile, rm, stat } from "node:fs/promises";
-import { tmpdir } from "node:os";
-import path from "node:path";
+import { describe, expect, it } from "vitest";
 
-import { afterEach, describe, expect, it } from "vitest";
-
+import { fakeEngine } from "./client/testing/fake-engine.js";
 import { ensureHostsFile, hostsFileContent } from "./hosts-file.js";
+import { SupportVolumes } from "./support-volumes.js";
 
 describe("hostsFileContent", () => {
   it("names localhost for IPv4 and IPv6", () => {
@@ -22,20 +20,20 @@ describe("hostsFileContent", () => {
 });
 
 describe("ensureHostsFile", () => {
-  const directories: string[] = [];
-  afterEach(async () => {
-    await Promise.all(directories.map((dir) => rm(dir, { recursive: true, force: true })));
-  });
-
-  it("writes one world-readable file per content and reuses it", async () => {
-    const home = await mkdtemp(path.join(tmpdir(), "cordon-hosts-"));
-    directories.push(home);
-    const first = await ensureHostsFile(home, ["db:127.0.0.2"]);
-    const again = await ensureHostsFile(home, ["db:127.0.0.2"]);
-    const other = await ensureHostsFile(home, []);
+  it("is a file in a volume on the engine, one per content, reused", async () => {
+    const { engine, containers } = fakeEngine();
+    containers.imageIds.set("image:test", "sha256:1");
+    const support = new SupportVolumes(engine);
+    const first = await ensureHostsFile(support, ["db:127.0.0.2"], "image:test");
+    const again = await ensureHostsFile(support, ["db:127.0.0.2"], "image:test");
+    const other = await ensureHostsFile(support, [], "image:test");
+    expect(first).toMatch(
+      /^\/var\/lib\/docker\/volumes\/cordon-hosts-[0-9a-f]{16}-[0-9a-f]{8}\/_data\/hosts$/,
+    );
     expect(again).toBe(first);
     expect(other).not.toBe(first);
-    expect(await readFile(first, "utf8")).toBe(hostsFileContent(["db:127.0.0.2"]));
-    expect((await stat(first)).mode & 0o777).toBe(0o644);
+    // Two fillings (two contents), each archive put into a container that was then removed.
+    expect(containers.methods().filter((m) => m === "putArchive")).toHaveLength(2);
+    expect(containers.containers.size).toBe(0);
   });
 });

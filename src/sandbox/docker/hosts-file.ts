@@ -1,8 +1,8 @@
-import { createHash } from "node:crypto";
-import { readFile } from "node:fs/promises";
 import path from "node:path";
 
-import { writeFileAtomically } from "../../common/index.js";
+import type { SupportVolumes } from "./support-volumes.js";
+
+const hostsFileName = "hosts";
 
 /** Where the hosts file is mounted in a sandbox with no network. */
 export const hostsMountTarget = "/etc/hosts";
@@ -27,21 +27,21 @@ export function hostsFileContent(extraHosts: readonly string[]): string {
 }
 
 /**
- * Writes the hosts file for `extraHosts` under the state directory, named by its content so
- * every sandbox with the same entries shares one file that never changes under a running
- * container, and returns its path. Mounted read-only: the agent cannot edit the host's copy.
+ * The path, on the engine's host, of the hosts file for `extraHosts`: in a support volume named
+ * by its content, so every sandbox with the same entries shares one file that never changes under
+ * a running container, made on the engine (local or elsewhere) on first use. Mounted read-only:
+ * the agent cannot edit it.
  */
 export async function ensureHostsFile(
-  stateDirectory: string,
+  support: SupportVolumes,
   extraHosts: readonly string[],
+  image: string,
 ): Promise<string> {
-  const content = hostsFileContent(extraHosts);
-  const digest = createHash("sha256").update(content).digest("hex").slice(0, 16);
-  const file = path.join(stateDirectory, "hosts", `hosts-${digest}`);
-  const existing = await readFile(file, "utf8").catch(() => undefined);
-  if (existing === content) return file;
-  // Atomic: a concurrent acquire never mounts a torn file. World-readable: inside the container
-  // the sandbox user, whatever its uid, reads it.
-  await writeFileAtomically(file, content, { mode: 0o644 });
-  return file;
+  const file = {
+    name: hostsFileName,
+    content: Buffer.from(hostsFileContent(extraHosts)),
+    mode: 0o644,
+  };
+  const volume = await support.ensure("hosts", [file], image);
+  return path.posix.join(volume.mountpoint, hostsFileName);
 }

@@ -26,6 +26,8 @@ import type { ContainerClient, ContainerDetails } from "./client/index.js";
 import { createContainerOptions, labelKeys } from "./container-options.js";
 import { readSeccompProfile } from "./seccomp-profile.js";
 import { ensureHostsFile } from "./hosts-file.js";
+import { ensureExecutorVolume, residentExecutorBinary } from "./resident/executor-binary.js";
+import { SupportVolumes } from "./support-volumes.js";
 import { DockerSandbox } from "./docker-sandbox.js";
 import type { DockerEngine } from "./engine.js";
 import { remoteEngineRefusal } from "./engine-filesystem.js";
@@ -218,6 +220,8 @@ export class DockerSandboxManager {
   private lastPruneAt = 0;
   private readonly background = new Set<Promise<void>>();
   private readonly pool: WarmPool;
+  /** The executor binary and hosts files, as volumes on the engine. */
+  private readonly support: SupportVolumes;
   /** Shapes whose pool this process is refilling now. */
   private readonly refilling = new Set<string>();
   /** Whether host permission bits hold inside this engine's containers (asked once). */
@@ -240,6 +244,7 @@ export class DockerSandboxManager {
     });
     this.records = new SandboxRecords(this.stateDirectory);
     this.containers = options.engine.containers;
+    this.support = new SupportVolumes(options.engine);
     this.inventory = new SandboxInventory({
       engine: options.engine,
       stateDirectory: this.stateDirectory,
@@ -909,9 +914,15 @@ export class DockerSandboxManager {
           stateDirectory: this.stateDirectory,
           workspaceVolume: this.usesVolumes(spec) ? workspaceVolumeMount(spec) : undefined,
           seccompProfileJson: await readSeccompProfile(spec),
+          // Both from volumes on the engine, not binds of this host's files: they travel with
+          // an engine elsewhere.
           hostsFile:
             spec.docker.network === "none"
-              ? await ensureHostsFile(this.stateDirectory, spec.docker.extraHosts)
+              ? await ensureHostsFile(this.support, spec.docker.extraHosts, image.reference)
+              : undefined,
+          executorVolume:
+            spec.docker.executor === "resident"
+              ? await ensureExecutorVolume(this.support, image.reference, residentExecutorBinary())
               : undefined,
         }),
       identify: (container) => this.identify(container, name),

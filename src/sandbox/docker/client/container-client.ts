@@ -206,7 +206,10 @@ export interface BindMount {
   ReadOnly: boolean;
 }
 
-/** A named volume on the engine (a private copy that lives with the engine: workspace-volumes.ts). */
+/**
+ * A named volume on the engine: a private copy that lives with the engine (workspace-volumes.ts),
+ * the executor binary and hosts files (support-volumes.ts).
+ */
 export interface VolumeMount {
   Type: "volume";
   /** The volume's name. */

@@ -267,6 +267,7 @@ class DockerNetworkClient implements NetworkClient {
 
 interface VolumeInfo {
   Name: string;
+  Mountpoint: string;
   Labels?: Record<string, string> | null;
   CreatedAt?: string;
 }
@@ -274,6 +275,7 @@ interface VolumeInfo {
 function volumeOf(info: VolumeInfo): VolumeDetails {
   return {
     name: info.Name,
+    mountpoint: info.Mountpoint,
     labels: info.Labels ?? {},
     createdAtMs: (info.CreatedAt && Date.parse(info.CreatedAt)) || 0,
   };

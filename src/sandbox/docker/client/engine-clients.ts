@@ -94,6 +94,8 @@ export interface VolumeClient {
 
 export interface VolumeDetails {
   name: string;
+  /** Where the local driver keeps it on the engine's host. */
+  mountpoint: string;
   labels: Readonly<Record<string, string>>;
   /** When the engine made it (ms since the epoch; 0 when it does not say). */
   createdAtMs: number;

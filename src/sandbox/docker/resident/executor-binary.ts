@@ -1,9 +1,18 @@
 import { existsSync } from "node:fs";
+import { readFile } from "node:fs/promises";
 import path from "node:path";
 
 import { packageRoot } from "../../../common/index.js";
+import type { SupportVolumes } from "../support-volumes.js";
 
-export { executorContainerPath } from "./resident-connection.js";
+import { executorContainerPath } from "./resident-connection.js";
+
+export { executorContainerPath };
+
+/** Where the executor's support volume is mounted; the binary is `executor` in it. */
+export const executorContainerDirectory = path.posix.dirname(executorContainerPath);
+/** The binary's name in its volume. */
+export const executorFileName = path.posix.basename(executorContainerPath);
 
 /**
  * The host path of the executor binary, built from executor.c by scripts/build-executor.sh (run by
@@ -13,4 +22,18 @@ export { executorContainerPath } from "./resident-connection.js";
 export function residentExecutorBinary(): string | undefined {
   const binary = path.join(packageRoot(), "dist", "executor", "cordon-executor");
   return existsSync(binary) ? binary : undefined;
+}
+
+/**
+ * The engine's volume holding the executor `binary` (`residentExecutorBinary()`), made there on first use (so it
+ * travels with the engine, local or elsewhere); undefined when none was built.
+ */
+export async function ensureExecutorVolume(
+  support: SupportVolumes,
+  image: string,
+  binary: string | undefined,
+): Promise<string | undefined> {
+  if (binary === undefined) return undefined;
+  const file = { name: executorFileName, content: await readFile(binary), mode: 0o755 };
+  return (await support.ensure("executor", [file], image)).name;
 }

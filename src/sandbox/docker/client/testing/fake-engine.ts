@@ -67,7 +67,10 @@ export function fakeEngine() {
     list: (labels) =>
       Promise.resolve([...volumes.values()].filter((v) => matches(v.labels, labels))),
     create: ({ name, labels }) => {
-      if (!volumes.has(name)) volumes.set(name, { name, labels, createdAtMs: Date.now() });
+      if (!volumes.has(name)) {
+        const mountpoint = `/var/lib/docker/volumes/${name}/_data`;
+        volumes.set(name, { name, mountpoint, labels, createdAtMs: Date.now() });
+      }
       return Promise.resolve();
     },
     remove: (name) => {
