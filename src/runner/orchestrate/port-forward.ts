@@ -40,8 +40,13 @@ export async function startPortForward(options: PortForwardOptions): Promise<Por
     sockets.add(socket);
     socket.once("close", () => sockets.delete(socket));
     socket.on("error", () => socket.destroy());
-    options.connect(options.remotePort).then(
+    connectWithin(options.connect, options.remotePort, connectTimeoutMs).then(
       (channel) => {
+        // The client gave up while the sandbox connected: nobody would end this channel.
+        if (socket.destroyed) {
+          channel.destroy();
+          return;
+        }
         const cut = () => {
           socket.destroy();
           channel.destroy();
@@ -93,6 +98,44 @@ export async function startPortForward(options: PortForwardOptions): Promise<Por
         server.close(() => resolve());
       })),
   };
+}
+
+/**
+ * How long a connection waits for the sandbox's executor to connect inside: on loopback that is
+ * immediate, or refused at once. A connect never answered (a stuck executor) is said as such, and
+ * the client's connection closed, instead of leaving the client waiting forever.
+ */
+const connectTimeoutMs = 30_000;
+
+function connectWithin(
+  connect: PortForwardOptions["connect"],
+  port: number,
+  timeoutMs: number,
+): Promise<Duplex> {
+  return new Promise<Duplex>((resolve, reject) => {
+    let late = false;
+    const timer = setTimeout(() => {
+      late = true;
+      reject(
+        new SandboxError(
+          `the sandbox did not answer a connection to port ${port} within ${timeoutMs / 1000} s`,
+          { fix: "check the sandbox is running (`cordon sandbox list`); restart the forward" },
+        ),
+      );
+    }, timeoutMs);
+    timer.unref();
+    connect(port).then(
+      (channel) => {
+        clearTimeout(timer);
+        if (late) channel.destroy();
+        else resolve(channel);
+      },
+      (error: Error) => {
+        clearTimeout(timer);
+        if (!late) reject(error);
+      },
+    );
+  });
 }
 
 /**

@@ -900,8 +900,20 @@ export class DockerSandboxManager {
       spec,
       image,
       stateDirectory: this.stateDirectory,
-      createRequest: async () =>
-        createContainerOptions({
+      createRequest: async () => {
+        // At once: each support volume is two engine round trips a new process pays in full.
+        // Both are volumes on the engine, not binds of this host's files: they travel with an
+        // engine elsewhere.
+        const [seccompProfileJson, hostsFile, executorVolume] = await Promise.all([
+          readSeccompProfile(spec),
+          spec.docker.network === "none"
+            ? ensureHostsFile(this.support, spec.docker.extraHosts, image.reference)
+            : undefined,
+          spec.docker.executor === "resident"
+            ? ensureExecutorVolume(this.support, image.reference, residentExecutorBinary())
+            : undefined,
+        ]);
+        return createContainerOptions({
           // The image's own environment (a devcontainer's containerEnv) under the sandbox's.
           spec: image.env
             ? { ...spec, docker: { ...spec.docker, env: { ...image.env, ...spec.docker.env } } }
@@ -913,18 +925,11 @@ export class DockerSandboxManager {
             : this.extraLabels,
           stateDirectory: this.stateDirectory,
           workspaceVolume: this.usesVolumes(spec) ? workspaceVolumeMount(spec) : undefined,
-          seccompProfileJson: await readSeccompProfile(spec),
-          // Both from volumes on the engine, not binds of this host's files: they travel with
-          // an engine elsewhere.
-          hostsFile:
-            spec.docker.network === "none"
-              ? await ensureHostsFile(this.support, spec.docker.extraHosts, image.reference)
-              : undefined,
-          executorVolume:
-            spec.docker.executor === "resident"
-              ? await ensureExecutorVolume(this.support, image.reference, residentExecutorBinary())
-              : undefined,
-        }),
+          seccompProfileJson,
+          hostsFile,
+          executorVolume,
+        });
+      },
       identify: (container) => this.identify(container, name),
       held: () => this.holderCount(name) > 0,
       beforeReplace: () => this.touchRecord(name),
