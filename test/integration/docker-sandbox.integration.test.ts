@@ -794,7 +794,15 @@ while True:
           { timeoutMs: 2000 },
         );
         expect(bomb).toMatchObject({ timedOut: true, exitCode: null });
-        const next = await target.exec("echo alive; ps -eo args= | grep -c '^python3' || true");
+        // The kill is sent before the call returns, but the bomb's children die as it reaches
+        // them: on a loaded machine the next command may still find no pid to fork with. The
+        // sandbox must come back to use, with no bomb process left, soon after.
+        const probe = () => target.exec("echo alive; ps -eo args= | grep -c '^python3' || true");
+        let next = await probe();
+        for (let attempt = 0; attempt < 100 && next.stdout !== "alive\n0\n"; attempt += 1) {
+          await new Promise((resolve) => setTimeout(resolve, 200));
+          next = await probe();
+        }
         expect(next.stdout).toBe("alive\n0\n");
       } finally {
         await removeContainer(bombed);
