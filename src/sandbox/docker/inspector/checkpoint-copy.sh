@@ -2,8 +2,9 @@
 # Runs inside cordon's inspector container (workspace-inspector.ts), never on the host and never in
 # the agent's own container: records a private copy's state as a git tree, or puts the copy back
 # to one. /baseline is cordon's baseline git dir (read-only), /checkpoints the checkpoint store
-# inside it (read-write: the tree objects this writes), /scratch a private tmpfs. To record,
-# /workspace is mounted read-only; to restore, read-write, and the sandbox is frozen meanwhile.
+# inside it (read-write: the tree objects this writes, and the last record's index, kept as a
+# cache), /scratch a private tmpfs. To record, /workspace is mounted read-only; to restore,
+# read-write, and the sandbox is frozen meanwhile.
 #
 # Why a hostile copy cannot turn this against anything: the container has no network, no
 # capabilities, a read-only root and sees no host path but these three mounts, so a link in the
@@ -44,9 +45,29 @@ is_tree() {
 }
 
 # The copy as it is now, as one tree: the same `add -A` a diff does, over the baseline's index.
-checkpoint_git read-tree refs/cordon/baseline
+# A record starts from the index the last record left in the store (only a cache of stat data:
+# a one-way `read-tree --reset` sets every entry to the baseline and keeps the stat data of those
+# that match it), so `add` hashes only files whose stat changed, not the whole copy each turn. A
+# cached index that is missing or that git refuses costs the full hash, nothing else. `cp -p`
+# keeps its time, which git's racy-entry check compares with its entries'.
+cached=/checkpoints/index
+if [ "$mode" = record ] && cp -p "$cached" "$GIT_INDEX_FILE" 2>/dev/null &&
+  checkpoint_git read-tree --reset refs/cordon/baseline 2>/dev/null; then
+  :
+else
+  rm -f "$GIT_INDEX_FILE"
+  checkpoint_git read-tree refs/cordon/baseline
+fi
 checkpoint_git add -A --pathspec-from-file=- --pathspec-file-nul
 current="$(checkpoint_git write-tree)"
+if [ "$mode" = record ]; then
+  # Renamed into place, so a record running beside this one (another inspector) reads a whole
+  # index or none; a cache that cannot be kept (a full store) fails nothing.
+  kept="$(mktemp "$cached.XXXXXX" 2>/dev/null)" || kept=""
+  if [ -n "$kept" ]; then
+    { cp -p "$GIT_INDEX_FILE" "$kept" && mv -f "$kept" "$cached"; } 2>/dev/null || rm -f "$kept"
+  fi
+fi
 
 case "$mode" in
 record)
