@@ -1,5 +1,6 @@
 import { spawn } from "node:child_process";
-import { Agent } from "node:http";
+import { Agent, type ClientRequest } from "node:http";
+import type { Socket } from "node:net";
 import { Duplex } from "node:stream";
 
 import { DockerUnavailableError } from "../../../common/index.js";
@@ -10,21 +11,52 @@ export interface SshTarget {
   user?: string | undefined;
 }
 
+/** How long an idle connection (an ssh process) is kept for the next request, in ms. */
+const idleConnectionMs = 15_000;
+
 /**
  * An HTTP agent whose every connection is `ssh HOST docker system dial-stdio`: the docker CLI's
  * own ssh transport. cordon runs the user's `ssh` rather than dockerode's built-in ssh2 client
  * because that client accepts any host key (no known_hosts check: a man in the middle would get
  * the engine) and reads neither ~/.ssh/config (host aliases, ProxyJump, IdentityFile) nor keys
  * outside the agent. BatchMode: a password prompt would hang a run; keys and agents work.
- * One ssh process per connection, ended with it (no keep-alive: an idle ssh would keep the
- * process alive).
+ *
+ * Connections are kept between requests: a new one costs an ssh handshake and a docker CLI start
+ * on the engine's host (about 0.5 s on loopback; one `cordon exec` makes ~20 requests). An idle
+ * one is unref'd (the agent does that; the socket passes it to the ssh process), so it never
+ * keeps cordon from exiting, and ended after `idleConnectionMs`, so a long-lived process does not
+ * hold ssh processes it no longer uses.
  */
 export function sshDialAgent(target: SshTarget, env: NodeJS.ProcessEnv): Agent {
-  const agent = new Agent({ keepAlive: false });
-  // Node's agent accepts any Duplex from createConnection; it is not typed that way.
-  (agent as unknown as { createConnection: () => Duplex }).createConnection = () =>
-    dialOverSsh(target, env);
-  return agent;
+  return new SshDialAgent(target, env);
+}
+
+class SshDialAgent extends Agent {
+  readonly #idle = new WeakMap<Duplex, NodeJS.Timeout>();
+
+  constructor(target: SshTarget, env: NodeJS.ProcessEnv) {
+    super({ keepAlive: true });
+    // Node's agent accepts any Duplex from createConnection; it is not typed that way.
+    (this as unknown as { createConnection: () => Duplex }).createConnection = () =>
+      dialOverSsh(target, env);
+  }
+
+  override keepSocketAlive(socket: Duplex): boolean {
+    // Typed void, returns whether the agent keeps it.
+    const kept = (super.keepSocketAlive(socket) as unknown) !== false;
+    if (kept) {
+      const timer = setTimeout(() => socket.destroy(), idleConnectionMs);
+      timer.unref();
+      this.#idle.set(socket, timer);
+    }
+    return kept;
+  }
+
+  override reuseSocket(socket: Duplex, request: ClientRequest): void {
+    clearTimeout(this.#idle.get(socket));
+    this.#idle.delete(socket);
+    super.reuseSocket(socket, request);
+  }
 }
 
 /** The ssh command line; `--` ends options, and the endpoint refused a host or user starting with `-`. */
@@ -97,13 +129,26 @@ function dialOverSsh(target: SshTarget, env: NodeJS.ProcessEnv): Duplex {
     socket.destroy(failure(`ssh did not start (${error.message}); is OpenSSH installed?`, error)),
   );
   child.stdin.on("error", () => undefined); // a write after ssh died: "close" reports why
-  // What http's client and agent may call on a socket; a pipe to ssh has no such knobs.
+  // ref/unref reach the ssh process and its pipes: an idle executor stream is unref'd so that
+  // cordon can exit while it stays open (container-exec.ts keepAlive), as a TCP socket is.
+  // The pipes of a spawned process are net.Sockets, though typed as plain streams.
+  const handles = [child, child.stdin, child.stdout, child.stderr] as unknown as Pick<
+    Socket,
+    "ref" | "unref"
+  >[];
+  // What http's client and agent may call on a socket; a pipe to ssh has no other such knobs.
   Object.assign(socket, {
     setTimeout: () => socket,
     setNoDelay: () => socket,
     setKeepAlive: () => socket,
-    ref: () => socket,
-    unref: () => socket,
+    ref: () => {
+      for (const handle of handles) handle.ref();
+      return socket;
+    },
+    unref: () => {
+      for (const handle of handles) handle.unref();
+      return socket;
+    },
   });
   return socket;
 }
