@@ -56,3 +56,4 @@ export { protectedPaths, type ProtectedPath } from "./path-guard.js";
 export { resolveAgent, implicitAgentId, type ResolvedAgent } from "./resolve-agent.js";
 export { agentMountPoint } from "./docker-settings.js";
 export { SandboxSettingsRefusedError } from "./policy-errors.js";
+export { hostCaBundleCandidates } from "./egress.js";

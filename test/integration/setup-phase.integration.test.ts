@@ -26,6 +26,7 @@ interface ResultJson {
   agent?: { status: string };
   verification?: { exitCode: number };
   filesChanged: { path: string }[];
+  durationsMs: { setup: number; total: number };
 }
 
 const fixture = (...parts: string[]): string =>
@@ -159,6 +160,9 @@ describe("fix-tests with a setup phase", () => {
     expect(result.agent).toBeUndefined();
     expect(result.setupRuns?.[0]?.refused).toContain("registry.yarnpkg.com");
     expect(result.message).toMatch(/--setup-allow-host registry\.yarnpkg\.com/);
+    // The failed setup is the job's time, not nothing (summary.md's "setup" once said 0.0s).
+    expect(result.durationsMs.setup).toBeGreaterThan(0);
+    expect(result.durationsMs.setup).toBeLessThanOrEqual(result.durationsMs.total);
   }, 600_000);
 
   it("run --setup-cmd that fails ends as fix-tests does: setup_failed, exit 9, no model call", async () => {

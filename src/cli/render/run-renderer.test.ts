@@ -171,17 +171,23 @@ describe("run renderer", () => {
       { type: "run-start", runId: "r1", sessionKey: "agent:main:t", model: "m" },
       { type: "setup-start", command: "npm ci" },
       { type: "egress", host: "registry.yarnpkg.com", port: 443, allowed: false, phase: "setup" },
+      { type: "egress", host: "registry.yarnpkg.com", port: 443, allowed: false, phase: "setup" },
       { type: "egress", host: "example.com", port: 443, allowed: true },
+      { type: "egress", host: "example.com", port: 443, allowed: true },
+      { type: "egress", host: "example.com", port: 80, allowed: true },
       { type: "run-end", runId: "r1", status: "setup_failed", exitCode: 9, finalText: "" },
     ];
     const lines = "· setup: npm ci\n· setup egress REFUSED: registry.yarnpkg.com:443\n";
     for (const format of ["text", "json", "stream-json"] as const) {
       expect(render(format, setup).stderr.startsWith(lines), format).toBe(true);
     }
-    // The agent's own egress is progress, as before: not in json, and once in text.
+    // The agent's own egress is progress, as before: not in json, and once in text; a destination
+    // connected to again is not shown again (its events still are, in stream-json).
     expect(render("json", setup).stderr).toBe(lines);
-    expect(render("text", setup).stderr).toContain("· egress allowed: example.com:443\n");
-    expect(render("text", setup).stderr.match(/registry/g)).toHaveLength(1);
+    const text = render("text", setup).stderr;
+    expect(text.match(/· egress allowed: example\.com:443\n/g)).toHaveLength(1);
+    expect(text).toContain("· egress allowed: example.com:80\n");
+    expect(text.match(/registry/g)).toHaveLength(1);
     let quiet = "";
     const renderer = createRunRenderer({
       format: "text",

@@ -147,6 +147,17 @@ export function createRunRenderer(options: RunRendererOptions): RunRenderer {
   let runId = "";
   let ended = false;
   let textOpen = false;
+  /**
+   * Each destination's decision is shown once per run (and phase): a package manager opens dozens
+   * of connections to one registry. The events themselves (stream-json, the events log) keep all.
+   */
+  const egressShown = new Set<string>();
+  const shownBefore = (event: RenderableEvent): boolean => {
+    const key = JSON.stringify([event["phase"], event["allowed"], event["host"], event["port"]]);
+    if (egressShown.has(key)) return true;
+    egressShown.add(key);
+    return false;
+  };
 
   // Narration, tool lines and progress: stderr, so stdout carries only the final answer.
   const live = options.quiet ? undefined : options.live;
@@ -245,6 +256,7 @@ export function createRunRenderer(options: RunRendererOptions): RunRenderer {
         }
         break;
       case "egress":
+        if (shownBefore(event)) break;
         progress(
           `· egress ${event["allowed"] ? "allowed" : "REFUSED"}: ${printable(String(event["host"]))}:${String(event["port"])}\n`,
         );
@@ -382,8 +394,10 @@ export function createRunRenderer(options: RunRendererOptions): RunRenderer {
       // refused is what explains a setup that failed; stream-json carries them as events as well.
       const setup = setupLine(event);
       if (setup !== undefined) {
-        options.live?.clear();
-        options.stderr(setup);
+        if (event.type !== "egress" || !shownBefore(event)) {
+          options.live?.clear();
+          options.stderr(setup);
+        }
         if (options.format !== "stream-json") return;
       }
       switch (options.format) {

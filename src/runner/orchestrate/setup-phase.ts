@@ -1,5 +1,12 @@
 import { EnvironmentError } from "../../common/index.js";
-import type { EgressDecision, SandboxLease } from "../../sandbox/index.js";
+import { hostCaBundleCandidates } from "../../policy/index.js";
+import {
+  detectTlsInspection,
+  type EgressDecision,
+  type SandboxLease,
+  type SandboxSpec,
+  type TlsInspection,
+} from "../../sandbox/index.js";
 import type { RunnerEvent } from "./run-task.js";
 import type { ProvideSandboxOptions } from "./sandbox-provider.js";
 
@@ -19,6 +26,16 @@ export interface SetupRun {
   durationMs: number;
   /** Hosts the egress proxy refused while it ran: what to add to `--setup-allow-host`. */
   refused: string[];
+  /**
+   * When it failed with nothing refused: an allowed host whose HTTPS this network re-signs with a
+   * CA the host trusts and the sandbox, without `trustHostCertificates`, does not.
+   */
+  tlsInspection?: TlsInspection | undefined;
+}
+
+/** Of a setup sandbox's plan, what says how it reaches the network: its egress and mounts. */
+export interface SetupSandboxPlan {
+  sandbox: { spec?: Pick<SandboxSpec, "egress" | "mounts"> | undefined };
 }
 
 /** What a setup phase needs of a runner: its sandbox for a request, and removing that again. */
@@ -31,7 +48,11 @@ export interface SetupSandboxes {
     signal?: AbortSignal | undefined;
     onProgress?: ProvideSandboxOptions["onProgress"];
     onEgress?: ProvideSandboxOptions["onEgress"];
-  }): Promise<{ lease: SandboxLease }>;
+  }): Promise<{
+    lease: SandboxLease;
+    /** The sandbox's plan, when the runner has one: its egress and mounts. */
+    plan?: SetupSandboxPlan | undefined;
+  }>;
   discardSandbox(
     request: { agentId?: string | undefined; sessionKey?: string | undefined },
     options: { keepWorkspace?: boolean },
@@ -103,6 +124,8 @@ export async function runSetupPhase(options: SetupPhaseOptions): Promise<SetupRu
     // The proxy's decisions arrive by following its log, a moment after the command saw them: a
     // failed setup waits briefly for the refusal that likely explains it (seen missing once in CI).
     if (result.exitCode !== 0) await until(() => refused.size > 0, egressLogGraceMs);
+    const tlsInspection =
+      result.exitCode !== 0 && refused.size === 0 ? await inspectedTls(held.plan) : undefined;
     return {
       command: setup.command,
       exitCode: result.exitCode,
@@ -113,6 +136,7 @@ export async function runSetupPhase(options: SetupPhaseOptions): Promise<SetupRu
           : `…(earlier output cut)…\n${output.slice(-outputTailBytes)}`,
       durationMs: result.durationMs,
       refused: [...refused].sort(),
+      tlsInspection,
     };
   } finally {
     await held.lease.release();
@@ -120,14 +144,47 @@ export async function runSetupPhase(options: SetupPhaseOptions): Promise<SetupRu
   }
 }
 
+/** The allowed hosts a diagnosis looks at: a wildcard names no host to ask. */
+const probedHostsAtMost = 3;
+
+/**
+ * Whether an allowed host's HTTPS is re-signed by a CA only this host trusts, for a sandbox that
+ * does not mount the host's bundle (with it mounted, such a CA is trusted and not the cause).
+ */
+export async function inspectedTls(
+  plan: SetupSandboxPlan | undefined,
+  detect: typeof detectTlsInspection = detectTlsInspection,
+): Promise<TlsInspection | undefined> {
+  const spec = plan?.sandbox.spec;
+  if (!spec?.egress || spec.mounts.some((mount) => mount.role === "ca-certificates")) {
+    return undefined;
+  }
+  const hosts = spec.egress.allow
+    .filter((host) => !host.startsWith("*."))
+    .slice(0, probedHostsAtMost);
+  const found = await Promise.all(
+    hosts.map((host) => detect(host, { bundleCandidates: hostCaBundleCandidates })),
+  );
+  return found.find((inspection) => inspection !== undefined);
+}
+
 /** One sentence on a failed setup, naming the fix. */
 export function setupFailureMessage(run: SetupRun): string {
   const how = run.timedOut ? "timed out" : `failed (exit ${run.exitCode ?? "none: killed"})`;
-  const refused = run.refused.length
-    ? ` The egress proxy refused ${run.refused.join(", ")}: allow what it needs with ${run.refused.map((host) => `--setup-allow-host ${host}`).join(" ")}.`
-    : " Fix the command, or allow the hosts it needs with --setup-allow-host.";
   const tail = run.outputTail.trimEnd().split("\n").slice(-15).join("\n");
-  return `The setup command \`${run.command}\` ${how}.${refused}\n${tail}`;
+  return `The setup command \`${run.command}\` ${how}. ${setupFailureFix(run)}.\n${tail}`;
+}
+
+/** What to change after a failed setup: a refused host, an inspected network, else the command. */
+export function setupFailureFix(run: SetupRun): string {
+  if (run.refused.length) {
+    return `The egress proxy refused ${run.refused.join(", ")}: allow what it needs with ${run.refused.map((host) => `--setup-allow-host ${host}`).join(" ")}`;
+  }
+  if (run.tlsInspection) {
+    const { host, issuer, bundle } = run.tlsInspection;
+    return `This network re-signs HTTPS to ${host} with its own CA ("${issuer}"), which this host trusts (${bundle}) and the sandbox does not: let the sandbox trust the host's CA bundle with { agents: { defaults: { sandbox: { egress: { trustHostCertificates: true } } } } } in your cordon.json5 (docs/network.md, "Behind a TLS-inspecting proxy")`;
+  }
+  return "Fix the command, or allow the hosts it needs with --setup-allow-host";
 }
 
 /**
@@ -150,7 +207,11 @@ export async function setupBeforeRun(
   });
   if (run.exitCode !== 0) {
     throw new EnvironmentError(setupFailureMessage(run), {
-      fix: "fix the setup command, or allow what it needs with --setup-allow-host",
+      fix: lowerFirst(setupFailureFix(run)),
     });
   }
+}
+
+function lowerFirst(text: string): string {
+  return text.charAt(0).toLowerCase() + text.slice(1);
 }

@@ -72,11 +72,13 @@ export {
   type ModelGateway,
   type ModelGatewayCall,
   type ModelGatewayOptions,
+  detectTlsInspection,
   parseEgressLine,
   squidConfig,
   upstreamProxyFromEnv,
   type EgressDecision,
   type EgressProxySummary,
+  type TlsInspection,
   type UpstreamProxy,
 } from "./egress/index.js";
 export {

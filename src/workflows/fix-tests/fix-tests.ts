@@ -316,7 +316,10 @@ export async function fixTests(options: FixTestsOptions): Promise<FixTestsResult
     const attempts = attemptCount(options.attempts);
     phase("seeding a private copy and running the tests");
     let mark = Date.now();
-    if (!(await setUp(sessionKey, result, options.signal))) return result;
+    if (!(await setUp(sessionKey, result, options.signal))) {
+      durations.setup = Date.now() - mark;
+      return result;
+    }
     const work = await options.runner.acquireSandbox({
       ...request,
       sessionKey,

@@ -16,3 +16,8 @@ export {
   type ModelGatewayOptions,
 } from "./model-gateway.js";
 export { remoteEgressRefusal } from "./remote-egress-refusal.js";
+export {
+  detectTlsInspection,
+  type TlsInspection,
+  type TlsInspectionOptions,
+} from "./tls-inspection.js";

@@ -1,0 +1,86 @@
+import { describe, expect, it, vi } from "vitest";
+
+import type { MountSpec } from "../../sandbox/index.js";
+import {
+  inspectedTls,
+  setupFailureFix,
+  setupFailureMessage,
+  type SetupRun,
+  type SetupSandboxPlan,
+} from "./setup-phase.js";
+
+const failed: SetupRun = {
+  command: "npm ci",
+  exitCode: 1,
+  timedOut: false,
+  outputTail: "npm error Exit handler never called!\n",
+  durationMs: 70_000,
+  refused: [],
+};
+
+const caMount: MountSpec = {
+  source: "/etc/ssl/certs/ca-certificates.crt",
+  target: "/usr/local/share/cordon/host-ca-certificates.crt",
+  readOnly: true,
+  role: "ca-certificates",
+};
+
+function planWith(allow: string[], mounts: MountSpec[] = []): SetupSandboxPlan {
+  return { sandbox: { spec: { egress: { allow, proxyContainer: "p", proxyPort: 3128 }, mounts } } };
+}
+
+const inspection = {
+  host: "registry.npmjs.org",
+  issuer: "Corp Proxy CA",
+  bundle: "/etc/ssl/certs/ca-certificates.crt",
+};
+
+describe("a failed setup's message", () => {
+  it("names the refused hosts first", () => {
+    const run = { ...failed, refused: ["github.com"], tlsInspection: inspection };
+    expect(setupFailureFix(run)).toBe(
+      "The egress proxy refused github.com: allow what it needs with --setup-allow-host github.com",
+    );
+  });
+
+  it("names a re-signing network and the setting that trusts the host's bundle", () => {
+    const message = setupFailureMessage({ ...failed, tlsInspection: inspection });
+    expect(message).toContain(
+      're-signs HTTPS to registry.npmjs.org with its own CA ("Corp Proxy CA")',
+    );
+    expect(message).toContain(
+      "{ agents: { defaults: { sandbox: { egress: { trustHostCertificates: true } } } } }",
+    );
+    expect(message).toMatch(/\nnpm error Exit handler never called!$/);
+  });
+
+  it("otherwise points at the command and the allowlist", () => {
+    expect(setupFailureMessage(failed)).toMatch(
+      /^The setup command `npm ci` failed \(exit 1\)\. Fix the command, or allow the hosts it needs with --setup-allow-host\.\n/,
+    );
+  });
+});
+
+describe("inspectedTls", () => {
+  it("asks about named allowed hosts, not wildcards, and returns the first finding", async () => {
+    const detect = vi.fn((host: string) =>
+      Promise.resolve(host === "registry.npmjs.org" ? inspection : undefined),
+    );
+    await expect(
+      inspectedTls(planWith(["*.pythonhosted.org", "pypi.org", "registry.npmjs.org"]), detect),
+    ).resolves.toEqual(inspection);
+    expect(detect.mock.calls.map(([host]) => host)).toEqual(["pypi.org", "registry.npmjs.org"]);
+  });
+
+  it("asks nothing when the sandbox already trusts the host's bundle, or has no egress", async () => {
+    const detect = vi.fn(() => Promise.resolve(inspection));
+    await expect(
+      inspectedTls(planWith(["registry.npmjs.org"], [caMount]), detect),
+    ).resolves.toBeUndefined();
+    await expect(
+      inspectedTls({ sandbox: { spec: { mounts: [] } } }, detect),
+    ).resolves.toBeUndefined();
+    await expect(inspectedTls(undefined, detect)).resolves.toBeUndefined();
+    expect(detect).not.toHaveBeenCalled();
+  });
+});
