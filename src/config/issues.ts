@@ -33,15 +33,26 @@ function deepestPath(branch: readonly ZodIssue[]): number {
   return Math.max(...branch.map((issue) => issue.path.length));
 }
 
+/** What the checked value holds at `at`, if anything. */
+function valueAt(input: unknown, at: readonly PropertyKey[]): unknown {
+  let value = input;
+  for (const part of at) {
+    if (typeof value !== "object" || value === null) return undefined;
+    value = (value as Record<PropertyKey, unknown>)[part];
+  }
+  return value;
+}
+
 function describeIssue(
   issue: ZodIssue,
   schema: z.ZodType | undefined,
   at: readonly PropertyKey[],
+  input: unknown,
 ): Described[] {
   switch (issue.code) {
     case "unrecognized_keys":
       return issue.keys.map((key) => {
-        const suggestion = schema && suggestKey(schema, at, key);
+        const suggestion = schema && suggestKey(schema, at, key, valueAt(input, [...at, key]));
         return {
           subPath: [],
           message: `unknown key "${key}"${suggestion ? ` (did you mean "${suggestion}"?)` : ""}`,
@@ -61,7 +72,7 @@ function describeIssue(
         .sort((a, b) => deepestPath(b) - deepestPath(a))[0];
       if (best && deepestPath(best) > 0) {
         return best.flatMap((inner) =>
-          describeIssue(inner, schema, [...at, ...inner.path]).map((d) => ({
+          describeIssue(inner, schema, [...at, ...inner.path], input).map((d) => ({
             subPath: [...inner.path, ...d.subPath],
             message: d.message,
           })),
@@ -76,16 +87,17 @@ function describeIssue(
 
 /**
  * Flattens zod issues into `path: message` pairs; with the schema, unknown keys that look like a
- * typo of a known one get a suggestion.
+ * typo of a known one, or a known one written too high, get a suggestion (with `input`, the value
+ * checked, a misplaced key's own keys say where it belongs).
  */
 export function configIssuesOf(
   error: z.ZodError,
   schema?: z.ZodType,
-  prefix: readonly PropertyKey[] = [],
+  input?: unknown,
 ): ConfigIssue[] {
   return error.issues.flatMap((issue) =>
-    describeIssue(issue, schema, issue.path).map((d) => ({
-      path: formatConfigPath([...prefix, ...issue.path, ...d.subPath]),
+    describeIssue(issue, schema, issue.path, input).map((d) => ({
+      path: formatConfigPath([...issue.path, ...d.subPath]),
       message: d.message,
     })),
   );

@@ -59,11 +59,16 @@ function editDistance(a: string, b: string): number {
   return row[b.length] ?? Math.max(a.length, b.length);
 }
 
-/** The known key closest to an unknown one at `path`, if one is close enough to be a typo. */
+/**
+ * The known key closest to an unknown one at `path`, if one is close enough to be a typo; else
+ * where a key of that name exists further down (`value`, what the user wrote under it, decides
+ * between several).
+ */
 export function suggestKey(
   schema: z.ZodType,
   path: readonly PropertyKey[],
   unknown: string,
+  value?: unknown,
 ): string | undefined {
   const known = objectsAt(schema, path).flatMap((def) => Object.keys(def.shape ?? {}));
   let best: { key: string; distance: number } | undefined;
@@ -72,5 +77,46 @@ export function suggestKey(
     if (!best || distance < best.distance) best = { key, distance };
   }
   const limit = Math.max(1, Math.floor(unknown.length / 3));
-  return best && best.distance <= limit ? best.key : undefined;
+  if (best && best.distance <= limit) return best.key;
+  return misplacedKey(schema, path, unknown, value);
+}
+
+/** How far below an unknown key a key of that name is looked for. */
+const misplacedDepth = 2;
+
+/**
+ * A key that exists, by exactly that name, a level or two further down: `sandbox` at the root is
+ * `agents.defaults.sandbox` (a config's first mistake, seen by hand). Objects only: arrays and
+ * records need a name or index the user has to choose. Of several places (`tools.sandbox` too),
+ * the one that knows most of the keys written under it; a tie names none rather than guess.
+ */
+function misplacedKey(
+  schema: z.ZodType,
+  path: readonly PropertyKey[],
+  unknown: string,
+  value: unknown,
+): string | undefined {
+  const written =
+    typeof value === "object" && value !== null && !Array.isArray(value) ? Object.keys(value) : [];
+  const places: { path: string[]; known: number }[] = [];
+  let level: string[][] = [[]];
+  for (let depth = 0; depth <= misplacedDepth; depth++) {
+    const next: string[][] = [];
+    for (const below of level) {
+      for (const def of objectsAt(schema, [...path, ...below])) {
+        for (const key of Object.keys(def.shape ?? {})) {
+          next.push([...below, key]);
+          if (depth === 0 || key !== unknown) continue;
+          const there = objectsAt(schema, [...path, ...below, key]);
+          const known = written.filter((name) => there.some((d) => d.shape?.[name])).length;
+          places.push({ path: [...below, key], known });
+        }
+      }
+    }
+    level = next;
+  }
+  places.sort((a, b) => b.known - a.known);
+  const [best, second] = places;
+  if (!best || (second && second.known === best.known)) return undefined;
+  return best.path.join(".");
 }

@@ -282,15 +282,16 @@ describe("validation errors", () => {
     );
   });
 
+  const messageOf = (value: unknown) => {
+    try {
+      parseConfig(value);
+    } catch (error) {
+      return (error as Error).message;
+    }
+    return "";
+  };
+
   it("suggests the key a typo was meant to be, also inside lists and unions", () => {
-    const messageOf = (value: unknown) => {
-      try {
-        parseConfig(value);
-      } catch (error) {
-        return (error as Error).message;
-      }
-      return "";
-    };
     expect(
       messageOf({ agents: { defaults: { sandbox: { docker: { nework: "none", pidLimit: 1 } } } } }),
     ).toMatch(
@@ -303,6 +304,17 @@ describe("validation errors", () => {
       /model: unknown key "primry" \(did you mean "primary"\?\)/,
     );
     expect(messageOf({ zzzzzz: 1 })).toMatch(/unknown key "zzzzzz"$/m);
+  });
+
+  it("points a key written a level or two too high at where it belongs", () => {
+    expect(messageOf({ sandbox: { egress: { trustHostCertificates: true } } })).toMatch(
+      /\(root\): unknown key "sandbox" \(did you mean "agents\.defaults\.sandbox"\?\)$/m,
+    );
+    expect(messageOf({ agents: { defaults: { egress: {} } } })).toMatch(
+      /agents\.defaults: unknown key "egress" \(did you mean "sandbox\.egress"\?\)/,
+    );
+    // `tools.sandbox` exists too: with nothing written under it that tells them apart, no guess.
+    expect(messageOf({ sandbox: {} })).toMatch(/\(root\): unknown key "sandbox"$/m);
   });
 
   it("points at the line and column of a JSON5 syntax error", async () => {

@@ -102,12 +102,13 @@ export async function loadConfig(options: LoadConfigOptions): Promise<LoadedConf
     mergeAll([user?.layer ?? {}, fileLayer, envLayer, flagLayer]) as PlainObject,
     [envLayer, flagLayer],
   );
-  const parsed = cordonConfigSchema.safeParse(mergeLayers(builtinDefaults(cwd), explicit));
+  const merged = mergeLayers(builtinDefaults(cwd), explicit);
+  const parsed = cordonConfigSchema.safeParse(merged);
   if (!parsed.success) {
     const files = [user?.file, found?.file].filter((file) => file !== undefined);
     throw configErrorOf(
       `the config (${[...files, "environment and flags"].join(", ")})`,
-      configIssuesOf(parsed.error, cordonConfigSchema),
+      configIssuesOf(parsed.error, cordonConfigSchema, merged),
     );
   }
   return {
@@ -153,9 +154,10 @@ export function parseConfig(
     throw new ConfigError("a config must be an object", { fix: "pass `{}` for all defaults" });
   }
   const resolved = resolveLayerPaths(value, cwd, options.homeDir ?? homedir());
-  const parsed = cordonConfigSchema.safeParse(mergeLayers(builtinDefaults(cwd), resolved));
+  const merged = mergeLayers(builtinDefaults(cwd), resolved);
+  const parsed = cordonConfigSchema.safeParse(merged);
   if (!parsed.success)
-    throw configErrorOf("the config", configIssuesOf(parsed.error, cordonConfigSchema));
+    throw configErrorOf("the config", configIssuesOf(parsed.error, cordonConfigSchema, merged));
   return parsed.data;
 }
 
@@ -212,7 +214,7 @@ export async function readConfigFile(
   const layer = parseConfigText(file, bytes.toString("utf8"));
   const checked = cordonConfigSchema.safeParse(layer);
   if (!checked.success) {
-    throw configErrorOf(file, configIssuesOf(checked.error, cordonConfigSchema));
+    throw configErrorOf(file, configIssuesOf(checked.error, cordonConfigSchema, layer));
   }
   return { layer, sha256: sha256Of(bytes) };
 }
