@@ -13,6 +13,7 @@ export const figureNames = [
   "long-session",
   "mcp",
   "gvisor",
+  "volumes",
 ] as const;
 
 export type FigureName = (typeof figureNames)[number];

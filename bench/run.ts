@@ -16,6 +16,7 @@ import { gvisor } from "./figures/gvisor.js";
 import { longSession } from "./figures/long-session.js";
 import { mcpFigure } from "./figures/mcp.js";
 import { seededSession } from "./figures/seeded-session.js";
+import { volumesFigure } from "./figures/volumes.js";
 import { warmExec } from "./figures/warm-exec.js";
 import type { BenchOptions, FigureName } from "./options.js";
 import type { BenchReport, FigureResult } from "./report.js";
@@ -37,6 +38,7 @@ const figures: Record<
   "long-session": { title: "1000 sequential tool calls: drift and memory", run: longSession },
   mcp: { title: "an MCP tool call (stdio, warm sandbox)", run: mcpFigure },
   gvisor: { title: "gVisor (runsc) against runc", run: gvisor },
+  volumes: { title: "the private copy in engine volumes against on this host", run: volumesFigure },
 };
 
 export interface RunBenchOptions extends BenchOptions {

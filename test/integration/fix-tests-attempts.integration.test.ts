@@ -5,7 +5,7 @@
  * working is stopped, all three are reported, and no attempt leaves a container or a private copy
  * behind. With no fix among them, the exit is today's failure exit and every attempt is reported.
  */
-import { mkdtemp, readFile, readdir, rm } from "node:fs/promises";
+import { mkdtemp, readFile, readdir, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
 
@@ -77,6 +77,10 @@ describe("cordon fix-tests --attempts", () => {
   });
 
   async function fixTests(out: string, ...extra: string[]) {
+    return fixTestsWith(env(), out, ...extra);
+  }
+
+  async function fixTestsWith(environment: NodeJS.ProcessEnv, out: string, ...extra: string[]) {
     const run = await runCordon(
       [
         "fix-tests",
@@ -88,7 +92,7 @@ describe("cordon fix-tests --attempts", () => {
         out,
         ...extra,
       ],
-      env(),
+      environment,
     );
     const result = JSON.parse(await readFile(path.join(out, "result.json"), "utf8")) as ResultJson;
     return { run, result };
@@ -165,6 +169,38 @@ describe("cordon fix-tests --attempts", () => {
     // The user's repository is untouched; no attempt left a container or a private copy.
     expect(git(repo, "status", "--porcelain")).toBe("");
     expect(await leftBehind(result)).toEqual({ containers: [], copies: [] });
+  });
+
+  it("with the copies in engine volumes: the forks are volumes too, the right fix wins, and no volume is left", async () => {
+    const out = path.join(home, "volumes");
+    const config = path.join(home, "volumes.json5");
+    await writeFile(
+      config,
+      '{ agents: { defaults: { sandbox: { workspaceStorage: "volume" } } } }\n',
+    );
+    const { run, result } = await fixTestsWith(
+      { ...env(), CORDON_CONFIG: config },
+      out,
+      "--attempts",
+      "2",
+      "--model-script",
+      script("wrong-fix.json"),
+      "--model-script",
+      script("careful-fix.json"),
+    );
+    expect(run.exitCode, run.stderr).toBe(0);
+    expect(result).toMatchObject({ status: "fixed", exitCode: 0, winner: 2 });
+    expect(result.filesChanged.map((file) => file.path)).toEqual(["pricing.py"]);
+    expect(run.stderr).toContain("2 agents at once, each in its own fork of this copy");
+    expect(await readFile(path.join(out, "changes.patch"), "utf8")).toContain(
+      "+    return subtotal - discount",
+    );
+    expect(git(repo, "status", "--porcelain")).toBe("");
+    expect(await leftBehind(result)).toEqual({ containers: [], copies: [] });
+    const volumes = await dockerClient().listVolumes({
+      filters: { label: [`cordon.home=${home}`, "cordon.volume-of"] },
+    });
+    expect((volumes.Volumes ?? []).map((volume) => volume.Name)).toEqual([]);
   });
 
   it("no fix among the attempts: exit 8 as with one, the furthest failure speaks, every attempt reported", async () => {

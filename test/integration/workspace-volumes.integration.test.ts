@@ -145,12 +145,6 @@ describe("a private copy in volumes on the engine", () => {
     expect(after.stdout).not.toContain("scribble");
     expect(after.stdout).toContain("+    return subtotal - discount");
 
-    // A copy in volumes cannot be forked yet: refused before anything is made.
-    const fork = await cordon(["fork", "--workspace", repo, "--session", session, "--as", "copy"]);
-    expect(fork.exitCode).toBe(2);
-    expect(fork.stderr).toMatch(/keeps its private copy in Docker volumes on the engine/);
-    expect((await volumesOf(home)).size).toBe(3);
-
     // Unapplied work is read over the volumes too: rm keeps it.
     const refused = await cordon(["sandbox", "rm", sandbox.name]);
     expect(refused.exitCode).not.toBe(0);

@@ -40,6 +40,7 @@ export {
   type ManagedContainer,
 } from "./manager.js";
 export { ForkTargetExistsError } from "./fork-workspace.js";
+export { workspaceVolumeNames, type WorkspaceVolumes } from "./workspace-volumes.js";
 export {
   UnappliedChangesCheck,
   reviewCommand,

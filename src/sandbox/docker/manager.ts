@@ -33,6 +33,7 @@ import type { DockerEngine } from "./engine.js";
 import { remoteEngineRefusal } from "./engine-filesystem.js";
 import {
   ensureWorkspaceVolumes,
+  makeForkVolumes,
   usesWorkspaceVolumes,
   workspaceVolumeMount,
   workspaceVolumeNames,
@@ -323,12 +324,12 @@ export class DockerSandboxManager {
     options: AcquireOptions = {},
   ): Promise<DockerSandboxLease> {
     assertForkable(source, target);
-    if (this.usesVolumes(source) || this.usesVolumes(target)) {
+    if (this.usesVolumes(source) !== this.usesVolumes(target)) {
+      const where = (spec: SandboxSpec): string =>
+        this.usesVolumes(spec) ? "in Docker volumes on the engine" : "on this host";
       throw new ConfigError(
-        `${source.containerName} keeps its private copy in Docker volumes on the engine, which cannot be forked yet`,
-        {
-          fix: 'fork sessions whose copy is on this host (sandbox.workspaceStorage "host", on a local engine)',
-        },
+        `${source.containerName} keeps its private copy ${where(source)}, and its fork would keep its ${where(target)}`,
+        { fix: "fork with the same sandbox.workspaceStorage as the parent session" },
       );
     }
     const fork = { source, made: false };
@@ -377,7 +378,23 @@ export class DockerSandboxManager {
     const source = this.inspectedWorkspace(fork.source, image.reference);
     if (!source) throw new SandboxStartError(`${fork.source.containerName} has no private copy`);
     await assertHasBaseline(from);
+    const volumes = source.volumes !== undefined;
     if (context.taken) {
+      fork.made = true;
+    } else if (volumes) {
+      // Its volumes: the workspace empty, the parent's baseline copied engine to engine.
+      const made = await makeForkVolumes(fork.source, target, {
+        containers: this.containers,
+        volumes: this.engine.volumes,
+        stateDirectory: this.stateDirectory,
+        image: image.reference,
+      });
+      if (!made) {
+        throw new ForkTargetExistsError(
+          `the volumes of ${target.containerName} exist already: a fork never replaces them`,
+          { fix: "fork under another name, or remove that sandbox first (`cordon sandbox rm`)" },
+        );
+      }
       fork.made = true;
     } else {
       const made = await ensurePrivateWorkspace(
@@ -395,11 +412,12 @@ export class DockerSandboxManager {
     }
     // The baseline first, as a seed installs it: a copy in place has its baseline.
     await forkBaseline(from, to, { signal: context.signal });
-    context.progress("workspace", `copying ${from} into ${to}`);
+    const into = volumes ? workspaceVolumeNames(target.containerName).workspace : to;
+    context.progress("workspace", `copying ${source.volumes?.workspace ?? from} into ${into}`);
     await copyIntoFork({
       inspectors: this.inspectors,
       source,
-      target: to,
+      target: into,
       freeze: (fn) => this.freeze(fork.source, fn),
       signal: context.signal,
     });

@@ -81,6 +81,13 @@ export interface ContainerClient {
    * headers, which the caller writes.
    */
   putArchive(nameOrId: string, directory: string, archive: Readable): Promise<void>;
+  /**
+   * A tar stream of `source` in the container (the engine's archive API, as `docker cp C:SRC -`
+   * does), its entries named from `source`'s last component: works on a created container that
+   * never started, and out of its volume mounts too. Only for trees of cordon's own: the host
+   * passes it on, unread.
+   */
+  getArchive(nameOrId: string, source: string): Promise<Readable>;
   /** Joins a container to a network, reachable there under `aliases`. */
   connect(network: string, nameOrId: string, aliases: string[]): Promise<void>;
 }

@@ -268,6 +268,14 @@ export class DockerContainerClient implements ContainerClient {
     }
   }
 
+  async getArchive(nameOrId: string, source: string): Promise<Readable> {
+    try {
+      return (await this.docker.getContainer(nameOrId).getArchive({ path: source })) as Readable;
+    } catch (error) {
+      throw toSandboxError(error, `copy ${source} out of ${nameOrId}`);
+    }
+  }
+
   async connect(network: string, nameOrId: string, aliases: string[]): Promise<void> {
     try {
       await this.docker

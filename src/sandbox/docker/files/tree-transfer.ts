@@ -90,19 +90,72 @@ export interface PackTreeOptions {
 /**
  * Packs `root` in a stable order; sockets and devices are skipped, symlinks kept as links (never
  * followed). For trees of cordon's own only (a seed no container has reached, a build context).
+ *
+ * Fast enough to seed a copy into an engine volume (issue 29's bench): a directory's children are
+ * `lstat`ed at once, and small files are read ahead of the archive, a few at a time, each in one
+ * read; a large one streams in pieces as it is packed.
  */
 export async function packTree(
   archive: Pack,
   root: string,
   options: PackTreeOptions = {},
-  relative = "",
+): Promise<void> {
+  const entries: PackedEntry[] = [];
+  await listTree(root, "", options, entries);
+  const reads = new Map<number, Promise<Buffer>>();
+  let next = 0;
+  const readAhead = (upto: number): void => {
+    for (; next < entries.length && next <= upto; next += 1) {
+      const entry = entries[next];
+      if (entry?.file === undefined || (entry.header.size ?? 0) > smallFileBytes) continue;
+      const read = readSmallFile(entry.file);
+      // Awaited in order below; one that fails after an earlier failure must not go unhandled.
+      read.catch(() => undefined);
+      reads.set(next, read);
+    }
+  };
+  for (let index = 0; index < entries.length; index += 1) {
+    readAhead(index + readAheadFiles);
+    const entry = entries[index] as PackedEntry;
+    const read = reads.get(index);
+    reads.delete(index);
+    if (read) {
+      const data = await read;
+      await addEntry(archive, { ...entry.header, size: data.byteLength }, data);
+    } else if (entry.file !== undefined) {
+      await addFile(archive, entry.header, entry.file);
+    } else {
+      await addEntry(archive, entry.header);
+    }
+  }
+}
+
+/** Files up to this size are read whole, ahead of the archive; larger ones stream. */
+const smallFileBytes = 256 * 1024;
+/** How many entries ahead small files are read (at most 4 MiB held). */
+const readAheadFiles = 16;
+
+/** One entry of `packTree`: a header, and the host file of a regular file. */
+interface PackedEntry {
+  header: Headers;
+  file?: string | undefined;
+}
+
+/** The entries below `relative`, in the order they are packed (names sorted, depth first). */
+async function listTree(
+  root: string,
+  relative: string,
+  options: PackTreeOptions,
+  out: PackedEntry[],
 ): Promise<void> {
   const names = (await readdir(path.join(root, relative))).sort();
   const owner = options.owner ? { uid: options.owner.uid, gid: options.owner.gid } : {};
-  for (const name of names) {
+  const infos = await Promise.all(names.map((name) => lstat(path.join(root, relative, name))));
+  for (const [index, name] of names.entries()) {
+    const info = infos[index];
+    if (!info) continue;
     const rel = relative ? `${relative}/${name}` : name;
     const full = path.join(root, rel);
-    const info = await lstat(full);
     const base: Headers = {
       name: `${options.prefix ?? ""}${rel}`,
       mode: info.mode & 0o7777,
@@ -110,19 +163,32 @@ export async function packTree(
       ...owner,
     };
     if (info.isDirectory()) {
-      await addEntry(archive, { ...base, type: "directory" });
-      await packTree(archive, root, options, rel);
+      out.push({ header: { ...base, type: "directory" } });
+      await listTree(root, rel, options, out);
     } else if (info.isSymbolicLink()) {
-      await addEntry(archive, { ...base, type: "symlink", linkname: await readlink(full) });
+      out.push({ header: { ...base, type: "symlink", linkname: await readlink(full) } });
     } else if (info.isFile()) {
-      await addFile(archive, { ...base, type: "file", size: info.size }, full);
+      out.push({ header: { ...base, type: "file", size: info.size }, file: full });
     }
   }
 }
 
-export function addEntry(archive: Pack, header: Headers): Promise<void> {
+/** A small file's bytes, never through a link (the tree could change between list and read). */
+async function readSmallFile(file: string): Promise<Buffer> {
+  const handle = await open(file, constants.O_RDONLY | constants.O_NOFOLLOW);
+  try {
+    return await handle.readFile();
+  } finally {
+    await handle.close();
+  }
+}
+
+export function addEntry(archive: Pack, header: Headers, data?: Uint8Array): Promise<void> {
   return new Promise((resolve, reject) => {
-    archive.entry(header, (error) => (error ? reject(error) : resolve()));
+    const done = (error?: Error | null): void => (error ? reject(error) : resolve());
+    if (data)
+      archive.entry(header, Buffer.from(data.buffer, data.byteOffset, data.byteLength), done);
+    else archive.entry(header, done);
   });
 }
 

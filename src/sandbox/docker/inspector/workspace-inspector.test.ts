@@ -61,6 +61,26 @@ describe("the inspector container", () => {
     expect(() => inspectorContainer("n", target, 1000, "fork")).toThrow(/fork into/);
   });
 
+  it("forks a copy in volumes into the fork's workspace volume, its only writable mount", () => {
+    const inVolumes = {
+      ...target,
+      volumes: {
+        workspace: "cordon-s-workspace",
+        baseline: "cordon-s-baseline",
+        checkpoints: "cordon-s-checkpoints",
+      },
+      forkTarget: "cordon-f-workspace",
+    };
+    const mounts = inspectorContainer("n", inVolumes, 1000, "fork").HostConfig.Mounts?.map(
+      (mount) => `${mount.Type} ${mount.Source} ${mount.Target}:${mount.ReadOnly ? "ro" : "rw"}`,
+    );
+    expect(mounts).toEqual([
+      "volume cordon-s-workspace /workspace:ro",
+      "volume cordon-s-baseline /baseline:ro",
+      "volume cordon-f-workspace /fork:rw",
+    ]);
+  });
+
   it("runs only the modes of its access, with a tree id for an operand", async () => {
     const fake = new FakeContainerClient();
     const inspectors = new WorkspaceInspectors({ containers: fake });

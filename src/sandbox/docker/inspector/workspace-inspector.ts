@@ -53,8 +53,9 @@ export interface InspectedWorkspace {
    */
   checkpointStore?: string | undefined;
   /**
-   * Host path of the private copy of a sandbox forked from this one (`fork`): mounted read-write
-   * at /fork only into the inspector that copies this copy into it.
+   * Host path of the private copy of a sandbox forked from this one (`fork`), or its workspace
+   * volume when this copy is in `volumes`: mounted read-write at /fork only into the inspector
+   * that copies this copy into it, its only writable mount.
    */
   forkTarget?: string | undefined;
   /**
@@ -301,9 +302,7 @@ function inspectorMounts(
       ReadOnly: true,
     },
     ...(store ? [{ Type: type, Source: store, Target: "/checkpoints", ReadOnly: false }] : []),
-    ...(forkTarget
-      ? [{ Type: "bind" as const, Source: forkTarget, Target: "/fork", ReadOnly: false }]
-      : []),
+    ...(forkTarget ? [{ Type: type, Source: forkTarget, Target: "/fork", ReadOnly: false }] : []),
   ];
 }
 

@@ -287,6 +287,11 @@ export class FakeContainerClient implements ContainerClient {
     return Promise.resolve();
   }
 
+  getArchive(nameOrId: string, source: string): Promise<Readable> {
+    this.#record("getArchive", [nameOrId, source]);
+    return Promise.resolve(Readable.from([]));
+  }
+
   connect(network: string, nameOrId: string, aliases: string[]): Promise<void> {
     this.#record("connect", [network, nameOrId, aliases]);
     return Promise.resolve();
