@@ -15,7 +15,11 @@ import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 
 import { packageRoot } from "../../src/common/index.js";
-import { privateWorkspaceRoot } from "../../src/sandbox/index.js";
+import {
+  diskBudgetSupport,
+  overrideDiskBudgetSupport,
+  privateWorkspaceRoot,
+} from "../../src/sandbox/index.js";
 import { git } from "../support/demo-repo.js";
 import { dockerClient, requireSandboxImage } from "../support/docker.js";
 import { runCordon } from "../support/run-cli.js";
@@ -23,6 +27,16 @@ import { removeStateDirectory } from "../support/state-directory.js";
 
 /** Host programs cordon starts, each wrapped to log how it was started. */
 const traced = ["git", "du", "mount", "umount", "losetup", "mkfs.ext4", "cp", "tar", "find"];
+
+/**
+ * Disk tools name a copy's disk image and mount point, which is no reading of the tree in it: the
+ * image is written only by the kernel's ext4 and by mkfs. The one way they read a tree is
+ * `mkfs.ext4 -d DIR` (files copied in): only a seed, built from the user's repository before any
+ * agent ran (`.NAME.seeding-*`), may be that DIR.
+ */
+const readsNoTree = (entry: TraceEntry): boolean =>
+  ["mount", "umount", "losetup", "mkfs.ext4"].includes(entry.program) &&
+  !/(^|\s)-d\s(?!\S*\.seeding-)/.test(entry.args);
 
 interface TraceEntry {
   program: string;
@@ -98,10 +112,13 @@ describe("trust boundary: no host program over an agent-written tree", () => {
     tracer = await makeTracer(root);
     // runCordon runs in this worker's process: its children find programs on this PATH.
     process.env["PATH"] = `${tracer.bin}:${savedPath ?? ""}`;
+    // The disk tools are found once per process: found again now, they are the traced ones.
+    overrideDiskBudgetSupport(undefined);
   });
 
   afterAll(async () => {
     process.env["PATH"] = savedPath;
+    overrideDiskBudgetSupport(undefined);
     const docker = dockerClient();
     for (const info of await docker.listContainers({ all: true })) {
       const name = info.Names[0] ?? "";
@@ -121,7 +138,8 @@ describe("trust boundary: no host program over an agent-written tree", () => {
     const copies = privateWorkspaceRoot(home);
     const inside = (value: string): boolean => value.includes(copies);
     return (await readTrace(tracer.log)).filter((entry) => {
-      const touched = [entry.cwd, entry.gitDir, entry.workTree, entry.args].some(inside);
+      const named = readsNoTree(entry) ? [] : [entry.args];
+      const touched = [entry.cwd, entry.gitDir, entry.workTree, ...named].some(inside);
       // A seed is built in a temporary directory from the user's repository, before any agent
       // can reach it (recordBaseline over `.NAME.seeding-*`): not an agent-written tree.
       const seeding = [entry.cwd, entry.gitDir, entry.workTree].some((value) =>
@@ -170,8 +188,14 @@ describe("trust boundary: no host program over an agent-written tree", () => {
 
     expect(await readdir(markers)).toEqual([]);
     expect(await insideCopies()).toEqual([]);
-    // The tracer saw cordon's host git at work (on the user's repository): it is not blind.
-    expect((await readTrace(tracer.log)).some((entry) => entry.program === "git")).toBe(true);
+    // The tracer saw cordon's host git at work (on the user's repository): it is not blind. Where
+    // copies are disk images, it saw their tools too (the fork's image made and mounted).
+    const trace = await readTrace(tracer.log);
+    expect(trace.some((entry) => entry.program === "git")).toBe(true);
+    if ((await diskBudgetSupport()).enforced) {
+      expect(trace.some((entry) => entry.program === "mkfs.ext4")).toBe(true);
+      expect(trace.some((entry) => entry.program === "mount")).toBe(true);
+    }
   });
 
   it("fix-tests takes its changes and test outputs without a host program in any copy", async () => {

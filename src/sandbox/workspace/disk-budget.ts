@@ -72,7 +72,8 @@ export interface DiskHostFacts {
   loopControl: string;
 }
 
-const realHost: DiskHostFacts = {
+/** This machine's facts, PATH read when probed (not when the module loads, before a caller set it). */
+const realHost = (): DiskHostFacts => ({
   processStatus: () => readFile("/proc/self/status", "utf8"),
   // sbin is not on every user's PATH, but mkfs.ext4 lives there.
   searchPath: [
@@ -83,13 +84,13 @@ const realHost: DiskHostFacts = {
     "/bin",
   ],
   loopControl: "/dev/loop-control",
-};
+});
 
 let cachedSupport: Promise<DiskBudgetSupport> | undefined;
 
 /** Support on this machine, probed once per process (cheap checks; `cordon doctor` tries a real mount). */
 export function diskBudgetSupport(): Promise<DiskBudgetSupport> {
-  cachedSupport ??= probeDiskBudgetSupport(realHost);
+  cachedSupport ??= probeDiskBudgetSupport(realHost());
   return cachedSupport;
 }
 
