@@ -44,9 +44,10 @@ export interface BenchContext {
   runner(model?: ModelClient): Runner;
   /**
    * The sandbox spec the default configuration plans for session `name` of this run; with
-   * `runtime`, planned as `sandbox.docker.runtime` set to it (e.g. "runsc").
+   * `runtime`, planned as `sandbox.docker.runtime` set to it (e.g. "runsc"); with `allowHosts`,
+   * with that egress allowlist (`--allow-host`).
    */
-  spec(name: string, options?: { runtime?: string }): Promise<SandboxSpec>;
+  spec(name: string, options?: PlanVariant): Promise<SandboxSpec>;
   /** The session key of session `name` of this run. */
   sessionKey(name: string): string;
   /** A container name for a baseline container, labelled and removed like cordon's. */
@@ -55,6 +56,12 @@ export interface BenchContext {
   progress(message: string): void;
   /** Removes every container of this run and the temporary directories; safe to call twice. */
   close(): Promise<void>;
+}
+
+/** What a figure's plan differs in from the default configuration. */
+export interface PlanVariant {
+  runtime?: string;
+  allowHosts?: string[];
 }
 
 export interface OpenBenchContextOptions {
@@ -116,20 +123,22 @@ export async function openBenchContext(options: OpenBenchContextOptions): Promis
   };
   const env: NodeJS.ProcessEnv = { CORDON_HOME: home, CORDON_CONFIG: "" };
   if (process.env["DOCKER_HOST"]) env["DOCKER_HOST"] = process.env["DOCKER_HOST"];
-  const runnerOn = (runtime: string | undefined, model?: ModelClient): Runner =>
+  const runnerOn = (variant: PlanVariant, model?: ModelClient): Runner =>
     createRunner({
       cwd: workspace,
       env,
       workspace,
-      configOverrides: benchConfig(runtime),
+      configOverrides: benchConfig(variant.runtime),
+      ...(variant.allowHosts ? { allowHosts: variant.allowHosts } : {}),
       sandboxes,
       ...(model ? { model } : {}),
     });
-  const runner = (model?: ModelClient): Runner => runnerOn(undefined, model);
-  const planners = new Map<string | undefined, Runner>();
-  const plannerFor = (runtime: string | undefined): Runner => {
-    let planner = planners.get(runtime);
-    if (!planner) planners.set(runtime, (planner = runnerOn(runtime)));
+  const runner = (model?: ModelClient): Runner => runnerOn({}, model);
+  const planners = new Map<string, Runner>();
+  const plannerFor = (variant: PlanVariant): Runner => {
+    const key = JSON.stringify([variant.runtime, variant.allowHosts]);
+    let planner = planners.get(key);
+    if (!planner) planners.set(key, (planner = runnerOn(variant)));
     return planner;
   };
   const sessionKey = (name: string): string => `bench-${runId}-${name}`;
@@ -150,7 +159,7 @@ export async function openBenchContext(options: OpenBenchContextOptions): Promis
     runner,
     sessionKey,
     async spec(name, specOptions = {}) {
-      const plan = await plannerFor(specOptions.runtime).plan({ sessionKey: sessionKey(name) });
+      const plan = await plannerFor(specOptions).plan({ sessionKey: sessionKey(name) });
       if (!plan.sandbox.spec)
         throw new Error(`the bench plan is not sandboxed: ${plan.sandbox.reason}`);
       return plan.sandbox.spec;

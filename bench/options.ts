@@ -12,6 +12,7 @@ export const figureNames = [
   "agent-loop",
   "long-session",
   "mcp",
+  "egress",
   "gvisor",
   "volumes",
 ] as const;

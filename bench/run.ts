@@ -5,6 +5,7 @@ import { performance } from "node:perf_hooks";
 import type { BenchContext } from "./context.js";
 import { openBenchContext } from "./context.js";
 import { concurrency } from "./figures/concurrency.js";
+import { egressFigure } from "./figures/egress.js";
 import { files } from "./figures/files.js";
 import { agentLoop } from "./figures/agent-loop.js";
 import { carry } from "./figures/carry.js";
@@ -37,6 +38,7 @@ const figures: Record<
   "agent-loop": { title: "agent-loop overhead per tool call", run: agentLoop },
   "long-session": { title: "1000 sequential tool calls: drift and memory", run: longSession },
   mcp: { title: "an MCP tool call (stdio, warm sandbox)", run: mcpFigure },
+  egress: { title: "a request through the egress proxy", run: egressFigure },
   gvisor: { title: "gVisor (runsc) against runc", run: gvisor },
   volumes: { title: "the private copy in engine volumes against on this host", run: volumesFigure },
 };

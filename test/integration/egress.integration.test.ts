@@ -160,6 +160,38 @@ describe("egress by allowlist", () => {
     ).toEqual([]);
   }, 240_000);
 
+  it("cordon reaches squid through its container, not its network: cut off from the bridge, squid still answers", async () => {
+    await withSandbox(
+      `channel-${suffix}`,
+      { allowHosts: ["registry.npmjs.org"] },
+      async ({ plan, lease }, decisions) => {
+        const proxy = plan.sandbox.spec?.egress?.proxyContainer ?? "";
+        const docker = dockerClient();
+        const info = await docker.getContainer(proxy).inspect();
+        expect(info.HostConfig.PortBindings ?? {}).toEqual({});
+        // Its only network goes: no address of squid is left that a host process could reach.
+        await docker.getNetwork("bridge").disconnect({ Container: proxy, Force: true });
+        const after = await docker.getContainer(proxy).inspect();
+        expect(Object.keys(after.NetworkSettings.Networks)).toEqual([]);
+        const refused = await lease.sandbox.exec(
+          // An address, not a name: squid's to_localhost check would wait on DNS it cannot reach.
+          "curl -sS -m 30 -o /dev/null -w '%{http_code}' https://192.0.2.1/ 2>&1",
+          { timeoutMs: 60_000 },
+        );
+        // squid's own answer, through the sandbox's port and cordon's executor in squid's
+        // container; an allowed host would need the network squid no longer has.
+        expect(refused.stdout).toMatch(/403/);
+        expect(await decisionFor(decisions, "192.0.2.1")).toMatchObject({ allowed: false });
+        // cordon's executor there runs as nobody, not as squid's user.
+        const top = (await docker.getContainer(proxy).top({ ps_args: "-o pid,user:12,args" })) as {
+          Processes: string[][];
+        };
+        const executor = top.Processes.find((row) => row.join(" ").includes("/.cordon/executor"));
+        expect(executor?.[1]).toMatch(/^(nobody|65534)$/);
+      },
+    );
+  }, 120_000);
+
   it("without an allowlist the sandbox has no network at all and no proxy", async () => {
     await withSandbox(`none-${suffix}`, {}, async ({ plan, lease }) => {
       expect(plan.sandbox.spec?.egress).toBeUndefined();

@@ -196,40 +196,6 @@ describe("engine resolution", () => {
     expect(await readdirOrEmpty(path.join(home, "workspaces"))).toEqual([]);
   });
 
-  it("refuses an egress allowlist on an engine elsewhere with exit 2, starting no proxy", async () => {
-    const repo = await demoRepo();
-    const egress = await runCordon(
-      [
-        "exec",
-        "--workspace",
-        repo,
-        "--session",
-        "remote-egress",
-        "--allow-host",
-        "registry.npmjs.org",
-        "--",
-        "true",
-      ],
-      env({
-        DOCKER_HOST: proxy.host,
-        DOCKER_TLS_VERIFY: "1",
-        DOCKER_CERT_PATH: certificates.clientDirectory,
-      }),
-    );
-    expect(egress.exitCode).toBe(2);
-    expect(egress.stderr).toContain(
-      `an egress allowlist (registry.npmjs.org) cannot work with the Docker engine at ${proxy.host} (TLS), from DOCKER_HOST`,
-    );
-    expect(egress.stderr).toMatch(/fix: run without --allow-host \/ sandbox\.egress/);
-    // No proxy, no sandbox (both carry cordon.home), no network, no private copy.
-    expect(await containersOf(home)).toEqual([]);
-    const networks = await dockerClient().listNetworks({
-      filters: { label: [`cordon.home=${home}`] },
-    });
-    expect(networks).toEqual([]);
-    expect(await readdirOrEmpty(path.join(home, "workspaces"))).toEqual([]);
-  });
-
   it("reaches the engine over ssh with the user's ssh running `docker system dial-stdio`", async () => {
     // A stand-in for OpenSSH that records its arguments and runs the remote command here: the
     // docker CLI's own dial-stdio then carries the engine's bytes, as on a real remote host.

@@ -46,12 +46,7 @@ import { SandboxRecords } from "./records.js";
 import { stopIdleSandboxes, type SandboxHolders } from "./idle-stop.js";
 import { assertWorkspaceWritable, hostPermissionsHold } from "./workspace-probe.js";
 import type { SandboxImageOptions } from "./sandbox-image.js";
-import {
-  EgressProxies,
-  remoteEgressRefusal,
-  type EgressDecision,
-  type UpstreamProxy,
-} from "./egress/index.js";
+import { EgressProxies, type EgressDecision, type UpstreamProxy } from "./egress/index.js";
 import { whileFrozen } from "./freeze-container.js";
 import { commandsRunning } from "./container-activity.js";
 import { labelsOf } from "./container-identity.js";
@@ -445,10 +440,9 @@ export class DockerSandboxManager {
     };
     throwIfAborted(signal, "sandbox acquire");
     // Before anything is created (image, copy, proxy, container): an engine that cannot be
-    // resolved, or one elsewhere, which cannot see the host paths a sandbox binds nor let cordon
-    // reach an egress proxy on its bridge.
-    const endpoint = this.engine.endpoint();
-    const refusal = remoteEgressRefusal(endpoint, spec) ?? remoteEngineRefusal(endpoint, spec);
+    // resolved, or one elsewhere, which cannot see the host paths a sandbox binds. (Its egress
+    // proxy is no reason: cordon reaches squid through its container, not its network.)
+    const refusal = remoteEngineRefusal(this.engine.endpoint(), spec);
     if (refusal) throw refusal;
     // Where the copy lives: decided once here (a "host" copy on a remote engine is refused).
     const volumes = this.usesVolumes(spec);
@@ -955,6 +949,9 @@ export class DockerSandboxManager {
         this.egress.ensure(spec, {
           signal: context.signal,
           onProgress: (message) => context.progress("start", message),
+          // The same content-addressed volume the sandbox mounts (made once, shared).
+          executorVolume: () =>
+            ensureExecutorVolume(this.support, image.reference, residentExecutorBinary()),
         }),
       signal: context.signal,
       progress: context.progress,

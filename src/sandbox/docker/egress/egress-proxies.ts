@@ -19,6 +19,7 @@ import { EgressProxyImage } from "./proxy-image.js";
 import { parseEgressLine, type EgressDecision } from "./access-log.js";
 import { readyMarker, squidConfig } from "./squid-config.js";
 import type { UpstreamProxy } from "./upstream-proxy.js";
+import { executorContainerDirectory } from "../resident/executor-binary.js";
 
 /**
  * Labels of the proxy container (never `cordon.managed`: not a sandbox). Networks with them are
@@ -62,7 +63,8 @@ const followDrainMaxMs = 2_000;
 /**
  * One egress proxy per sandbox (docs/network.md): a squid container on the default bridge that
  * admits the allowed hosts only. The sandbox itself has no network; cordon forwards its loopback
- * proxy port to this container over the executor's stream (proxy-channel.ts). Per sandbox
+ * proxy port over the sandbox's executor stream, and on to squid's loopback over an executor in
+ * this container (proxy-channel.ts). Per sandbox
  * rather than shared, so one sandbox's allowlist, decisions and lifetime never mix with
  * another's, and removing a sandbox removes its way out.
  */
@@ -87,15 +89,36 @@ export class EgressProxies {
    */
   async ensure(
     spec: Pick<SandboxSpec, "containerName" | "egress">,
-    options: { signal?: AbortSignal | undefined; onProgress?: (message: string) => void } = {},
+    options: {
+      signal?: AbortSignal | undefined;
+      onProgress?: (message: string) => void;
+      /**
+       * The support volume of cordon's resident executor (executor-binary.ts), mounted in the
+       * proxy: it is how cordon's process reaches squid (proxy-channel.ts). Asked only when the
+       * sandbox has egress.
+       */
+      executorVolume?: () => Promise<string | undefined>;
+    } = {},
   ): Promise<void> {
     const egress = spec.egress;
     if (!egress) {
       await this.remove(spec.containerName);
       return;
     }
+    const executorVolume = await options.executorVolume?.();
+    if (executorVolume === undefined) {
+      throw new SandboxStartError(
+        `cordon's resident executor is not built, and it is how cordon reaches the egress proxy of ${spec.containerName}`,
+        { fix: "build it (`npm run build` needs gcc), or run without an egress allowlist" },
+      );
+    }
     const config = squidConfig(egress, this.options.upstream);
-    const configHash = createHash("sha256").update(config).digest("hex").slice(0, 16);
+    // The executor's volume too: a proxy made without it (or with an older one) is replaced.
+    const configHash = createHash("sha256")
+      .update(config)
+      .update(`\0${executorVolume}`)
+      .digest("hex")
+      .slice(0, 16);
     const existing = await this.containers.inspect(egress.proxyContainer);
     if (existing) {
       this.assertOurs(existing.labels, egress.proxyContainer, spec.containerName);
@@ -110,7 +133,14 @@ export class EgressProxies {
       `starting the egress proxy ${egress.proxyContainer} (${egress.allow.length > 0 ? egress.allow.join(", ") : "no host allowed"})`,
     );
     const id = await this.containers.create(
-      this.proxyOptions(egress, spec.containerName, image, config, configHash),
+      this.proxyOptions({
+        egress,
+        sandbox: spec.containerName,
+        image,
+        config,
+        configHash,
+        executorVolume,
+      }),
     );
     if (id === undefined) {
       throw new SandboxStartError(
@@ -246,13 +276,15 @@ export class EgressProxies {
     );
   }
 
-  private proxyOptions(
-    egress: EgressSpec,
-    sandbox: string,
-    image: string,
-    config: string,
-    configHash: string,
-  ): CreateContainerRequest {
+  private proxyOptions(input: {
+    egress: EgressSpec;
+    sandbox: string;
+    image: string;
+    config: string;
+    configHash: string;
+    executorVolume: string;
+  }): CreateContainerRequest {
+    const { egress, sandbox, image, config, configHash, executorVolume } = input;
     return {
       name: egress.proxyContainer,
       Image: image,
@@ -264,9 +296,19 @@ export class EgressProxies {
         [egressLabels.configHash]: configHash,
       },
       HostConfig: {
-        // The default bridge is its way to the allowed hosts (or the host's upstream proxy), and
-        // where cordon's process reaches it for the sandbox's forwarded port.
+        // The default bridge is its way out to the allowed hosts (or the host's upstream proxy),
+        // nothing more: cordon's process reaches squid through the executor below, not over the
+        // bridge, and no port is published.
         NetworkMode: "bridge",
+        // Read-only and root-owned: squid's user can run the executor, never change it.
+        Mounts: [
+          {
+            Type: "volume",
+            Source: executorVolume,
+            Target: executorContainerDirectory,
+            ReadOnly: true,
+          },
+        ],
         ReadonlyRootfs: true,
         Tmpfs: {
           "/tmp": "rw,nosuid,nodev,size=1m",

@@ -15,7 +15,6 @@ export {
   type ModelGatewayCall,
   type ModelGatewayOptions,
 } from "./model-gateway.js";
-export { remoteEgressRefusal } from "./remote-egress-refusal.js";
 export {
   detectTlsInspection,
   type TlsInspection,

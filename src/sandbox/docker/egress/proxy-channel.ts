@@ -1,11 +1,16 @@
-import { connect } from "node:net";
 import type { Duplex } from "node:stream";
 
 import { createSilentLogger, type Logger } from "../../../common/index.js";
 import type { ContainerClient } from "../client/index.js";
+import { ContainerExec } from "../exec/container-exec.js";
+import { ResidentConnection } from "../resident/resident-connection.js";
 
-/** The network the egress proxy container is on, where the host reaches it (docs/network.md). */
-const proxyNetwork = "bridge";
+/**
+ * Who the executor runs as in the proxy container: `nobody`, not squid's `proxy` (uid 13), so a
+ * squid the sandbox's traffic subverted cannot signal or stop cordon's way in (the executor is
+ * not dumpable either: no ptrace, no /proc/<pid>/fd). Any user can connect to squid's port.
+ */
+const executorUser = "65534:65534";
 
 export interface ProxyChannelOptions {
   containers: ContainerClient;
@@ -17,31 +22,72 @@ export interface ProxyChannelOptions {
 }
 
 /**
- * Where a connection to the sandbox's forwarded proxy port goes: a TCP connection from cordon's
- * process to the sandbox's own squid, at its address on the default bridge, looked up for each
- * connection (a replaced proxy has a new address). Nothing the sandbox sends chooses this: the
- * destination is the proxy of this sandbox, fixed when cordon forwarded the port; the bytes are
- * relayed untouched and squid decides what they may reach.
+ * The executor of this process in each proxy container, by container name: every sandbox object
+ * over one sandbox (a lease per run in a long-lived process) shares it. One that stopped (the
+ * proxy was replaced or removed) is started again at the next connection.
+ */
+const links = new Map<string, Promise<ResidentConnection>>();
+
+/**
+ * Where a connection to the sandbox's forwarded proxy port goes: to 127.0.0.1:`proxyPort` inside
+ * the sandbox's own squid container, connected there by cordon's resident executor (mounted in
+ * that container from its support volume), over one Docker exec stream cordon holds to it — the
+ * mechanism `cordon port-forward` uses toward a sandbox. So cordon needs no route to the engine's
+ * bridge (the engine may be elsewhere), and squid publishes nothing. Nothing the sandbox sends
+ * chooses this: the destination is the proxy of this sandbox, fixed when cordon forwarded the
+ * port; the bytes are relayed untouched and squid decides what they may reach.
  */
 export function proxyChannel(options: ProxyChannelOptions): (channel: Duplex) => void {
   const logger = options.logger ?? createSilentLogger();
   return (channel) => {
-    void options.containers.inspect(options.proxyContainer).then(
-      (proxy) => {
-        const address = proxy?.state.running ? proxy.addresses?.[proxyNetwork] : undefined;
-        if (!address) {
-          logger.warn({ proxy: options.proxyContainer }, "the egress proxy is not running");
+    void proxyConnection(options, logger)
+      .then((connection) => connection.connect(options.proxyPort))
+      .then(
+        (upstream) => {
+          // The sandbox's side went away while squid's was being connected.
+          if (channel.destroyed) upstream.destroy();
+          else relay(channel, upstream);
+        },
+        (error: unknown) => {
+          logger.warn(
+            { err: error, proxy: options.proxyContainer },
+            "cannot reach the egress proxy",
+          );
           channel.destroy();
-          return;
-        }
-        relay(channel, connect({ host: address, port: options.proxyPort }));
-      },
-      (error: unknown) => {
-        logger.warn({ err: error, proxy: options.proxyContainer }, "cannot find the egress proxy");
-        channel.destroy();
-      },
-    );
+        },
+      );
   };
+}
+
+/** The live executor in the proxy container, started when there is none. */
+function proxyConnection(
+  options: ProxyChannelOptions,
+  logger: Logger,
+): Promise<ResidentConnection> {
+  const name = options.proxyContainer;
+  const known = links.get(name);
+  if (known) {
+    return known.then((connection) => {
+      if (connection.alive) return connection;
+      if (links.get(name) === known) links.delete(name);
+      return proxyConnection(options, logger);
+    });
+  }
+  // By name: a proxy replaced under the same name is the one reached from then on.
+  const exec = new ContainerExec(options.containers, name, name, executorUser);
+  const opening = ResidentConnection.open(exec, logger.child({ proxy: name }));
+  links.set(name, opening);
+  opening.then(
+    (connection) =>
+      connection.onStopped(() => {
+        if (links.get(name) === opening) links.delete(name);
+      }),
+    // A failed start is not kept: the next connection tries again.
+    () => {
+      if (links.get(name) === opening) links.delete(name);
+    },
+  );
+  return opening;
 }
 
 /** Bytes both ways, half closes passed on; either side failing ends both. */
