@@ -37,6 +37,8 @@ const hostProgramModules = [
   "src/sandbox/docker/image-runtime-packages.ts",
   // The user's ssh to a remote engine (`docker system dial-stdio` there); no agent bytes are its input.
   "src/sandbox/docker/client/ssh-dial.ts",
+  // A test double (never packaged): cordon's own executor binary run on this host by unit tests.
+  "src/sandbox/docker/resident/testing/local-executor.ts",
 ];
 
 const childProcessRestrictions = ["node:child_process", "child_process"].map((name) => ({

@@ -104,6 +104,7 @@
 
 struct child {
   uint32_t id;
+  uint32_t serial; /* this occupant of the slot (see new_serial) */
   pid_t pid;       /* 0 once reaped */
   int status;      /* shell-style: code, or 128 + signal */
   int out, err;    /* read ends; -1 at end of file */
@@ -137,6 +138,7 @@ static struct child children[MAX_CHILDREN];
 /* A loopback port cordon asked for (L): its connections become channels under cordon's id. */
 struct listener {
   uint32_t id;
+  uint32_t serial;
   int fd;
   int used;
 };
@@ -144,6 +146,7 @@ struct listener {
 /* One accepted connection, carried over the stream. */
 struct channel {
   uint32_t id;
+  uint32_t serial;
   int fd;
   int used;
   char *buf;       /* bytes from cordon not yet written into the connection */
@@ -158,6 +161,19 @@ struct channel {
 static struct listener listeners[MAX_LISTENERS];
 static struct channel channels[MAX_CHANNELS];
 static uint32_t next_channel = 1;
+
+/*
+ * Every child, listener and channel gets a new serial when it takes a slot, and the poll loop
+ * applies an event only to the occupant it polled for. A slot freed by one frame and taken by the
+ * next of the same batch usually gets the freed descriptor numbers too (first free slot, lowest
+ * free fd): comparing descriptors alone handed the old occupant's readiness to the new one.
+ */
+static uint32_t last_serial;
+
+static uint32_t new_serial(void) {
+  if (++last_serial == 0) last_serial = 1;
+  return last_serial;
+}
 static char **base_env;
 
 static void die(const char *what) {
@@ -374,9 +390,13 @@ static struct child *prepare_child(uint32_t id, int attach, const char *run_id,
   }
   memset(c, 0, sizeof *c);
   c->used = 1;
+  c->serial = new_serial();
   c->id = id;
   c->out = out[0];
   c->err = err[0];
+  /* Read when poll says so, yet never able to block the loop (the child's ends stay blocking). */
+  fcntl(c->out, F_SETFL, O_NONBLOCK);
+  fcntl(c->err, F_SETFL, O_NONBLOCK);
   c->in = attach ? in[1] : -1;
   if (c->in >= 0) fcntl(c->in, F_SETFL, O_NONBLOCK);
   c->ends[0] = attach ? in[0] : -1;
@@ -1201,6 +1221,7 @@ static void listen_port(uint32_t id, const char *payload, uint32_t length) {
     goto failed;
   }
   l->used = 1;
+  l->serial = new_serial();
   l->id = id;
   l->fd = fd;
   send_status(RES_EXIT, id, ntohs(addr.sin_port));
@@ -1289,6 +1310,7 @@ static void connect_port(uint32_t id, const char *payload, uint32_t length) {
   }
   memset(ch, 0, sizeof *ch);
   ch->used = 1;
+  ch->serial = new_serial();
   ch->fd = fd;
   ch->call = id;
   struct sockaddr_in addr = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
@@ -1320,6 +1342,7 @@ static void accept_connections(struct listener *l) {
     }
     memset(ch, 0, sizeof *ch);
     ch->used = 1;
+    ch->serial = new_serial();
     ch->fd = fd;
     open_channel(ch, l->id);
   }
@@ -1524,6 +1547,7 @@ int main(void) {
   struct child *owner[MAX_POLL];
   int kind[MAX_POLL];
   int slot[MAX_POLL];
+  uint32_t serial[MAX_POLL];
   for (;;) {
     int n = 0;
     fds[n] = (struct pollfd){.fd = 0, .events = POLLIN};
@@ -1539,16 +1563,19 @@ int main(void) {
       if (c->out >= 0 && open_for_output) {
         fds[n] = (struct pollfd){.fd = c->out, .events = POLLIN};
         owner[n] = c;
+        serial[n] = c->serial;
         kind[n++] = 2;
       }
       if (c->err >= 0 && open_for_output) {
         fds[n] = (struct pollfd){.fd = c->err, .events = POLLIN};
         owner[n] = c;
+        serial[n] = c->serial;
         kind[n++] = 3;
       }
       if (c->in >= 0 && c->in_off < c->in_len) {
         fds[n] = (struct pollfd){.fd = c->in, .events = POLLOUT};
         owner[n] = c;
+        serial[n] = c->serial;
         kind[n++] = 4;
       }
     }
@@ -1557,6 +1584,7 @@ int main(void) {
       fds[n] = (struct pollfd){.fd = listeners[i].fd, .events = POLLIN};
       owner[n] = NULL;
       slot[n] = i;
+      serial[n] = listeners[i].serial;
       kind[n++] = 5;
     }
     for (int i = 0; i < MAX_CHANNELS; i++) {
@@ -1570,6 +1598,7 @@ int main(void) {
       fds[n] = (struct pollfd){.fd = ch->fd, .events = events};
       owner[n] = NULL;
       slot[n] = i;
+      serial[n] = ch->serial;
       kind[n++] = 6;
     }
     if (poll(fds, (nfds_t)n, login_wait_ms()) < 0) {
@@ -1580,8 +1609,9 @@ int main(void) {
     for (int i = 0; i < n; i++) {
       if (!fds[i].revents) continue;
       struct child *c = owner[i];
-      /* An earlier event this round may have finished the child and freed its slot. */
-      if (c && (!c->used || (kind[i] == 2 && c->out != fds[i].fd) ||
+      /* An earlier event this round may have finished the child (its slot freed, or taken by a
+       * new child), or closed this pipe of it. */
+      if (c && (!c->used || c->serial != serial[i] || (kind[i] == 2 && c->out != fds[i].fd) ||
                 (kind[i] == 3 && c->err != fds[i].fd) || (kind[i] == 4 && c->in != fds[i].fd)))
         continue;
       if (kind[i] == 0) {
@@ -1591,7 +1621,7 @@ int main(void) {
           if (!in) die("realloc");
         }
         ssize_t got = read(0, in + in_len, in_cap - in_len);
-        if (got < 0 && errno == EINTR) continue;
+        if (got < 0 && (errno == EINTR || errno == EAGAIN)) continue;
         /* cordon went away: nothing is left to answer to. Running commands keep running. */
         if (got <= 0) _exit(0);
         in_len += (size_t)got;
@@ -1638,20 +1668,21 @@ int main(void) {
       } else if (kind[i] == 4) {
         feed_stdin(c);
       } else if (kind[i] == 5) {
-        /* Closed by a frame handled earlier this round (Q): then its slot no longer holds it. */
-        if (listeners[slot[i]].used && listeners[slot[i]].fd == fds[i].fd)
-          accept_connections(&listeners[slot[i]]);
+        /* Closed by a frame handled earlier this round (Q), its slot maybe taken again (L). */
+        struct listener *l = &listeners[slot[i]];
+        if (l->used && l->serial == serial[i]) accept_connections(l);
       } else {
         struct channel *ch = &channels[slot[i]];
-        /* Dropped (or its slot reused) by something handled earlier this round. */
-        if (!ch->used || ch->fd != fds[i].fd) continue;
+        /* Dropped (its slot maybe taken by a new channel) by something handled earlier this
+         * round: a connect still under way must not be taken for finished. */
+        if (!ch->used || ch->serial != serial[i]) continue;
         if (ch->connecting) {
           finish_connect(ch);
           continue;
         }
         if ((fds[i].revents & (POLLOUT | POLLERR | POLLHUP)) && ch->off < ch->len) write_channel(ch);
-        if (ch->used && ch->fd == fds[i].fd && (fds[i].revents & (POLLIN | POLLHUP | POLLERR)) &&
-            !ch->read_done)
+        if (ch->used && ch->serial == serial[i] &&
+            (fds[i].revents & (POLLIN | POLLHUP | POLLERR)) && !ch->read_done)
           read_channel(ch);
       }
     }

@@ -1,4 +1,3 @@
-import { spawn } from "node:child_process";
 import { once } from "node:events";
 import { connect, createServer, type Socket } from "node:net";
 import { createHash, randomBytes } from "node:crypto";
@@ -6,39 +5,11 @@ import { createHash, randomBytes } from "node:crypto";
 import { afterEach, describe, expect, it } from "vitest";
 
 import { createSilentLogger } from "../../../common/index.js";
-import type { ExecRequest, ExecTransport, RunningExec } from "../../shell/exec-transport.js";
 import { residentExecutorBinary } from "./executor-binary.js";
 import type { ForwardedChannel } from "./forwarded-channel.js";
 import { request } from "./protocol.js";
 import { PortClosedError, ResidentConnection } from "./resident-connection.js";
-
-/**
- * The real executor binary run as a child process on this machine (the frames are the same as
- * in a container; no engine needed): its forwarded ports listen on this machine's loopback.
- */
-function localExecutor(binary: string): ExecTransport {
-  const start = (request: ExecRequest): Promise<RunningExec> => {
-    const child = spawn(binary, [], { stdio: ["pipe", "pipe", "pipe"] });
-    void (async () => {
-      for await (const chunk of request.stdin as AsyncIterable<Uint8Array>) {
-        if (!child.stdin.write(chunk)) await once(child.stdin, "drain");
-      }
-      child.stdin.end();
-    })().catch(() => undefined);
-    child.stdout.on("data", (chunk: Buffer) => void request.onOutput("stdout", chunk));
-    child.stderr.on("data", (chunk: Buffer) => void request.onOutput("stderr", chunk));
-    const exitCode = new Promise<number>((resolve) =>
-      child.on("exit", (code, signal) => resolve(code ?? (signal ? 128 : 0))),
-    );
-    return Promise.resolve({ exitCode, detach: () => child.kill(), keepAlive: () => undefined });
-  };
-  return {
-    containerName: "local-executor",
-    start,
-    run: () => Promise.reject(new Error("not in this test")),
-    assertRunning: () => Promise.resolve(),
-  };
-}
+import { localExecutor } from "./testing/local-executor.js";
 
 const binary = residentExecutorBinary();
 
