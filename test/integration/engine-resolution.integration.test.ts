@@ -73,14 +73,15 @@ describe("engine resolution", () => {
     );
     const report = JSON.parse(doctor.stdout) as Report;
     expect(check(report, "docker")?.status).toBe("ok");
-    expect(check(report, "engine")).toMatchObject({
-      status: "fail",
+    // Elsewhere is fine for a sandbox with a private copy (it lives in volumes there).
+    expect(check(report, "engine")).toEqual({
+      name: "engine",
+      status: "ok",
       detail: expect.stringMatching(
         new RegExp(
-          `^${proxy.host} \\(TLS\\), from DOCKER_HOST: elsewhere .*not sharing this host's filesystem`,
+          `^${proxy.host} \\(TLS\\), from DOCKER_HOST: elsewhere .*not sharing this host's filesystem — private copies live in volumes there; workspaceAccess "ro"/"rw" cannot be used on it$`,
         ),
       ) as unknown,
-      fix: expect.stringMatching(/docker context use default.*issue 29/) as unknown,
     });
     // The image check went through the same endpoint: the engine answered over TLS.
     expect(check(report, "image")?.status).toBe("ok");
@@ -164,7 +165,7 @@ describe("engine resolution", () => {
     expect(await containersOf(home)).toEqual([]);
   });
 
-  it("refuses a sandbox on an engine elsewhere with exit 2 before creating anything", async () => {
+  it("refuses workspaceAccess rw on an engine elsewhere with exit 2 before creating anything", async () => {
     const repo = await demoRepo();
     const tlsEnv = {
       DOCKER_HOST: proxy.host,
@@ -180,17 +181,9 @@ describe("engine resolution", () => {
       `workspaceAccess "rw" binds ${repo} into the sandbox, and the Docker engine at ${proxy.host} (TLS), from DOCKER_HOST does not share this host's filesystem`,
     );
     expect(rw.stderr).toMatch(
-      /fix: .*workspaceAccess "none".*a volume on that engine.*cordon apply/,
+      /fix: .*workspaceAccess "none".*volumes on that engine.*cordon apply/,
     );
 
-    const copy = await runCordon(
-      ["exec", "--workspace", repo, "--session", "remote-copy", "--", "true"],
-      env(tlsEnv),
-    );
-    expect(copy.exitCode).toBe(2);
-    expect(copy.stderr).toMatch(
-      /does not share this host's filesystem, and a sandbox's hosts file and executor/,
-    );
     // Nothing was made: no container, no network, no private copy.
     expect(await containersOf(home)).toEqual([]);
     expect(await readdirOrEmpty(path.join(home, "workspaces"))).toEqual([]);

@@ -20,7 +20,6 @@ import {
   isGvisorRuntime,
   probeRuntime,
   describeEngineEndpoint,
-  remoteEngineRefusal,
   type DockerEngineInfo,
   type EngineEndpoint,
 } from "../../sandbox/index.js";
@@ -236,19 +235,19 @@ async function checkStrays(engine: DockerEngine): Promise<DoctorCheck> {
 }
 
 /**
- * Which engine cordon talks to, from where, and whether it sees this host's files: sandboxes bind
- * host paths, which only an engine on this host can. A local socket whose engine reports another
- * host name (Docker Desktop's VM, a socket mounted into a container) may not see them either.
+ * Which engine cordon talks to, from where, and whether it sees this host's files. An engine
+ * elsewhere runs sandboxes with their private copy in volumes there; only `workspaceAccess`
+ * "ro"/"rw", which bind a host path, cannot run on it. A local socket whose engine reports another
+ * host name (Docker Desktop's VM, a socket mounted into a container) may not see this host's paths
+ * either.
  */
 export function checkEngine(endpoint: EngineEndpoint, engineName: string): DoctorCheck {
   const where = describeEngineEndpoint(endpoint);
   if (!endpoint.sharesFilesystem) {
-    const refusal = remoteEngineRefusal(endpoint, { workspaceAccess: "none", agentWorkspace: "" });
     return {
       name: "engine",
-      status: "fail",
-      detail: `${where}: elsewhere (engine host ${engineName || "unnamed"}), not sharing this host's filesystem — sandboxes are refused on it`,
-      ...(refusal?.fix ? { fix: refusal.fix } : {}),
+      status: "ok",
+      detail: `${where}: elsewhere (engine host ${engineName || "unnamed"}), not sharing this host's filesystem — private copies live in volumes there; workspaceAccess "ro"/"rw" cannot be used on it`,
     };
   }
   const here = os.hostname();

@@ -440,7 +440,7 @@ export class DockerSandboxManager {
     };
     throwIfAborted(signal, "sandbox acquire");
     // Before anything is created (image, copy, proxy, container): an engine that cannot be
-    // resolved, or one elsewhere, which cannot see the host paths a sandbox binds. (Its egress
+    // resolved, or one elsewhere, which cannot bind the workspace itself ("ro"/"rw"). (Its egress
     // proxy is no reason: cordon reaches squid through its container, not its network.)
     const refusal = remoteEngineRefusal(this.engine.endpoint(), spec);
     if (refusal) throw refusal;

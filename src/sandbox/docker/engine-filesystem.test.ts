@@ -1,0 +1,36 @@
+import { describe, expect, it } from "vitest";
+
+import { ConfigError } from "../../common/index.js";
+import { endpointFromHost } from "./client/engine-endpoint.js";
+import { remoteEngineRefusal } from "./engine-filesystem.js";
+
+describe("remoteEngineRefusal", () => {
+  const local = endpointFromHost(undefined);
+  const remote = endpointFromHost("ssh://builder@build-box");
+  const spec = (workspaceAccess: "none" | "ro" | "rw") => ({
+    workspaceAccess,
+    agentWorkspace: "/home/me/project",
+  });
+
+  it("lets a private copy run on an engine elsewhere: it lives in volumes there", () => {
+    expect(remote.sharesFilesystem).toBe(false);
+    expect(remoteEngineRefusal(remote, spec("none"))).toBeUndefined();
+  });
+
+  it("refuses ro and rw there, which bind this host's path, naming the fix", () => {
+    for (const access of ["ro", "rw"] as const) {
+      const refusal = remoteEngineRefusal(remote, spec(access));
+      expect(refusal).toBeInstanceOf(ConfigError);
+      expect(refusal?.message).toBe(
+        `workspaceAccess "${access}" binds /home/me/project into the sandbox, and the Docker engine at ssh://builder@build-box, given by the caller does not share this host's filesystem`,
+      );
+      expect(refusal?.fix).toMatch(/^set workspaceAccess "none".*`cordon apply`/);
+    }
+  });
+
+  it("refuses nothing on a local engine", () => {
+    for (const access of ["none", "ro", "rw"] as const) {
+      expect(remoteEngineRefusal(local, spec(access))).toBeUndefined();
+    }
+  });
+});
