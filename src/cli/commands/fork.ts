@@ -8,6 +8,7 @@ import { addPlanOptions, runnerFromFlags, type PlanFlags } from "../runner-flags
 interface ForkFlags extends PlanFlags {
   as?: string;
   count?: string;
+  transcript?: boolean;
   json?: boolean;
 }
 
@@ -24,6 +25,10 @@ export function registerForkCommand(program: Command, context: CliContext): void
       "the new session's name (letters, digits, . _ -); with --count, names <name>-1 … <name>-N",
     )
     .option("--count <n>", "how many forks (1 to 32): <name>-1 … <name>-N")
+    .option(
+      "--no-transcript",
+      "start each fork with an empty conversation (default: the parent's, with a note that it is a fork)",
+    )
     .option("--json", "print the forks as JSON")
     .action(async (flags: ForkFlags) => {
       const count = countOf(flags.count);
@@ -36,6 +41,7 @@ export function registerForkCommand(program: Command, context: CliContext): void
             sessionKey: flags.session,
             as: flags.as ?? "",
             count,
+            transcript: flags.transcript,
             signal,
             onProgress: (progress) => context.stderr(`· ${progress.message}\n`),
           }),

@@ -5,6 +5,11 @@ import type { RunPlan } from "../../policy/index.js";
 import { ForkTargetExistsError, type SandboxLease } from "../../sandbox/index.js";
 import { SessionBusyError, acquireSessionLock, sandboxesHeldByRuns } from "../session/index.js";
 import type { PlanRequest } from "../create-runner.js";
+import {
+  assertNoTranscript,
+  copyTranscriptToFork,
+  removeForkTranscript,
+} from "./fork-transcript.js";
 import type { ProvideSandboxOptions, SandboxProvider } from "./sandbox-provider.js";
 import { seededCopyOf } from "./session-checkpoints.js";
 
@@ -73,6 +78,11 @@ export type ForkSessionRequest = PlanRequest & {
   as: string;
   /** How many forks (1 to 32); unset: one, named `as` itself. */
   count?: number | undefined;
+  /**
+   * Whether each fork starts with the parent's conversation (its transcript copied, and a note
+   * saying it is a fork). Default true; false: an empty transcript, as a new session.
+   */
+  transcript?: boolean | undefined;
   signal?: AbortSignal | undefined;
   onProgress?: ProvideSandboxOptions["onProgress"];
 };
@@ -87,6 +97,8 @@ export interface SessionFork {
   sandbox: string;
   /** Host path of its private copy. */
   privateWorkspace: string;
+  /** Whether it starts with the parent's conversation (false: there was none, or not asked). */
+  transcript: boolean;
 }
 
 /** The sessions a fork request names: `as` alone, or `as-1` … `as-<count>`. */
@@ -109,9 +121,9 @@ export function forkNames(as: string, count: number | undefined): string[] {
  * Forks a session into new ones (`cordon fork`): refused while a run holds the session or its
  * sandbox (exit 3, naming the run: its copy is mid-turn and the agent writing), and the
  * session's lock is held meanwhile so no run starts; each fork's session is locked while it is
- * made. All or nothing: when one fork fails, those made before it are removed. The forks'
- * sandboxes are released (their containers stay, as after a run); their transcripts start
- * empty.
+ * made. All or nothing: when one fork fails, those made before it are removed, transcripts too.
+ * The forks' sandboxes are released (their containers stay, as after a run); each starts with
+ * the parent's conversation unless `transcript` is false (fork-transcript.ts).
  */
 export async function forkSession(
   runner: {
@@ -121,7 +133,7 @@ export async function forkSession(
   },
   request: ForkSessionRequest,
 ): Promise<SessionFork[]> {
-  const { as, count, signal, onProgress, ...parentRequest } = request;
+  const { as, count, transcript = true, signal, onProgress, ...parentRequest } = request;
   const names = forkNames(as, count);
   const source = await runner.plan(parentRequest);
   await seededCopyOf(source);
@@ -155,6 +167,7 @@ export async function forkSession(
       const target = await runner.plan({ ...parentRequest, sessionKey: name });
       const lock = await lockOf(target, "fork");
       try {
+        await assertNoTranscript(runner.stateDir, target);
         const forked = await forkSessionSandbox(runner, {
           ...parentRequest,
           as: name,
@@ -162,15 +175,22 @@ export async function forkSession(
           onProgress,
         });
         await forked.lease.release();
-        made.push({
-          plan: forked.plan,
-          fork: {
-            name,
-            sessionKey: forked.plan.sessionKey,
-            sandbox: forked.plan.sandbox.spec?.containerName ?? "",
-            privateWorkspace: forked.lease.privateWorkspace ?? "",
-          },
-        });
+        const fork = {
+          name,
+          sessionKey: forked.plan.sessionKey,
+          sandbox: forked.plan.sandbox.spec?.containerName ?? "",
+          privateWorkspace: forked.lease.privateWorkspace ?? "",
+          transcript: false,
+        };
+        made.push({ plan: forked.plan, fork });
+        if (transcript) {
+          fork.transcript = await copyTranscriptToFork({
+            stateDir: runner.stateDir,
+            parent: source,
+            fork: forked.plan,
+            signal,
+          });
+        }
       } finally {
         await lock.release();
       }
@@ -179,6 +199,7 @@ export async function forkSession(
     // All or nothing: the forks made before this one go too (they hold no agent's work yet).
     for (const { plan } of made) {
       await runner.sandboxes.discard?.(plan).catch(() => undefined);
+      await removeForkTranscript(runner.stateDir, plan).catch(() => undefined);
     }
     throw error;
   } finally {
