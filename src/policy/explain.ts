@@ -98,9 +98,7 @@ export function explainPlan(plan: RunPlan): string {
         `  private workspace ${spec.privateWorkspace}${spec.seed ? " (seeded with a copy of the agent workspace)" : ""}`,
       );
       lines.push(`  storage      ${describeStorage(spec.workspaceStorage)}`);
-      lines.push(
-        `  disk         ${spec.diskBytes === undefined ? "UNBOUNDED: the sandbox can fill the host's disk through the private workspace" : `${formatByteSize(spec.diskBytes)} for the private workspace (an ext4 image; past it, writes fail with ENOSPC)`}`,
-      );
+      lines.push(`  disk         ${describeDisk(spec)}`);
     }
     const prune = sandbox.prune;
     lines.push(
@@ -252,6 +250,26 @@ function describePool(spec: SandboxSpec, size: number): string {
   if (reason) return `not used: ${reason} (docs/pool.md)`;
   const seeded = spec.seed && spec.workspaceAccess !== "rw";
   return `${size} started container${size === 1 ? "" : "s"} of shape ${poolShape(spec)} wait for new sandboxes${seeded ? "; a member's seeded copy is taken only while the workspace is unchanged since it was made" : ""}`;
+}
+
+/**
+ * `sandbox.disk` in words, as it holds for where the copy lives: an ext4 image bounds a host copy
+ * (where cordon may mount one: the warnings say when it cannot, and it is watched), nothing bounds
+ * a Docker volume on disk, so a copy in volumes is watched.
+ */
+function describeDisk(spec: SandboxSpec): string {
+  const storage = spec.workspaceStorage;
+  if (spec.diskBytes === undefined) {
+    const disk = storage === "volume" ? "the engine's disk" : "the host's disk";
+    return `UNBOUNDED: the sandbox can fill ${disk} through the private workspace`;
+  }
+  const size = formatByteSize(spec.diskBytes);
+  const image = "an ext4 image; past it, writes fail with ENOSPC";
+  const watched =
+    "watched: a Docker volume cannot be bounded on disk, so cordon measures it every 10 s and stops the sandbox past the budget";
+  if (storage === "volume") return `${size} for the private workspace (${watched})`;
+  if (storage === "host") return `${size} for the private workspace (${image})`;
+  return `${size} for the private workspace (on a local engine ${image}; on one elsewhere, in volumes, ${watched})`;
 }
 
 /** `sandbox.workspaceStorage` in words: where the private copy lives. */

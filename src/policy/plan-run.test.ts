@@ -397,6 +397,23 @@ describe("the mount plan", () => {
     expect(text("unlimited")).toMatch(/disk +UNBOUNDED: the sandbox can fill the host's disk/);
   });
 
+  it("says a copy in volumes has its disk budget watched, never an ext4 image", () => {
+    const text = (disk: unknown, workspaceStorage: string) =>
+      explainPlan(plan({ agents: { defaults: { sandbox: { disk, workspaceStorage } } } }));
+    const volume = text("64m", "volume");
+    expect(volume).toMatch(
+      /disk +64 MiB for the private workspace \(watched: a Docker volume cannot be bounded on disk.*stops the sandbox/,
+    );
+    expect(volume).not.toMatch(/ext4|ENOSPC/);
+    expect(text("unlimited", "volume")).toMatch(
+      /UNBOUNDED: the sandbox can fill the engine's disk/,
+    );
+    expect(text("64m", "host")).toMatch(/64 MiB for the private workspace \(an ext4 image/);
+    expect(text("64m", "auto")).toMatch(
+      /on a local engine an ext4 image.*elsewhere, in volumes, watched/,
+    );
+  });
+
   it("adds configured binds, read-only unless asked, with the resolved source", () => {
     const spec = plan(
       withDocker({

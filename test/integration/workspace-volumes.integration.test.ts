@@ -208,3 +208,64 @@ describe("a private copy in volumes on the engine", () => {
     expect(git(victim, "count-objects")).toMatch(/^0 objects/);
   });
 });
+
+describe("sandbox.disk on a copy in volumes (watched: no driver bounds a volume on disk)", () => {
+  let root: string;
+  let home: string;
+  let repo: string;
+  let config: string;
+  const session = `vol-disk-${suffix}`;
+  const cordon = (...args: string[]) =>
+    runCordon(args, { CORDON_HOME: home, CORDON_CONFIG: config, ANTHROPIC_API_KEY: "" });
+  const inSandbox = (script: string) =>
+    cordon("exec", "--workspace", repo, "--session", session, "--", "sh", "-c", script);
+
+  beforeAll(async () => {
+    await requireSandboxImage();
+    root = await mkdtemp(path.join(tmpdir(), "cordon-volume-disk-"));
+    home = path.join(root, "home");
+    config = path.join(root, "cordon.json5");
+    await writeFile(
+      config,
+      '{ agents: { defaults: { sandbox: { workspaceStorage: "volume", disk: "64m" } } } }\n',
+    );
+    repo = await demoRepo();
+  });
+
+  afterAll(async () => {
+    await cordon("sandbox", "rm", "--all", "--discard-changes").catch(() => undefined);
+    await removeStateDirectory(home);
+    await rm(root, { recursive: true, force: true });
+    await rm(path.dirname(repo), { recursive: true, force: true });
+  });
+
+  it("explain says watched, not ext4; a sandbox that writes past it (hidden in a directory it made unreadable) is stopped, and none starts on it again", async () => {
+    const explained = await cordon("sandbox", "explain", "--workspace", repo, "--session", session);
+    expect(explained.stdout).toMatch(/disk +64 MiB for the private workspace \(watched/);
+    expect(explained.stdout).not.toMatch(/ext4/);
+
+    // The agent fills its copy, hides the bytes behind a directory no one but root may read, and
+    // keeps running: the watchdog (every 10 s) still counts them and stops it. That "survived"
+    // never prints is the proof it was stopped, not a clock.
+    const filled = await inSandbox(
+      "mkdir hide && dd if=/dev/zero of=hide/fill bs=1M count=100 2>/dev/null && chmod 000 hide; sleep 60; echo survived",
+    );
+    expect(filled.stdout).not.toContain("survived");
+    expect(filled.exitCode).toBe(3);
+    expect(filled.stderr).toMatch(
+      /the sandbox wrote 1\d\d MiB to its private workspace \(the Docker volume \S+-workspace\), more than sandbox\.disk allows \(64 MiB\); cordon stopped it, because the engine cannot bound a volume on disk/,
+    );
+
+    const again = await inSandbox("echo started");
+    expect(again.exitCode).toBe(3);
+    expect(again.stdout).not.toContain("started");
+    expect(again.stderr).toMatch(/more than sandbox\.disk allows \(64 MiB\)/);
+    expect(again.stderr).toMatch(/cordon sandbox rm/);
+    // Nothing of the measuring containers is left.
+    const left = await dockerClient().listContainers({
+      all: true,
+      filters: { label: [`cordon.home=${home}`] },
+    });
+    expect(left.map((c) => c.Names[0] ?? "").filter((n) => n.includes("-du-"))).toEqual([]);
+  });
+});

@@ -38,6 +38,7 @@ import {
   workspaceVolumeMount,
   workspaceVolumeNames,
 } from "./workspace-volumes.js";
+import { workspaceVolumeUsage } from "./workspace-volume-usage.js";
 import { SandboxInventory } from "./inventory.js";
 import { ImageResolver, type ResolvedImage } from "./manager-image.js";
 import { KeyedLock } from "./manager-lock.js";
@@ -498,6 +499,19 @@ export class DockerSandboxManager {
           rootLayerBytes: spec.docker.readOnlyRoot
             ? undefined
             : () => this.containers.writableLayerBytes(spec.containerName),
+          volume: volumes
+            ? {
+                name: workspaceVolumeNames(spec.containerName).workspace,
+                bytes: () =>
+                  workspaceVolumeUsage({
+                    containers: this.containers,
+                    volume: workspaceVolumeNames(spec.containerName).workspace,
+                    sandboxName: spec.containerName,
+                    stateDirectory: this.stateDirectory,
+                    image: image.reference,
+                  }),
+              }
+            : undefined,
           containerName: spec.containerName,
           intervalMs: this.diskWatchdogMs,
         });

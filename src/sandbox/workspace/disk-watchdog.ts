@@ -55,8 +55,8 @@ interface DiskMeter {
 /**
  * Where the disk budget cannot be enforced by the kernel, the next best thing: what the sandbox
  * can write to disk unbounded — its private workspace where it cannot be a bounded filesystem
- * (see disk-budget.ts), its root filesystem when `readOnlyRoot` is false (overlay2 has no size
- * limit on ext4) — is measured before the sandbox starts and every few seconds while it is held,
+ * (see disk-budget.ts) or a Docker volume on the engine, its root filesystem when `readOnlyRoot`
+ * is false (overlay2 has no size limit on ext4) — is measured before the sandbox starts and every few seconds while it is held,
  * and a sandbox past its budget is stopped with an error that says why. It can overshoot by what
  * the agent writes in one interval; the host never runs out silently.
  */
@@ -80,6 +80,11 @@ export class DiskWatchdog {
     diskBytes: number | undefined;
     /** Bytes in the container's writable root layer, when its root is writable. */
     rootLayerBytes?: (() => Promise<number>) | undefined;
+    /**
+     * A copy kept in a Docker volume on the engine, which no driver bounds on disk: its name and
+     * the bytes it takes there (`workspaceVolumeUsage`).
+     */
+    volume?: { name: string; bytes: () => Promise<number> } | undefined;
     /** For messages: the sandbox's name. */
     containerName: string;
     intervalMs?: number | undefined;
@@ -93,6 +98,15 @@ export class DiskWatchdog {
         bytes: (signal) => workspaceUsageBytes(workspace, signal),
         why: "this machine cannot bound the workspace itself",
         fix: `delete what it wrote (\`cordon sandbox rm ${containerName}\` removes the workspace and its changes), or raise sandbox.disk; run cordon as root to have the kernel enforce the budget`,
+      });
+    }
+    const volume = options.volume;
+    if (volume) {
+      meters.push({
+        what: `its private workspace (the Docker volume ${volume.name})`,
+        bytes: () => volume.bytes(),
+        why: "the engine cannot bound a volume on disk",
+        fix: `delete what it wrote (\`cordon sandbox rm ${containerName}\` removes the copy and its changes), or raise sandbox.disk`,
       });
     }
     const rootLayerBytes = options.rootLayerBytes;

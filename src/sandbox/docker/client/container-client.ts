@@ -186,6 +186,8 @@ export interface ContainerHostConfig {
   /** Mount point → mount options. */
   Tmpfs?: Record<string, string>;
   CapDrop?: string[];
+  /** Capabilities given back after `CapDrop` (a measuring container's CAP_DAC_READ_SEARCH). */
+  CapAdd?: string[];
   SecurityOpt?: string[];
   Init?: boolean;
   Privileged?: boolean;
