@@ -16,9 +16,9 @@ const changedFiles = 10;
 
 /**
  * What `sandbox.checkpoints: "turn"` costs a turn on a seeded 600-file repository with 10 changed
- * files: the sandbox frozen while a spare inspector records the copy's tree, and the list
- * appended (`createCheckpoint`, as the loop's hook calls it), against one exec of `true` in the
- * same sandbox. A rollback (a restore inspector started cold, the copy written back) is shown
+ * files: the sandbox frozen while a spare inspector (started while the model answered) records
+ * the copy's tree, and the list appended (`createCheckpoint`, as the loop's hook calls it),
+ * against one exec of `true` in the same sandbox. A rollback (a restore inspector started cold, the copy written back) is shown
  * against the same exec, without a target.
  */
 export async function checkpointsFigure(ctx: BenchContext): Promise<FigureResult> {
@@ -36,7 +36,7 @@ export async function checkpointsFigure(ctx: BenchContext): Promise<FigureResult
     );
     try {
       const source = { privateWorkspace: lease.privateWorkspace, checkpoints: lease.checkpoints };
-      lease.checkpoints?.prepare?.();
+      await lease.checkpoints?.prepare?.();
       const change = async (round: number): Promise<void> => {
         for (let index = 0; index < changedFiles; index += 1) {
           await lease.sandbox.files.writeFile(
@@ -53,11 +53,16 @@ export async function checkpointsFigure(ctx: BenchContext): Promise<FigureResult
       let recorded = 0;
       const timings = await timeInTurns(
         {
-          // The next turn's edits are made after the timing (the returned function).
+          // The next turn's edits are made after the timing (the returned function), and the
+          // next spare recorder is waited for there: in a run it starts while the model answers
+          // (a second or more), so a turn waits for the record, not for a container start.
           turn: (run) =>
             failures.guard(async () => {
               recorded = (await createCheckpoint(source, { kind: "turn" })).changedFiles;
-              return () => change(run + 10);
+              return async () => {
+                await change(run + 10);
+                await lease.checkpoints?.prepare?.();
+              };
             }),
           exec: () => failures.guard(() => lease.sandbox.exec("true")),
         },

@@ -39,9 +39,10 @@ export interface SandboxLease {
   /**
    * The private workspace's checkpoints, recorded and restored with the sandbox frozen and never
    * by a program on the host (a throwaway inspector container). Undefined as `changes` is;
-   * `prepare` (where offered) says a record per turn is coming, so one is kept ready.
+   * `prepare` (where offered) says a record per turn is coming, so one is kept ready (it resolves
+   * once one is).
    */
-  checkpoints?: (WorkspaceCheckpoints & { prepare?: () => void }) | undefined;
+  checkpoints?: (WorkspaceCheckpoints & { prepare?: () => Promise<void> }) | undefined;
   /**
    * The command lines of the processes the agent started that still run in the sandbox (its
    * background servers, a command left running); none when it is stopped. Undefined where the

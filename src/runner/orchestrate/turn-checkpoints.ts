@@ -36,7 +36,7 @@ export function turnCheckpointHook(options: {
   if (plan.sandbox.checkpoints !== "turn" || !lease.checkpoints || !lease.privateWorkspace) {
     return undefined;
   }
-  lease.checkpoints.prepare?.();
+  void lease.checkpoints.prepare?.();
   return async (turn) => {
     const startedAt = Date.now();
     try {

@@ -648,6 +648,10 @@ export class DockerSandboxManager {
       inspectors: this.inspectors,
       target,
       freeze: (fn) => this.freeze(spec, fn),
+      executorVolume: async () =>
+        spec.docker.executor === "resident"
+          ? ensureExecutorVolume(this.support, image, residentExecutorBinary())
+          : undefined,
     });
   }
 

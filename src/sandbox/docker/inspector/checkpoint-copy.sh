@@ -49,8 +49,14 @@ is_tree() {
 # a one-way `read-tree --reset` sets every entry to the baseline and keeps the stat data of those
 # that match it), so `add` hashes only files whose stat changed, not the whole copy each turn. A
 # cached index that is missing or that git refuses costs the full hash, nothing else. `cp -p`
-# keeps its time, which git's racy-entry check compares with its entries'.
+# keeps its time, which git's racy-entry check compares with its entries'. A record works on an
+# index of its own in the store and renames it over the cache at the end, so a record running
+# beside it (another inspector) reads a whole index or none. Few processes: each costs a turn.
 cached=/checkpoints/index
+if [ "$mode" = record ]; then
+  export GIT_INDEX_FILE="$cached.$$.$RANDOM$RANDOM"
+  trap '[ ! -e "$GIT_INDEX_FILE" ] || rm -f "$GIT_INDEX_FILE"' EXIT
+fi
 if [ "$mode" = record ] && cp -p "$cached" "$GIT_INDEX_FILE" 2>/dev/null &&
   checkpoint_git read-tree --reset refs/cordon/baseline 2>/dev/null; then
   :
@@ -60,21 +66,19 @@ else
 fi
 checkpoint_git add -A --pathspec-from-file=- --pathspec-file-nul
 current="$(checkpoint_git write-tree)"
-if [ "$mode" = record ]; then
-  # Renamed into place, so a record running beside this one (another inspector) reads a whole
-  # index or none; a cache that cannot be kept (a full store) fails nothing.
-  kept="$(mktemp "$cached.XXXXXX" 2>/dev/null)" || kept=""
-  if [ -n "$kept" ]; then
-    { cp -p "$GIT_INDEX_FILE" "$kept" && mv -f "$kept" "$cached"; } 2>/dev/null || rm -f "$kept"
-  fi
-fi
 
 case "$mode" in
 record)
-  since="$other"
-  if [ "$since" = - ] || ! is_tree "$since"; then since="$(checkpoint_git rev-parse 'refs/cordon/baseline^{tree}')"; fi
+  # A cache that cannot be kept (a full store) fails nothing.
+  mv -f "$GIT_INDEX_FILE" "$cached" 2>/dev/null || true
   printf '%s\0' "$current"
-  checkpoint_git diff-tree -r --raw -z --no-abbrev --no-renames "$since" "$current"
+  # SINCE no longer in the store (or `-`): compared with the baseline. A missing object fails
+  # diff-tree before it writes anything.
+  since="$other"
+  if [ "$since" = - ] ||
+    ! checkpoint_git diff-tree -r --raw -z --no-abbrev --no-renames "$since" "$current" 2>/dev/null; then
+    checkpoint_git diff-tree -r --raw -z --no-abbrev --no-renames refs/cordon/baseline "$current"
+  fi
   ;;
 restore)
   target="$other"

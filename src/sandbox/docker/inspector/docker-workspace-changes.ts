@@ -78,7 +78,7 @@ export function dockerWorkspaceChanges(
     changedFiles: async (request) => parseChangedFiles(await inspect("changed-files", request)),
     baselineDirectories: async (request) =>
       parseBaselineDirectories(await inspect("baseline-directories", request)),
-    prepare: () => spares.prepare(),
+    prepare: () => void spares.prepare(),
     dispose: () => spares.dispose(),
   };
 }

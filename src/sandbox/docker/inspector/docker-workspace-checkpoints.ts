@@ -22,6 +22,11 @@ export interface DockerWorkspaceCheckpointsOptions {
   target: InspectedWorkspace;
   /** Runs `fn` with every process of the sandbox paused (`SandboxLease.freeze`). */
   freeze: <T>(fn: () => Promise<T>) => Promise<T>;
+  /**
+   * The resident executor's support volume, if the sandbox uses one: recording inspectors run it,
+   * so a record is one frame on an open stream rather than a Docker exec (`InspectedWorkspace`).
+   */
+  executorVolume?: (() => Promise<string | undefined>) | undefined;
 }
 
 /** Checkpoints of a Docker sandbox's copy, with a spare recorder kept warm once prepared. */
@@ -29,9 +34,9 @@ export interface DockerWorkspaceCheckpoints extends WorkspaceCheckpoints {
   /**
    * Records are coming (one per turn): starts a spare recording inspector now, and another after
    * each record until `dispose`, so a record pays only its exec and the pause, not a container
-   * start.
+   * start. Resolves once the spare is ready; never rejects.
    */
-  prepare(): void;
+  prepare(): Promise<void>;
   dispose(): Promise<void>;
 }
 
@@ -63,8 +68,12 @@ export function dockerWorkspaceCheckpoints(
     });
     return { ...options.target, checkpointStore: await store };
   };
-  const start = async (access: InspectorAccess): Promise<Inspector> =>
-    inspectors.start(await target(), { access });
+  const start = async (access: InspectorAccess): Promise<Inspector> => {
+    const inspected = await target();
+    // A restore is rare and started cold: its executor would be one more start to wait for.
+    const executorVolume = access === "record" ? await options.executorVolume?.() : undefined;
+    return inspectors.start({ ...inspected, executorVolume }, { access });
+  };
   /** The spare records: a restore is rare and mounts the copy writable, so it starts its own. */
   const spares = spareInspector(() => start("record"));
 

@@ -35,7 +35,7 @@ describe("spareInspector", () => {
   it("hands out the spare once, removes it after use and starts the next", async () => {
     const { started, startOne } = inspectorFactory();
     const spares = spareInspector(startOne);
-    spares.prepare();
+    await spares.prepare();
     const first = await spares.take();
     expect(first).toMatchObject({ id: 1 });
     expect(await spares.take()).toBeUndefined();
@@ -50,7 +50,7 @@ describe("spareInspector", () => {
   it("keeps a waiting spare when an inspector of another kind is released", async () => {
     const { started, startOne } = inspectorFactory();
     const spares = spareInspector(startOne);
-    spares.prepare();
+    await spares.prepare();
     const other = await startOne();
     spares.release(other);
     expect(started).toHaveLength(2);
@@ -61,7 +61,7 @@ describe("spareInspector", () => {
     vi.useFakeTimers();
     const { started, startOne } = inspectorFactory();
     const spares = spareInspector(startOne);
-    spares.prepare();
+    await spares.prepare();
     vi.advanceTimersByTime(defaultInspectionTimeoutMs / 2);
     expect(await spares.take()).toBeUndefined();
     await spares.dispose();
@@ -70,14 +70,15 @@ describe("spareInspector", () => {
 
   it("treats a spare that failed to start as none", async () => {
     const spares = spareInspector(() => Promise.reject(new Error("engine gone")));
-    spares.prepare();
+    // Waiting for a spare that cannot start is not an error: the next reading starts its own.
+    await expect(spares.prepare()).resolves.toBeUndefined();
     expect(await spares.take()).toBeUndefined();
   });
 
   it("starts no spare after dispose", async () => {
     const { started, startOne } = inspectorFactory();
     const spares = spareInspector(startOne);
-    spares.prepare();
+    await spares.prepare();
     const first = await spares.take();
     await spares.dispose();
     spares.release(first!);

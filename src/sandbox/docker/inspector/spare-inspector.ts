@@ -9,9 +9,10 @@ import { defaultInspectionTimeoutMs, type Inspector } from "./workspace-inspecto
 export interface SpareInspector {
   /**
    * Readings are coming: starts a spare now, and another after each `release` until `dispose`.
-   * Unprepared, nothing is started ahead and `take` finds no spare.
+   * Unprepared, nothing is started ahead and `take` finds no spare. Resolves once the spare has
+   * started (or failed to: then the next reading starts its own); never rejects.
    */
-  prepare(): void;
+  prepare(): Promise<void>;
   /** The spare if it is fresh enough to use (a stale one is removed), else undefined. */
   take(): Promise<Inspector | undefined>;
   /** An inspector has done its one reading: removed off the caller's path; the next spare starts. */
@@ -42,9 +43,10 @@ export function spareInspector(startOne: () => Promise<Inspector>): SpareInspect
   };
 
   return {
-    prepare: () => {
+    prepare: async () => {
       prepared = true;
       startSpare();
+      await spare?.inspector.catch(() => undefined);
     },
     take: async () => {
       const taken = spare;

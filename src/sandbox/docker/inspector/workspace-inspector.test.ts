@@ -59,6 +59,13 @@ describe("the inspector container", () => {
     // A fork's copier writes only the fork's copy: the parent's and the store stay out of reach.
     expect(mounts("fork")).toEqual(["/workspace:ro", "/baseline:ro", "/fork:rw"]);
     expect(() => inspectorContainer("n", target, 1000, "fork")).toThrow(/fork into/);
+    // A recorder that runs cordon's executor gets its binary read-only, as the sandbox does.
+    const withExecutor = { ...withStore, executorVolume: "cordon-executor-data" };
+    expect(
+      inspectorContainer("n", withExecutor, 1000, "record").HostConfig.Mounts?.map(
+        (mount) => `${mount.Type} ${mount.Source} ${mount.Target}:${mount.ReadOnly ? "ro" : "rw"}`,
+      ),
+    ).toContain("volume cordon-executor-data /.cordon:ro");
   });
 
   it("forks a copy in volumes into the fork's workspace volume, its only writable mount", () => {

@@ -14,6 +14,9 @@ import { shellScript } from "../../shell/shell-scripts.js";
 import type { ContainerClient, CreateContainerRequest } from "../client/index.js";
 import { engineStatusOf } from "../docker-errors.js";
 import { ContainerExec } from "../exec/container-exec.js";
+import { executorContainerDirectory } from "../resident/executor-binary.js";
+import { ResidentTransport } from "../resident/resident-transport.js";
+import type { ExecTransport } from "../../shell/exec-transport.js";
 
 /**
  * The one place cordon runs a program over a tree an agent wrote (DESIGN.md §10, rule 1): a fresh,
@@ -63,6 +66,13 @@ export interface InspectedWorkspace {
    * host paths above, which then only name the copy in messages.
    */
   volumes?: { workspace: string; baseline: string; checkpoints: string } | undefined;
+  /**
+   * The resident executor's support volume (`ensureExecutorVolume`), mounted read-only as in the
+   * sandbox: the inspector's one inspection is sent over the executor's open stream (started with
+   * the container, before the sandbox is frozen) instead of a Docker exec of its own. Undefined:
+   * plain exec.
+   */
+  executorVolume?: string | undefined;
 }
 
 /**
@@ -188,6 +198,13 @@ export class WorkspaceInspectors {
       throw error;
     }
     const exec = new ContainerExec(this.containers, id, name, target.user);
+    let transport: ExecTransport = exec;
+    if (target.executorVolume !== undefined) {
+      const resident = new ResidentTransport(exec, this.logger);
+      // Started now, while nothing runs over the copy; one that does not start leaves plain exec.
+      await resident.ping();
+      transport = resident;
+    }
     let used = false;
     return {
       run: (inspection) => {
@@ -199,7 +216,7 @@ export class WorkspaceInspectors {
           );
         }
         used = true;
-        return runInspection(exec, () => this.containers.kill(id), target, {
+        return runInspection(transport, () => this.containers.kill(id), target, {
           ...inspection,
           timeoutMs: inspection.timeoutMs ?? timeoutMs,
         });
@@ -303,11 +320,21 @@ function inspectorMounts(
     },
     ...(store ? [{ Type: type, Source: store, Target: "/checkpoints", ReadOnly: false }] : []),
     ...(forkTarget ? [{ Type: type, Source: forkTarget, Target: "/fork", ReadOnly: false }] : []),
+    ...(target.executorVolume !== undefined
+      ? [
+          {
+            Type: "volume" as const,
+            Source: target.executorVolume,
+            Target: executorContainerDirectory,
+            ReadOnly: true,
+          },
+        ]
+      : []),
   ];
 }
 
 async function runInspection(
-  exec: ContainerExec,
+  exec: ExecTransport,
   kill: () => Promise<void>,
   target: InspectedWorkspace,
   request: InspectionRequest & { timeoutMs: number },
