@@ -6,11 +6,17 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 
 import { packageRoot } from "../../src/common/index.js";
 import { createRunner } from "../../src/index.js";
-import { privateWorkspacePath, type SandboxSummary } from "../../src/sandbox/index.js";
+import {
+  privateWorkspacePath,
+  type DockerSandbox,
+  type SandboxSummary,
+} from "../../src/sandbox/index.js";
 import { demoRepo, example, git, repositoryOf } from "../support/demo-repo.js";
 import { dockerClient, requireSandboxImage } from "../support/docker.js";
 import { runCordon } from "../support/run-cli.js";
+import { describeSandboxContract } from "../support/sandbox-contract.js";
 import { startSecondEngine, type SecondEngine } from "../support/second-engine.js";
+import { startDockerToolSandbox, type DockerToolSandbox } from "../support/tool-runner.js";
 
 interface Report {
   ok: boolean;
@@ -159,6 +165,36 @@ describe("a second engine with its own filesystem", () => {
     expect(local).toEqual([]);
     expect(await readdir(path.join(home, "workspaces")).catch(() => [])).toEqual([]);
   });
+
+  // The Sandbox contract (files, commands, symlinks, background processes) on a sandbox there,
+  // through the resident executor, over each transport.
+  for (const [name, transportOf] of [
+    ["TLS", () => engine.tlsEnv],
+    ["ssh", () => engine.sshEnv],
+  ] as const) {
+    describe(`the Sandbox contract over ${name}`, () => {
+      let box: DockerToolSandbox | undefined;
+      let sandbox: DockerSandbox;
+
+      beforeAll(async () => {
+        box = await startDockerToolSandbox({
+          name: `contract-remote-${name.toLowerCase()}`,
+          workspaceStorage: "volume",
+          engine: { env: env(transportOf()), client: engine.client },
+        });
+        sandbox = box.sandbox;
+      });
+
+      afterAll(async () => {
+        await box?.dispose();
+      });
+
+      describeSandboxContract(`DockerSandbox on the second engine over ${name}`, {
+        sandbox: () => sandbox,
+        runsCommands: true,
+      });
+    });
+  }
 
   // Both transports the whole way: ssh carries exec, attach and archive streams through
   // `docker system dial-stdio`, TLS over a socket of its own.

@@ -105,9 +105,9 @@ export async function removeFixTestsContainers(sessionKeys: readonly string[]): 
  */
 export async function testExecutorVolume(
   image: string,
-  options: { binary?: string | undefined } = {},
+  options: { binary?: string | undefined; engine?: DockerEngine | undefined } = {},
 ): Promise<string | undefined> {
-  const support = new SupportVolumes(new DockerEngine());
+  const support = new SupportVolumes(options.engine ?? new DockerEngine());
   return ensureExecutorVolume(
     support,
     image,

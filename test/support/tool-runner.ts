@@ -125,10 +125,16 @@ export async function startDockerToolSandbox(options: {
    * volume made by the manager's own code (workspace-volumes.ts), the host directory unused.
    */
   workspaceStorage?: "host" | "volume" | undefined;
+  /**
+   * Another engine than the local one (the second engine of test/support/second-engine.ts): the
+   * environment cordon resolves it from (DOCKER_HOST …), and a client of it for the test's own
+   * calls. Its copy must be in a volume: the engine does not see this host's directory.
+   */
+  engine?: { env: NodeJS.ProcessEnv; client: Docker } | undefined;
 }): Promise<DockerToolSandbox> {
   const image = await requireSandboxImage();
-  const docker = dockerClient();
-  const engine = new DockerEngine();
+  const docker = options.engine?.client ?? dockerClient();
+  const engine = options.engine ? DockerEngine.fromEnv(options.engine.env) : new DockerEngine();
   const hostWorkspace = await mkdtemp(path.join(tmpdir(), `cordon-${options.name}-ws-`));
   let container: Docker.Container | undefined;
   let volumeOf: string | undefined;
@@ -171,8 +177,8 @@ export async function startDockerToolSandbox(options: {
         workspaceVolume: volumeOf ? workspaceVolumeMount(spec) : undefined,
         executorVolume:
           "executorBinary" in options
-            ? await testExecutorVolume(image, { binary: options.executorBinary })
-            : await testExecutorVolume(image),
+            ? await testExecutorVolume(image, { binary: options.executorBinary, engine })
+            : await testExecutorVolume(image, { engine }),
       }),
     );
     await container.start();
