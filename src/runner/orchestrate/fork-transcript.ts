@@ -4,7 +4,7 @@ import path from "node:path";
 
 import type { RunPlan } from "../../policy/index.js";
 import { ForkTargetExistsError } from "../../sandbox/index.js";
-import { JsonlSession, sessionFilePath } from "../session/index.js";
+import { appendSessionNote, sessionFilePath } from "../session/index.js";
 
 /**
  * A fork's conversation (`cordon fork`, unless `--no-transcript`): the parent's transcript copied
@@ -57,22 +57,13 @@ export async function copyTranscriptToFork(options: {
   await mkdir(path.dirname(to), { recursive: true, mode: 0o700 });
   await copyFile(from, to, constants.COPYFILE_EXCL);
   try {
-    const session = await JsonlSession.open({
+    await appendSessionNote({
       stateDir: options.stateDir,
       sessionKey: options.fork.sessionKey,
       project: options.fork.agent.workspaceId,
+      text: forkNote(options.parent.sessionKey, options.now ?? new Date()),
       signal: options.signal,
     });
-    try {
-      await session.append({
-        role: "user",
-        content: [
-          { type: "text", text: forkNote(options.parent.sessionKey, options.now ?? new Date()) },
-        ],
-      });
-    } finally {
-      await session.close();
-    }
   } catch (error) {
     await removeForkTranscript(options.stateDir, options.fork);
     throw error;

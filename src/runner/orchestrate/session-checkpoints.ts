@@ -12,7 +12,7 @@ import type { RunPlan } from "../../policy/index.js";
 import type { CheckpointRequest, PlanRequest, Runner } from "../create-runner.js";
 import { assertHasBaseline } from "../../sandbox/index.js";
 import {
-  JsonlSession,
+  appendSessionNote,
   SessionBusyError,
   acquireSessionLock,
   sandboxesHeldByRuns,
@@ -208,20 +208,13 @@ async function noteInTranscript(
   context: SessionCheckpointsContext,
   outcome: SessionRollback,
 ): Promise<void> {
-  const session = await JsonlSession.open({
+  await appendSessionNote({
     stateDir: context.stateDir,
     sessionKey: context.plan.sessionKey,
     project: context.plan.agent.workspaceId,
+    text: rollbackNote(outcome),
     signal: context.signal,
   });
-  try {
-    await session.append({
-      role: "user",
-      content: [{ type: "text", text: rollbackNote(outcome) }],
-    });
-  } finally {
-    await session.close();
-  }
 }
 
 /** `Runner.checkpoint`, `checkpoints` and `rollback`, over the runner's plan and sandboxes. */

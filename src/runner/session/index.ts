@@ -1,4 +1,5 @@
 export { JsonlSession, SessionCorruptError, readSessionEntries } from "./jsonl-session.js";
+export { appendSessionNote } from "./session-note.js";
 export type { AppendMeta, OpenSessionOptions } from "./jsonl-session.js";
 export {
   listSessions,
