@@ -47,8 +47,10 @@ export async function startPortForward(options: PortForwardOptions): Promise<Por
           channel.destroy();
           return;
         }
+        // A reset either way is passed on as a reset (the channel's destroy resets the
+        // connection in the sandbox), so neither end takes a cut-off stream for a finished one.
         const cut = () => {
-          socket.destroy();
+          socket.resetAndDestroy();
           channel.destroy();
         };
         channel.on("error", cut);

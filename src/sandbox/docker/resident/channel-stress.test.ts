@@ -7,6 +7,7 @@ import { createSilentLogger } from "../../../common/index.js";
 import { startPortForward, type PortForward } from "../../../runner/orchestrate/port-forward.js";
 import { relay } from "../egress/proxy-channel.js";
 import { residentExecutorBinary } from "./executor-binary.js";
+import type { ForwardedChannel } from "./forwarded-channel.js";
 import { ResidentConnection } from "./resident-connection.js";
 import { localExecutor, type LocalExecutor } from "./testing/local-executor.js";
 
@@ -210,6 +211,62 @@ describe.skipIf(!binary)("channels under many short connections", { timeout: 180
     expect(await settlesAt(() => executor.descriptors(), before)).toBe(before);
   });
 
+  it("a reset is passed on as a reset, both ways, through a forward and through a forwarded port — never as a clean end", async () => {
+    const { connection } = await open();
+    const farEnds: Promise<string>[] = [];
+    const farSockets: Socket[] = [];
+    const far = createServer({ allowHalfOpen: true }, (socket) => {
+      farSockets.push(socket);
+      farEnds.push(howItEnds(socket));
+      socket.resume();
+    });
+    far.listen(0, "127.0.0.1");
+    await once(far, "listening");
+    cleanups.push(() => far.close());
+    const farPort = (far.address() as { port: number }).port;
+    const forward = await startPortForward({
+      remotePort: farPort,
+      connect: (port) => connection.connect(port),
+    });
+    cleanups.push(() => forward.close());
+    const channels: ForwardedChannel[] = [];
+    const channelEnds: Promise<string>[] = [];
+    const forwarded = await connection.listen(0, (channel) => {
+      channels.push(channel);
+      channelEnds.push(howItEnds(channel));
+      channel.resume();
+    });
+
+    const dial = async (port: number) => {
+      const socket = connect({ host: "127.0.0.1", port });
+      const ends = howItEnds(socket);
+      await once(socket, "connect");
+      socket.write("a request cut off half way");
+      return { socket, ends };
+    };
+    // The client resets: the server in the sandbox sees a reset, not the end of a request.
+    const client = await dial(forward.localPort);
+    await waitFor(() => farEnds.length === 1);
+    client.socket.resetAndDestroy();
+    expect(await farEnds[0]).toBe("ECONNRESET");
+    // The server in the sandbox resets: so does the client's connection.
+    const other = await dial(forward.localPort);
+    await waitFor(() => farSockets.length === 2);
+    farSockets[1]?.resetAndDestroy();
+    expect(await other.ends).toBe("ECONNRESET");
+
+    // A process in the sandbox resets its connection to a forwarded port: the channel fails.
+    const inside = await dial(forwarded.port);
+    await waitFor(() => channels.length === 1);
+    inside.socket.resetAndDestroy();
+    expect(await channelEnds[0]).toBe("ECONNRESET");
+    // The destination drops the channel: the process's connection is reset.
+    const dropped = await dial(forwarded.port);
+    await waitFor(() => channels.length === 2);
+    channels[1]?.destroy();
+    expect(await dropped.ends).toBe("ECONNRESET");
+  });
+
   it("a forward to a port nothing listens on closes each connection at once, and answers once something does", async () => {
     const { executor, connection } = await open();
     // A port free a moment ago: nothing listens there until the server below takes it.
@@ -242,3 +299,20 @@ describe.skipIf(!binary)("channels under many short connections", { timeout: 180
     expect(await settlesAt(() => executor.descriptors(), before)).toBe(before);
   });
 });
+
+/** How a stream ends: its error's code, or "end" for a clean end of its input. */
+function howItEnds(stream: Socket | ForwardedChannel): Promise<string> {
+  return new Promise((resolve) => {
+    stream.on("error", (error: NodeJS.ErrnoException) => resolve(error.code ?? "error"));
+    stream.on("end", () => resolve("end"));
+    stream.on("close", () => resolve("closed"));
+  });
+}
+
+/** Polls until `condition` holds; a loaded machine gets 10 s, a test never waits on a clock. */
+async function waitFor(condition: () => boolean): Promise<void> {
+  for (let attempt = 0; attempt < 1000 && !condition(); attempt += 1) {
+    await new Promise((resolve) => setTimeout(resolve, 10));
+  }
+  expect(condition()).toBe(true);
+}

@@ -1258,6 +1258,16 @@ static void drop_channel(struct channel *ch) {
   memset(ch, 0, sizeof *ch);
 }
 
+/*
+ * Y from cordon: its side was reset or dropped, and so is the connection — a reset (RST), not a
+ * close, so the process here never takes a cut-off stream for a finished one.
+ */
+static void abort_channel(struct channel *ch) {
+  struct linger hard = {.l_onoff = 1, .l_linger = 0};
+  setsockopt(ch->fd, SOL_SOCKET, SO_LINGER, &hard, sizeof hard);
+  drop_channel(ch);
+}
+
 /* Both sides ended and everything cordon sent is written: nothing more can move. */
 static void finish_channel_if_done(struct channel *ch) {
   if (ch->read_done && ch->write_done && ch->off == ch->len) drop_channel(ch);
@@ -1477,7 +1487,7 @@ static void handle_frame(char type, uint32_t id, char *payload, uint32_t length)
       channel_end(id);
       break;
     case REQ_CHANNEL_RESET:
-      if ((ch = find_channel(id))) drop_channel(ch);
+      if ((ch = find_channel(id))) abort_channel(ch);
       break;
     case REQ_CONNECT:
       connect_port(id, payload, length);

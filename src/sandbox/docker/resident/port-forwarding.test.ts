@@ -84,10 +84,14 @@ describe.skipIf(!binary)("ports forwarded over the executor's stream", { timeout
       channels.push(channel);
     });
     const reset = await dial(port);
-    reset.on("error", () => undefined);
+    const resetError = new Promise<string | undefined>((resolve) => {
+      reset.on("error", (error: NodeJS.ErrnoException) => resolve(error.code));
+      reset.on("close", () => resolve(undefined));
+    });
     await waitFor(() => channels.length === 1);
     channels[0]?.destroy();
-    await once(reset, "close");
+    // Reset, not closed: the process cannot take a dropped connection for a finished one.
+    expect(await resetError).toBe("ECONNRESET");
 
     const held = await dial(port);
     await waitFor(() => channels.length === 2);

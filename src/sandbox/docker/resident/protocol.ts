@@ -51,7 +51,7 @@ export const request = {
   channelData: "B",
   /** No more bytes for the channel's connection: it is shut down for writing (half close). */
   channelEnd: "Z",
-  /** Drop the channel's connection at once. */
+  /** Drop the channel's connection at once: the process in the sandbox sees a reset (RST). */
   channelReset: "Y",
   /**
    * Connect to 127.0.0.1:PORT in the sandbox (`cordon port-forward`): u32 port. Answered by a
