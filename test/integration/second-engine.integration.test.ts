@@ -6,9 +6,12 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 
 import { packageRoot } from "../../src/common/index.js";
 import { createRunner } from "../../src/index.js";
+import { EgressProxyImage } from "../../src/sandbox/docker/egress/index.js";
 import {
+  DockerEngine,
   privateWorkspacePath,
   type DockerSandbox,
+  type EgressDecision,
   type SandboxSummary,
 } from "../../src/sandbox/index.js";
 import { demoRepo, example, git, repositoryOf } from "../support/demo-repo.js";
@@ -59,8 +62,9 @@ const fixesMean = {
  * container, test/support/second-engine.ts), over TCP+TLS and over ssh: doctor, the sandbox image
  * on that engine, and a sandbox there end to end — a scripted `cordon run`, `diff` and `apply`
  * writing the local repository, `fix-tests` on a fixture project, a port forward to a server in
- * the network-none sandbox — with the private copy only in volumes on that engine. What cannot
- * work there (`workspaceAccess` "ro"/"rw") is refused before anything is made.
+ * the network-none sandbox, an egress allowlist whose squid runs there — with the private copy
+ * only in volumes on that engine. What cannot work there (`workspaceAccess` "ro"/"rw") is
+ * refused before anything is made.
  */
 describe("a second engine with its own filesystem", () => {
   let root: string;
@@ -366,4 +370,79 @@ describe("a second engine with its own filesystem", () => {
       });
     });
   }
+
+  it("an egress allowlist there: squid on that engine, reached through its container; refusals are events", async () => {
+    // The proxy image as this host built it (no registry; its tag is its inputs' hash).
+    const proxyImage = await new EgressProxyImage(new DockerEngine()).resolve();
+    await engine.loadImages([proxyImage]);
+    const repo = await repository();
+    const home = homeOf("egress");
+    const decisions: EgressDecision[] = [];
+    const runner = createRunner({
+      env: env(engine.sshEnv, home),
+      workspace: repo,
+      allowHosts: ["deb.debian.org"],
+    });
+    const { plan, lease } = await runner.acquireSandbox({
+      sessionKey: "egress",
+      onEgress: (decision) => decisions.push(decision),
+    });
+    const decisionFor = async (host: string): Promise<EgressDecision> => {
+      for (let attempt = 0; attempt < 100; attempt += 1) {
+        const found = decisions.find((decision) => decision.host === host);
+        if (found) return found;
+        await new Promise((resolve) => setTimeout(resolve, 100));
+      }
+      throw new Error(`no egress decision for ${host}; got ${JSON.stringify(decisions)}`);
+    };
+    try {
+      const spec = plan.sandbox.spec;
+      const proxy = spec?.egress?.proxyContainer ?? "";
+      // Both on that engine, none on this host's; the sandbox keeps network none, and squid
+      // publishes nothing: its address is on that engine's own bridge.
+      const sandbox = await engine.client.getContainer(spec?.containerName ?? "").inspect();
+      expect(sandbox.HostConfig.NetworkMode).toBe("none");
+      const squid = await engine.client.getContainer(proxy).inspect();
+      expect(squid.HostConfig.PortBindings ?? {}).toEqual({});
+      expect(
+        await dockerClient().listContainers({ all: true, filters: { name: [proxy] } }),
+      ).toEqual([]);
+
+      // A refused request is answered by squid itself, through the channel.
+      const refused = await lease.sandbox.exec(
+        "curl -sS -m 60 -o /dev/null -w '%{http_code}' https://192.0.2.1/ 2>&1",
+        { timeoutMs: 90_000 },
+      );
+      expect(refused.stdout).toMatch(/403/);
+      expect(await decisionFor("192.0.2.1")).toMatchObject({ port: 443, allowed: false });
+      const offList = await lease.sandbox.exec(
+        "curl -sS -m 60 -o /dev/null -w '%{http_code}' http://example.com/ 2>&1",
+        { timeoutMs: 90_000 },
+      );
+      expect(offList.stdout).toMatch(/403/);
+      expect(await decisionFor("example.com")).toMatchObject({ allowed: false });
+
+      // The allowed host, over plain HTTP (Debian's mirror): through squid and that engine's
+      // network to the internet.
+      const allowed = await lease.sandbox.exec(
+        "curl -sS -m 60 -o /dev/null -w '%{http_code}' http://deb.debian.org/debian/dists/bookworm/Release 2>&1",
+        { timeoutMs: 90_000 },
+      );
+      expect(allowed.stdout).toBe("200");
+      expect(await decisionFor("deb.debian.org")).toMatchObject({ port: 80, allowed: true });
+    } finally {
+      await lease.release();
+      await runner.close();
+    }
+    const removed = await runCordon(
+      ["sandbox", "rm", "--all", "--discard-changes"],
+      env(engine.sshEnv, home),
+    );
+    expect(removed.exitCode, removed.stderr).toBe(0);
+    const left = await engine.client.listContainers({
+      all: true,
+      filters: { label: [`cordon.home=${home}`] },
+    });
+    expect(left).toEqual([]);
+  });
 });
