@@ -95,7 +95,7 @@ describe("the packed and installed package", () => {
     await rm(repo, { recursive: true, force: true });
   });
 
-  it("ships the built CLI, the image's Dockerfile and the guides, and no maps, build info or test code", async () => {
+  it("ships the built CLI, the image's Dockerfile, the guides and the examples they name, and no maps, build info or test code", async () => {
     const { stdout } = await run("tar", ["-tzf", tarball]);
     const files = stdout.split("\n").filter(Boolean);
     expect(files).toEqual(
@@ -108,6 +108,9 @@ describe("the packed and installed package", () => {
         "package/dist/sandbox/shell/process-script.sh",
         "package/dist/sandbox/docker/files/file-script.sh",
         "package/docs/configuration.md",
+        // configuration.md names the ready-made configs; the demo's script drives a scripted run.
+        "package/examples/config/single-agent.json5",
+        "package/examples/demo/script.json",
       ]),
     );
     const unwanted = files.filter((file) =>
