@@ -10,7 +10,13 @@ import path from "node:path";
 
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 
-import { privateWorkspacePath, type SandboxSummary } from "../../src/sandbox/index.js";
+import {
+  DockerEngine,
+  SandboxInventory,
+  baselineGitDir,
+  privateWorkspacePath,
+  type SandboxSummary,
+} from "../../src/sandbox/index.js";
 import { demoRepo, example, git } from "../support/demo-repo.js";
 import { dockerClient, requireSandboxImage } from "../support/docker.js";
 import { runCordon } from "../support/run-cli.js";
@@ -267,5 +273,88 @@ describe("sandbox.disk on a copy in volumes (watched: no driver bounds a volume 
       filters: { label: [`cordon.home=${home}`] },
     });
     expect(left.map((c) => c.Names[0] ?? "").filter((n) => n.includes("-du-"))).toEqual([]);
+  });
+});
+
+describe("prune and copies in volumes whose sandbox is gone", () => {
+  let root: string;
+  let home: string;
+  let repo: string;
+  let config: string;
+  const cordon = (...args: string[]) =>
+    runCordon(args, { CORDON_HOME: home, CORDON_CONFIG: config, ANTHROPIC_API_KEY: "" });
+
+  beforeAll(async () => {
+    root = await mkdtemp(path.join(tmpdir(), "cordon-volume-prune-"));
+    home = path.join(root, "home");
+    config = path.join(root, "cordon.json5");
+    await writeFile(
+      config,
+      '{ agents: { defaults: { sandbox: { workspaceStorage: "volume" } } } }\n',
+    );
+    repo = await demoRepo();
+  });
+
+  afterAll(async () => {
+    for (const name of (await volumesOf(home)).keys()) {
+      await dockerClient()
+        .getVolume(name)
+        .remove()
+        .catch(() => undefined);
+    }
+    await removeStateDirectory(home);
+    await rm(root, { recursive: true, force: true });
+    await rm(path.dirname(repo), { recursive: true, force: true });
+  });
+
+  it("removes the volumes of a copy with nothing to lose, keeps one with unapplied work (even with cordon's records on this host gone) until told to discard it", async () => {
+    const image = await requireSandboxImage();
+    const worked = `prune-work-${suffix}`;
+    const idle = `prune-idle-${suffix}`;
+    const inSandbox = (session: string, line: string) =>
+      cordon("exec", "--workspace", repo, "--session", session, "--", "sh", "-c", line);
+    expect((await inSandbox(worked, "echo work > work.txt")).exitCode).toBe(0);
+    expect((await inSandbox(idle, "true")).exitCode).toBe(0);
+    // The sandboxes vanish behind cordon's back: containers and records gone, and for one of
+    // them cordon's records of its copy on this host too. Only the volumes are left.
+    const sandboxes = [
+      ...new Set([...(await volumesOf(home)).values()].map((l) => l["cordon.volume-of"] ?? "")),
+    ];
+    expect(sandboxes).toHaveLength(2);
+    for (const name of sandboxes) {
+      await dockerClient().getContainer(name).remove({ force: true });
+      await rm(path.join(home, "sandboxes", `${name}.json`), { force: true });
+    }
+    const inventory = new SandboxInventory({
+      engine: DockerEngine.fromEnv(process.env),
+      stateDirectory: home,
+      image,
+    });
+    const withWork = sandboxes.find((name) => name.includes("prune-work")) ?? "";
+    const clean = sandboxes.find((name) => name.includes("prune-idle")) ?? "";
+    expect([withWork, clean].every(Boolean), sandboxes.join(" ")).toBe(true);
+    const pruned = await inventory.prune({ orphanMinAgeMs: 0 });
+    expect(pruned.keptForChanges.map((kept) => [kept.name, kept.reason])).toEqual([
+      [
+        withWork,
+        expect.stringMatching(/whose sandbox is gone; it holds 1 changed file never applied/),
+      ],
+    ]);
+    expect(pruned.orphans.map((orphan) => orphan.path)).toContain(`${clean}-workspace`);
+    const kept = ["baseline", "checkpoints", "workspace"].map((r) => `${withWork}-${r}`);
+    expect([...(await volumesOf(home)).keys()].sort()).toEqual(kept);
+
+    // cordon's records of the copy on this host gone too: it cannot be read, and is still kept.
+    const workspace = privateWorkspacePath(home, withWork);
+    await rm(baselineGitDir(workspace), { recursive: true, force: true });
+    const unread = await inventory.prune({ orphanMinAgeMs: 0 });
+    expect(unread.keptForChanges.map((k) => k.reason)).toEqual([
+      expect.stringMatching(/cannot tell whether it holds unapplied changes/),
+    ]);
+    expect([...(await volumesOf(home)).keys()].sort()).toEqual(kept);
+
+    const discarded = await inventory.prune({ orphanMinAgeMs: 0, discardChanges: true });
+    expect(discarded.orphans.map((o) => o.path)).toContain(`${withWork}-workspace`);
+    expect((await volumesOf(home)).size).toBe(0);
   });
 });

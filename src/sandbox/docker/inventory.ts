@@ -15,6 +15,7 @@ import {
   diskImagePath,
   isInside,
   mountCountAt,
+  privateWorkspacePath,
   privateWorkspaceRoot,
   releaseCarryLayers,
   releaseWorkspaceDisk,
@@ -28,7 +29,7 @@ import { isBusy } from "./container-activity.js";
 import { labelKeys } from "./container-options.js";
 import type { DockerEngine } from "./engine.js";
 import { labelsOf } from "./container-identity.js";
-import { removeWorkspaceVolumes } from "./workspace-volumes.js";
+import { removeWorkspaceVolumes, volumeLabels } from "./workspace-volumes.js";
 import { SandboxRecords, type SandboxRecord } from "./records.js";
 import type { SandboxHolders } from "./idle-stop.js";
 import { SandboxImage, sandboxImageRepository, type SandboxImageOptions } from "./sandbox-image.js";
@@ -590,6 +591,7 @@ export class SandboxInventory {
     const grace = { now, minAgeMs: orphanMinAgeMs };
     await this.pruneOrphanRecords(live, referenced, grace, report, discardChanges);
     await this.pruneOrphanDirectories(referenced, grace, report, discardChanges);
+    await this.pruneOrphanVolumes(live, referenced, grace, report, discardChanges);
     await this.pruneCarryLeftovers(grace, report);
     return report;
   }
@@ -757,6 +759,65 @@ export class SandboxInventory {
         ...(work.state === "unapplied" ? { discardedChanges: work.changes } : {}),
       });
       if (!report.dryRun) await this.removeWorkspace(workspace);
+    }
+  }
+
+  /**
+   * Copies in Docker volumes (workspace-volumes.ts) of this state directory whose sandbox has
+   * neither a container nor a record (both removed by hand, an engine reset of containers only):
+   * the engine's counterpart of an orphaned directory, which `pruneOrphanDirectories` cannot see
+   * (nothing of the copy is on this host). Their work is read by an inspector over the volumes as
+   * for any copy, and a copy holding unapplied changes (or one that cannot be read) is kept.
+   */
+  private async pruneOrphanVolumes(
+    live: Set<string>,
+    referenced: Set<string>,
+    grace: { now: number; minAgeMs: number },
+    report: PruneReport,
+    discardChanges: boolean,
+  ): Promise<void> {
+    const usedBefore = grace.now - grace.minAgeMs;
+    const volumes = await this.engine.volumes.list([
+      volumeLabels.sandbox,
+      `${volumeLabels.home}=${this.stateDirectory}`,
+    ]);
+    const newest = new Map<string, number>();
+    for (const volume of volumes) {
+      const name = volume.labels[volumeLabels.sandbox] ?? "";
+      // A label names a sandbox, never a path: anything but a container name is left alone.
+      if (!/^[A-Za-z0-9][A-Za-z0-9_.-]*$/.test(name)) continue;
+      newest.set(name, Math.max(newest.get(name) ?? 0, volume.createdAtMs));
+    }
+    const recorded = new Set((await this.records.readAll()).map((r) => r.containerName));
+    for (const [name, createdAtMs] of newest) {
+      const workspace = privateWorkspacePath(this.stateDirectory, name);
+      if (live.has(name) || recorded.has(name) || referenced.has(path.resolve(workspace))) continue;
+      if (!(createdAtMs < usedBefore)) {
+        leftForGrace(report, `${name}-workspace`, createdAtMs, grace);
+        continue;
+      }
+      // Docker is the source of truth: look again right before deleting anything.
+      if (await this.containers.inspect(name)) continue;
+      const reason = `Docker volumes of ${name}'s private copy, whose sandbox is gone`;
+      const work = await this.checkWork({
+        name,
+        privateWorkspace: workspace,
+        image: await this.images.currentBuiltinTag(),
+      });
+      if (work.state !== "none" && !discardChanges) {
+        report.keptForChanges.push(keptFor(name, `${name}-workspace`, reason, work));
+        continue;
+      }
+      report.orphans.push({
+        path: `${name}-workspace`,
+        reason,
+        ...(work.state === "unapplied" ? { discardedChanges: work.changes } : {}),
+      });
+      if (!report.dryRun) {
+        // The host records beside the copy's path, then the volumes (also with no records left).
+        await this.removeWorkspace(workspace);
+        await removeWorkspaceVolumes(this.engine.volumes, name, this.stateDirectory);
+      }
     }
   }
 

@@ -89,15 +89,19 @@ export class UnappliedChangesCheck {
 
   async check(copy: CheckedCopy): Promise<CopyWork> {
     const workspace = copy.privateWorkspace;
-    // Without cordon's baseline there is no seed to compare with: an empty scratch directory
-    // (seed off, or `ro` access), nothing `cordon diff` could show.
-    if (!(await lstat(baselineGitDir(workspace)).catch(() => undefined))) return { state: "none" };
-    if (!copy.image) return unknown("no image to read it with is known");
     const inVolumes = await workspaceVolumesOf(
       this.options.volumes,
       copy.name,
       this.options.stateDirectory,
     ).catch(() => undefined);
+    // Without cordon's baseline there is no seed to compare with: an empty scratch directory
+    // (seed off, or `ro` access), nothing `cordon diff` could show. A copy in volumes has its
+    // baseline in a volume, read even when cordon's records on this host are gone.
+    const hasBaseline = inVolumes
+      ? (await this.options.volumes.inspect(inVolumes.volumes.baseline)) !== undefined
+      : (await lstat(baselineGitDir(workspace)).catch(() => undefined)) !== undefined;
+    if (!hasBaseline) return { state: "none" };
+    if (!copy.image) return unknown("no image to read it with is known");
     const owner = inVolumes?.user ?? (await stat(workspace).catch(() => undefined));
     if (!owner) return { state: "none" };
     let mounted = false;
