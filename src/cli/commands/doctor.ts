@@ -89,8 +89,21 @@ async function checkStateDirectory(dir: string): Promise<DoctorCheck> {
 /**
  * Whether `sandbox.disk` can be enforced: the cheap probe acquires use, then a real image made,
  * mounted and removed in the state directory (mount(2) can be refused where the probe passes).
+ * On an engine elsewhere no copy is made here: copies are volumes there, which are watched.
  */
-async function checkDiskBudget(dir: string): Promise<DoctorCheck> {
+export async function checkDiskBudget(
+  dir: string,
+  endpoint: EngineEndpoint | undefined,
+): Promise<DoctorCheck> {
+  if (endpoint && !endpoint.sharesFilesystem) {
+    return {
+      name: "disk",
+      status: "warn",
+      detail:
+        "private copies live in volumes on the engine, which no volume driver bounds on disk: sandbox.disk is watched there (du in a throwaway container every 10 s while a sandbox is held; past it the sandbox is stopped), not enforced by the kernel",
+      fix: 'accept it, or set sandbox.disk to "unlimited"; a bounded copy needs a local engine and cordon as root',
+    };
+  }
   const support = await diskBudgetSupport();
   if (!support.enforced) {
     return {
@@ -327,7 +340,7 @@ export async function runDoctor(env: NodeJS.ProcessEnv, runtime?: string): Promi
   checks.push(state);
   checks.push(
     state.status === "ok"
-      ? await checkDiskBudget(stateDirectory(env))
+      ? await checkDiskBudget(stateDirectory(env), endpoint)
       : { name: "disk", status: "skipped", detail: "needs a writable state directory" },
   );
   return { ok: checks.every((c) => c.status === "ok" || c.status === "warn"), checks };
