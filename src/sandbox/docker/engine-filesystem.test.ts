@@ -28,6 +28,31 @@ describe("remoteEngineRefusal", () => {
     }
   });
 
+  it("refuses this host's paths the plan binds there: docker.binds and the CA bundle", () => {
+    const mounts = [
+      { source: "/home/me/data", target: "/data", role: "bind" as const },
+      {
+        source: "/etc/ssl/certs/ca-certificates.crt",
+        target: "/usr/local/share/cordon/host-ca-certificates.crt",
+        role: "ca-certificates" as const,
+      },
+      { source: "/home/me/.cordon/workspaces/x", target: "/workspace", role: "workspace" as const },
+    ];
+    const refusal = remoteEngineRefusal(remote, { ...spec("none"), mounts });
+    expect(refusal).toBeInstanceOf(ConfigError);
+    expect(refusal?.message).toMatch(
+      /^the sandbox binds this host's \/home\/me\/data at \/data, \/etc\/ssl\/certs\/ca-certificates\.crt at \/usr\/local\/share\/cordon\/host-ca-certificates\.crt, and the Docker engine at ssh:/,
+    );
+    expect(refusal?.fix).toMatch(
+      /trustHostCertificates.*project image.*remove those sandbox\.docker\.binds/,
+    );
+    expect(remoteEngineRefusal(local, { ...spec("none"), mounts })).toBeUndefined();
+    // The copy's own mount is not a host path there: it becomes volumes.
+    expect(
+      remoteEngineRefusal(remote, { ...spec("none"), mounts: mounts.slice(2) }),
+    ).toBeUndefined();
+  });
+
   it("refuses nothing on a local engine", () => {
     for (const access of ["none", "ro", "rw"] as const) {
       expect(remoteEngineRefusal(local, spec(access))).toBeUndefined();

@@ -1,6 +1,6 @@
 import { ConfigError } from "../../common/index.js";
 
-import type { SandboxSpec } from "../spec.js";
+import type { MountSpec, SandboxSpec } from "../spec.js";
 import { describeEngineEndpoint, type EngineEndpoint } from "./client/engine-endpoint.js";
 
 /**
@@ -8,19 +8,37 @@ import { describeEngineEndpoint, type EngineEndpoint } from "./client/engine-end
  * private copy mounts can live on an engine that does not share this host's filesystem (tcp, ssh):
  * the copy in volumes there (workspace-volumes.ts), the executor and the hosts file in support
  * volumes (support-volumes.ts). The workspace itself (`workspaceAccess` "ro"/"rw") is a path of
- * this host and can never be bound there. Asked before anything is created; undefined when the
+ * this host and can never be bound there, nor can the plan's other host paths (`docker.binds`, the
+ * CA bundle of `trustHostCertificates`). Asked before anything is created; undefined when the
  * sandbox can run there.
  */
 export function remoteEngineRefusal(
   endpoint: EngineEndpoint,
-  spec: Pick<SandboxSpec, "workspaceAccess" | "agentWorkspace">,
+  spec: Pick<SandboxSpec, "workspaceAccess" | "agentWorkspace"> & {
+    mounts?: readonly Pick<MountSpec, "source" | "target" | "role">[] | undefined;
+  },
 ): ConfigError | undefined {
   if (endpoint.sharesFilesystem) return undefined;
-  if (spec.workspaceAccess !== "ro" && spec.workspaceAccess !== "rw") return undefined;
-  return new ConfigError(
-    `workspaceAccess "${spec.workspaceAccess}" binds ${spec.agentWorkspace} into the sandbox, and the Docker engine at ${describeEngineEndpoint(endpoint)} does not share this host's filesystem`,
-    {
-      fix: 'set workspaceAccess "none": the private copy then lives in volumes on that engine, and `cordon apply` brings its changes here; or run cordon against a local engine (unset DOCKER_HOST or DOCKER_CONTEXT, or `docker context use default`)',
-    },
-  );
+  const engine = `the Docker engine at ${describeEngineEndpoint(endpoint)} does not share this host's filesystem`;
+  const useLocal =
+    "run cordon against a local engine (unset DOCKER_HOST or DOCKER_CONTEXT, or `docker context use default`)";
+  if (spec.workspaceAccess === "ro" || spec.workspaceAccess === "rw") {
+    return new ConfigError(
+      `workspaceAccess "${spec.workspaceAccess}" binds ${spec.agentWorkspace} into the sandbox, and ${engine}`,
+      {
+        fix: `set workspaceAccess "none": the private copy then lives in volumes on that engine, and \`cordon apply\` brings its changes here; or ${useLocal}`,
+      },
+    );
+  }
+  // The engine would bind whatever its own host has at these paths, or fail half-way.
+  const hostPaths = (spec.mounts ?? []).filter((mount) => hostPathRoles.has(mount.role));
+  if (hostPaths.length === 0) return undefined;
+  const named = hostPaths.map((mount) => `${mount.source} at ${mount.target}`).join(", ");
+  const caBundle = hostPaths.some((mount) => mount.role === "ca-certificates");
+  return new ConfigError(`the sandbox binds this host's ${named}, and ${engine}`, {
+    fix: `${caBundle ? "turn off sandbox.egress.trustHostCertificates and build the CA into a project image (docs/images.md), " : ""}${hostPaths.some((mount) => mount.role === "bind") ? "remove those sandbox.docker.binds, " : ""}or ${useLocal}`,
+  });
 }
+
+/** Mounts whose source is a path of this host (the workspace's own roles are covered above). */
+const hostPathRoles = new Set<MountSpec["role"]>(["bind", "ca-certificates"]);
