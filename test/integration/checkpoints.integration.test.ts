@@ -18,7 +18,6 @@ import {
   type RunnerOptions,
 } from "../../src/index.js";
 import { acquireSessionLock, readSessionEntries } from "../../src/runner/index.js";
-import { checkpointStoreDir } from "../../src/sandbox/workspace/index.js";
 import { demoRepo, git } from "../support/demo-repo.js";
 import { removeContainersOfHome, requireSandboxImage } from "../support/docker.js";
 import { runCordon } from "../support/run-cli.js";
@@ -209,25 +208,17 @@ describe("checkpoints and rollback", () => {
     expect(names).toEqual(["good-1", "before-rollback-1"]);
   }, 240_000);
 
-  it("a record that starts from the last record's index still sees every change: one that keeps size and mtime, one put back, a corrupt cached index", async () => {
+  it("a record sees every change: one that keeps size and mtime, in the same second, and one put back", async () => {
     const sessionKey = sessionOf("index");
     await using runner = runnerOf({ model: breakingModel() });
-    const store = async (): Promise<string> => {
-      const held = await runner.acquireSandbox({ sessionKey });
-      try {
-        return checkpointStoreDir(held.lease.privateWorkspace ?? "");
-      } finally {
-        await held.lease.release();
-      }
-    };
     await inSandbox(runner, sessionKey, "printf 'price = 1\\n' > pricing.py");
     const first = await runner.checkpoint({ sessionKey, name: "index-1" });
     expect(first.changedFiles).toBe(1);
-    const cached = path.join(await store(), "index");
-    expect((await lstat(cached)).isFile()).toBe(true);
 
-    // A file the cache holds as unchanged, rewritten in place with its size, and its mtime put
-    // back: only the ctime (which no process can set) says it changed.
+    // A file rewritten in place with its size, and its mtime put back: only the ctime (which no
+    // process can set) says it changed, and git compares ctimes in whole seconds — a stat cache
+    // kept between records missed this when both fell in one second (seen in CI). Every record
+    // hashes the copy, so it cannot.
     await inSandbox(
       runner,
       sessionKey,
@@ -237,16 +228,10 @@ describe("checkpoints and rollback", () => {
     expect(second.changedFiles).toBe(1);
     expect(second.tree).not.toBe(first.tree);
 
-    // Back to the repository's content: the cached entry (index-2's) must not stand in for it.
+    // Back to the repository's content: recorded as the repository's again.
     await inSandbox(runner, sessionKey, "git show HEAD:pricing.py > pricing.py");
     const third = await runner.checkpoint({ sessionKey, name: "index-3" });
     expect(third.changedFiles).toBe(1);
-
-    // A cache git refuses costs a full hash, not a wrong tree: the same tree as index-3's.
-    await writeFile(cached, "not an index\n");
-    const again = await runner.checkpoint({ sessionKey, name: "index-4" });
-    expect(again.tree).toBe(third.tree);
-    expect(again.changedFiles).toBe(0);
   }, 240_000);
 
   it("a copy whose directories and .git point at host paths is rolled back without the host being touched", async () => {

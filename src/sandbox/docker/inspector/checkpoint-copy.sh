@@ -2,8 +2,7 @@
 # Runs inside cordon's inspector container (workspace-inspector.ts), never on the host and never in
 # the agent's own container: records a private copy's state as a git tree, or puts the copy back
 # to one. /baseline is cordon's baseline git dir (read-only), /checkpoints the checkpoint store
-# inside it (read-write: the tree objects this writes, and the last record's index, kept as a
-# cache), /scratch a private tmpfs. To record, /workspace is mounted read-only; to restore,
+# inside it (read-write: the tree objects this writes), /scratch a private tmpfs. To record, /workspace is mounted read-only; to restore,
 # read-write, and the sandbox is frozen meanwhile.
 #
 # Why a hostile copy cannot turn this against anything: the container has no network, no
@@ -44,33 +43,17 @@ is_tree() {
   [ "$(checkpoint_git cat-file -t "$1" 2>/dev/null || true)" = tree ]
 }
 
-# The copy as it is now, as one tree: the same `add -A` a diff does, over the baseline's index.
-# A record starts from the index the last record left in the store (only a cache of stat data:
-# a one-way `read-tree --reset` sets every entry to the baseline and keeps the stat data of those
-# that match it), so `add` hashes only files whose stat changed, not the whole copy each turn. A
-# cached index that is missing or that git refuses costs the full hash, nothing else. `cp -p`
-# keeps its time, which git's racy-entry check compares with its entries'. A record works on an
-# index of its own in the store and renames it over the cache at the end, so a record running
-# beside it (another inspector) reads a whole index or none. Few processes: each costs a turn.
-cached=/checkpoints/index
-if [ "$mode" = record ]; then
-  export GIT_INDEX_FILE="$cached.$$.$RANDOM$RANDOM"
-  trap '[ ! -e "$GIT_INDEX_FILE" ] || rm -f "$GIT_INDEX_FILE"' EXIT
-fi
-if [ "$mode" = record ] && cp -p "$cached" "$GIT_INDEX_FILE" 2>/dev/null &&
-  checkpoint_git read-tree --reset refs/cordon/baseline 2>/dev/null; then
-  :
-else
-  rm -f "$GIT_INDEX_FILE"
-  checkpoint_git read-tree refs/cordon/baseline
-fi
+# The copy as it is now, as one tree: the same `add -A` a diff does, over the baseline's index,
+# which holds no stat data, so every file is hashed. An index kept from the last record (a stat
+# cache, tried in 228b237) missed a change: git compares ctimes in whole seconds, so a file
+# rewritten with its size and mtime put back, in the second the last record stat'ed it, looked
+# unchanged (seen in CI). A checkpoint that misses a change loses it at rollback.
+checkpoint_git read-tree refs/cordon/baseline
 checkpoint_git add -A --pathspec-from-file=- --pathspec-file-nul
 current="$(checkpoint_git write-tree)"
 
 case "$mode" in
 record)
-  # A cache that cannot be kept (a full store) fails nothing.
-  mv -f "$GIT_INDEX_FILE" "$cached" 2>/dev/null || true
   printf '%s\0' "$current"
   # SINCE no longer in the store (or `-`): compared with the baseline. A missing object fails
   # diff-tree before it writes anything.
