@@ -3,14 +3,17 @@
  * repository's failing test, each in its own copy and verified on its own clean copy. With a
  * wrong fix, an agent still working and a right fix, the right one wins (exit 0), the one still
  * working is stopped, all three are reported, and no attempt leaves a container or a private copy
- * behind. With no fix among them, the exit is today's failure exit and every attempt is reported.
+ * behind. The order is the test's, not the clock's: the right fix's model waits at a gate the test
+ * opens only when the CLI has reported the wrong fix's verdict. With no fix among them, the exit is today's failure exit and every attempt is reported.
  */
 import { mkdtemp, readFile, readdir, rm, writeFile } from "node:fs/promises";
+import { closeSync, openSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 
+import { runCli } from "../../src/cli/run-cli.js";
 import { packageRoot } from "../../src/common/index.js";
 import { demoRepo, git } from "../support/demo-repo.js";
 import { dockerClient, requireSandboxImage } from "../support/docker.js";
@@ -80,22 +83,58 @@ describe("cordon fix-tests --attempts", () => {
     return fixTestsWith(env(), out, ...extra);
   }
 
+  const fixTestsArgs = (out: string, extra: string[]): string[] => [
+    "fix-tests",
+    "--workspace",
+    repo,
+    "--test-cmd",
+    "python3 -m unittest -v",
+    "--out",
+    out,
+    ...extra,
+  ];
+
   async function fixTestsWith(environment: NodeJS.ProcessEnv, out: string, ...extra: string[]) {
-    const run = await runCordon(
-      [
-        "fix-tests",
-        "--workspace",
-        repo,
-        "--test-cmd",
-        "python3 -m unittest -v",
-        "--out",
-        out,
-        ...extra,
-      ],
-      environment,
-    );
+    const run = await runCordon(fixTestsArgs(out, extra), environment);
     const result = JSON.parse(await readFile(path.join(out, "result.json"), "utf8")) as ResultJson;
     return { run, result };
+  }
+
+  /**
+   * fix-tests in this process, with `onStderr` told each progress line as it comes (runCordon
+   * gives the output only at the end).
+   */
+  async function fixTestsWatching(out: string, extra: string[], onStderr: (line: string) => void) {
+    let stdout = "";
+    let stderr = "";
+    const exitCode = await runCli(
+      ["node", "cordon", ...fixTestsArgs(out, extra)],
+      { ...process.env, CORDON_LOG_LEVEL: "silent", ...env() },
+      {
+        stdout: (text) => (stdout += text),
+        stderr: (text) => {
+          stderr += text;
+          onStderr(text);
+        },
+        readStdin: () => Promise.resolve(""),
+        confirm: () => Promise.resolve(undefined),
+      },
+    );
+    const result = JSON.parse(await readFile(path.join(out, "result.json"), "utf8")) as ResultJson;
+    return { run: { exitCode, stdout, stderr }, result };
+  }
+
+  /** A copy of script `name` whose first model call waits until `gate` exists. */
+  async function gatedScript(name: string, gate: string): Promise<string> {
+    const json = JSON.parse(await readFile(script(name), "utf8")) as {
+      turns: Record<string, unknown>[];
+    };
+    const first = json.turns[0];
+    if (!first) throw new Error(`${name} has no turn`);
+    first["waitForFile"] = gate;
+    const file = path.join(home, `gated-${name}`);
+    await writeFile(file, JSON.stringify(json));
+    return file;
   }
 
   /** Containers of this job's sessions (the job key is every attempt's key's prefix), and copies. */
@@ -112,16 +151,26 @@ describe("cordon fix-tests --attempts", () => {
 
   it("a wrong fix, an agent still working and a right fix: the right one wins, exit 0, all three reported, nothing left", async () => {
     const out = path.join(home, "three");
-    const { run, result } = await fixTests(
+    // The right fix waits until the wrong fix's verdict is out: the gate opens on the CLI's line.
+    const gate = path.join(home, "three.gate");
+    let seen = "";
+    const { run, result } = await fixTestsWatching(
       out,
-      "--attempts",
-      "3",
-      "--model-script",
-      script("wrong-fix.json"),
-      "--model-script",
-      script("still-working.json"),
-      "--model-script",
-      script("careful-fix.json"),
+      [
+        "--attempts",
+        "3",
+        "--model-script",
+        script("wrong-fix.json"),
+        "--model-script",
+        script("still-working.json"),
+        "--model-script",
+        await gatedScript("careful-fix.json", gate),
+      ],
+      (text) => {
+        seen += text;
+        // Any end of attempt 1 opens it (a wrong verdict then fails the assertions, not a wait).
+        if (/· attempt 1 /.test(seen)) closeSync(openSync(gate, "a"));
+      },
     );
     expect(run.exitCode, run.stderr).toBe(0);
     expect(result).toMatchObject({ status: "fixed", exitCode: 0, winner: 3 });
@@ -129,7 +178,7 @@ describe("cordon fix-tests --attempts", () => {
     expect(result.filesChanged.map((file) => file.path)).toEqual(["pricing.py"]);
     const attempts = result.attempts ?? [];
     expect(attempts.map((attempt) => [attempt.attempt, attempt.status, attempt.won])).toEqual([
-      // Its fix was verified and failed: the careful fix runs the suite for ten seconds first.
+      // Its fix was verified and failed: the careful fix waited for that verdict at its gate.
       [1, "verification_failed", false],
       // Still waiting for its model when the right fix was verified: stopped.
       [2, "stopped", false],

@@ -71,6 +71,37 @@ describe("ScriptedModelClient", () => {
     await expect(pending).rejects.toBeInstanceOf(AbortedError);
   });
 
+  it("waits for a gate file before answering, and an abort ends the wait", async () => {
+    const dir = await mkdtemp(path.join(tmpdir(), "cordon-gate-"));
+    try {
+      const gate = path.join(dir, "open");
+      const model = new ScriptedModelClient({
+        version: 1,
+        turns: [
+          { waitForFile: gate, content: [{ type: "text", text: "after the gate" }] },
+          { waitForFile: path.join(dir, "never") },
+        ],
+      });
+      let answered = false;
+      const pending = completeTurn(model, request).then((turn) => {
+        answered = true;
+        return turn;
+      });
+      // The call is still waiting after many polls: nothing answers before the gate opens.
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      expect(answered).toBe(false);
+      await writeFile(gate, "");
+      expect((await pending).message.content).toEqual([{ type: "text", text: "after the gate" }]);
+
+      const controller = new AbortController();
+      const waiting = completeTurn(model, { ...request, signal: controller.signal });
+      controller.abort();
+      await expect(waiting).rejects.toThrow();
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+
   it("rejects an invalid script with path: message", () => {
     expect(
       () =>

@@ -1,6 +1,6 @@
-import { readFile } from "node:fs/promises";
+import { access, readFile } from "node:fs/promises";
 import { z } from "zod";
-import { AbortedError, ConfigError, throwIfAborted } from "../../common/index.js";
+import { AbortedError, ConfigError, sleep, throwIfAborted } from "../../common/index.js";
 import { fixForKind, ModelApiError, type ModelErrorKind } from "./model-errors.js";
 import type {
   AssistantContentBlock,
@@ -75,6 +75,12 @@ const scriptTurnSchema = z.strictObject({
     .optional(),
   /** Instead of answering, wait until the request is aborted (for abort tests). */
   waitForAbort: z.boolean().default(false),
+  /**
+   * Before answering, wait until this path exists on the host (relative to the working
+   * directory): a gate a test opens when something it watches has happened, so the order of
+   * concurrent runs follows from events, not from sleeps.
+   */
+  waitForFile: z.string().min(1).optional(),
 });
 
 /** A scripted model's script: the assistant turns it plays, one per model call. */
@@ -164,6 +170,9 @@ export class ScriptedModelClient implements ModelClient {
     if (turn.waitForAbort) {
       await waitForAbort(signal);
     }
+    if (turn.waitForFile !== undefined) {
+      await waitForFile(turn.waitForFile, signal);
+    }
     if (turn.error) {
       throw new ModelApiError(turn.error.message, {
         kind: turn.error.kind,
@@ -222,6 +231,33 @@ function waitForAbort(signal: AbortSignal | undefined): Promise<never> {
     if (signal.aborted) fail();
     else signal.addEventListener("abort", fail, { once: true });
   });
+}
+
+/** How long a `waitForFile` turn waits before it fails the call: generous, it is a test's gate. */
+export const waitForFileLimitMs = 10 * 60_000;
+
+async function waitForFile(file: string, signal: AbortSignal | undefined): Promise<void> {
+  const deadline = Date.now() + waitForFileLimitMs;
+  for (;;) {
+    throwIfAborted(signal, "the model request");
+    if (
+      await access(file).then(
+        () => true,
+        () => false,
+      )
+    )
+      return;
+    if (Date.now() > deadline) {
+      throw new ModelApiError(
+        `The model script waited ${waitForFileLimitMs / 60_000} minutes for ${file}, which never appeared.`,
+        {
+          kind: "other",
+          fix: "create the file the script's waitForFile names, or remove the gate",
+        },
+      );
+    }
+    await sleep(50, signal);
+  }
 }
 
 /** The JSON length of each frozen message, measured once. */
