@@ -3,7 +3,8 @@
  * — a file edited, one a shell command created, one deleted, a chmod — and after the fork each
  * changes alone; the fork's diff shows every change since the repository and `cordon apply` from
  * it writes the real repository. A name that exists is refused and left alone; a fork that fails
- * midway leaves no container and no copy.
+ * midway leaves no container and no copy; `--count` failing part-way removes the forks it made,
+ * but not one a run has started on meanwhile.
  */
 import { lstat, mkdtemp, readFile, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
@@ -12,8 +13,15 @@ import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 
 import { ForkTargetExistsError, createRunner, type Runner } from "../../src/index.js";
-import { acquireSessionLock } from "../../src/runner/index.js";
+import { createSilentLogger } from "../../src/common/index.js";
 import {
+  acquireSessionLock,
+  defaultSandboxes,
+  forkSession,
+  type SandboxProvider,
+} from "../../src/runner/index.js";
+import {
+  DockerEngine,
   baselineGitDir,
   diskImagePath,
   overrideDiskBudgetSupport,
@@ -225,6 +233,87 @@ describe("forks", () => {
       }
     } finally {
       overrideDiskBudgetSupport(undefined);
+    }
+  }, 300_000);
+
+  it("`fork --count` failing part-way removes the forks it made, but keeps (and names) one a run started on meanwhile", async () => {
+    const parent = sessionOf("undo");
+    const stem = sessionOf("u");
+    await using runner = runnerOf();
+    await inSandbox(runner, parent, "echo base > base.txt");
+    // The third fork's name has a sandbox of its own: the command fails there, two forks made.
+    await inSandbox(runner, `${stem}-3`, "echo mine > mine.txt");
+    const provider = defaultSandboxes({
+      engine: DockerEngine.fromEnv(env),
+      stateDir: home,
+      logger: createSilentLogger(),
+    });
+    const fork = provider.fork?.bind(provider);
+    if (!fork) throw new Error("the Docker backend forks");
+    let forks = 0;
+    let runOnFirst: { release: () => Promise<void> } | undefined;
+    const planOf = async (name: string) => runner.plan({ sessionKey: name });
+    const sandboxes: SandboxProvider = {
+      ...provider,
+      fork: async (source, target, options) => {
+        forks += 1;
+        if (forks === 3) {
+          // A run starts on the first fork (its session's lock, as `cordon run` holds it) while
+          // the third is being made.
+          const first = await planOf(`${stem}-1`);
+          runOnFirst = await acquireSessionLock({
+            stateDir: home,
+            sessionKey: first.sessionKey,
+            project: first.agent.workspaceId,
+            runId: "run-on-fork-1",
+          });
+        }
+        return fork(source, target, options);
+      },
+    };
+    const warnings: string[] = [];
+    try {
+      await expect(
+        forkSession(
+          { plan: (request) => runner.plan(request), sandboxes, stateDir: home },
+          {
+            sessionKey: parent,
+            as: stem,
+            count: 3,
+            onProgress: (progress) => {
+              if (progress.phase === "warning") warnings.push(progress.message);
+            },
+          },
+        ),
+      ).rejects.toBeInstanceOf(ForkTargetExistsError);
+      expect(forks).toBe(3);
+      expect(warnings).toHaveLength(1);
+      expect(warnings[0]).toMatch(
+        new RegExp(`fork ${stem}-1 was kept, not removed: .*run-on-fork-1.*cordon sandbox rm`),
+      );
+      const [first, second, third] = await Promise.all(
+        [1, 2, 3].map(async (n) => (await planOf(`${stem}-${n}`)).sandbox.spec),
+      );
+      // The fork in use keeps its container and its copy, with the parent's state.
+      await dockerClient()
+        .getContainer(first?.containerName ?? "")
+        .inspect();
+      expect(await readFile(path.join(first?.privateWorkspace ?? "", "base.txt"), "utf8")).toBe(
+        "base\n",
+      );
+      // The other fork it made is gone, container and copy.
+      await expect(
+        dockerClient()
+          .getContainer(second?.containerName ?? "")
+          .inspect(),
+      ).rejects.toThrow(/no such container/i);
+      await expect(lstat(second?.privateWorkspace ?? "")).rejects.toThrow(/ENOENT/);
+      // The sandbox that was there first is untouched.
+      expect(await readFile(path.join(third?.privateWorkspace ?? "", "mine.txt"), "utf8")).toBe(
+        "mine\n",
+      );
+    } finally {
+      await runOnFirst?.release();
     }
   }, 300_000);
 });

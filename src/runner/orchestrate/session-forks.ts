@@ -1,9 +1,14 @@
 import { randomUUID } from "node:crypto";
 
-import { ConfigError } from "../../common/index.js";
+import { ConfigError, messageOf } from "../../common/index.js";
 import type { RunPlan } from "../../policy/index.js";
 import { ForkTargetExistsError, type SandboxLease } from "../../sandbox/index.js";
-import { SessionBusyError, acquireSessionLock, sandboxesHeldByRuns } from "../session/index.js";
+import {
+  SessionBusyError,
+  acquireSessionLock,
+  sandboxesHeld,
+  sandboxesHeldByRuns,
+} from "../session/index.js";
 import type { PlanRequest } from "../create-runner.js";
 import {
   assertNoTranscript,
@@ -121,7 +126,9 @@ export function forkNames(as: string, count: number | undefined): string[] {
  * Forks a session into new ones (`cordon fork`): refused while a run holds the session or its
  * sandbox (exit 3, naming the run: its copy is mid-turn and the agent writing), and the
  * session's lock is held meanwhile so no run starts; each fork's session is locked while it is
- * made. All or nothing: when one fork fails, those made before it are removed, transcripts too.
+ * made. All or nothing: when one fork fails, those made before it are removed, transcripts too —
+ * except one that something started using meanwhile (a run, a port forward, an exec), which is
+ * kept and reported (a `warning` progress line) rather than pulled from under its user.
  * The forks' sandboxes are released (their containers stay, as after a run); each starts with
  * the parent's conversation unless `transcript` is false (fork-transcript.ts).
  */
@@ -196,16 +203,56 @@ export async function forkSession(
       }
     }
   } catch (error) {
-    // All or nothing: the forks made before this one go too (they hold no agent's work yet).
-    for (const { plan } of made) {
-      await runner.sandboxes.discard?.(plan).catch(() => undefined);
-      await removeForkTranscript(runner.stateDir, plan).catch(() => undefined);
+    // All or nothing: the forks made before this one go too — but one that something started
+    // using meanwhile (each fork's lock is released once it is made) is its user's now: kept.
+    for (const { plan, fork } of made) {
+      const inUse = await undoFork(runner, plan, lockOf).catch((undo: unknown) => messageOf(undo));
+      if (inUse !== undefined) {
+        onProgress?.({
+          phase: "warning",
+          message: `warning: fork ${fork.name} was kept, not removed: ${inUse}; remove it when done with \`cordon sandbox rm ${fork.sandbox}\``,
+        });
+      }
     }
     throw error;
   } finally {
     await parentLock.release();
   }
   return made.map(({ fork }) => fork);
+}
+
+/**
+ * Removes a fork a failed `forkSession` made (sandbox and transcript), unless it is in use:
+ * a run holds its session or sandbox, a port forward its sandbox, or commands run in it (a
+ * `cordon exec`). Its session's lock is taken first, so no run starts on it while it goes.
+ * Returns why it was kept, or undefined once it is removed.
+ */
+async function undoFork(
+  runner: { sandboxes: SandboxProvider; stateDir: string },
+  plan: RunPlan,
+  lockOf: (plan: RunPlan, role: "fork") => Promise<{ release: () => Promise<void> }>,
+): Promise<string | undefined> {
+  // Asked before the lock is ours: once it is, this process holds the session itself.
+  const held = (await sandboxesHeld(runner.stateDir)).holderOf({
+    name: plan.sandbox.spec?.containerName ?? "",
+    session: plan.sessionKey,
+  });
+  if (held) return `its sandbox is ${held}`;
+  let lock: { release: () => Promise<void> };
+  try {
+    lock = await lockOf(plan, "fork");
+  } catch (error) {
+    return messageOf(error);
+  }
+  try {
+    const [running] = (await runner.sandboxes.commandsIn?.(plan)) ?? [];
+    if (running !== undefined) return `commands run in it (${running.slice(0, 60)})`;
+    await runner.sandboxes.discard?.(plan);
+    await removeForkTranscript(runner.stateDir, plan);
+    return undefined;
+  } finally {
+    await lock.release();
+  }
 }
 
 function busy(plan: RunPlan, why: string): SessionBusyError {
