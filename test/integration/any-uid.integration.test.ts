@@ -350,7 +350,7 @@ describe("cordon as any uid", () => {
     expect(result.fix).toContain("set CORDON_HOME");
   });
 
-  it("as uid 1001, the disk budget is watched (no mount without root) and a copy past it starts no sandbox", async () => {
+  it("as uid 1001, the disk budget is watched (no mount without root) and a copy past it starts no sandbox, even with its bytes behind a directory it made unreadable", async () => {
     const who = await invoker(1001);
     const config = path.join(who.root, "config.json5");
     await writeFile(config, '{ agents: { defaults: { sandbox: { disk: "16m" } } } }');
@@ -367,7 +367,13 @@ describe("cordon as any uid", () => {
               {
                 type: "tool_use",
                 name: "exec",
-                input: { command: "head -c 30000000 /dev/urandom > blob.bin" },
+                // Hidden from cordon's own user: a du of uid 1001 on the host could not list
+                // `hide`, and counted none of it (the budget was bypassed until it was measured
+                // in a container that may read everything).
+                input: {
+                  command:
+                    "mkdir hide && head -c 30000000 /dev/urandom > hide/blob.bin && chmod 000 hide",
+                },
               },
             ],
           },

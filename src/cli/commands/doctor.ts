@@ -109,7 +109,7 @@ export async function checkDiskBudget(
     return {
       name: "disk",
       status: "warn",
-      detail: `sandbox.disk is not enforced: ${support.reason}; private workspaces are plain directories a sandbox can fill the host's disk through`,
+      detail: `sandbox.disk is not enforced: ${support.reason}; private workspaces are plain directories, measured while in use, and a sandbox past the budget is stopped`,
       fix: support.fix,
     };
   }

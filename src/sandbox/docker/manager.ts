@@ -38,7 +38,7 @@ import {
   workspaceVolumeMount,
   workspaceVolumeNames,
 } from "./workspace-volumes.js";
-import { workspaceVolumeUsage } from "./workspace-volume-usage.js";
+import { workspaceUsage, type MeasuredCopy } from "./workspace-usage.js";
 import { SandboxInventory } from "./inventory.js";
 import { ImageResolver, type ResolvedImage } from "./manager-image.js";
 import { KeyedLock } from "./manager-lock.js";
@@ -493,29 +493,28 @@ export class DockerSandboxManager {
         // The caller reads the changes next (`cordon diff`): an inspector starts meanwhile.
         if (options.readsChanges) changes?.prepare();
         // A workspace already over a budget the kernel does not enforce: no sandbox starts on it.
+        const measure = (copy: MeasuredCopy) => () =>
+          workspaceUsage({
+            containers: this.containers,
+            copy,
+            sandboxName: spec.containerName,
+            stateDirectory: this.stateDirectory,
+            image: image.reference,
+          });
+        const volume = volumes ? workspaceVolumeNames(spec.containerName).workspace : undefined;
+        const directory =
+          spec.workspaceAccess === "rw" || volumes ? undefined : spec.privateWorkspace;
         watchdog = await DiskWatchdog.for({
-          workspace: spec.workspaceAccess === "rw" || volumes ? undefined : spec.privateWorkspace,
+          workspace: directory ? { path: directory, bytes: measure({ directory }) } : undefined,
           diskBytes: spec.diskBytes,
           rootLayerBytes: spec.docker.readOnlyRoot
             ? undefined
             : () => this.containers.writableLayerBytes(spec.containerName),
-          volume: volumes
-            ? {
-                name: workspaceVolumeNames(spec.containerName).workspace,
-                bytes: () =>
-                  workspaceVolumeUsage({
-                    containers: this.containers,
-                    volume: workspaceVolumeNames(spec.containerName).workspace,
-                    sandboxName: spec.containerName,
-                    stateDirectory: this.stateDirectory,
-                    image: image.reference,
-                  }),
-              }
-            : undefined,
+          volume: volume ? { name: volume, bytes: measure({ volume }) } : undefined,
           containerName: spec.containerName,
           intervalMs: this.diskWatchdogMs,
         });
-        await watchdog?.assertWithinBudget(signal);
+        await watchdog?.assertWithinBudget();
         const result = await this.settleContainer(spec, image, {
           signal,
           // A taken member is in use already: "reusing" it would tell the user something else.
@@ -583,7 +582,7 @@ export class DockerSandboxManager {
         stopReason: () => watchdog?.exceeded,
         recover: async (recoverOptions = {}) => {
           // A sandbox stopped for its disk budget stays stopped: the error says why.
-          await watchdog?.assertWithinBudget(recoverOptions.signal);
+          await watchdog?.assertWithinBudget();
           const again = await this.locks.run(spec.containerName, () =>
             this.settleContainer(spec, image, {
               signal: recoverOptions.signal,

@@ -42,7 +42,7 @@ import { inspectorLabels } from "./inspector/workspace-inspector.js";
  * the volumes are complete) and a git dir holding only the baseline ref and the checkpoint list.
  *
  * The disk budget: the engine's local driver bounds a volume only as tmpfs (memory, and gone with
- * the engine), so volumes are unbounded on disk; `workspaceVolumeUsage` (workspace-volume-usage.ts)
+ * the engine), so volumes are unbounded on disk; `workspaceUsage` (workspace-usage.ts)
  * measures one in a throwaway container and the manager's DiskWatchdog stops the sandbox past
  * `sandbox.disk`, as it does for an unbounded host copy.
  */

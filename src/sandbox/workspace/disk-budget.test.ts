@@ -59,7 +59,7 @@ describe("probeDiskBudgetSupport", () => {
     if (support.enforced) return;
     expect(support.fix).toMatch(/run cordon as root.*sandbox\.disk to "unlimited"/);
     expect(notEnforcedWarning(support)).toMatch(
-      /^sandbox\.disk is not enforced: .*plain directory the sandbox can fill until the host's disk is full/,
+      /^sandbox\.disk is not enforced: .*plain directory, only measured while in use: the sandbox is stopped once past the budget/,
     );
   });
 

@@ -152,7 +152,7 @@ const acceptUnbounded =
 
 /** The warning an acquire gives when a budget is set but cannot be enforced. */
 export function notEnforcedWarning(support: { reason: string; fix: string }): string {
-  return `sandbox.disk is not enforced: ${support.reason}, so the private workspace is a plain directory the sandbox can fill until the host's disk is full (${support.fix})`;
+  return `sandbox.disk is not enforced: ${support.reason}, so the private workspace is a plain directory, only measured while in use: the sandbox is stopped once past the budget (${support.fix})`;
 }
 
 /**

@@ -1,40 +1,12 @@
-import { execFile } from "node:child_process";
 import { realpath } from "node:fs/promises";
 import path from "node:path";
-import { promisify } from "node:util";
 
 import { SandboxError } from "../../common/index.js";
 import { diskBudgetSupport } from "./disk-budget.js";
 import { mountCountAt } from "./mount-table.js";
 
-const run = promisify(execFile);
-
 /** How often a running sandbox's unbounded workspace is measured (ms). */
 export const defaultWatchdogIntervalMs = 10_000;
-
-/**
- * Bytes the files below `workspace` take on the host's disk (allocated blocks, so a sparse file
- * counts as what it really takes). Measured with `du -s -x -k`, on purpose not with a walk of our
- * own: du walks by file descriptor and never follows a symbolic link (POSIX: `-P` is its default),
- * and `-x` keeps it on the workspace's filesystem, so a tree the agent keeps changing while it is
- * measured can make the figure wrong but can never send the walk outside the workspace. What du
- * cannot read (a directory the agent made unreadable to cordon's user) is not counted.
- */
-export async function workspaceUsageBytes(
-  workspace: string,
-  signal?: AbortSignal,
-): Promise<number> {
-  let stdout: string;
-  try {
-    ({ stdout } = await run("du", ["-s", "-x", "-k", workspace], { signal, maxBuffer: 1 << 20 }));
-  } catch (error) {
-    // Exit 1 with a total: some entries could not be read (or vanished while walked).
-    const partial = (error as { stdout?: unknown }).stdout;
-    if (typeof partial !== "string" || !/^\d+/.test(partial)) throw error;
-    stdout = partial;
-  }
-  return Number(/^(\d+)/.exec(stdout)?.[1] ?? 0) * 1024;
-}
 
 /** A sandbox wrote more to its private workspace than `sandbox.disk` allows. */
 export class DiskBudgetExceededError extends SandboxError {
@@ -46,7 +18,7 @@ interface DiskMeter {
   /** What it is, as the error names it: "its private workspace /x". */
   what: string;
   /** Its size now, in bytes. */
-  bytes: (signal?: AbortSignal) => Promise<number>;
+  bytes: () => Promise<number>;
   /** Why cordon had to watch it instead of bounding it. */
   why: string;
   fix: string;
@@ -76,13 +48,17 @@ export class DiskWatchdog {
    * to watch (a bounded workspace image and a read-only root).
    */
   static async for(options: {
-    workspace: string | undefined;
+    /**
+     * The private workspace as a plain directory on this host: its path, and the bytes it takes
+     * (`workspaceUsage`, measured in a throwaway container). Watched unless it is a mounted image.
+     */
+    workspace?: { path: string; bytes: () => Promise<number> } | undefined;
     diskBytes: number | undefined;
     /** Bytes in the container's writable root layer, when its root is writable. */
     rootLayerBytes?: (() => Promise<number>) | undefined;
     /**
      * A copy kept in a Docker volume on the engine, which no driver bounds on disk: its name and
-     * the bytes it takes there (`workspaceVolumeUsage`).
+     * the bytes it takes there (`workspaceUsage`).
      */
     volume?: { name: string; bytes: () => Promise<number> } | undefined;
     /** For messages: the sandbox's name. */
@@ -92,10 +68,10 @@ export class DiskWatchdog {
     const { workspace, diskBytes, containerName } = options;
     if (diskBytes === undefined) return undefined;
     const meters: DiskMeter[] = [];
-    if (workspace !== undefined && !(await isBoundedImage(workspace))) {
+    if (workspace !== undefined && !(await isBoundedImage(workspace.path))) {
       meters.push({
-        what: `its private workspace ${workspace}`,
-        bytes: (signal) => workspaceUsageBytes(workspace, signal),
+        what: `its private workspace ${workspace.path}`,
+        bytes: () => workspace.bytes(),
         why: "this machine cannot bound the workspace itself",
         fix: `delete what it wrote (\`cordon sandbox rm ${containerName}\` removes the workspace and its changes), or raise sandbox.disk; run cordon as root to have the kernel enforce the budget`,
       });
@@ -128,10 +104,10 @@ export class DiskWatchdog {
   }
 
   /** Throws `DiskBudgetExceededError` when something is over budget (now, or at any check before). */
-  async assertWithinBudget(signal?: AbortSignal): Promise<void> {
+  async assertWithinBudget(): Promise<void> {
     if (this.tripped) throw this.tripped;
     for (const meter of this.meters) {
-      const used = await meter.bytes(signal);
+      const used = await meter.bytes();
       if (used <= this.budgetBytes) continue;
       this.tripped = new DiskBudgetExceededError(
         `the sandbox wrote ${mebibytes(used)} to ${meter.what}, more than sandbox.disk allows (${mebibytes(this.budgetBytes)}); cordon stopped it, because ${meter.why}`,

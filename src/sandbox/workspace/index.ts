@@ -37,7 +37,6 @@ export {
   DiskBudgetExceededError,
   DiskWatchdog,
   defaultWatchdogIntervalMs,
-  workspaceUsageBytes,
 } from "./disk-watchdog.js";
 export { listGitFiles } from "./git-files.js";
 export {

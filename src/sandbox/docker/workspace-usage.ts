@@ -1,13 +1,16 @@
 import { randomBytes } from "node:crypto";
 
 import { SandboxError } from "../../common/index.js";
-import type { ContainerClient } from "./client/index.js";
+import type { BindMount, ContainerClient, VolumeMount } from "./client/index.js";
 import { inspectorLabels } from "./inspector/workspace-inspector.js";
 
-export interface WorkspaceVolumeUsageOptions {
+/** Where a private copy is: a Docker volume on the engine, or a plain directory on this host. */
+export type MeasuredCopy = { volume: string } | { directory: string };
+
+export interface WorkspaceUsageOptions {
   containers: ContainerClient;
-  /** The copy's workspace volume (workspace-volumes.ts). */
-  volume: string;
+  /** The copy: its workspace volume (workspace-volumes.ts) or its host directory. */
+  copy: MeasuredCopy;
   /** The sandbox whose copy it is: names the measuring container and its label. */
   sandboxName: string;
   stateDirectory: string;
@@ -16,16 +19,17 @@ export interface WorkspaceVolumeUsageOptions {
 }
 
 /**
- * Bytes a copy in a Docker volume takes on the engine's disk (allocated blocks), for
- * `sandbox.disk`: the local volume driver cannot bound a volume on disk, so the budget is watched
- * (DiskWatchdog) as for an unbounded host copy. Measured where the volume is, by `du -s -x -k` in
- * a throwaway container: the agent's tree is hostile data, and the host runs no program over it
- * (DESIGN.md §10). du never follows a link and `-x` keeps it in the volume; the container has no
- * network, a read-only root, the volume read-only, and of root's capabilities only
- * CAP_DAC_READ_SEARCH — so a directory the agent made unreadable is still counted, and nothing
- * can be written. Only du's stdout is read, and only a number is taken from it.
+ * Bytes an unbounded private copy takes on disk (allocated blocks), for `sandbox.disk` where the
+ * kernel cannot bound it (DiskWatchdog): a copy in a Docker volume (no volume driver bounds one on
+ * disk), or a plain directory on this host (cordon may not mount a disk image without root).
+ * Measured by `du -s -x -k` in a throwaway container, never by a host program: the agent's tree is
+ * hostile data (DESIGN.md §10), and a du of cordon's own user cannot read a directory the agent
+ * made unreadable (`chmod 000`), so the bytes behind it would go uncounted. du never follows a
+ * link and `-x` keeps it in the copy; the container has no network, a read-only root, the copy
+ * read-only, and of root's capabilities only CAP_DAC_READ_SEARCH — so what is hidden is still
+ * counted, and nothing can be written. Only du's stdout is read, and only a number is taken from it.
  */
-export async function workspaceVolumeUsage(options: WorkspaceVolumeUsageOptions): Promise<number> {
+export async function workspaceUsage(options: WorkspaceUsageOptions): Promise<number> {
   const name = `${options.sandboxName}-du-${randomBytes(4).toString("hex")}`;
   const id = await options.containers.create({
     name,
@@ -50,12 +54,14 @@ export async function workspaceVolumeUsage(options: WorkspaceVolumeUsageOptions)
       Privileged: false,
       Memory: 256 * 1024 * 1024,
       PidsLimit: 16,
-      Mounts: [{ Type: "volume", Source: options.volume, Target: "/volume", ReadOnly: true }],
+      Mounts: [copyMount(options.copy)],
       LogConfig: { Type: "json-file", Config: { "max-size": "1m", "max-file": "1" } },
     },
   });
   if (id === undefined) {
-    throw new SandboxError(`cannot create ${name} to measure ${options.volume}: the name is taken`);
+    throw new SandboxError(
+      `cannot create ${name} to measure ${copyName(options.copy)}: the name is taken`,
+    );
   }
   try {
     await options.containers.start(id, name);
@@ -64,12 +70,25 @@ export async function workspaceVolumeUsage(options: WorkspaceVolumeUsageOptions)
     // Exit 1 with a total: some entries vanished while walked. The total is what counts.
     const total = /^(\d+)\t\/volume\n/.exec(stdout);
     if (!total?.[1]) {
-      throw new SandboxError(`cannot measure ${options.volume}: du said ${JSON.stringify(stdout)}`);
+      throw new SandboxError(
+        `cannot measure ${copyName(options.copy)}: du said ${JSON.stringify(stdout)}`,
+      );
     }
     return Number(total[1]) * 1024;
   } finally {
     await options.containers.remove(id, name);
   }
+}
+
+/** The copy mounted read-only at /volume, where du measures it. */
+function copyMount(copy: MeasuredCopy): BindMount | VolumeMount {
+  return "volume" in copy
+    ? { Type: "volume", Source: copy.volume, Target: "/volume", ReadOnly: true }
+    : { Type: "bind", Source: copy.directory, Target: "/volume", ReadOnly: true };
+}
+
+function copyName(copy: MeasuredCopy): string {
+  return "volume" in copy ? copy.volume : copy.directory;
 }
 
 /** The stdout of a log without a TTY: frames of an 8-byte header (stream, size) and data. */
