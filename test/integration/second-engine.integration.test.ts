@@ -1,4 +1,7 @@
+import { spawn } from "node:child_process";
+import { once } from "node:events";
 import { lstat, mkdtemp, readFile, readdir, rm, writeFile } from "node:fs/promises";
+import http from "node:http";
 import { tmpdir } from "node:os";
 import path from "node:path";
 
@@ -16,14 +19,30 @@ import {
 } from "../../src/sandbox/index.js";
 import { demoRepo, example, git, repositoryOf } from "../support/demo-repo.js";
 import { dockerClient, requireSandboxImage } from "../support/docker.js";
+import { withoutLocalEngine } from "../support/no-local-engine.js";
 import { runCordon } from "../support/run-cli.js";
 import { describeSandboxContract } from "../support/sandbox-contract.js";
 import { startSecondEngine, type SecondEngine } from "../support/second-engine.js";
+import { builtCli, runProcess } from "../support/spawn-cordon.js";
 import { startDockerToolSandbox, type DockerToolSandbox } from "../support/tool-runner.js";
 
 interface Report {
   ok: boolean;
   checks: { name: string; status: string; detail: string; fix?: string }[];
+}
+
+/** One GET by node:http (see port-forward.integration.test.ts for why not fetch). */
+function get(url: string): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const request = http.get(url, { agent: false }, (response) => {
+      let body = "";
+      response.setEncoding("utf8").on("data", (chunk: string) => (body += chunk));
+      response.on("error", reject);
+      response.on("end", () => resolve(body));
+    });
+    request.on("error", reject);
+    request.setTimeout(60_000, () => request.destroy(new Error(`${url}: no answer for 60 s`)));
+  });
 }
 
 const exists = (file: string): Promise<boolean> =>
@@ -370,6 +389,101 @@ describe("a second engine with its own filesystem", () => {
       });
     });
   }
+
+  it("the built CLI with no local engine in reach: run, diff && apply, and port-forward over ssh", async () => {
+    // The Done-when as a user meets it: this host has no engine (its socket's directory is an
+    // empty tmpfs in a mount namespace of the CLI's own), DOCKER_HOST is the engine over ssh.
+    const repo = await repository();
+    const home = homeOf("no-local-engine");
+    const cliEnv = { ...process.env, ...env(engine.sshEnv, home), CORDON_LOG_LEVEL: "silent" };
+    const cordon = (args: string[]) => {
+      const wrapped = withoutLocalEngine(process.execPath, [builtCli, ...args]);
+      return runProcess(wrapped.command, wrapped.args, { env: cliEnv, cwd: repo });
+    };
+    const started: ReturnType<typeof spawn>[] = [];
+    const startCordon = (args: string[]) => {
+      const wrapped = withoutLocalEngine(process.execPath, [builtCli, ...args]);
+      const child = spawn(wrapped.command, wrapped.args, { env: cliEnv, cwd: repo, stdio: "pipe" });
+      started.push(child);
+      let output = "";
+      child.stdout.setEncoding("utf8").on("data", (chunk: string) => (output += chunk));
+      child.stderr.setEncoding("utf8").on("data", (chunk: string) => (output += chunk));
+      return { child, output: () => output };
+    };
+    try {
+      // The namespace holds: no socket, and with DOCKER_HOST unset the CLI reaches no engine.
+      const unset = { ...cliEnv, DOCKER_HOST: "" };
+      const wrappedDoctor = withoutLocalEngine(process.execPath, [builtCli, "doctor", "--json"]);
+      const doctor = await runProcess(wrappedDoctor.command, wrappedDoctor.args, { env: unset });
+      const docker = (JSON.parse(doctor.stdout.toString()) as Report).checks.find(
+        (check) => check.name === "docker",
+      );
+      expect(docker?.status, doctor.stderr).toBe("fail");
+      expect(docker?.detail).toMatch(/docker\.sock/);
+
+      const run = await cordon([
+        "run",
+        "--model-script",
+        example("demo", "script.json"),
+        "Fix the failing test.",
+      ]);
+      expect(run.code, run.stderr).toBe(0);
+      const diff = await cordon(["diff"]);
+      expect(diff.code, diff.stderr).toBe(0);
+      expect(diff.stdout.toString()).toContain("+    return subtotal - discount");
+      const apply = await cordon(["apply"]);
+      expect(apply.code, apply.stderr).toBe(0);
+      expect(git(repo, "diff")).toContain("+    return subtotal - discount");
+
+      // A server started by `cordon exec` in the sandbox, reached by `cordon port-forward`.
+      const server = startCordon([
+        "exec",
+        "--",
+        "sh",
+        "-c",
+        "echo served-with-no-local-engine > page.txt; exec python3 -m http.server 8000 --bind 127.0.0.1",
+      ]);
+      const forward = startCordon(["port-forward", ":8000"]);
+      let port = "";
+      for (let attempt = 0; attempt < 600 && !port; attempt += 1) {
+        port = /Forwarding from 127\.0\.0\.1:(\d+) -> 8000/.exec(forward.output())?.[1] ?? "";
+        if (!port) await new Promise((resolve) => setTimeout(resolve, 100));
+      }
+      expect(port, forward.output()).not.toBe("");
+      let body = "";
+      // The server may still be starting: nothing listens yet, the connection is closed.
+      for (let attempt = 0; attempt < 300 && !body; attempt += 1) {
+        body = await get(`http://127.0.0.1:${port}/page.txt`).catch(async () => {
+          await new Promise((resolve) => setTimeout(resolve, 200));
+          return "";
+        });
+      }
+      expect(body, `${forward.output()}\n${server.output()}`).toBe("served-with-no-local-engine\n");
+      for (const { child } of [forward, server]) {
+        child.kill("SIGINT");
+        await once(child, "close");
+      }
+      expect(forward.output()).toMatch(/stopped forwarding/);
+    } finally {
+      for (const child of started) if (child.exitCode === null) child.kill("SIGKILL");
+    }
+
+    // Everything was made on that engine, nothing on this host's.
+    const there = await engine.client.listContainers({
+      all: true,
+      filters: { label: [`cordon.home=${home}`] },
+    });
+    expect(there).toHaveLength(1);
+    const local = dockerClient();
+    const filters = { label: [`cordon.home=${home}`] };
+    expect(await local.listContainers({ all: true, filters })).toEqual([]);
+    expect((await local.listVolumes({ filters })).Volumes ?? []).toEqual([]);
+    const removed = await runCordon(
+      ["sandbox", "rm", "--all", "--discard-changes"],
+      env(engine.sshEnv, home),
+    );
+    expect(removed.exitCode, removed.stderr).toBe(0);
+  });
 
   it("an egress allowlist there: squid on that engine, reached through its container; refusals are events", async () => {
     // The proxy image as this host built it (no registry; its tag is its inputs' hash).
