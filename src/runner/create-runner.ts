@@ -175,8 +175,9 @@ export type PlanRequest = Pick<
 
 /**
  * The engine as a library. It holds sandboxes: `close()` (or `await using runner = …`) waits for
- * its runs and calls in flight, then stops or removes every sandbox they used (`onClose`); after
- * it, runs end with a `sandbox_error` result and acquires are refused.
+ * its runs and calls in flight, then stops or removes every sandbox they used (`onClose`), then
+ * waits for the backend's background work (a warm pool's refill); after it, runs end with a
+ * `sandbox_error` result and acquires are refused.
  */
 export interface Runner extends AsyncDisposable {
   /** cordon's state directory: sessions, private workspaces, sandbox records. */

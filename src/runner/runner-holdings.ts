@@ -84,6 +84,11 @@ export function holdSandboxes(options: {
       void work.then(settled, settled);
       return work;
     },
-    close: () => (closing ??= disposeUsed()),
+    // Then the backend's own background work (a pool refill these acquires started).
+    close: () =>
+      (closing ??= disposeUsed().then(async (done) => {
+        await provider.settle?.();
+        return done;
+      })),
   };
 }

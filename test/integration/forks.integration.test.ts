@@ -4,9 +4,10 @@
  * changes alone; the fork's diff shows every change since the repository and `cordon apply` from
  * it writes the real repository. A name that exists is refused and left alone; a fork that fails
  * midway leaves no container and no copy; `--count` failing part-way removes the forks it made,
- * but not one a run has started on meanwhile.
+ * but not one a run has started on meanwhile. With a warm pool, a fork is served by a waiting
+ * member, whose seed is replaced by the parent's state.
  */
-import { lstat, mkdtemp, readFile, rm } from "node:fs/promises";
+import { lstat, mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
 
@@ -315,5 +316,76 @@ describe("forks", () => {
     } finally {
       await runOnFirst?.release();
     }
+  }, 300_000);
+
+  it("with a warm pool a fork takes a waiting member: its container, the parent's state in place of the member's seed, independent after", async () => {
+    const config = path.join(home, "pool.json5");
+    await writeFile(config, "{ agents: { defaults: { sandbox: { pool: { size: 1 } } } } }\n");
+    const poolEnv = { ...env, CORDON_CONFIG: config };
+    const pooled = (): Runner =>
+      createRunner({ cwd: repo, workspace: repo, env: poolEnv, onClose: "keep" });
+    const parent = sessionOf("pooled");
+    const child = sessionOf("pooled-child");
+    {
+      // The parent's acquire fills the pool (one member, seeded from the repository as it is);
+      // closing the runner waits for that refill.
+      await using runner = pooled();
+      await inSandbox(
+        runner,
+        parent,
+        "echo parent > parent.txt && rm README.md && echo '# edited' >> pricing.py",
+      );
+    }
+    const members = async (): Promise<string[]> =>
+      (
+        await dockerClient().listContainers({
+          filters: { label: [`cordon.home=${home}`, "cordon.pool"], status: ["running"] },
+        })
+      )
+        .filter((info) => (info.Names[0] ?? "").includes("-pool-"))
+        .map((info) => info.Id);
+    const waiting = await members();
+    expect(waiting).toHaveLength(1);
+
+    await using runner = pooled();
+    const progress: string[] = [];
+    const forked = await runner.forkSandbox({
+      sessionKey: parent,
+      as: child,
+      onProgress: (event) => progress.push(event.message),
+    });
+    try {
+      expect(progress.join("\n")).toMatch(/took a container from the warm pool/);
+      const name = forked.plan.sandbox.spec?.containerName ?? "";
+      // The member's own container, renamed to the fork's.
+      const container = await dockerClient().getContainer(name).inspect();
+      expect(container.Id).toBe(waiting[0]);
+      // The parent's state, not the member's seed: README.md (which the seed has) is gone.
+      const seen = await forked.lease.sandbox.exec(
+        "cat parent.txt; tail -1 pricing.py; ls README.md",
+      );
+      expect(seen.stdout).toBe("parent\n# edited\n");
+      expect(seen.stderr).toMatch(/README\.md/);
+      await forked.lease.sandbox.exec("echo fork > fork-only.txt && rm parent.txt");
+    } finally {
+      await forked.lease.release();
+    }
+    await inSandbox(runner, parent, "echo again > parent-only.txt");
+    expect((await inSandbox(runner, parent, "ls fork-only.txt; cat parent.txt")).stdout).toBe(
+      "parent\n",
+    );
+    expect((await inSandbox(runner, child, "cat fork-only.txt; ls parent-only.txt")).stdout).toBe(
+      "fork\n",
+    );
+    // Its diff is against the repository, the parent's changes with its own.
+    const diff = await runCordon(["diff", "--workspace", repo, "--session", child, "--stat"], {
+      ...poolEnv,
+      CORDON_LOG_LEVEL: "silent",
+    });
+    expect(diff.exitCode, diff.stderr).toBe(0);
+    for (const file of ["README.md", "pricing.py", "fork-only.txt"]) {
+      expect(diff.stdout).toContain(file);
+    }
+    expect(diff.stdout).not.toContain("parent.txt");
   }, 300_000);
 });

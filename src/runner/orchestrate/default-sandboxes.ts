@@ -122,6 +122,7 @@ export function defaultSandboxes(options: DefaultSandboxesOptions): SandboxProvi
         ]
       );
     },
+    settle: () => manager.flush(),
     async stop(plan) {
       const name = plan.sandbox.spec?.containerName;
       if (!plan.sandbox.enabled || !name) return false;

@@ -51,4 +51,10 @@ export interface SandboxProvider {
    * that cannot tell says nothing, and a stop goes ahead.
    */
   commandsIn?(plan: RunPlan): Promise<string[]>;
+  /**
+   * Resolves when work the backend started in the background has finished (the warm pool's
+   * refill after a take, an automatic prune); a runner's `close()` waits for it, so nothing it
+   * set going is still changing the engine afterwards. Optional: a backend with none.
+   */
+  settle?(): Promise<void>;
 }
