@@ -164,6 +164,57 @@ describe("checkpoints and rollback", () => {
     expect(redone.stdout).not.toContain("sleep 600");
   }, 240_000);
 
+  it("a turn that makes its work unreadable to its own user (chmod 000) is undone all the same; diff says which paths and how to fix it", async () => {
+    const sessionKey = sessionOf("unreadable");
+    const lockingModel = new ScriptedModelClient({
+      version: 1,
+      turns: [
+        {
+          content: [
+            {
+              type: "tool_use",
+              name: "exec",
+              input: {
+                command:
+                  "echo changed >> pricing.py && chmod 000 pricing.py test_pricing.py && mkdir -p locked/deep && echo s > locked/deep/f && chmod 000 locked/deep locked",
+              },
+            },
+          ],
+        },
+        { content: [{ type: "text", text: "done" }] },
+      ],
+    });
+    await using runner = runnerOf({ model: lockingModel });
+    const result = await runner.run({ prompt: "lock it", sessionKey });
+    expect(result.exitCode, JSON.stringify(result)).toBe(0);
+
+    // git in the inspector cannot read them: the error names them and the way out.
+    const diff = await cordon("diff", "--session", sessionKey);
+    expect(diff.exitCode).not.toBe(0);
+    expect(diff.stderr).toMatch(/the sandbox user cannot read .*'pricing\.py'/);
+    expect(diff.stderr).toMatch(/chmod -R u\+rwX .*cordon rollback --session S --turn -1/s);
+
+    const rolled = await cordon("rollback", "--turn", "-1", "--session", sessionKey, "--json");
+    expect(rolled.exitCode, rolled.stderr).toBe(0);
+    const outcome = JSON.parse(rolled.stdout) as { changed: { path: string }[] };
+    expect(outcome.changed.map((entry) => entry.path).sort()).toEqual([
+      "locked/deep/f",
+      "pricing.py",
+    ]);
+    const after = await inSandbox(
+      runner,
+      sessionKey,
+      "ls -A; stat -c '%a %n' pricing.py test_pricing.py; cat pricing.py",
+    );
+    expect(after.stdout).not.toMatch(/^locked$/m);
+    expect(after.stdout).toContain("644 pricing.py\n644 test_pricing.py\n");
+    expect(after.stdout).not.toContain("changed");
+    expect(after.stdout).toContain(await readFile(path.join(repo, "pricing.py"), "utf8"));
+    const clean = await cordon("diff", "--session", sessionKey);
+    expect(clean.exitCode, clean.stderr).toBe(0);
+    expect(clean.stdout).toBe("");
+  }, 240_000);
+
   it("a named checkpoint comes back after edits, deletions and a new directory; names that are paths, options or refs are refused before anything runs", async () => {
     const sessionKey = sessionOf("named");
     await using runner = runnerOf({ model: breakingModel() });

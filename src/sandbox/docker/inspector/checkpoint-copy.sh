@@ -49,6 +49,17 @@ is_tree() {
 # rewritten with its size and mtime put back, in the second the last record stat'ed it, looked
 # unchanged (seen in CI). A checkpoint that misses a change loses it at rollback.
 checkpoint_git read-tree refs/cordon/baseline
+if [ "$mode" = restore ]; then
+  # The agent may have made part of its copy unreadable to its own user (chmod 000): git could not
+  # read the state being replaced, so the very turn that did it could not be undone. This container
+  # runs as that user, who owns the copy (the sandbox frozen), so give the owner back what it
+  # lacks: search and write on directories (before find descends: `-exec ... \;`), read on files.
+  # No link is followed (find -P; links are skipped), and the copy's own .git is left as it is.
+  # What was changed is noted, so it is given git's modes again below.
+  find . -xdev -path ./.git -prune -o \
+    -type d ! -perm -u=rwx -print0 -exec chmod u+rwx {} \; -o \
+    -type f ! -perm -u=r -print0 -exec chmod u+r {} + >/scratch/unreadable
+fi
 checkpoint_git add -A --pathspec-from-file=- --pathspec-file-nul
 current="$(checkpoint_git write-tree)"
 
@@ -74,6 +85,13 @@ restore)
   # The index holds the copy as it is (stat data fresh from `add`): a one-way merge to the target
   # writes what differs, removes what the target lacks, and leaves ignored files alone.
   checkpoint_git read-tree -u --reset "$target"
+  # git writes only a file's executable bit, and skips a file whose content and bit are right: what
+  # was unreadable and is still here gets the modes git gives what it writes (0755 directories,
+  # 0644 or 0755 files), not the 0700 or 0400 it was left with above.
+  while IFS= read -r -d '' path; do
+    if [ -L "$path" ]; then continue; fi
+    if [ -d "$path" ]; then chmod go+rx "$path"; elif [ -f "$path" ]; then chmod u+w,go+r "$path"; fi
+  done </scratch/unreadable
   ;;
 *)
   echo "checkpoint-copy.sh: unknown mode $mode" >&2

@@ -6,6 +6,7 @@ import {
   WorkspaceInspectors,
   inspectorContainer,
   inspectorLabels,
+  unreadablePaths,
   type InspectedWorkspace,
 } from "./workspace-inspector.js";
 
@@ -134,5 +135,22 @@ describe("the inspector container", () => {
     await expect(new WorkspaceInspectors({ containers: fake }).start(target)).rejects.toThrow();
     expect(fake.methods().filter((method) => method === "start")).toHaveLength(1);
     expect([...fake.containers.values()]).toHaveLength(0);
+  });
+});
+
+describe("unreadablePaths", () => {
+  it("takes the files and directories git could not read, once each", () => {
+    const stderr = [
+      "warning: could not open directory 'secret/': Permission denied",
+      'error: open("lib/cart.js"): Permission denied',
+      'error: open("lib/cart.js"): Permission denied',
+      "error: unable to index file 'lib/cart.js'",
+      "fatal: updating files failed",
+    ].join("\n");
+    expect(unreadablePaths(stderr)).toEqual(["secret/", "lib/cart.js"]);
+  });
+
+  it("finds none in other failures", () => {
+    expect(unreadablePaths("fatal: not a git repository")).toEqual([]);
   });
 });

@@ -9,7 +9,7 @@ import {
   withAbort,
   type Logger,
 } from "../../../common/index.js";
-import { scriptInvocation } from "../../shell/command-line.js";
+import { quoteWord, scriptInvocation } from "../../shell/command-line.js";
 import { shellScript } from "../../shell/shell-scripts.js";
 import type { ContainerClient, CreateContainerRequest } from "../client/index.js";
 import { engineStatusOf } from "../docker-errors.js";
@@ -454,8 +454,39 @@ function inspectionFailure(
       },
     );
   }
+  const unreadable = unreadablePaths(said);
+  if (unreadable.length > 0) {
+    // Agent-chosen names, put in a command the user may paste: quoted for the shell, and never
+    // one with a control character (a terminal escape, a line break) at all.
+    // eslint-disable-next-line no-control-regex
+    const printable = unreadable.filter((entry) => !/[\u0000-\u001f\u007f-\u009f]/.test(entry));
+    const shown = printable.slice(0, 5).map(quoteWord);
+    const left = unreadable.length - shown.length;
+    const more = left > 0 ? `${shown.length > 0 ? " and " : ""}${left} more` : "";
+    return new SandboxError(
+      `cannot ${doing[mode]} ${target.workspace}: the sandbox user cannot read ${shown.join(", ")}${more} (made unreadable inside the sandbox, e.g. by chmod 000), so git cannot read the copy`,
+      {
+        fix: `make them readable (\`cordon exec --session S -- chmod -R u+rwX ${shown.length > 0 ? shown.join(" ") : "PATH"}\`), or undo the turn that did it (\`cordon rollback --session S --turn -1\`: a rollback makes them readable first)`,
+      },
+    );
+  }
   return new SandboxError(
     `cannot ${doing[mode]} ${target.workspace}: git ${exitCode === 137 ? "was killed (out of memory or scratch space?)" : `exited ${exitCode}`}${said ? `: ${said}` : ""}`,
     { fix: inspectionFix },
   );
+}
+
+/**
+ * The paths git said it could not read for want of permission (`open("x"): Permission denied`,
+ * `could not open directory 'd/': Permission denied`): agent-chosen names, only ever shown quoted.
+ */
+export function unreadablePaths(gitStderr: string): string[] {
+  const found = new Set<string>();
+  for (const match of gitStderr.matchAll(
+    /(?:open\("(.+?)"\)|could not open directory '(.+?)'): Permission denied/g,
+  )) {
+    const entry = match[1] ?? match[2];
+    if (entry) found.add(entry);
+  }
+  return [...found];
 }
