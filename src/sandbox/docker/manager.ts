@@ -483,56 +483,64 @@ export class DockerSandboxManager {
         await this.touchRecord(spec.containerName);
         if (fork) await this.makeFork(fork, spec, image, { taken, signal, progress, warn });
         // A member's copy is fingerprinted, so a take can tell whether it is still current.
-        await this.prepareWorkspace(spec, {
+        const prepared = await this.prepareWorkspace(spec, {
           signal,
           progress,
           warn,
           fingerprint: memberOf !== undefined,
           volumesImage: volumes ? image.reference : undefined,
         });
-        // The caller reads the changes next (`cordon diff`): an inspector starts meanwhile.
-        if (options.readsChanges) changes?.prepare();
-        // A workspace already over a budget the kernel does not enforce: no sandbox starts on it.
-        const measure = (copy: MeasuredCopy) => () =>
-          workspaceUsage({
-            containers: this.containers,
-            copy,
-            sandboxName: spec.containerName,
-            stateDirectory: this.stateDirectory,
-            image: image.reference,
+        try {
+          // The caller reads the changes next (`cordon diff`): an inspector starts meanwhile.
+          if (options.readsChanges) changes?.prepare();
+          // A workspace already over a budget the kernel does not enforce: no sandbox starts on it.
+          const measure = (copy: MeasuredCopy) => () =>
+            workspaceUsage({
+              containers: this.containers,
+              copy,
+              sandboxName: spec.containerName,
+              stateDirectory: this.stateDirectory,
+              image: image.reference,
+            });
+          const volume = volumes ? workspaceVolumeNames(spec.containerName).workspace : undefined;
+          const directory =
+            spec.workspaceAccess === "rw" || volumes ? undefined : spec.privateWorkspace;
+          watchdog = await DiskWatchdog.for({
+            workspace: directory ? { path: directory, bytes: measure({ directory }) } : undefined,
+            diskBytes: spec.diskBytes,
+            rootLayerBytes: spec.docker.readOnlyRoot
+              ? undefined
+              : () => this.containers.writableLayerBytes(spec.containerName),
+            // Just seeded: what was streamed in bounds it, and no container measures it.
+            volume: volume
+              ? { name: volume, bytes: measure({ volume }), atMost: prepared.bytesAtMost }
+              : undefined,
+            containerName: spec.containerName,
+            intervalMs: this.diskWatchdogMs,
           });
-        const volume = volumes ? workspaceVolumeNames(spec.containerName).workspace : undefined;
-        const directory =
-          spec.workspaceAccess === "rw" || volumes ? undefined : spec.privateWorkspace;
-        watchdog = await DiskWatchdog.for({
-          workspace: directory ? { path: directory, bytes: measure({ directory }) } : undefined,
-          diskBytes: spec.diskBytes,
-          rootLayerBytes: spec.docker.readOnlyRoot
-            ? undefined
-            : () => this.containers.writableLayerBytes(spec.containerName),
-          volume: volume ? { name: volume, bytes: measure({ volume }) } : undefined,
-          containerName: spec.containerName,
-          intervalMs: this.diskWatchdogMs,
-        });
-        await watchdog?.assertWithinBudget();
-        const result = await this.settleContainer(spec, image, {
-          signal,
-          // A taken member is in use already: "reusing" it would tell the user something else.
-          progress: taken
-            ? (phase, message) =>
-                phase === "reuse" ? log.debug({ phase }, message) : progress(phase, message)
-            : progress,
-          log,
-          memberOf,
-        });
-        // Before the lease exists, so no agent turn runs on a workspace it cannot write.
-        await assertWorkspaceWritable(this.containers, result.container.id, spec, {
-          hostPermissionsHold: await hostPermissions,
-          signal,
-        });
-        // Counted inside the lock, so the next acquire of this key sees it held.
-        this.hold(spec.containerName);
-        return result;
+          await watchdog?.assertWithinBudget();
+          const result = await this.settleContainer(spec, image, {
+            signal,
+            // A taken member is in use already: "reusing" it would tell the user something else.
+            progress: taken
+              ? (phase, message) =>
+                  phase === "reuse" ? log.debug({ phase }, message) : progress(phase, message)
+              : progress,
+            log,
+            memberOf,
+          });
+          // Before the lease exists, so no agent turn runs on a workspace it cannot write.
+          await assertWorkspaceWritable(this.containers, result.container.id, spec, {
+            hostPermissionsHold: await hostPermissions,
+            signal,
+          });
+          // Counted inside the lock, so the next acquire of this key sees it held.
+          this.hold(spec.containerName);
+          return result;
+        } finally {
+          const failed = await prepared.finishing;
+          if (failed) log.warn({ err: failed }, "cannot remove what seeding left behind");
+        }
       })
       .catch(async (error: unknown) => {
         await Promise.all([changes?.dispose(), checkpoints?.dispose()]);
@@ -797,7 +805,8 @@ export class DockerSandboxManager {
       /** Set when the copy lives in volumes: the image its seeding container is created from. */
       volumesImage: string | undefined;
     },
-  ): Promise<void> {
+  ): Promise<PreparedWorkspace> {
+    const prepared: PreparedWorkspace = {};
     if (context.volumesImage !== undefined) {
       const warnings: string[] = [];
       const made = await ensureWorkspaceVolumes(spec, {
@@ -809,6 +818,8 @@ export class DockerSandboxManager {
         fingerprint: context.fingerprint,
         signal: context.signal,
       });
+      prepared.bytesAtMost = made.bytesAtMost;
+      prepared.finishing = made.finishing;
       const where = `the volume ${made.volumes.workspace}`;
       if (made.seed) {
         context.progress(
@@ -855,6 +866,7 @@ export class DockerSandboxManager {
         );
       }
     }
+    return prepared;
   }
 
   /**
@@ -1016,6 +1028,14 @@ export class DockerSandboxManager {
       log.warn({ err: error }, "cannot write the sandbox record");
     }
   }
+}
+
+/** What `prepareWorkspace` leaves to the rest of an acquire. */
+interface PreparedWorkspace {
+  /** A copy in volumes just seeded: bytes it takes at most (`DiskWatchdog`'s `atMost`). */
+  bytesAtMost?: number | undefined;
+  /** Seeding's cleanup still running (`EnsuredWorkspaceVolumes.finishing`). */
+  finishing?: Promise<Error | undefined> | undefined;
 }
 
 /** "3.1 MB", "14 kB": a seed's size as people read it. */

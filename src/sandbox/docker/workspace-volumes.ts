@@ -18,7 +18,7 @@ import {
 } from "../workspace/index.js";
 import type { ContainerClient, VolumeClient, VolumeMount } from "./client/index.js";
 import { describeEngineEndpoint, type EngineEndpoint } from "./client/engine-endpoint.js";
-import { addEntry, packTree } from "./files/tree-transfer.js";
+import { addEntry, packTree, type PackedTree } from "./files/tree-transfer.js";
 import { inspectorLabels } from "./inspector/workspace-inspector.js";
 
 /**
@@ -37,14 +37,17 @@ import { inspectorLabels } from "./inspector/workspace-inspector.js";
  * closed seed directory of `seedClosedCopy`, which no container reaches), then streams them into
  * the volumes with the engine's archive API, into a container that is created and never started:
  * no program runs, the tar's headers (written here, from `lstat`, links as links) give every
- * entry the sandbox user as owner, and the closed directory is deleted. What stays on the host is
+ * entry the sandbox user as owner, and the closed directory is deleted. The volumes and that
+ * container are made while the files are selected, and the deleting goes on while the sandbox is
+ * made (issue 29's bench: a new seeded session within reach of a host copy's). What stays on the host is
  * cordon's own record of the copy beside its would-be path: the seed marker (written last, it says
  * the volumes are complete) and a git dir holding only the baseline ref and the checkpoint list.
  *
  * The disk budget: the engine's local driver bounds a volume only as tmpfs (memory, and gone with
  * the engine), so volumes are unbounded on disk; `workspaceUsage` (workspace-usage.ts)
  * measures one in a throwaway container and the manager's DiskWatchdog stops the sandbox past
- * `sandbox.disk`, as it does for an unbounded host copy.
+ * `sandbox.disk`, as it does for an unbounded host copy. A copy just seeded is not measured before
+ * its sandbox starts: what was streamed in bounds it (`bytesAtMost`), unless that is over budget.
  */
 
 /** Labels on a copy's volumes (with `cordon.home`, the state directory whose sandbox it is). */
@@ -122,6 +125,17 @@ export interface EnsuredWorkspaceVolumes {
   created: boolean;
   /** Set when this call seeded it. */
   seed?: SeedInfo | undefined;
+  /**
+   * Set when this call seeded it: bytes of the engine's disk the workspace volume takes at most
+   * (`DiskWatchdog`'s `atMost`), from what was streamed into it.
+   */
+  bytesAtMost?: number | undefined;
+  /**
+   * Cleanup this call left running, which nothing needs before the sandbox starts (the seed
+   * directory deleted, the seeding container removed): the caller awaits it before it returns.
+   * Never rejects; it resolves to what failed, for the log.
+   */
+  finishing?: Promise<Error | undefined> | undefined;
 }
 
 /**
@@ -185,34 +199,95 @@ export async function ensureWorkspaceVolumes(
     );
     return { volumes, created: true };
   }
-  const closed = await seedClosedCopy(spec, {
-    stateDirectory: options.stateDirectory,
-    fingerprint: options.fingerprint,
-    signal: options.signal,
-    warnings: options.warnings,
-  });
+  // The volumes and the seeding container are made while this host selects and copies the files.
+  const roles = ["baseline", "checkpoints", "workspace"] as const;
+  const [closedSeed, seedingContainer] = await Promise.allSettled([
+    seedClosedCopy(spec, {
+      stateDirectory: options.stateDirectory,
+      fingerprint: options.fingerprint,
+      signal: options.signal,
+      warnings: options.warnings,
+    }),
+    (async () => {
+      await Promise.all(
+        roles.map((role) => options.volumes.create({ name: volumes[role], labels: labels(role) })),
+      );
+      return openArchiveContainer(options, spec.containerName, seedMounts(volumes));
+    })(),
+  ]);
+  if (closedSeed.status === "rejected" || seedingContainer.status === "rejected") {
+    await Promise.all([
+      closedSeed.status === "fulfilled" ? closedSeed.value.dispose() : undefined,
+      seedingContainer.status === "fulfilled" ? seedingContainer.value.remove() : undefined,
+    ]).catch(() => undefined);
+    await removeWorkspaceVolumes(options.volumes, spec.containerName, options.stateDirectory).catch(
+      () => undefined,
+    );
+    throw closedSeed.status === "rejected"
+      ? closedSeed.reason
+      : (seedingContainer as PromiseRejectedResult).reason;
+  }
+  const closed = closedSeed.value;
+  const container = seedingContainer.value;
+  let packed: PackedTree | undefined;
   try {
-    for (const role of ["baseline", "checkpoints", "workspace"] as const) {
-      await options.volumes.create({ name: volumes[role], labels: labels(role) });
-    }
-    await streamIntoVolumes(options, spec.containerName, volumes, async (archive) => {
+    await streamInto(options, container.id, async (archive) => {
       await addEntry(archive, { name: "workspace", type: "directory", mode: 0o755, ...owner });
-      await packTree(archive, closed.directory, { prefix: "workspace/", owner });
+      packed = await packTree(archive, closed.directory, { prefix: "workspace/", owner });
       // cordon's git dir: read by inspectors as the sandbox user; the agent's container never mounts it.
       await addEntry(archive, { name: "baseline", type: "directory", mode: 0o700, ...owner });
       await packTree(archive, closed.baselineGitDir, { prefix: "baseline/", owner });
       await addEntry(archive, { name: "checkpoints", type: "directory", mode: 0o700, ...owner });
     });
-    await writeHostRecords(privateWorkspace, closed.baselineCommit, closed.seed);
-    return { volumes, created: true, seed: closed.seed };
   } catch (error) {
+    await Promise.all([container.remove(), closed.dispose()]).catch(() => undefined);
     await removeWorkspaceVolumes(options.volumes, spec.containerName, options.stateDirectory).catch(
       () => undefined,
     );
     throw error;
-  } finally {
-    await closed.dispose();
   }
+  // The volumes are complete: deleting the seed directory and the container can go on while the
+  // sandbox is made (a few hundred ms for a 600-file repository, issue 29's bench).
+  const finishing = Promise.all([container.remove(), closed.dispose()]).then(
+    () => undefined,
+    (error: unknown) => (error instanceof Error ? error : new Error(String(error))),
+  );
+  try {
+    await writeHostRecords(privateWorkspace, closed.baselineCommit, closed.seed);
+  } catch (error) {
+    await finishing;
+    await removeWorkspaceVolumes(options.volumes, spec.containerName, options.stateDirectory).catch(
+      () => undefined,
+    );
+    throw error;
+  }
+  return {
+    volumes,
+    created: true,
+    seed: closed.seed,
+    bytesAtMost: packed && allocatedAtMost(packed),
+    finishing,
+  };
+}
+
+/**
+ * More bytes than `packed` can take on any filesystem an engine keeps volumes on, as `du` counts
+ * them (allocated blocks): each entry rounded up by 128 KiB (a block is at most 64 KiB on ext4,
+ * XFS and btrfs; a ZFS record 128 KiB; a directory takes a block per hundred-odd names), and
+ * a fiftieth of the content for the blocks that map large files.
+ */
+function allocatedAtMost(packed: PackedTree): number {
+  return Math.ceil(packed.fileBytes * 1.02) + (packed.entries + 1) * 128 * 1024;
+}
+
+/** Each volume mounted at `/seed/<role>` of an archive container. */
+function seedMounts(volumes: Partial<WorkspaceVolumes>): VolumeMount[] {
+  return Object.entries(volumes).map(([role, volume]) => ({
+    Type: "volume" as const,
+    Source: volume,
+    Target: `/seed/${role}`,
+    ReadOnly: false,
+  }));
 }
 
 export interface MakeForkVolumesOptions {
@@ -314,24 +389,26 @@ async function streamIntoVolumes(
   volumes: Partial<WorkspaceVolumes>,
   write: (archive: ReturnType<typeof pack>) => Promise<void>,
 ): Promise<void> {
-  const mounts = Object.entries(volumes).map(([role, volume]) => ({
-    Type: "volume" as const,
-    Source: volume,
-    Target: `/seed/${role}`,
-    ReadOnly: false,
-  }));
-  await withArchiveContainer(options, sandboxName, mounts, async (id) => {
-    const archive = pack();
-    const packing = write(archive).then(
-      () => archive.finalize(),
-      (error: unknown) =>
-        archive.destroy(error instanceof Error ? error : new Error(String(error))),
-    );
-    await Promise.all([
-      options.containers.putArchive(id, "/seed", Readable.from(coalesced(archive))),
-      packing,
-    ]);
-  });
+  await withArchiveContainer(options, sandboxName, seedMounts(volumes), (id) =>
+    streamInto(options, id, write),
+  );
+}
+
+/** One tar stream, written by `write`, into `/seed` of the archive container `id`. */
+async function streamInto(
+  options: Pick<ArchiveContainerOptions, "containers">,
+  id: string,
+  write: (archive: ReturnType<typeof pack>) => Promise<void>,
+): Promise<void> {
+  const archive = pack();
+  const packing = write(archive).then(
+    () => archive.finalize(),
+    (error: unknown) => archive.destroy(error instanceof Error ? error : new Error(String(error))),
+  );
+  await Promise.all([
+    options.containers.putArchive(id, "/seed", Readable.from(coalesced(archive))),
+    packing,
+  ]);
 }
 
 type ArchiveContainerOptions = Pick<
@@ -351,6 +428,20 @@ async function withArchiveContainer<T>(
   mounts: VolumeMount[],
   use: (id: string) => Promise<T>,
 ): Promise<T> {
+  const container = await openArchiveContainer(options, sandboxName, mounts);
+  try {
+    return await use(container.id);
+  } finally {
+    await container.remove();
+  }
+}
+
+/** An archive container (`withArchiveContainer`), for a caller that removes it itself. */
+async function openArchiveContainer(
+  options: ArchiveContainerOptions,
+  sandboxName: string,
+  mounts: VolumeMount[],
+): Promise<{ id: string; remove: () => Promise<void> }> {
   const name = `${sandboxName}-seed-${randomBytes(4).toString("hex")}`;
   const id = await options.containers.create({
     name,
@@ -379,11 +470,7 @@ async function withArchiveContainer<T>(
       fix: "run the command again",
     });
   }
-  try {
-    return await use(id);
-  } finally {
-    await options.containers.remove(id, name);
-  }
+  return { id, remove: () => options.containers.remove(id, name) };
 }
 
 /**

@@ -22,6 +22,12 @@ interface DiskMeter {
   /** Why cordon had to watch it instead of bounding it. */
   why: string;
   fix: string;
+  /**
+   * Bytes it cannot take more of, known without measuring (a copy just seeded: cordon counted
+   * what it wrote). Within the budget, it answers the first check (the one before the sandbox
+   * starts) in place of a measurement; every later check measures.
+   */
+  atMost?: number | undefined;
 }
 
 /**
@@ -58,9 +64,10 @@ export class DiskWatchdog {
     rootLayerBytes?: (() => Promise<number>) | undefined;
     /**
      * A copy kept in a Docker volume on the engine, which no driver bounds on disk: its name and
-     * the bytes it takes there (`workspaceUsage`).
+     * the bytes it takes there (`workspaceUsage`); `atMost`, see `DiskMeter`.
      */
-    volume?: { name: string; bytes: () => Promise<number> } | undefined;
+    volume?:
+      { name: string; bytes: () => Promise<number>; atMost?: number | undefined } | undefined;
     /** For messages: the sandbox's name. */
     containerName: string;
     intervalMs?: number | undefined;
@@ -83,6 +90,7 @@ export class DiskWatchdog {
         bytes: () => volume.bytes(),
         why: "the engine cannot bound a volume on disk",
         fix: `delete what it wrote (\`cordon sandbox rm ${containerName}\` removes the copy and its changes), or raise sandbox.disk`,
+        atMost: volume.atMost,
       });
     }
     const rootLayerBytes = options.rootLayerBytes;
@@ -107,6 +115,10 @@ export class DiskWatchdog {
   async assertWithinBudget(): Promise<void> {
     if (this.tripped) throw this.tripped;
     for (const meter of this.meters) {
+      const atMost = meter.atMost;
+      // Once: from now on the sandbox may write.
+      meter.atMost = undefined;
+      if (atMost !== undefined && atMost <= this.budgetBytes) continue;
       const used = await meter.bytes();
       if (used <= this.budgetBytes) continue;
       this.tripped = new DiskBudgetExceededError(

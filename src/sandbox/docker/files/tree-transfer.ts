@@ -99,9 +99,10 @@ export async function packTree(
   archive: Pack,
   root: string,
   options: PackTreeOptions = {},
-): Promise<void> {
+): Promise<PackedTree> {
   const entries: PackedEntry[] = [];
   await listTree(root, "", options, entries);
+  const packed: PackedTree = { entries: entries.length, fileBytes: 0 };
   const reads = new Map<number, Promise<Buffer>>();
   let next = 0;
   const readAhead = (upto: number): void => {
@@ -121,13 +122,24 @@ export async function packTree(
     reads.delete(index);
     if (read) {
       const data = await read;
+      packed.fileBytes += data.byteLength;
       await addEntry(archive, { ...entry.header, size: data.byteLength }, data);
     } else if (entry.file !== undefined) {
+      packed.fileBytes += entry.header.size ?? 0;
       await addFile(archive, entry.header, entry.file);
     } else {
       await addEntry(archive, entry.header);
     }
   }
+  return packed;
+}
+
+/** What `packTree` packed. */
+export interface PackedTree {
+  /** Entries (files, directories, links) below the root. */
+  entries: number;
+  /** Bytes of file content. */
+  fileBytes: number;
 }
 
 /** Files up to this size are read whole, ahead of the archive; larger ones stream. */
