@@ -7,6 +7,7 @@ export const figureNames = [
   "carry",
   "changes",
   "checkpoints",
+  "fork",
   "files",
   "concurrency",
   "agent-loop",

@@ -12,6 +12,7 @@ import { carry } from "./figures/carry.js";
 import { changesFigure } from "./figures/changes.js";
 import { checkpointsFigure } from "./figures/checkpoints.js";
 import { firstResult } from "./figures/first-result.js";
+import { forkFigure } from "./figures/fork.js";
 import { poolFigure } from "./figures/pool.js";
 import { gvisor } from "./figures/gvisor.js";
 import { longSession } from "./figures/long-session.js";
@@ -33,6 +34,7 @@ const figures: Record<
   carry: { title: "seeding with a ~150 MiB node_modules carried", run: carry },
   changes: { title: "the changes of a seeded copy (diff, fix-tests)", run: changesFigure },
   checkpoints: { title: "a checkpoint per turn of a seeded copy", run: checkpointsFigure },
+  fork: { title: "a fork of a seeded copy (cordon fork)", run: forkFigure },
   files: { title: "write + read of 1 KiB and 10 MiB files", run: files },
   concurrency: { title: "32 concurrent sessions × 10 execs", run: concurrency },
   "agent-loop": { title: "agent-loop overhead per tool call", run: agentLoop },
