@@ -16,9 +16,11 @@ const changedFiles = 10;
 
 /**
  * What `sandbox.checkpoints: "turn"` costs a turn on a seeded 600-file repository with 10 changed
- * files: the sandbox frozen while a spare inspector (started while the model answered) records
- * the copy's tree, and the list appended (`createCheckpoint`, as the loop's hook calls it),
- * against one exec of `true` in the same sandbox. A rollback (a restore inspector started cold, the copy written back) is shown
+ * files (`createCheckpoint`, as the loop's hook calls it), against one exec of `true` in the same
+ * sandbox: nothing runs in the sandbox between turns here, so the sandbox's executor is asked
+ * twice (before and after) instead of the sandbox being paused, a spare inspector (started while
+ * the model answered) records the copy's tree from the index the first, untimed, checkpoint kept
+ * (hashing the files whose stat changed), and the list is appended. A rollback (a restore inspector started cold, the copy written back) is shown
  * against the same exec, without a target.
  */
 export async function checkpointsFigure(ctx: BenchContext): Promise<FigureResult> {
@@ -89,7 +91,7 @@ export async function checkpointsFigure(ctx: BenchContext): Promise<FigureResult
         comparisons: [
           withTarget(
             {
-              measures: `a turn's checkpoint (${changedFiles} files changed since the last; freeze + a spare inspector's record + list)`,
+              measures: `a turn's checkpoint (${changedFiles} files changed since the last, nothing running: 2 executor questions + a spare inspector's record from the kept index + list)`,
               ...compare(timings.turn, timings.exec, execBaseline),
             },
             budget,

@@ -98,7 +98,15 @@ export async function listCheckpoints(privateWorkspace: string): Promise<Checkpo
   return checkpoints;
 }
 
-/** Appends one checkpoint: one write to a file opened O_APPEND, so concurrent writers interleave whole lines. */
+/**
+ * Appends one checkpoint: one write to a file opened O_APPEND, so concurrent writers interleave
+ * whole lines. A turn's line is not synced: the tree it names is written by git without fsync
+ * (loose objects are outside git's default core.fsync), so a synced line would not make the
+ * checkpoint outlive a power loss, only name objects that may be gone; a line lost instead is
+ * the same loss, and a torn one is skipped on reading. That fsync cost every turn a disk flush
+ * (milliseconds, more on a busy disk). A named checkpoint and the state a rollback replaced are
+ * synced: a person asked for them, once, and the flush is nothing beside that command's pause.
+ */
 async function appendCheckpoint(privateWorkspace: string, checkpoint: Checkpoint): Promise<void> {
   const handle = await open(
     checkpointListFile(privateWorkspace),
@@ -107,7 +115,7 @@ async function appendCheckpoint(privateWorkspace: string, checkpoint: Checkpoint
   );
   try {
     await handle.write(`${JSON.stringify(checkpointSchema.parse(checkpoint))}\n`);
-    await handle.sync();
+    if (checkpoint.kind !== "turn") await handle.sync();
   } finally {
     await handle.close();
   }
@@ -152,7 +160,12 @@ export async function createCheckpoint(
       fix: "choose another name; `cordon checkpoints` lists the taken ones",
     });
   }
-  const state = await checkpoints.record({ since: earlier.at(-1)?.tree, signal: options.signal });
+  const state = await checkpoints.record({
+    since: earlier.at(-1)?.tree,
+    // A turn's is taken inside a run that holds the sandbox (turn-checkpoints.ts).
+    unpausedWhenIdle: kind === "turn",
+    signal: options.signal,
+  });
   const checkpoint: Checkpoint = {
     v: 1,
     name,

@@ -5,9 +5,11 @@
  * attacks: hostile names never reach git, a copy whose `.git` or directories point at host paths
  * is rolled back without the host being touched, a busy session or one without a copy is refused.
  */
+import { execFile } from "node:child_process";
 import { lstat, mkdir, mkdtemp, readFile, readdir, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
+import { promisify } from "node:util";
 
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 
@@ -17,11 +19,31 @@ import {
   type Runner,
   type RunnerOptions,
 } from "../../src/index.js";
+import { createCheckpoint, rollbackToCheckpoint } from "../../src/changes/index.js";
 import { acquireSessionLock, readSessionEntries } from "../../src/runner/index.js";
+import { checkpointStoreDir } from "../../src/sandbox/workspace/index.js";
 import { demoRepo, git } from "../support/demo-repo.js";
 import { removeContainersOfHome, requireSandboxImage } from "../support/docker.js";
 import { runCordon } from "../support/run-cli.js";
 import { removeStateDirectory } from "../support/state-directory.js";
+
+/** How often the engine paused `container` since `since` (docker events, up to now). */
+const pausesSince = async (container: string, since: Date): Promise<number> => {
+  const { stdout } = await promisify(execFile)("docker", [
+    "events",
+    "--since",
+    (since.getTime() / 1000).toFixed(3),
+    "--until",
+    (Date.now() / 1000 + 1).toFixed(3),
+    "--filter",
+    `container=${container}`,
+    "--filter",
+    "event=pause",
+    "--format",
+    "{{.Action}}",
+  ]);
+  return stdout.split("\n").filter((line) => line === "pause").length;
+};
 
 const sessionOf = (name: string): string => `cp-${name}-${process.pid}-${Date.now().toString(36)}`;
 
@@ -284,6 +306,84 @@ describe("checkpoints and rollback", () => {
     const third = await runner.checkpoint({ sessionKey, name: "index-3" });
     expect(third.changedFiles).toBe(1);
   }, 240_000);
+
+  it("a turn's checkpoint pauses the sandbox only while something runs in it, and a writer left running is recorded as one state", async () => {
+    const sessionKey = sessionOf("pause");
+    await using runner = runnerOf({ model: breakingModel() });
+    const held = await runner.acquireSandbox({ sessionKey });
+    const { lease } = held;
+    try {
+      await lease.sandbox.exec("echo 1 > a.txt && echo 1 > b.txt");
+      await lease.checkpoints?.prepare?.();
+      const idleSince = new Date();
+      const idle = await createCheckpoint(lease, { kind: "turn", sessionKey });
+      expect(idle.changedFiles).toBe(2);
+      expect(await pausesSince(lease.sandbox.id, idleSince)).toBe(0);
+
+      // Left running by an earlier turn: writes a.txt, then b.txt, with one counter, for ever.
+      const writer = await lease.sandbox.processes.start(
+        "i=1; while :; do i=$((i+1)); echo $i > a.txt.new && mv a.txt.new a.txt; echo $i > b.txt.new && mv b.txt.new b.txt; done",
+      );
+      try {
+        for (let tries = 0; tries < 200; tries += 1) {
+          if ((await lease.sandbox.exec("cat b.txt")).stdout.trim() !== "1") break;
+          await new Promise((resolve) => setTimeout(resolve, 50));
+        }
+        await lease.checkpoints?.prepare?.();
+        const busySince = new Date();
+        const busy = await createCheckpoint(lease, { kind: "turn", sessionKey });
+        expect(await pausesSince(lease.sandbox.id, busySince)).toBeGreaterThanOrEqual(1);
+        await lease.sandbox.processes.kill(writer.id);
+        // Put back: a and b from one moment, so equal or a one ahead (caught between its two writes).
+        await rollbackToCheckpoint(lease, { name: busy.name });
+        const [a, b] = (await lease.sandbox.exec("cat a.txt b.txt")).stdout.trim().split("\n");
+        expect(Number(a) - Number(b), `a.txt ${a}, b.txt ${b}`).toBeGreaterThanOrEqual(0);
+        expect(Number(a) - Number(b), `a.txt ${a}, b.txt ${b}`).toBeLessThanOrEqual(1);
+        expect(Number(b)).toBeGreaterThan(1);
+      } finally {
+        await lease.sandbox.processes.kill(writer.id).catch(() => undefined);
+      }
+    } finally {
+      await lease.release();
+    }
+  }, 240_000);
+
+  it("a turn's record from the kept index sees a file rewritten in the second that index was made, its size and mtime put back", async () => {
+    const sessionKey = sessionOf("kept");
+    await using runner = runnerOf({ model: breakingModel() });
+    const held = await runner.acquireSandbox({ sessionKey });
+    const { lease } = held;
+    const kept = path.join(checkpointStoreDir(lease.privateWorkspace ?? ""), "index");
+    const turn = () => createCheckpoint(lease, { kind: "turn", sessionKey });
+    try {
+      // Only ctime (which no process sets) tells README.md's rewrites apart, and git compares it
+      // in whole seconds: a kept index holding README.md's entry from the second of the rewrite
+      // would miss it. The race needs both rewrites in one second, so it is tried until it lands.
+      let landed = 0;
+      for (let attempt = 0; attempt < 12 && landed < 2; attempt += 1) {
+        await rm(kept, { force: true });
+        await lease.checkpoints?.prepare?.();
+        // At the start of a second: README.md rewritten with its own content (so the kept index
+        // keeps its entry unless told not to), an old mtime put on it.
+        const first = await lease.sandbox.exec(
+          'while [ "$(date +%N)" -gt 150000000 ]; do :; done; cp README.md /tmp/same && cat /tmp/same > README.md && touch -d @1500000000 README.md && stat -c %Z README.md',
+        );
+        const made = await turn();
+        expect((await lstat(kept)).isFile(), "an idle turn makes the kept index").toBe(true);
+        const second = await lease.sandbox.exec(
+          "tr a-y b-z < /tmp/same > /tmp/other && cat /tmp/other > README.md && touch -d @1500000000 README.md && stat -c %Z README.md",
+        );
+        const after = await turn();
+        expect(after.tree, `attempt ${attempt}`).not.toBe(made.tree);
+        expect(after.changedFiles).toBe(1);
+        if (first.stdout.trim() === second.stdout.trim()) landed += 1;
+        await lease.sandbox.exec("cat /tmp/same > README.md");
+      }
+      expect(landed, "no attempt rewrote README.md twice within one second").toBeGreaterThan(0);
+    } finally {
+      await lease.release();
+    }
+  }, 400_000);
 
   it("a copy whose directories and .git point at host paths is rolled back without the host being touched", async () => {
     const sessionKey = sessionOf("hostile");

@@ -13,6 +13,7 @@ import {
   type PortForward,
 } from "./resident/resident-transport.js";
 import type { ChannelDestination } from "./resident/resident-connection.js";
+import type { SandboxQuiet } from "./sandbox-quiet.js";
 
 /** Where background processes and full output logs live inside the container. */
 const containerProcessDirectory = "/tmp/.cordon/proc";
@@ -147,6 +148,11 @@ export class DockerSandbox extends ShellSandbox<DockerSandboxFiles> {
 
   readonly #resident: ResidentTransport | undefined;
   readonly #containerName: string;
+
+  /** See `SandboxQuiet`; undefined by plain exec (no executor to ask). */
+  quiet(): Promise<SandboxQuiet | undefined> {
+    return this.#resident?.quiet() ?? Promise.resolve(undefined);
+  }
 
   /** Waits until the sandbox's forwarded ports listen (starting its executor if needed). */
   async openForwards(): Promise<void> {

@@ -49,6 +49,7 @@ import { assertWorkspaceWritable, hostPermissionsHold } from "./workspace-probe.
 import type { SandboxImageOptions } from "./sandbox-image.js";
 import { EgressProxies, type EgressDecision, type UpstreamProxy } from "./egress/index.js";
 import { whileFrozen } from "./freeze-container.js";
+import type { SandboxQuiet } from "./sandbox-quiet.js";
 import { commandsRunning } from "./container-activity.js";
 import { labelsOf } from "./container-identity.js";
 import { poolMemberSpec, poolShape, unpoolableReason } from "./pool/pool-shape.js";
@@ -461,7 +462,11 @@ export class DockerSandboxManager {
     // A pool hands a member's copy over by renaming host paths: not for a copy in volumes.
     const shape = volumes ? undefined : this.poolShapeFor(spec, options.pool, log);
     const changes = this.workspaceChanges(spec, image.reference);
-    const checkpoints = this.workspaceCheckpoints(spec, image.reference);
+    // Asked before a turn's checkpoint whether it may record without a pause (sandbox-quiet.ts).
+    let attached: DockerSandbox | undefined;
+    const checkpoints = this.workspaceCheckpoints(spec, image.reference, () =>
+      attached ? attached.quiet() : Promise.resolve(undefined),
+    );
     const acquiredAt = Date.now();
     let watchdog: DiskWatchdog | undefined;
     let taken = false;
@@ -603,6 +608,7 @@ export class DockerSandboxManager {
           return again.container.id;
         },
       });
+      if (sandbox instanceof DockerSandbox) attached = sandbox;
     } catch (error) {
       await release();
       throw error;
@@ -648,6 +654,7 @@ export class DockerSandboxManager {
   private workspaceCheckpoints(
     spec: SandboxSpec,
     image: string,
+    quiet: () => Promise<SandboxQuiet | undefined>,
   ): DockerWorkspaceCheckpoints | undefined {
     const target = this.inspectedWorkspace(spec, image);
     if (!target) return undefined;
@@ -655,6 +662,7 @@ export class DockerSandboxManager {
       inspectors: this.inspectors,
       target,
       freeze: (fn) => this.freeze(spec, fn),
+      quiet,
       executorVolume: async () =>
         spec.docker.executor === "resident"
           ? ensureExecutorVolume(this.support, image, residentExecutorBinary())

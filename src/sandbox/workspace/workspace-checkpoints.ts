@@ -30,6 +30,12 @@ export interface WorkspaceCheckpoints {
 export interface RecordStateOptions {
   /** A tree id recorded earlier; the changed files are counted from it. Default the baseline. */
   since?: string | undefined;
+  /**
+   * A turn's checkpoint, taken inside a run that holds the sandbox (a rollback refuses to run
+   * then): it may be recorded without pausing the sandbox when nothing runs in it. Default false:
+   * the sandbox is paused while the copy is read.
+   */
+  unpausedWhenIdle?: boolean | undefined;
   signal?: AbortSignal | undefined;
 }
 

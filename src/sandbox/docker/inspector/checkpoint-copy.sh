@@ -13,17 +13,29 @@
 # What the store holds is no more than the agent could write into the copy itself, and the host
 # reads none of it: it keeps its own list of checkpoints and takes only hex tree ids from stdout.
 #
-# usage: cordon record SINCE | restore TARGET (sent like the exec wrapper: see exec-wrapper.sh)
+# usage: cordon record SINCE [INDEX] | restore TARGET [INDEX] (sent like the exec wrapper: see
+#   exec-wrapper.sh)
 #   SINCE, TARGET: tree ids the host took from its own list (validated hex), or `-` for SINCE
 #   (compare with the baseline).
+#   INDEX: what to do with the kept index (below): `reuse` (the default) starts from it, `keep`
+#   also makes it when there is none (the host says so only when the sandbox stayed idle through
+#   this record), `fresh` removes it and hashes every file.
 # stdin: the pathspecs of `git add -A`, NUL-separated (cordon writes them), as for a diff.
 # stdout: the tree id of the copy as it is (before a restore: as it was), a NUL, then
 #   `git diff-tree --raw -z` from SINCE to it (record) or from it to TARGET (restore).
 unset CORDON_SCRIPT
 set -euo pipefail
 
-mode="${1:?usage: cordon record SINCE | restore TARGET}"
-other="${2:?usage: cordon record SINCE | restore TARGET}"
+mode="${1:?usage: cordon record SINCE [INDEX] | restore TARGET [INDEX]}"
+other="${2:?usage: cordon record SINCE [INDEX] | restore TARGET [INDEX]}"
+index_use="${3:-reuse}"
+case "$index_use" in
+keep | reuse | fresh) ;;
+*)
+  echo "checkpoint-copy.sh: unknown index use $index_use" >&2
+  exit 2
+  ;;
+esac
 
 export GIT_DIR=/baseline GIT_WORK_TREE=/workspace
 export GIT_INDEX_FILE=/scratch/index GIT_OBJECT_DIRECTORY=/checkpoints/objects
@@ -43,12 +55,32 @@ is_tree() {
   [ "$(checkpoint_git cat-file -t "$1" 2>/dev/null || true)" = tree ]
 }
 
-# The copy as it is now, as one tree: the same `add -A` a diff does, over the baseline's index,
-# which holds no stat data, so every file is hashed. An index kept from the last record (a stat
-# cache, tried in 228b237) missed a change: git compares ctimes in whole seconds, so a file
-# rewritten with its size and mtime put back, in the second the last record stat'ed it, looked
-# unchanged (seen in CI). A checkpoint that misses a change loses it at rollback.
-checkpoint_git read-tree refs/cordon/baseline
+# The copy as it is now, as one tree: the same `add -A` a diff does, over the baseline's entries.
+#
+# The kept index (/checkpoints/index, in the store: no sandbox mounts it) holds the baseline's
+# entries with the stat data one idle record took, so `add` hashes only files whose stat changed
+# since, not the whole copy. Sound because of how it is made (make_kept_index) and one fact: a
+# change to a file gives it a ctime of the kernel's clock at the change, which no process can set.
+# Git compares ctimes in whole seconds (Debian's git is built without USE_NSEC), so a file
+# rewritten with its size and mtime put back looks unchanged when its new ctime falls in the
+# second of the kept one (228b237 kept every entry and missed that). The kept index therefore
+# holds only entries whose ctime and mtime are at least a second older than the record that
+# stat'ed them: any later change has a later ctime second. Taken only when the sandbox stayed idle
+# through the record (the host asks its executor before and after, sandbox-quiet.ts): with no
+# process alive, none held a file mapped for writing, whose writes can change a file without
+# changing its ctime. Made once, then only read, so no later record has to be idle. A kept index
+# newer than now (the clock went back) or that git refuses is removed and the copy hashed whole.
+kept=/checkpoints/index
+printf -v started '%(%s)T' -1
+cutoff=$((started - 1))
+mapfile -d '' -t pathspecs
+printf '%s\0' "${pathspecs[@]}" >/scratch/pathspecs
+: >/scratch/now
+
+add_all() {
+  checkpoint_git add -A --pathspec-from-file=/scratch/pathspecs --pathspec-file-nul
+}
+
 if [ "$mode" = restore ]; then
   # The agent may have made part of its copy unreadable to its own user (chmod 000): git could not
   # read the state being replaced, so the very turn that did it could not be undone. This container
@@ -60,8 +92,49 @@ if [ "$mode" = restore ]; then
     -type d ! -perm -u=rwx -print0 -exec chmod u+rwx {} \; -o \
     -type f ! -perm -u=r -print0 -exec chmod u+r {} + >/scratch/unreadable
 fi
-checkpoint_git add -A --pathspec-from-file=- --pathspec-file-nul
+from_kept=""
+if [ "$index_use" = fresh ]; then
+  rm -f "$kept"
+elif [ -f "$kept" ] && ! [[ "$kept" -nt /scratch/now ]] && cp "$kept" "$GIT_INDEX_FILE" &&
+  add_all 2>/dev/null; then
+  from_kept=1
+elif [ -e "$kept" ]; then
+  rm -f "$kept"
+fi
+if [ -z "$from_kept" ]; then
+  rm -f "$GIT_INDEX_FILE"
+  checkpoint_git read-tree refs/cordon/baseline
+  add_all
+fi
 current="$(checkpoint_git write-tree)"
+
+# After a record that hashed every file of an idle sandbox: its entries, less those changed in
+# the last second (their ctime could be matched), reset to the baseline (entries that differ from
+# it lose their stat data), renamed into place whole.
+make_kept_index() {
+  # Positional: a path (C-quoted when it holds a newline) and five lines of stat data; anything
+  # else fails the pipeline, and nothing is kept.
+  checkpoint_git ls-files --debug |
+    awk -v cutoff="$cutoff" '
+      NR % 6 == 1 { path = $0; next }
+      NR % 6 == 2 { if ($1 != "ctime:") exit 1; split($2, t, ":"); ctime = t[1] + 0; next }
+      NR % 6 == 3 {
+        if ($1 != "mtime:") exit 1
+        split($2, t, ":")
+        if (ctime >= cutoff || t[1] + 0 >= cutoff) print path
+        next
+      }
+      NR % 6 == 0 { if ($1 != "size:") exit 1 }
+      END { if (NR % 6 != 0) exit 1 }' |
+    checkpoint_git update-index --force-remove --stdin || return 1
+  checkpoint_git read-tree --reset refs/cordon/baseline || return 1
+  local next
+  next="$(mktemp "$kept.XXXXXX")" || return 1
+  if ! { cp "$GIT_INDEX_FILE" "$next" && mv -f "$next" "$kept"; }; then
+    rm -f "$next"
+    return 1
+  fi
+}
 
 case "$mode" in
 record)
@@ -72,6 +145,11 @@ record)
   if [ "$since" = - ] ||
     ! checkpoint_git diff-tree -r --raw -z --no-abbrev --no-renames "$since" "$current" 2>/dev/null; then
     checkpoint_git diff-tree -r --raw -z --no-abbrev --no-renames refs/cordon/baseline "$current"
+  fi
+  if [ "$index_use" = keep ] && [ -z "$from_kept" ]; then
+    # The state is out already: a kept index that cannot be made costs the next record a full hash.
+    exec >/dev/null
+    make_kept_index 2>/dev/null || true
   fi
   ;;
 restore)

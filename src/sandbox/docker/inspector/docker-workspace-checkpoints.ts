@@ -7,10 +7,13 @@ import {
   parseChangedFiles,
   parseContainerUser,
   type CopyState,
+  type RecordStateOptions,
   type WorkspaceCheckpoints,
 } from "../../workspace/index.js";
+import { idleAt, idleThroughout, type SandboxQuiet } from "../sandbox-quiet.js";
 import { spareInspector } from "./spare-inspector.js";
 import {
+  type CheckpointIndexUse,
   type InspectedWorkspace,
   type Inspector,
   type InspectorAccess,
@@ -22,6 +25,8 @@ export interface DockerWorkspaceCheckpointsOptions {
   target: InspectedWorkspace;
   /** Runs `fn` with every process of the sandbox paused (`SandboxLease.freeze`). */
   freeze: <T>(fn: () => Promise<T>) => Promise<T>;
+  /** Asks the sandbox's executor what runs in it (`SandboxQuiet`); undefined: unknown. */
+  quiet?: (() => Promise<SandboxQuiet | undefined>) | undefined;
   /**
    * The resident executor's support volume, if the sandbox uses one: recording inspectors run it,
    * so a record is one frame on an open stream rather than a Docker exec (`InspectedWorkspace`).
@@ -42,8 +47,9 @@ export interface DockerWorkspaceCheckpoints extends WorkspaceCheckpoints {
 
 /**
  * Records and restores a private copy's states through inspector containers (checkpoint-copy.sh),
- * the sandbox frozen while one runs over the copy: what is recorded is one state, and nothing the
- * agent started can write between the restore's reading and its writing. A record's inspector
+ * the sandbox frozen while one runs over the copy (a turn's record only when something runs in
+ * it: see `record`): what is recorded is one state, and nothing the agent started can write
+ * between the restore's reading and its writing. A record's inspector
  * mounts the copy read-only and only the store writable; a restore's mounts the copy writable.
  */
 export function dockerWorkspaceCheckpoints(
@@ -77,24 +83,50 @@ export function dockerWorkspaceCheckpoints(
   /** The spare records: a restore is rare and mounts the copy writable, so it starts its own. */
   const spares = spareInspector(() => start("record"));
 
+  /** Runs one inspection, `around` it the pause (or, unpaused, what must follow it at once). */
   const inspect = async (
     mode: "record" | "restore",
     operand: string,
+    index: CheckpointIndexUse,
     signal: AbortSignal | undefined,
+    around: <T>(fn: () => Promise<T>) => Promise<T> = options.freeze,
   ): Promise<CopyState> => {
     const inspector = (mode === "record" ? await spares.take() : undefined) ?? (await start(mode));
     try {
-      const output = await options.freeze(() =>
-        inspector.run({ mode, operand, pathspecs: baselinePathspecs(), signal }),
+      return parseCopyState(
+        await around(() =>
+          inspector.run({ mode, operand, index, pathspecs: baselinePathspecs(), signal }),
+        ),
       );
-      return parseCopyState(output);
     } finally {
       spares.release(inspector);
     }
   };
+
+  /**
+   * A record. Unpaused only when the sandbox was idle before it and stayed so (`idleThroughout`):
+   * then nothing could write the copy meanwhile, and the index it may keep (checkpoint-copy.sh)
+   * was stat'ed with no process alive. Otherwise paused, starting from the kept index but making
+   * none; and when a process appeared during an unpaused record, that record and any index it
+   * kept are thrown away and it is taken again, paused, hashing every file.
+   */
+  const record = async (request: RecordStateOptions): Promise<CopyState> => {
+    const since = request.since ?? "-";
+    const before = request.unpausedWhenIdle ? await options.quiet?.() : undefined;
+    if (!idleAt(before)) return inspect("record", since, "reuse", request.signal);
+    let after: SandboxQuiet | undefined;
+    const state = await inspect("record", since, "keep", request.signal, async (fn) => {
+      const output = await fn();
+      // Asked before anything else happens (the used inspector's removal, the next spare).
+      after = await options.quiet?.();
+      return output;
+    });
+    if (idleThroughout(before, after)) return state;
+    return inspect("record", since, "fresh", request.signal);
+  };
   return {
-    record: (request = {}) => inspect("record", request.since ?? "-", request.signal),
-    restore: (tree, request = {}) => inspect("restore", tree, request.signal),
+    record: (request = {}) => record(request),
+    restore: (tree, request = {}) => inspect("restore", tree, "reuse", request.signal),
     prepare: () => spares.prepare(),
     dispose: () => spares.dispose(),
   };

@@ -101,6 +101,13 @@ const accessOfMode: Record<InspectionMode, InspectorAccess> = {
   fork: "fork",
 };
 
+/**
+ * How a record or restore treats the index the last idle record kept in the checkpoint store
+ * (checkpoint-copy.sh): `keep` starts from it and keeps its own (the sandbox was idle), `reuse`
+ * starts from it and keeps none, `fresh` removes it and hashes the whole copy.
+ */
+export type CheckpointIndexUse = "keep" | "reuse" | "fresh";
+
 export interface InspectionRequest {
   mode: InspectionMode;
   /** The pathspecs of `git add -A`, NUL-separated. */
@@ -110,6 +117,8 @@ export interface InspectionRequest {
    * a hex object id from cordon's own list, checked here again before it becomes an argument.
    */
   operand?: string | undefined;
+  /** Record and restore: see `CheckpointIndexUse`. Default `reuse`. */
+  index?: CheckpointIndexUse | undefined;
   /** Milliseconds the inspection may take. Default 10 minutes. */
   timeoutMs?: number | undefined;
   /** Bytes of output accepted; more fails with `too_large`. Default 64 MiB. */
@@ -413,7 +422,11 @@ function invocationOf(request: InspectionRequest): ReturnType<typeof scriptInvoc
   if (!(objectId.test(operand) || (request.mode === "record" && operand === "-"))) {
     throw new SandboxError(`not a checkpoint's tree id: ${JSON.stringify(operand)}`);
   }
-  return scriptInvocation(shellScript("checkpointCopy"), [request.mode, operand]);
+  const index = request.index ?? "reuse";
+  if (!["keep", "reuse", "fresh"].includes(index)) {
+    throw new SandboxError(`not a way to use the kept index: ${JSON.stringify(index)}`);
+  }
+  return scriptInvocation(shellScript("checkpointCopy"), [request.mode, operand, index]);
 }
 
 const inspectionFix =

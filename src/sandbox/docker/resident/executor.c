@@ -57,7 +57,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#define PROTOCOL "cordon-executor 5"
+#define PROTOCOL "cordon-executor 6"
 #define HEADER 9
 #define MAX_FRAME (256u * 1024 * 1024)
 #define CHUNK 65536
@@ -88,6 +88,7 @@
 #define REQ_CHANNEL_END 'Z'
 #define REQ_CHANNEL_RESET 'Y'
 #define REQ_CONNECT 'N'
+#define REQ_QUIET 'G'
 /* executor -> cordon */
 #define RES_HELLO 'H'
 #define RES_STDOUT 'O'
@@ -1424,6 +1425,52 @@ static void channel_end(uint32_t id) {
   finish_channel_if_done(ch);
 }
 
+/*
+ * G: what a checkpoint needs to know to record the copy without pausing the sandbox
+ * (docker-workspace-checkpoints.ts): "OTHERS LAST BUSY", where OTHERS counts the processes besides
+ * init and this one (the container's keep-alive is one of them), LAST is the pid namespace's last
+ * pid allocated (/proc/loadavg's last field; 0 where the kernel does not say, as under gVisor),
+ * and BUSY counts this executor's children, listeners' channels and waiting runs. LAST is read
+ * before the walk, so a process made during the walk moves it: cordon asks again after the
+ * record, and an unchanged LAST means no process was made in between. Reads only.
+ */
+static void quiet(uint32_t id) {
+  long long last = 0;
+  char text[256];
+  int fd = open("/proc/loadavg", O_RDONLY | O_CLOEXEC);
+  if (fd >= 0) {
+    ssize_t n = read(fd, text, sizeof text - 1);
+    close(fd);
+    if (n > 0) {
+      text[n] = 0;
+      char *field = strrchr(text, ' ');
+      if (field) last = strtoll(field + 1, NULL, 10);
+    }
+  }
+  long others = 0;
+  pid_t self = getpid();
+  DIR *proc = opendir("/proc");
+  if (!proc) {
+    send_frame(RES_UNHANDLED, id, NULL, 0);
+    return;
+  }
+  struct dirent *entry;
+  while ((entry = readdir(proc))) {
+    char *rest;
+    long value = strtol(entry->d_name, &rest, 10);
+    if (*rest || value <= 0) continue;
+    /* Zombies count: a thread group whose leader exited can still run (and write). */
+    if (value != 1 && (pid_t)value != self) others++;
+  }
+  closedir(proc);
+  int busy = 0;
+  for (int i = 0; i < MAX_CHILDREN; i++) busy += children[i].used;
+  for (int i = 0; i < MAX_CHANNELS; i++) busy += channels[i].used;
+  int length = snprintf(text, sizeof text, "%ld %lld %d", others, last, busy);
+  send_frame(RES_STDOUT, id, text, (size_t)length);
+  send_status(RES_EXIT, id, 0);
+}
+
 static void handle_frame(char type, uint32_t id, char *payload, uint32_t length) {
   struct child *c;
   struct channel *ch;
@@ -1491,6 +1538,9 @@ static void handle_frame(char type, uint32_t id, char *payload, uint32_t length)
       break;
     case REQ_CONNECT:
       connect_port(id, payload, length);
+      break;
+    case REQ_QUIET:
+      quiet(id);
       break;
     default:
       fprintf(stderr, "cordon-executor: unknown frame type %d\n", type);

@@ -10,7 +10,7 @@
 export const channelIdBit = 0x80000000;
 
 /** What the executor says first; a different version is a different protocol (fall back). */
-export const protocolGreeting = "cordon-executor 5";
+export const protocolGreeting = "cordon-executor 6";
 
 export const headerBytes = 9;
 
@@ -58,6 +58,11 @@ export const request = {
    * channel open whose payload is this request's id, or failed (a reason, e.g. "Connection refused").
    */
   connect: "N",
+  /**
+   * How busy the sandbox is, read from /proc (`SandboxQuiet`): answered with stdout
+   * "OTHERS LAST BUSY" and exit 0, or unhandled when /proc cannot be read.
+   */
+  quiet: "G",
 } as const;
 
 /** The reason of a failed listen when the port is held by another socket. */

@@ -15,6 +15,7 @@ import {
   u32,
   type Frame,
 } from "./protocol.js";
+import { parseQuiet, type SandboxQuiet } from "../sandbox-quiet.js";
 
 /** Where the executor binary is mounted (read-only) in a container created with `executor: "resident"`. */
 export const executorContainerPath = "/.cordon/executor";
@@ -167,6 +168,8 @@ export class ResidentConnection {
   #heartbeat: NodeJS.Timeout | undefined;
   #lastHeardAt = 0;
   #pingOutstanding = false;
+  /** Frames sent, pings and `quiet` questions aside (`SandboxQuiet.requests`). */
+  #requests = 0;
   #onStopped: (() => void) | undefined;
 
   private constructor(exec: ExecTransport, logger: Logger) {
@@ -352,6 +355,14 @@ export class ResidentConnection {
     });
   }
 
+  /** See `SandboxQuiet`; undefined when the executor did not say (or stopped). */
+  async quiet(): Promise<SandboxQuiet | undefined> {
+    const local = { pending: this.#calls.size, requests: this.#requests };
+    const result = await this.fast(request.quiet);
+    if (result?.status !== 0) return undefined;
+    return parseQuiet(result.stdout.toString("latin1"), local);
+  }
+
   /**
    * Listens on 127.0.0.1:`port` inside the sandbox (0: a free port), and hands every connection
    * accepted there to `destination` as a channel. The listener lives as long as this executor.
@@ -448,6 +459,7 @@ export class ResidentConnection {
   }
 
   #send(type: string, id: number, ...payload: Uint8Array[]): void {
+    if (type !== request.ping && type !== request.quiet) this.#requests += 1;
     this.#frames.push(frameParts(type, id, ...payload));
   }
 

@@ -10,6 +10,7 @@ import {
   type RunningExec,
 } from "../../shell/exec-transport.js";
 import { cStrings, request, u32, u64 } from "./protocol.js";
+import type { SandboxQuiet } from "../sandbox-quiet.js";
 import type { ForwardedChannel } from "./forwarded-channel.js";
 import {
   ExecutorStoppedError,
@@ -116,6 +117,15 @@ export class ResidentTransport implements ExecTransport {
    */
   async ping(signal?: AbortSignal): Promise<boolean> {
     return (await this.#fast(signal, request.ping)) !== undefined;
+  }
+
+  /**
+   * See `SandboxQuiet`. Asked of a live executor only: starting one would be a process, and a
+   * sandbox without one is not known to be idle.
+   */
+  async quiet(): Promise<SandboxQuiet | undefined> {
+    const live = connections.get(`${this.#exec.containerId}\0${this.#exec.user}`);
+    return live?.alive ? live.quiet() : undefined;
   }
 
   get containerName(): string {
