@@ -350,7 +350,7 @@ describe("cordon as any uid", () => {
     expect(result.fix).toContain("set CORDON_HOME");
   });
 
-  it("as uid 1001, the disk budget is watched (no mount without root) and a copy past it starts no sandbox, even with its bytes behind a directory it made unreadable", async () => {
+  it("as uid 1001, the disk budget is watched (no mount without root) and a copy past it starts no sandbox, even with its bytes behind a directory it made unreadable, which sandbox rm deletes all the same", async () => {
     const who = await invoker(1001);
     const config = path.join(who.root, "config.json5");
     await writeFile(config, '{ agents: { defaults: { sandbox: { disk: "16m" } } } }');
@@ -410,6 +410,31 @@ describe("cordon as any uid", () => {
     const reused = await cordon(who, ["exec", "--session", "quiet", "--", "true"], env);
     expect(reused.exitCode).toBe(0);
     expect(reused.stderr).not.toMatch(/is not enforced/);
+
+    // Removal deletes the copy all the same, its unreadable directory too, as uid 1001 (rm alone
+    // cannot list `hide`); the access it gives back never follows a link out of the copy (put in
+    // by hand: the sandbox, over its budget, starts no more).
+    const outside = path.join(who.root, "outside");
+    await mkdir(outside, { mode: 0o000 });
+    await chown(outside, who.uid, who.gid);
+    const workspaces = path.join(who.cordonHome, "workspaces");
+    const [copy] = (await readdir(workspaces)).filter(
+      (name) => name.includes("-fill-") && !name.startsWith("."),
+    );
+    expect(copy).toBeDefined();
+    await run("setpriv", [
+      `--reuid=${who.uid}`,
+      `--regid=${who.gid}`,
+      "--clear-groups",
+      "ln",
+      "-s",
+      outside,
+      path.join(workspaces, copy ?? "", "out"),
+    ]);
+    const removed = await cordon(who, ["sandbox", "rm", "--all", "--discard-changes"], env);
+    expect(removed.exitCode, removed.stderr).toBe(0);
+    expect((await readdir(workspaces)).filter((name) => name.includes("-fill-"))).toEqual([]);
+    expect((await stat(outside)).mode & 0o777).toBe(0);
   });
 
   it("as uid 1001, the GitHub Actions recipe's own steps fix the tests and write the job summary", async () => {

@@ -20,6 +20,7 @@ import {
   releaseCarryLayers,
   releaseWorkspaceDisk,
   removeCarryLeftover,
+  removeWrittenTree,
   unmountWorkspaceDisk,
   seedMarkerPath,
   seedTempPrefix,
@@ -861,7 +862,7 @@ export class SandboxInventory {
     // Overlays of carried trees first: they are mounted inside the copy.
     await releaseCarryLayers(owned, { keep: false });
     await releaseWorkspaceDisk(owned);
-    await rm(owned, { recursive: true, force: true });
+    await removeWrittenTree(owned);
     // A copy that lives with the engine: its volumes (only this state directory's).
     await removeWorkspaceVolumes(this.engine.volumes, path.basename(owned), this.stateDirectory);
     await rm(seedMarkerPath(owned), { force: true });

@@ -28,6 +28,7 @@ import { mountCountAt } from "./mount-table.js";
 import type { Owner } from "./owner.js";
 import { processUid } from "./owner.js";
 import { isAlive } from "./process-alive.js";
+import { removeWrittenTree } from "./remove-written-tree.js";
 import { isErrno } from "./tree-copy.js";
 
 /**
@@ -356,7 +357,7 @@ export async function releaseCarryLayers(
     return;
   }
   await releaseWorkspaceDisk(uppers);
-  await rm(uppers, { recursive: true, force: true });
+  await removeWrittenTree(uppers);
   await rm(recordPath(resolved), { force: true });
   if (!(await snapshotInUse(parent, record.snapshot))) {
     await rm(record.snapshot, { recursive: true, force: true });

@@ -31,6 +31,7 @@ export {
 } from "./disk-budget.js";
 export { handOverWorkspace } from "./hand-over.js";
 export { forkBaseline } from "./fork-baseline.js";
+export { removeWrittenTree } from "./remove-written-tree.js";
 export { fingerprintNow, SourceFingerprint } from "./source-fingerprint.js";
 export { mountCountAt, parseMountPoints } from "./mount-table.js";
 export {
