@@ -18,7 +18,7 @@ import {
 } from "../workspace/index.js";
 import type { ContainerClient, VolumeClient, VolumeMount } from "./client/index.js";
 import { describeEngineEndpoint, type EngineEndpoint } from "./client/engine-endpoint.js";
-import { addEntry, packTree, type PackedTree } from "./files/tree-transfer.js";
+import { addEntry, GrowingTreePacker, packTree, type PackedTree } from "./files/tree-transfer.js";
 import { inspectorLabels } from "./inspector/workspace-inspector.js";
 
 /**
@@ -37,9 +37,11 @@ import { inspectorLabels } from "./inspector/workspace-inspector.js";
  * closed seed directory of `seedClosedCopy`, which no container reaches), then streams them into
  * the volumes with the engine's archive API, into a container that is created and never started:
  * no program runs, the tar's headers (written here, from `lstat`, links as links) give every
- * entry the sandbox user as owner, and the closed directory is deleted. The volumes and that
- * container are made while the files are selected, and the deleting goes on while the sandbox is
- * made (issue 29's bench: a new seeded session within reach of a host copy's). What stays on the host is
+ * entry the sandbox user as owner, and the closed directory is deleted. One pass (issue 29's bench:
+ * a second pass over the copy cost half again a host copy's seeding): the volumes and that
+ * container are made while the files are selected, each file is streamed once the seed has it
+ * (`GrowingTreePacker`), so the engine writes the volume while this host still copies, and the
+ * deleting goes on while the sandbox is made. What stays on the host is
  * cordon's own record of the copy beside its would-be path: the seed marker (written last, it says
  * the volumes are complete) and a git dir holding only the baseline ref and the checkpoint list.
  *
@@ -199,53 +201,61 @@ export async function ensureWorkspaceVolumes(
     );
     return { volumes, created: true };
   }
-  // The volumes and the seeding container are made while this host selects and copies the files.
+  // The volumes and the seeding container are made, and the engine extracts the files into them,
+  // while this host selects and copies them: each file is streamed once the seed has it.
   const roles = ["baseline", "checkpoints", "workspace"] as const;
-  const [closedSeed, seedingContainer] = await Promise.allSettled([
-    seedClosedCopy(spec, {
-      stateDirectory: options.stateDirectory,
-      fingerprint: options.fingerprint,
-      signal: options.signal,
-      warnings: options.warnings,
-    }),
-    (async () => {
-      await Promise.all(
-        roles.map((role) => options.volumes.create({ name: volumes[role], labels: labels(role) })),
-      );
-      return openArchiveContainer(options, spec.containerName, seedMounts(volumes));
-    })(),
-  ]);
-  if (closedSeed.status === "rejected" || seedingContainer.status === "rejected") {
-    await Promise.all([
-      closedSeed.status === "fulfilled" ? closedSeed.value.dispose() : undefined,
-      seedingContainer.status === "fulfilled" ? seedingContainer.value.remove() : undefined,
-    ]).catch(() => undefined);
-    await removeWorkspaceVolumes(options.volumes, spec.containerName, options.stateDirectory).catch(
-      () => undefined,
+  const madeContainer = (async () => {
+    await Promise.all(
+      roles.map((role) => options.volumes.create({ name: volumes[role], labels: labels(role) })),
     );
-    throw closedSeed.status === "rejected"
-      ? closedSeed.reason
-      : (seedingContainer as PromiseRejectedResult).reason;
-  }
-  const closed = closedSeed.value;
-  const container = seedingContainer.value;
+    return openArchiveContainer(options, spec.containerName, seedMounts(volumes));
+  })();
+  const archive = pack();
+  const uploaded = madeContainer.then((container) =>
+    options.containers.putArchive(container.id, "/seed", Readable.from(coalesced(archive))),
+  );
+  const packer = new GrowingTreePacker(archive, {
+    prefix: "workspace/",
+    owner,
+    rootEntry: { name: "workspace", type: "directory", mode: 0o755, ...owner },
+  });
+  const seeded = seedClosedCopy(spec, {
+    stateDirectory: options.stateDirectory,
+    fingerprint: options.fingerprint,
+    signal: options.signal,
+    warnings: options.warnings,
+    onCopied: (directory, relative) => packer.add(directory, relative),
+  });
   let packed: PackedTree | undefined;
   try {
-    await streamInto(options, container.id, async (archive) => {
-      await addEntry(archive, { name: "workspace", type: "directory", mode: 0o755, ...owner });
-      packed = await packTree(archive, closed.directory, { prefix: "workspace/", owner });
-      // cordon's git dir: read by inspectors as the sandbox user; the agent's container never mounts it.
-      await addEntry(archive, { name: "baseline", type: "directory", mode: 0o700, ...owner });
-      await packTree(archive, closed.baselineGitDir, { prefix: "baseline/", owner });
-      await addEntry(archive, { name: "checkpoints", type: "directory", mode: 0o700, ...owner });
-    });
+    await Promise.all([
+      uploaded,
+      (async () => {
+        const closed = await seeded;
+        packed = await packer.finish(closed.directory);
+        // cordon's git dir: read by inspectors as the sandbox user; the agent's container never mounts it.
+        await addEntry(archive, { name: "baseline", type: "directory", mode: 0o700, ...owner });
+        await packTree(archive, closed.baselineGitDir, { prefix: "baseline/", owner });
+        await addEntry(archive, { name: "checkpoints", type: "directory", mode: 0o700, ...owner });
+        archive.finalize();
+      })(),
+    ]);
   } catch (error) {
-    await Promise.all([container.remove(), closed.dispose()]).catch(() => undefined);
+    archive.destroy(error instanceof Error ? error : new Error(String(error)));
+    // Both settle before anything is removed: a volume in use by a container cannot be.
+    const [closed, container] = await Promise.all([
+      seeded.catch(() => undefined),
+      madeContainer.catch(() => undefined),
+      uploaded.catch(() => undefined),
+    ]);
+    await Promise.all([closed?.dispose(), container?.remove()]).catch(() => undefined);
     await removeWorkspaceVolumes(options.volumes, spec.containerName, options.stateDirectory).catch(
       () => undefined,
     );
     throw error;
   }
+  const closed = await seeded;
+  const container = await madeContainer;
   // The volumes are complete: deleting the seed directory and the container can go on while the
   // sandbox is made (a few hundred ms for a 600-file repository, issue 29's bench).
   const finishing = Promise.all([container.remove(), closed.dispose()]).then(

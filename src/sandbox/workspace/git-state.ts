@@ -208,6 +208,7 @@ export async function copySanitizedGitDir(options: {
   owner: Owner | undefined;
   warnings: string[];
   signal: AbortSignal | undefined;
+  onCopied?: ((relative: string) => void) | undefined;
 }): Promise<GitDirCopy> {
   const copier = new TreeCopier({
     sourceRoot: options.sourceRoot,
@@ -215,6 +216,7 @@ export async function copySanitizedGitDir(options: {
     owner: options.owner,
     symlinks: "skip",
     signal: options.signal,
+    onCopied: options.onCopied,
   });
   const source = (relative: string): string => path.join(options.sourceRoot, relative);
   const entries = async (relative: string): Promise<Dirent[]> =>

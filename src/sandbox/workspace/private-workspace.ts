@@ -266,7 +266,15 @@ export interface ClosedSeed {
  */
 export async function seedClosedCopy(
   spec: SandboxSpec,
-  options: PrivateWorkspaceOptions & { warnings: string[] },
+  options: PrivateWorkspaceOptions & {
+    warnings: string[];
+    /**
+     * Told of entries of the seed as they are copied (`TreeCopierOptions.onCopied`): the seed
+     * directory and a path relative to it. Not every entry is told (cordon's own `.git/config`,
+     * a fresh repository, carried paths), and none is final until this returns.
+     */
+    onCopied?: ((directory: string, relative: string) => void) | undefined;
+  },
 ): Promise<ClosedSeed> {
   const target = await validatedTarget(spec, options.stateDirectory);
   await removeAbandonedSeeds(target);
@@ -278,12 +286,14 @@ export async function seedClosedCopy(
   };
   try {
     const exclude = [await realpath(options.stateDirectory), path.dirname(target)];
+    const onCopied = options.onCopied;
     const { seed, format } = await seedInto(directory, spec, {
       owner: undefined,
       exclude,
       warnings: options.warnings,
       signal: options.signal,
       fingerprint: options.fingerprint === true,
+      onCopied: onCopied && ((relative) => onCopied(directory, relative)),
     });
     if (spec.carry?.length) {
       // Copied in whole: overlays need a mount on this host, and the copy lives elsewhere.
@@ -460,6 +470,7 @@ async function seedInto(
     warnings: string[];
     signal: AbortSignal | undefined;
     fingerprint: boolean;
+    onCopied?: ((relative: string) => void) | undefined;
   },
 ): Promise<{ seed: SeedInfo; format: RepositoryFormat }> {
   let sourceRoot: string;
@@ -499,6 +510,7 @@ async function seedInto(
       owner: options.owner,
       warnings: options.warnings,
       signal: options.signal,
+      onCopied: options.onCopied,
     });
     format = gitCopy.format;
     summary = gitCopy.summary;
@@ -563,6 +575,7 @@ async function seedInto(
       ...(spec.carry ?? []).map((entry) => path.join(sourceRoot, entry)),
     ],
     signal: options.signal,
+    onCopied: options.onCopied,
   });
   if (!repository) await fingerprint?.addTree("");
   const files = listed ? await copier.copyEntries(listed) : await copier.copyAll();

@@ -63,6 +63,12 @@ export interface TreeCopierOptions {
    */
   clone?: boolean | undefined;
   /**
+   * Told of each entry once it is complete in the target (relative, in the order made: a directory
+   * before anything in it), so a caller can move the copy on while the rest is copied
+   * (docker/workspace-volumes.ts streams it into an engine volume).
+   */
+  onCopied?: ((relative: string) => void) | undefined;
+  /**
    * Most bytes of file content to copy; a file that would go past it stops the copy with a
    * `CopyLimitError` before it is copied. Default: no limit.
    */
@@ -249,6 +255,7 @@ export class TreeCopier {
       await chmod(target, stats.mode & 0o777);
       // Keep modification times so build tools do not rebuild everything.
       await utimes(target, stats.atime, stats.mtime);
+      this.options.onCopied?.(relative);
       this.summary.files += 1;
       this.summary.bytes += stats.size;
     } finally {
@@ -283,6 +290,7 @@ export class TreeCopier {
     const linkText = await readlink(source);
     await symlink(linkText, target);
     if (this.options.owner) await lchown(target, this.options.owner.uid, this.options.owner.gid);
+    this.options.onCopied?.(relative);
     this.summary.symlinks += 1;
   }
 
@@ -300,6 +308,7 @@ export class TreeCopier {
       await mkdir(target, { mode });
       this.summary.directories += 1;
       if (this.options.owner) await lchown(target, this.options.owner.uid, this.options.owner.gid);
+      this.options.onCopied?.(relative);
     } catch (error) {
       if (!isErrno(error, "EEXIST")) throw error;
       // Something this copy already made; only a real directory may be entered.

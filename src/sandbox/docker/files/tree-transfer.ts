@@ -1,5 +1,5 @@
 import { once } from "node:events";
-import { constants } from "node:fs";
+import { constants, type Stats } from "node:fs";
 import {
   lstat,
   mkdir,
@@ -102,7 +102,26 @@ export async function packTree(
 ): Promise<PackedTree> {
   const entries: PackedEntry[] = [];
   await listTree(root, "", options, entries);
-  const packed: PackedTree = { entries: entries.length, fileBytes: 0 };
+  await packEntries(archive, entries);
+  return packedTree(entries);
+}
+
+/** What `packTree` packed. */
+export interface PackedTree {
+  /** Entries (files, directories, links) below the root. */
+  entries: number;
+  /** Bytes of file content. */
+  fileBytes: number;
+}
+
+function packedTree(entries: readonly PackedEntry[]): PackedTree {
+  let fileBytes = 0;
+  for (const entry of entries) if (entry.file !== undefined) fileBytes += entry.header.size ?? 0;
+  return { entries: entries.length, fileBytes };
+}
+
+/** `entries` into `archive` in order, small files read a few ahead. */
+async function packEntries(archive: Pack, entries: readonly PackedEntry[]): Promise<void> {
   const reads = new Map<number, Promise<Buffer>>();
   let next = 0;
   const readAhead = (upto: number): void => {
@@ -122,24 +141,95 @@ export async function packTree(
     reads.delete(index);
     if (read) {
       const data = await read;
-      packed.fileBytes += data.byteLength;
       await addEntry(archive, { ...entry.header, size: data.byteLength }, data);
     } else if (entry.file !== undefined) {
-      packed.fileBytes += entry.header.size ?? 0;
       await addFile(archive, entry.header, entry.file);
     } else {
       await addEntry(archive, entry.header);
     }
   }
-  return packed;
 }
 
-/** What `packTree` packed. */
-export interface PackedTree {
-  /** Entries (files, directories, links) below the root. */
-  entries: number;
-  /** Bytes of file content. */
-  fileBytes: number;
+/**
+ * Packs a tree of cordon's own while it is being made (a seed being copied, issue 29's bench):
+ * `add` names an entry once it is complete, and it is packed soon after, so the engine extracts
+ * the tree while the rest is copied; `finish`, once the tree is, packs what was never named or
+ * changed since (the last entry of a path is what extraction leaves) and every directory again
+ * (its final mode and time). The tar is then as `packTree` of the finished tree would leave it.
+ */
+export class GrowingTreePacker {
+  readonly #queue: string[] = [];
+  /** What each packed path was when packed (`PackedEntry.identity`). */
+  readonly #packed = new Map<string, string>();
+  #root: string | undefined;
+  #wake: (() => void) | undefined;
+  #finishing = false;
+  readonly #running: Promise<void>;
+
+  constructor(
+    private readonly archive: Pack,
+    private readonly options: PackTreeOptions & {
+      /** Written first: the root's own entry. */
+      rootEntry: Headers;
+    },
+  ) {
+    this.#running = this.#run();
+    // Awaited by `finish`; a caller that gives up on the tree never calls it.
+    this.#running.catch(() => undefined);
+  }
+
+  /** `relative` (below `root`) is complete: pack it. */
+  add(root: string, relative: string): void {
+    this.#root ??= root;
+    this.#queue.push(relative);
+    this.#wake?.();
+  }
+
+  /** Packs the rest of the finished tree at `root`; what the tree holds (`packTree`'s count). */
+  async finish(root: string): Promise<PackedTree> {
+    this.#root ??= root;
+    this.#finishing = true;
+    this.#wake?.();
+    await this.#running;
+    const entries: PackedEntry[] = [];
+    await listTree(root, "", this.options, entries);
+    const listed = new Set(entries.map((entry) => entry.header.name));
+    const gone = [...this.#packed.keys()].find((name) => !listed.has(name));
+    // Extraction would keep it: the copy would hold what the seed no longer does.
+    if (gone !== undefined) throw new SandboxError(`${gone} was packed, then left the seed`);
+    await packEntries(
+      this.archive,
+      entries.filter(
+        (entry) =>
+          entry.header.type === "directory" ||
+          this.#packed.get(entry.header.name) !== entry.identity,
+      ),
+    );
+    return packedTree(entries);
+  }
+
+  async #run(): Promise<void> {
+    await addEntry(this.archive, this.options.rootEntry);
+    for (;;) {
+      const root = this.#root;
+      if (this.#queue.length === 0 || root === undefined) {
+        if (this.#finishing) return;
+        await new Promise<void>((resolve) => (this.#wake = resolve));
+        this.#wake = undefined;
+        continue;
+      }
+      const names = this.#queue.splice(0);
+      const infos = await Promise.all(names.map((name) => lstat(path.join(root, name))));
+      const entries: PackedEntry[] = [];
+      for (const [index, name] of names.entries()) {
+        const entry = await entryOf(root, name, infos[index] as Stats, this.options);
+        if (!entry) continue;
+        this.#packed.set(entry.header.name, entry.identity);
+        entries.push(entry);
+      }
+      await packEntries(this.archive, entries);
+    }
+  }
 }
 
 /** Files up to this size are read whole, ahead of the archive; larger ones stream. */
@@ -151,6 +241,8 @@ const readAheadFiles = 16;
 interface PackedEntry {
   header: Headers;
   file?: string | undefined;
+  /** What it was when listed: inode, size, time and mode (`GrowingTreePacker`). */
+  identity: string;
 }
 
 /** The entries below `relative`, in the order they are packed (names sorted, depth first). */
@@ -161,28 +253,40 @@ async function listTree(
   out: PackedEntry[],
 ): Promise<void> {
   const names = (await readdir(path.join(root, relative))).sort();
-  const owner = options.owner ? { uid: options.owner.uid, gid: options.owner.gid } : {};
   const infos = await Promise.all(names.map((name) => lstat(path.join(root, relative, name))));
   for (const [index, name] of names.entries()) {
     const info = infos[index];
     if (!info) continue;
     const rel = relative ? `${relative}/${name}` : name;
-    const full = path.join(root, rel);
-    const base: Headers = {
-      name: `${options.prefix ?? ""}${rel}`,
-      mode: info.mode & 0o7777,
-      mtime: info.mtime,
-      ...owner,
-    };
-    if (info.isDirectory()) {
-      out.push({ header: { ...base, type: "directory" } });
-      await listTree(root, rel, options, out);
-    } else if (info.isSymbolicLink()) {
-      out.push({ header: { ...base, type: "symlink", linkname: await readlink(full) } });
-    } else if (info.isFile()) {
-      out.push({ header: { ...base, type: "file", size: info.size }, file: full });
-    }
+    const entry = await entryOf(root, rel, info, options);
+    if (!entry) continue;
+    out.push(entry);
+    if (info.isDirectory()) await listTree(root, rel, options, out);
   }
+}
+
+/** The entry of `rel` (below `root`) as `info` describes it; none for sockets and devices. */
+async function entryOf(
+  root: string,
+  rel: string,
+  info: Stats,
+  options: PackTreeOptions,
+): Promise<PackedEntry | undefined> {
+  const full = path.join(root, rel);
+  const base: Headers = {
+    name: `${options.prefix ?? ""}${rel.split(path.sep).join("/")}`,
+    mode: info.mode & 0o7777,
+    mtime: info.mtime,
+    ...(options.owner ? { uid: options.owner.uid, gid: options.owner.gid } : {}),
+  };
+  const identity = `${info.ino}:${info.size}:${info.mtimeMs}:${info.mode}`;
+  if (info.isDirectory()) return { header: { ...base, type: "directory" }, identity };
+  if (info.isSymbolicLink()) {
+    return { header: { ...base, type: "symlink", linkname: await readlink(full) }, identity };
+  }
+  if (info.isFile())
+    return { header: { ...base, type: "file", size: info.size }, file: full, identity };
+  return undefined;
 }
 
 /** A small file's bytes, never through a link (the tree could change between list and read). */
