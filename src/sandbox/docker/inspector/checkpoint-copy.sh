@@ -42,7 +42,8 @@ export GIT_INDEX_FILE=/scratch/index GIT_OBJECT_DIRECTORY=/checkpoints/objects
 export GIT_ALTERNATE_OBJECT_DIRECTORIES=/baseline/objects
 export GIT_CONFIG_NOSYSTEM=1 GIT_CONFIG_GLOBAL=/dev/null GIT_ATTR_NOSYSTEM=1
 export GIT_TERMINAL_PROMPT=0 LC_ALL=C HOME=/scratch
-mkdir -p /checkpoints/objects
+# Made by the first record only: a process per record is a millisecond or more of a turn's wait.
+[ -d /checkpoints/objects ] || mkdir -p /checkpoints/objects
 cd /workspace
 
 checkpoint_git() {
