@@ -225,7 +225,7 @@ describe("no route to the host from any sandbox", () => {
               containers: engine.containers,
               proxyContainer: spec?.egress?.proxyContainer ?? "",
               proxyPort: spec?.egress?.proxyPort ?? 0,
-            }),
+            }).destination,
           },
         ],
       });

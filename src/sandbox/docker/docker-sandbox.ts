@@ -6,7 +6,7 @@ import type { DockerEngine } from "./engine.js";
 import type { ManagedContainer } from "./manager.js";
 import { ContainerExec } from "./exec/container-exec.js";
 import { ContainerFiles, type DockerSandboxFiles } from "./files/container-files.js";
-import { proxyChannel } from "./egress/proxy-channel.js";
+import { proxyChannel, type ProxyChannel } from "./egress/proxy-channel.js";
 import {
   ResidentTransport,
   type OpenForward,
@@ -51,6 +51,8 @@ export interface DockerSandboxOptions {
    * listen on 127.0.0.1 there before the first call runs, and again after an executor restart.
    */
   forwards?: readonly PortForward[] | undefined;
+  /** Its way to its egress proxy, let go by `release()`. */
+  proxy?: ProxyChannel | undefined;
 }
 
 /**
@@ -74,6 +76,14 @@ export class DockerSandbox extends ShellSandbox<DockerSandboxFiles> {
     logger?: Logger,
   ): DockerSandbox {
     const egress = container.spec.egress;
+    const proxy =
+      egress &&
+      proxyChannel({
+        containers: engine.containers,
+        proxyContainer: egress.proxyContainer,
+        proxyPort: egress.proxyPort,
+        logger,
+      });
     return new DockerSandbox({
       engine,
       containerId: container.containerId,
@@ -85,17 +95,8 @@ export class DockerSandbox extends ShellSandbox<DockerSandboxFiles> {
       logger,
       executor: container.spec.docker.executor,
       // The sandbox's only way out: its proxy's port, forwarded to the proxy from cordon's side.
-      forwards: egress && [
-        {
-          port: egress.proxyPort,
-          destination: proxyChannel({
-            containers: engine.containers,
-            proxyContainer: egress.proxyContainer,
-            proxyPort: egress.proxyPort,
-            logger,
-          }),
-        },
-      ],
+      forwards: egress && proxy && [{ port: egress.proxyPort, destination: proxy.destination }],
+      proxy,
     });
   }
 
@@ -109,7 +110,12 @@ export class DockerSandbox extends ShellSandbox<DockerSandboxFiles> {
     logger?: Logger,
   ): Promise<DockerSandbox> {
     const sandbox = DockerSandbox.forContainer(engine, container, logger);
-    if (container.spec.egress) await sandbox.openForwards();
+    try {
+      if (container.spec.egress) await sandbox.openForwards();
+    } catch (error) {
+      sandbox.release();
+      throw error;
+    }
     return sandbox;
   }
 
@@ -144,10 +150,21 @@ export class DockerSandbox extends ShellSandbox<DockerSandboxFiles> {
     this.id = options.containerName;
     this.#resident = resident;
     this.#containerName = options.containerName;
+    this.#proxy = options.proxy;
   }
 
   readonly #resident: ResidentTransport | undefined;
   readonly #containerName: string;
+  readonly #proxy: ProxyChannel | undefined;
+
+  /**
+   * The lease over this sandbox ended: what this object holds outside the container is let go
+   * (the stream to its egress proxy's executor, once no other sandbox object holds it). The
+   * container, its executor and its forwards stay for the next lease.
+   */
+  release(): void {
+    this.#proxy?.release();
+  }
 
   /** See `SandboxQuiet`; undefined by plain exec (no executor to ask). */
   quiet(): Promise<SandboxQuiet | undefined> {

@@ -570,6 +570,7 @@ export class DockerSandboxManager {
       await stopFollowing?.();
       watchdog?.stop();
       this.unhold(spec.containerName);
+      attached?.release();
       await Promise.all([
         changes?.dispose(),
         checkpoints?.dispose(),

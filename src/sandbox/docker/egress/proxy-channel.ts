@@ -1,6 +1,7 @@
 import type { Duplex } from "node:stream";
 
 import { createSilentLogger, type Logger } from "../../../common/index.js";
+import type { ExecTransport } from "../../shell/exec-transport.js";
 import type { ContainerClient } from "../client/index.js";
 import { ContainerExec } from "../exec/container-exec.js";
 import { ResidentConnection } from "../resident/resident-connection.js";
@@ -19,14 +20,33 @@ export interface ProxyChannelOptions {
   /** The port squid listens on in its container. */
   proxyPort: number;
   logger?: Logger | undefined;
+  /**
+   * Where the executor runs (default: a Docker exec in the proxy container as `nobody`); a test
+   * runs the real binary on this machine instead.
+   */
+  executorIn?: ((proxyContainer: string) => ExecTransport) | undefined;
+}
+
+/** A sandbox's way to its proxy: the destination of its forwarded proxy port. */
+export interface ProxyChannel {
+  /** Takes each connection to the sandbox's proxy port (a `ChannelDestination`). */
+  destination: (channel: Duplex) => void;
+  /**
+   * This holder is done (its lease released): when no other holds the proxy, the stream to the
+   * executor there is closed and that executor exits, so a long-lived process keeps no Docker
+   * exec (over ssh: no connection) open for a sandbox it no longer uses. Idempotent.
+   */
+  release(): void;
 }
 
 /**
  * The executor of this process in each proxy container, by container name: every sandbox object
- * over one sandbox (a lease per run in a long-lived process) shares it. One that stopped (the
- * proxy was replaced or removed) is started again at the next connection.
+ * over one sandbox (a lease per run in a long-lived process) shares it while any holds it. One
+ * that stopped (the proxy was replaced or removed) is started again at the next connection.
  */
 const links = new Map<string, Promise<ResidentConnection>>();
+/** How many unreleased `ProxyChannel`s name each proxy container. */
+const holders = new Map<string, number>();
 
 /**
  * Where a connection to the sandbox's forwarded proxy port goes: to 127.0.0.1:`proxyPort` inside
@@ -37,9 +57,27 @@ const links = new Map<string, Promise<ResidentConnection>>();
  * chooses this: the destination is the proxy of this sandbox, fixed when cordon forwarded the
  * port; the bytes are relayed untouched and squid decides what they may reach.
  */
-export function proxyChannel(options: ProxyChannelOptions): (channel: Duplex) => void {
+export function proxyChannel(options: ProxyChannelOptions): ProxyChannel {
   const logger = options.logger ?? createSilentLogger();
-  return (channel) => {
+  const name = options.proxyContainer;
+  holders.set(name, (holders.get(name) ?? 0) + 1);
+  let released = false;
+  const release = (): void => {
+    if (released) return;
+    released = true;
+    const left = (holders.get(name) ?? 1) - 1;
+    if (left > 0) return void holders.set(name, left);
+    holders.delete(name);
+    const link = links.get(name);
+    links.delete(name);
+    // Its channels end with it: the sandbox's connections through the proxy are cut, as they
+    // are when the process exits.
+    void link?.then(
+      (connection) => connection.close(),
+      () => undefined,
+    );
+  };
+  const destination = (channel: Duplex): void => {
     void proxyConnection(options, logger)
       .then((connection) => connection.connect(options.proxyPort))
       .then(
@@ -57,6 +95,7 @@ export function proxyChannel(options: ProxyChannelOptions): (channel: Duplex) =>
         },
       );
   };
+  return { destination, release };
 }
 
 /** The live executor in the proxy container, started when there is none. */
@@ -74,7 +113,8 @@ function proxyConnection(
     });
   }
   // By name: a proxy replaced under the same name is the one reached from then on.
-  const exec = new ContainerExec(options.containers, name, name, executorUser);
+  const exec =
+    options.executorIn?.(name) ?? new ContainerExec(options.containers, name, name, executorUser);
   const opening = ResidentConnection.open(exec, logger.child({ proxy: name }));
   links.set(name, opening);
   opening.then(
