@@ -95,6 +95,7 @@ export type {
 
 // Whole jobs.
 export {
+  findTestCommand,
   fixTests,
   seededAttemptCopies,
   type AttemptCopies,
@@ -102,6 +103,7 @@ export {
   type FixTestsEvent,
   type FixTestsOptions,
   type FixTestsResult,
+  type FoundTestCommand,
 } from "./workflows/index.js";
 export {
   PatchParseError,

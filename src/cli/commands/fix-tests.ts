@@ -4,7 +4,12 @@ import type { Command } from "commander";
 
 import { ConfigError } from "../../common/index.js";
 import { ScriptedModelClient, type ModelClient } from "../../runner/index.js";
-import { fixTests, maxAttempts } from "../../workflows/index.js";
+import {
+  findTestCommand,
+  fixTests,
+  maxAttempts,
+  testCommandSources,
+} from "../../workflows/index.js";
 import type { CliContext } from "../context.js";
 import { withInterrupt } from "../interrupt.js";
 import { liveLineOf } from "../render/live-line.js";
@@ -20,7 +25,7 @@ import {
 } from "../flag-parsers.js";
 
 interface FixTestsFlags {
-  testCmd: string;
+  testCmd?: string;
   runtime?: AgentRuntimeName;
   workspace?: string;
   out: string;
@@ -48,7 +53,10 @@ export function registerFixTestsCommand(program: Command, context: CliContext): 
     .description(
       "let an agent fix failing tests on a private copy, verify the patch on a clean copy, write artifacts",
     )
-    .requiredOption("--test-cmd <command>", "the command that runs the tests, e.g. 'npm test'")
+    .option(
+      "--test-cmd <command>",
+      "the command that runs the tests, e.g. 'npm test' (default: the one the repository declares: a Makefile test target, package.json's scripts.test, go.mod, Cargo.toml, pytest, CMake tests, .bats files)",
+    )
     .option("--workspace <dir>", "the repository (default: the current directory)")
     .option("--out <dir>", "where the artifacts go", "cordon-fix-tests")
     .option("--agent <id>", "agent from the config")
@@ -108,6 +116,7 @@ export function registerFixTestsCommand(program: Command, context: CliContext): 
         { modelScript: flags.modelScript?.[0], forceSeededCopy: true },
       );
       const attemptModels = await attemptModelsOf(flags.modelScript ?? [], flags.attempts);
+      const testCommand = await testCommandOf(flags, context);
       const progress = createRunRenderer({
         format: "text",
         // The agent's answer is progress here; stdout carries the result only. It is narrated
@@ -122,7 +131,7 @@ export function registerFixTestsCommand(program: Command, context: CliContext): 
         (signal) =>
           fixTests({
             runner,
-            testCommand: flags.testCmd,
+            testCommand,
             outDir: path.resolve(flags.out),
             agentId: flags.agent,
             modelId: flags.model,
@@ -152,6 +161,22 @@ export function registerFixTestsCommand(program: Command, context: CliContext): 
       if (result.fix) context.stderr(`  fix: ${result.fix}\n`);
       context.stderr(`artifacts: ${path.resolve(flags.out)}\n`);
     });
+}
+
+/** `--test-cmd`, or the command the repository declares (said on stderr), or exit 2. */
+async function testCommandOf(flags: FixTestsFlags, context: CliContext): Promise<string> {
+  if (flags.testCmd !== undefined) return flags.testCmd;
+  const repository = path.resolve(flags.workspace ?? ".");
+  const found = await findTestCommand(repository);
+  if (!found) {
+    throw new ConfigError(`no --test-cmd, and ${repository} declares no test command`, {
+      fix: `pass the command that runs the tests, e.g. --test-cmd 'npm test' (looked for ${testCommandSources})`,
+    });
+  }
+  context.stderr(
+    `· test command: ${found.command} (from ${found.source}; --test-cmd chooses another)\n`,
+  );
+  return found.command;
 }
 
 /**

@@ -54,6 +54,25 @@ describe("a failed setup's message", () => {
     expect(message).toMatch(/\nnpm error Exit handler never called!$/);
   });
 
+  it("with no network, names the registries of the package managers the command runs", () => {
+    expect(setupFailureFix({ ...failed, offline: true })).toBe(
+      "It ran with no network, and `npm` fetches from registry.npmjs.org: allow it with --setup-allow-host registry.npmjs.org",
+    );
+    expect(
+      setupFailureFix({
+        ...failed,
+        command: "CI=1 npm ci && python3 -m pip install -r requirements.txt",
+        offline: true,
+      }),
+    ).toBe(
+      "It ran with no network, and `npm` and `pip` fetch from registry.npmjs.org, pypi.org, files.pythonhosted.org: allow them with --setup-allow-host registry.npmjs.org --setup-allow-host pypi.org --setup-allow-host files.pythonhosted.org",
+    );
+    // A command that is no package manager's, or a setup that had a network: the general fix.
+    expect(setupFailureFix({ ...failed, command: "make deps", offline: true })).toMatch(
+      /^Fix the command/,
+    );
+  });
+
   it("otherwise points at the command and the allowlist", () => {
     expect(setupFailureMessage(failed)).toMatch(
       /^The setup command `npm ci` failed \(exit 1\)\. Fix the command, or allow the hosts it needs with --setup-allow-host\.\n/,

@@ -7,6 +7,7 @@ import {
   type SandboxSpec,
   type TlsInspection,
 } from "../../sandbox/index.js";
+import { registriesOf } from "./package-registries.js";
 import type { RunnerEvent } from "./run-task.js";
 import type { ProvideSandboxOptions } from "./sandbox-provider.js";
 
@@ -31,6 +32,8 @@ export interface SetupRun {
    * CA the host trusts and the sandbox, without `trustHostCertificates`, does not.
    */
   tlsInspection?: TlsInspection | undefined;
+  /** It ran with no network at all (no `--setup-allow-host`, no egress proxy). */
+  offline?: boolean | undefined;
 }
 
 /** Of a setup sandbox's plan, what says how it reaches the network: its egress and mounts. */
@@ -137,6 +140,7 @@ export async function runSetupPhase(options: SetupPhaseOptions): Promise<SetupRu
       durationMs: result.durationMs,
       refused: [...refused].sort(),
       tlsInspection,
+      offline: setup.allowHosts.length === 0 && !held.plan?.sandbox.spec?.egress,
     };
   } finally {
     await held.lease.release();
@@ -183,6 +187,12 @@ export function setupFailureFix(run: SetupRun): string {
   if (run.tlsInspection) {
     const { host, issuer, bundle } = run.tlsInspection;
     return `This network re-signs HTTPS to ${host} with its own CA ("${issuer}"), which this host trusts (${bundle}) and the sandbox does not: let the sandbox trust the host's CA bundle with { agents: { defaults: { sandbox: { egress: { trustHostCertificates: true } } } } } in your cordon.json5 (docs/network.md, "Behind a TLS-inspecting proxy")`;
+  }
+  const fetching = run.offline ? registriesOf(run.command) : [];
+  if (fetching.length > 0) {
+    const hosts = [...new Set(fetching.flatMap((registry) => registry.hosts))];
+    const tools = fetching.map((registry) => `\`${registry.tool}\``);
+    return `It ran with no network, and ${tools.join(" and ")} ${tools.length > 1 ? "fetch" : "fetches"} from ${hosts.join(", ")}: allow ${hosts.length > 1 ? "them" : "it"} with ${hosts.map((host) => `--setup-allow-host ${host}`).join(" ")}`;
   }
   return "Fix the command, or allow the hosts it needs with --setup-allow-host";
 }

@@ -15,3 +15,4 @@ export {
   type TestRun,
 } from "./fix-tests.js";
 export { protectedKind, type ProtectedKind } from "./protected-files.js";
+export { findTestCommand, testCommandSources, type FoundTestCommand } from "./test-command.js";
