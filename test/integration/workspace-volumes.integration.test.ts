@@ -333,6 +333,15 @@ describe("prune and copies in volumes whose sandbox is gone", () => {
     const withWork = sandboxes.find((name) => name.includes("prune-work")) ?? "";
     const clean = sandboxes.find((name) => name.includes("prune-idle")) ?? "";
     expect([withWork, clean].every(Boolean), sandboxes.join(" ")).toBe(true);
+    // Listed, though nothing of them is on this host: `sandbox list` names the volumes.
+    const inVolumes = (await inventory.orphans()).filter((o) => o.volumes);
+    expect(inVolumes.map((o) => [o.path, o.sandbox])).toEqual(
+      [withWork, clean].sort().map((name) => [`${name}-workspace`, name]),
+    );
+    const listed = await cordon("sandbox", "list");
+    expect(listed.stderr).toContain(
+      `orphaned workspace ${withWork}-workspace of ${withWork}: Docker volumes on the engine`,
+    );
     const pruned = await inventory.prune({ orphanMinAgeMs: 0 });
     expect(pruned.keptForChanges.map((kept) => [kept.name, kept.reason])).toEqual([
       [

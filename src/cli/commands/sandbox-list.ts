@@ -87,11 +87,13 @@ function formatSandboxes(sandboxes: ListedSandbox[], width: number | undefined):
 }
 
 function describeOrphan(orphan: OrphanWorkspace): string {
-  const what = orphan.mounted
-    ? "a mounted disk image, holding a loop device"
-    : orphan.diskImage
-      ? "a disk image"
-      : "a directory";
+  const what = orphan.volumes
+    ? "Docker volumes on the engine"
+    : orphan.mounted
+      ? "a mounted disk image, holding a loop device"
+      : orphan.diskImage
+        ? "a disk image"
+        : "a directory";
   const of = orphan.sandbox ? ` of ${orphan.sandbox}` : "";
   return `orphaned workspace ${orphan.path}${of}: ${what}, whose container is gone; \`cordon sandbox prune\` releases it (work never applied is kept)\n`;
 }

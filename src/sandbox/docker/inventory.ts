@@ -133,6 +133,11 @@ export interface OrphanWorkspace {
   diskImage: boolean;
   /** Still mounted, holding a loop device, though no container uses it. */
   mounted: boolean;
+  /**
+   * The copy is Docker volumes on the engine (workspace-volumes.ts), not on this host: `path` is
+   * then its workspace volume's name.
+   */
+  volumes?: boolean | undefined;
 }
 
 /** A sandbox or orphaned copy prune left in place because its work was never applied. */
@@ -348,7 +353,31 @@ export class SandboxInventory {
         mounted: (await mountCountAt(workspace)) > 0,
       });
     }
+    orphans.push(...(await this.volumeOrphans(live, options.settledBefore)));
     return orphans.sort((a, b) => a.path.localeCompare(b.path));
+  }
+
+  /**
+   * Copies in Docker volumes of this state directory whose container is gone (with or without
+   * its record): nothing of them is on this host for the directory scan above to find.
+   */
+  private async volumeOrphans(
+    live: Set<string>,
+    settledBefore: number | undefined,
+  ): Promise<OrphanWorkspace[]> {
+    const volumes = await this.engine.volumes.list([
+      `${volumeLabels.role}=workspace`,
+      `${volumeLabels.home}=${this.stateDirectory}`,
+    ]);
+    const orphans: OrphanWorkspace[] = [];
+    for (const volume of volumes) {
+      const sandbox = volume.labels[volumeLabels.sandbox] ?? "";
+      if (!sandbox || live.has(sandbox)) continue;
+      // Made moments ago: an acquire may be about to create its container.
+      if (settledBefore !== undefined && !(volume.createdAtMs < settledBefore)) continue;
+      orphans.push({ path: volume.name, sandbox, diskImage: false, mounted: false, volumes: true });
+    }
+    return orphans;
   }
 
   /** Whether there is anything of a sandbox by this name to remove: a container or a record. */
