@@ -2,12 +2,14 @@ import { chmod, mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
 
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 
 import {
   diskImagePath,
   notEnforcedWarning,
+  overrideDiskBudgetSupport,
   probeDiskBudgetSupport,
+  workspaceDiskFor,
   type DiskHostFacts,
 } from "./disk-budget.js";
 
@@ -82,5 +84,21 @@ describe("diskImagePath", () => {
     expect(diskImagePath("/state/workspaces/cordon-a")).toBe(
       "/state/workspaces/.cordon-a.disk.img",
     );
+  });
+});
+
+describe("workspaceDiskFor where the budget cannot be enforced", () => {
+  afterEach(() => overrideDiskBudgetSupport(undefined));
+
+  it("makes plain directories and says so once per process, not for each sandbox", async () => {
+    overrideDiskBudgetSupport({ enforced: false, reason: "no mounting here", fix: "run as root" });
+    const first: string[] = [];
+    const second: string[] = [];
+    expect(await workspaceDiskFor(64 * 1024 ** 2, first)).toBe(undefined);
+    expect(await workspaceDiskFor(64 * 1024 ** 2, second)).toBe(undefined);
+    expect(first).toEqual([
+      expect.stringMatching(/^sandbox\.disk is not enforced: no mounting here/),
+    ]);
+    expect(second).toEqual([]);
   });
 });

@@ -86,6 +86,8 @@ const realHost = (): DiskHostFacts => ({
   loopControl: "/dev/loop-control",
 });
 
+/** Whether this process has said that sandbox.disk is not enforced here (`workspaceDiskFor`). */
+let warnedNotEnforced = false;
 let cachedSupport: Promise<DiskBudgetSupport> | undefined;
 
 /** Support on this machine, probed once per process (cheap checks; `cordon doctor` tries a real mount). */
@@ -100,6 +102,7 @@ export function diskBudgetSupport(): Promise<DiskBudgetSupport> {
  */
 export function overrideDiskBudgetSupport(support: DiskBudgetSupport | undefined): void {
   cachedSupport = support && Promise.resolve(support);
+  warnedNotEnforced = false;
 }
 
 export async function probeDiskBudgetSupport(host: DiskHostFacts): Promise<DiskBudgetSupport> {
@@ -166,7 +169,10 @@ export async function workspaceDiskFor(
   if (diskBytes === undefined) return undefined;
   const support = await diskBudgetSupport();
   if (!support.enforced) {
-    warnings.push(notEnforcedWarning(support));
+    // Once per process: a fix-tests run with attempts makes six sandboxes or more, and the
+    // machine's reason is the same for each.
+    if (!warnedNotEnforced) warnings.push(notEnforcedWarning(support));
+    warnedNotEnforced = true;
     return undefined;
   }
   return new WorkspaceDisk(diskBytes, support.tools);
