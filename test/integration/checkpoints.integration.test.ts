@@ -47,27 +47,27 @@ const pausesSince = async (container: string, since: Date): Promise<number> => {
 
 const sessionOf = (name: string): string => `cp-${name}-${process.pid}-${Date.now().toString(36)}`;
 
-/** A turn that breaks the project with one shell command, leaving a server running; then an answer. */
-const breakingModel = (): ScriptedModelClient =>
+/** A model whose one turn runs these shell commands, then answers. */
+const modelRunning = (...commands: { command: string; background?: boolean }[]) =>
   new ScriptedModelClient({
     version: 1,
     turns: [
       {
-        content: [
-          {
-            type: "tool_use",
-            name: "exec",
-            input: {
-              command:
-                "rm -f pricing.py && echo broken > x && mkdir -p made && echo new > made/file.txt && chmod +x test_pricing.py",
-            },
-          },
-          { type: "tool_use", name: "exec", input: { command: "sleep 600", background: true } },
-        ],
+        content: commands.map((input) => ({ type: "tool_use", name: "exec", input })),
       },
       { content: [{ type: "text", text: "done" }] },
     ],
   });
+
+/** A turn that breaks the project with one shell command, leaving a server running; then an answer. */
+const breakingModel = (): ScriptedModelClient =>
+  modelRunning(
+    {
+      command:
+        "rm -f pricing.py && echo broken > x && mkdir -p made && echo new > made/file.txt && chmod +x test_pricing.py",
+    },
+    { command: "sleep 600", background: true },
+  );
 
 describe("checkpoints and rollback", () => {
   let home: string;
@@ -188,23 +188,9 @@ describe("checkpoints and rollback", () => {
 
   it("a turn that makes its work unreadable to its own user (chmod 000) is undone all the same; diff says which paths and how to fix it", async () => {
     const sessionKey = sessionOf("unreadable");
-    const lockingModel = new ScriptedModelClient({
-      version: 1,
-      turns: [
-        {
-          content: [
-            {
-              type: "tool_use",
-              name: "exec",
-              input: {
-                command:
-                  "echo changed >> pricing.py && chmod 000 pricing.py test_pricing.py && mkdir -p locked/deep && echo s > locked/deep/f && chmod 000 locked/deep locked",
-              },
-            },
-          ],
-        },
-        { content: [{ type: "text", text: "done" }] },
-      ],
+    const lockingModel = modelRunning({
+      command:
+        "echo changed >> pricing.py && chmod 000 pricing.py test_pricing.py && mkdir -p locked/deep && echo s > locked/deep/f && chmod 000 locked/deep locked",
     });
     await using runner = runnerOf({ model: lockingModel });
     const result = await runner.run({ prompt: "lock it", sessionKey });
