@@ -156,6 +156,19 @@ export interface KeptForChanges {
  * The sandbox's private copy holds changes `cordon apply` never applied (or could not be read),
  * so it was not removed.
  */
+/** What prune's sweeps of orphans (records, directories, volumes) share. */
+interface OrphanSweep {
+  /** Names of the sandboxes that have a container. */
+  live: Set<string>;
+  /** Private workspaces a container or an earlier sweep accounts for (sweeps add to it). */
+  referenced: Set<string>;
+  grace: { now: number; minAgeMs: number };
+  /** An orphan last used before this (ms) is past its grace. */
+  usedBefore: number;
+  report: PruneReport;
+  discardChanges: boolean;
+}
+
 export class UnappliedChangesError extends CordonError {
   readonly code = "unapplied_changes";
   readonly exitCode = ExitCode.usage;
@@ -617,11 +630,18 @@ export class SandboxInventory {
     const orphanMinAgeMs = options.orphanMinAgeMs ?? orphanGraceMs;
     await this.pruneOrphanProxies(live, now - orphanMinAgeMs, report);
     await this.pruneUnstartedInspectors(now - orphanMinAgeMs, report);
-    const discardChanges = options.discardChanges ?? false;
     const grace = { now, minAgeMs: orphanMinAgeMs };
-    await this.pruneOrphanRecords(live, referenced, grace, report, discardChanges);
-    await this.pruneOrphanDirectories(referenced, grace, report, discardChanges);
-    await this.pruneOrphanVolumes(live, referenced, grace, report, discardChanges);
+    const sweep: OrphanSweep = {
+      live,
+      referenced,
+      grace,
+      usedBefore: now - orphanMinAgeMs,
+      report,
+      discardChanges: options.discardChanges ?? false,
+    };
+    await this.pruneOrphanRecords(sweep);
+    await this.pruneOrphanDirectories(sweep);
+    await this.pruneOrphanVolumes(sweep);
     await this.pruneCarryLeftovers(grace, report);
     return report;
   }
@@ -694,14 +714,8 @@ export class SandboxInventory {
     }
   }
 
-  private async pruneOrphanRecords(
-    live: Set<string>,
-    referenced: Set<string>,
-    grace: { now: number; minAgeMs: number },
-    report: PruneReport,
-    discardChanges: boolean,
-  ): Promise<void> {
-    const usedBefore = grace.now - grace.minAgeMs;
+  private async pruneOrphanRecords(sweep: OrphanSweep): Promise<void> {
+    const { live, referenced, grace, usedBefore, report, discardChanges } = sweep;
     for (const record of await this.records.readAll()) {
       if (live.has(record.containerName)) continue;
       if (!(Date.parse(record.lastUsedAt) < usedBefore)) {
@@ -741,13 +755,8 @@ export class SandboxInventory {
   }
 
   /** Directories under `<stateDir>/workspaces` that no container and no record refers to. */
-  private async pruneOrphanDirectories(
-    referenced: Set<string>,
-    grace: { now: number; minAgeMs: number },
-    report: PruneReport,
-    discardChanges: boolean,
-  ): Promise<void> {
-    const usedBefore = grace.now - grace.minAgeMs;
+  private async pruneOrphanDirectories(sweep: OrphanSweep): Promise<void> {
+    const { referenced, grace, usedBefore, report, discardChanges } = sweep;
     const root = privateWorkspaceRoot(this.stateDirectory);
     let names: string[];
     try {
@@ -799,14 +808,8 @@ export class SandboxInventory {
    * (nothing of the copy is on this host). Their work is read by an inspector over the volumes as
    * for any copy, and a copy holding unapplied changes (or one that cannot be read) is kept.
    */
-  private async pruneOrphanVolumes(
-    live: Set<string>,
-    referenced: Set<string>,
-    grace: { now: number; minAgeMs: number },
-    report: PruneReport,
-    discardChanges: boolean,
-  ): Promise<void> {
-    const usedBefore = grace.now - grace.minAgeMs;
+  private async pruneOrphanVolumes(sweep: OrphanSweep): Promise<void> {
+    const { live, referenced, grace, usedBefore, report, discardChanges } = sweep;
     const volumes = await this.engine.volumes.list([
       volumeLabels.sandbox,
       `${volumeLabels.home}=${this.stateDirectory}`,
