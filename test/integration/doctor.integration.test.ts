@@ -34,6 +34,8 @@ describe("cordon doctor", () => {
       ["engine", "ok"],
       ["image", "ok"],
       ["runtime", "ok"],
+      // Support volumes no container mounts are only named (prune removes them): never a warning.
+      ["support", "ok"],
       ["executor", "ok"],
       ["state", "ok"],
       ["disk", "ok"],

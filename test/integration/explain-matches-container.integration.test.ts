@@ -139,9 +139,13 @@ describe("sandbox explain matches the container a run gets", () => {
       target: m.Destination,
       readOnly: !m.RW,
     }));
-    expect(volumes).toHaveLength(1);
+    // And the hosts file's volume itself, so the engine counts it as used (hosts-file.ts).
+    volumes.sort((a, b) => a.target.localeCompare(b.target));
+    expect(volumes).toHaveLength(2);
     expect(volumes[0]?.name).toMatch(/^cordon-executor-[0-9a-f]{16}-[0-9a-f]{8}$/);
     expect(volumes[0]).toMatchObject({ target: "/.cordon", readOnly: true });
+    expect(volumes[1]).toMatchObject({ target: "/.cordon-hosts", readOnly: true });
+    expect(hosts[0]?.source).toContain(`/${volumes[1]?.name}/_data/`);
   });
 
   it("keeps what it shows as read-only read-only, from inside", async () => {

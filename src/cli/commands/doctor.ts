@@ -222,6 +222,36 @@ async function checkOrphans(engine: DockerEngine, dir: string): Promise<DoctorCh
 }
 
 /**
+ * Support volumes (the executor binary, hosts files) no container mounts: harmless and small (each
+ * is reused by the next sandbox with the same content), but an executor rebuilt often leaves one a
+ * build; prune removes them.
+ */
+async function checkSupportVolumes(engine: DockerEngine, dir: string): Promise<DoctorCheck> {
+  try {
+    const unused = await new SandboxInventory({
+      engine,
+      stateDirectory: dir,
+    }).unusedSupportVolumes();
+    if (unused.length === 0) {
+      return {
+        name: "support",
+        status: "ok",
+        detail: "every support volume on the engine is in use",
+      };
+    }
+    return {
+      name: "support",
+      status: "ok",
+      detail: `${unused.length} support volume(s) on the engine no container mounts (${[
+        ...new Set(unused.map((volume) => volume.holds)),
+      ].join("; ")}): \`cordon sandbox prune\` removes them, and they are made again when needed`,
+    };
+  } catch (error) {
+    return failed("support", error);
+  }
+}
+
+/**
  * Containers of state directories that are gone (a temporary CORDON_HOME deleted under them):
  * no cordon command sees them again, since each works on its own state directory.
  */
@@ -331,6 +361,7 @@ export async function runDoctor(env: NodeJS.ProcessEnv, runtime?: string): Promi
     if (engineInfo) checks.push(await checkRuntime(engine, engineInfo, runtime, presentImage));
     checks.push(await checkOrphans(engine, stateDirectory(env)));
     if (endpoint?.sharesFilesystem) checks.push(await checkStrays(engine));
+    checks.push(await checkSupportVolumes(engine, stateDirectory(env)));
   } else {
     checks.push({ name: "image", status: "skipped", detail: "needs a Docker engine" });
     checks.push({ name: "runtime", status: "skipped", detail: "needs a Docker engine" });

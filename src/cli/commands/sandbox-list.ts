@@ -6,6 +6,7 @@ import {
   SandboxInventory,
   type OrphanWorkspace,
   type SandboxSummary,
+  type UnusedSupportVolume,
   baseImageFromEnv,
 } from "../../sandbox/index.js";
 import { liveForwards, type ForwardRecord } from "../../runner/index.js";
@@ -31,12 +32,14 @@ export function inventoryFor(context: CliContext): SandboxInventory {
 export type ListedSandbox = SandboxSummary & { drift: SandboxDrift; forwards: ForwardRecord[] };
 
 /**
- * What `sandbox list --json` prints: the sandboxes, and the private workspaces whose container is
- * gone (`cordon sandbox prune` releases them).
+ * What `sandbox list --json` prints: the sandboxes, the private workspaces whose container is
+ * gone (`cordon sandbox prune` releases them), and the engine's support volumes no container
+ * mounts (prune removes them too).
  */
 export interface ListedJson {
   sandboxes: ListedSandbox[];
   orphans: OrphanWorkspace[];
+  unusedSupportVolumes: UnusedSupportVolume[];
 }
 
 /** The DRIFT column: "no", or "yes: why" (several reasons joined), or "?: why". */
@@ -98,6 +101,12 @@ function describeOrphan(orphan: OrphanWorkspace): string {
   return `orphaned workspace ${orphan.path}${of}: ${what}, whose container is gone; \`cordon sandbox prune\` releases it (work never applied is kept)\n`;
 }
 
+/** A line naming the support volumes prune would remove; "" when there are none. */
+function describeUnusedSupport(unused: UnusedSupportVolume[]): string {
+  if (unused.length === 0) return "";
+  return `${unused.length} support volume(s) on the engine no container mounts (${unused.map((volume) => volume.name).join(", ")}): \`cordon sandbox prune\` removes them; they are made again when needed\n`;
+}
+
 export function registerSandboxListCommand(sandbox: Command, context: CliContext): void {
   sandbox
     .command("list")
@@ -135,21 +144,24 @@ export function registerSandboxListCommand(sandbox: Command, context: CliContext
         };
       });
       const orphans = await inventoryFor(context).orphans();
+      const unusedSupport = await inventoryFor(context).unusedSupportVolumes();
       // Named here: the next command need not say so again.
       await rememberNoticedOrphans(stateDirectory(context.env), orphans);
       if (options.json) {
         // The same facts as the text: sandboxes, and workspaces whose container is gone.
-        const listed: ListedJson = { sandboxes, orphans };
+        const listed: ListedJson = { sandboxes, orphans, unusedSupportVolumes: unusedSupport };
         context.stdout(`${JSON.stringify(listed, null, 2)}\n`);
         return;
       }
       if (sandboxes.length === 0 && orphans.length === 0) {
         context.stderr("no sandboxes; `cordon run` creates them as sessions need them\n");
+        context.stderr(describeUnusedSupport(unusedSupport));
         return;
       }
       const width = tableWidth(context.terminal, options.wide);
       if (sandboxes.length > 0) context.stdout(formatSandboxes(sandboxes, width));
       // Not in the table (no container to show), and on stderr: stdout stays the table.
       for (const orphan of orphans) context.stderr(describeOrphan(orphan));
+      context.stderr(describeUnusedSupport(unusedSupport));
     });
 }

@@ -65,7 +65,7 @@ export function registerSandboxPruneCommand(sandbox: Command, context: CliContex
   sandbox
     .command("prune")
     .description(
-      "remove stopped sandboxes, idle or old ones, and private workspaces and records whose container is gone; a private copy holding changes never applied is kept",
+      "remove stopped sandboxes, idle or old ones, private workspaces and records whose container is gone, and support volumes (executor, hosts files) no container mounts; a private copy holding changes never applied is kept",
     )
     .option("--idle <duration>", "also remove sandboxes unused for this long (e.g. 30m, 2h, 7d)")
     .option("--max-age <duration>", "also remove sandboxes created this long ago, busy or not")

@@ -7,7 +7,7 @@ import type {
   VolumeMount,
 } from "./client/index.js";
 import { gvisorProcessLimits, isGvisorRuntime } from "./gvisor.js";
-import { hostsMountTarget } from "./hosts-file.js";
+import { hostsMountTarget, hostsVolumeTarget, type HostsFile } from "./hosts-file.js";
 import { executorContainerDirectory } from "./resident/executor-binary.js";
 
 /** Labels on every container cordon creates; Docker is the source of truth for what exists. */
@@ -45,13 +45,13 @@ export interface ContainerOptionsInput {
   /** The state directory of the manager creating it (the `cordon.home` label). */
   stateDirectory?: string | undefined;
   /**
-   * The path, on the engine's host, of a hosts file to mount read-only at /etc/hosts: the one in
-   * its support volume (`SupportVolumes`, `hostsFileContent`), so it travels with the engine.
+   * A hosts file to mount read-only at /etc/hosts: the one in its support volume
+   * (`SupportVolumes`, `hostsFileContent`), so it travels with the engine.
    * With network "none" it lets the container skip Docker's network setup (`NetworkDisabled`);
    * without it the engine sets up the empty namespace and writes /etc/hosts itself, about 110 ms
    * slower to start.
    */
-  hostsFile?: string | undefined;
+  hostsFile?: HostsFile | undefined;
   /** The content of `spec.docker.seccompProfile` (see `readSeccompProfile`); the API wants JSON. */
   seccompProfileJson?: string | undefined;
   /**
@@ -107,12 +107,11 @@ export function createContainerOptions(input: ContainerOptionsInput): CreateCont
   // Docker 20.10 leaves /etc/hosts empty under network "none" either way: cordon's carries
   // `localhost`.
   if (ownHostsFile && input.hostsFile) {
-    mounts.push({
-      Type: "bind",
-      Source: input.hostsFile,
-      Target: hostsMountTarget,
-      ReadOnly: true,
-    });
+    mounts.push(
+      { Type: "bind", Source: input.hostsFile.path, Target: hostsMountTarget, ReadOnly: true },
+      // So the engine counts the volume as used (`hostsVolumeTarget`).
+      { Type: "volume", Source: input.hostsFile.volume, Target: hostsVolumeTarget, ReadOnly: true },
+    );
   }
   mounts.push(...executorMounts(input));
 

@@ -8,6 +8,19 @@ const hostsFileName = "hosts";
 export const hostsMountTarget = "/etc/hosts";
 
 /**
+ * Where the hosts file's volume itself is mounted (read-only) beside the bind of its file: a bind
+ * is invisible to Docker's count of a volume's users, so without this mount the engine would let
+ * the volume be removed under a stopped sandbox, which then cannot start again.
+ */
+export const hostsVolumeTarget = "/.cordon-hosts";
+
+/** The hosts file of a sandbox: its support volume, and the file's path on the engine's host. */
+export interface HostsFile {
+  volume: string;
+  path: string;
+}
+
+/**
  * The /etc/hosts of a sandbox with no network: `localhost` and the configured extra hosts.
  *
  * Such a sandbox is created with `NetworkDisabled`, which skips Docker's network setup (a start
@@ -27,8 +40,7 @@ export function hostsFileContent(extraHosts: readonly string[]): string {
 }
 
 /**
- * The path, on the engine's host, of the hosts file for `extraHosts`: in a support volume named
- * by its content, so every sandbox with the same entries shares one file that never changes under
+ * The hosts file for `extraHosts`: in a support volume named by its content, so every sandbox with the same entries shares one file that never changes under
  * a running container, made on the engine (local or elsewhere) on first use. Mounted read-only:
  * the agent cannot edit it.
  */
@@ -36,12 +48,12 @@ export async function ensureHostsFile(
   support: SupportVolumes,
   extraHosts: readonly string[],
   image: string,
-): Promise<string> {
+): Promise<HostsFile> {
   const file = {
     name: hostsFileName,
     content: Buffer.from(hostsFileContent(extraHosts)),
     mode: 0o644,
   };
   const volume = await support.ensure("hosts", [file], image);
-  return path.posix.join(volume.mountpoint, hostsFileName);
+  return { volume: volume.name, path: path.posix.join(volume.mountpoint, hostsFileName) };
 }

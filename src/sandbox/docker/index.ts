@@ -51,6 +51,11 @@ export {
 } from "./unapplied-changes.js";
 export { SandboxRecords, recordsDirectory, type SandboxRecord } from "./records.js";
 export {
+  pruneSupportVolumes,
+  unusedSupportVolumes,
+  type UnusedSupportVolume,
+} from "./support-volume-sweep.js";
+export {
   SandboxInventory,
   orphanGraceMs,
   UnappliedChangesError,

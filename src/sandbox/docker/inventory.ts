@@ -36,6 +36,11 @@ import type { SandboxHolders } from "./idle-stop.js";
 import { SandboxImage, sandboxImageRepository, type SandboxImageOptions } from "./sandbox-image.js";
 import { EgressProxies } from "./egress/index.js";
 import { inspectorLabels } from "./inspector/index.js";
+import {
+  pruneSupportVolumes,
+  unusedSupportVolumes,
+  type UnusedSupportVolume,
+} from "./support-volume-sweep.js";
 import { forgetChangesRecords } from "../changes-records/index.js";
 import {
   UnappliedChangesCheck,
@@ -643,7 +648,37 @@ export class SandboxInventory {
     await this.pruneOrphanDirectories(sweep);
     await this.pruneOrphanVolumes(sweep);
     await this.pruneCarryLeftovers(grace, report);
+    await this.pruneSupportVolumes(now - orphanMinAgeMs, report);
     return report;
+  }
+
+  /**
+   * Support volumes (the executor binary, hosts files) no container on the engine mounts, made
+   * before `madeBefore` (default: any time): `sandbox list` and `doctor` name them, prune removes
+   * them. The engine's, not this state directory's: every state directory's sandboxes share them.
+   */
+  unusedSupportVolumes(madeBefore = Infinity): Promise<UnusedSupportVolume[]> {
+    return unusedSupportVolumes({
+      containers: this.containers,
+      volumes: this.engine.volumes,
+      madeBefore,
+    });
+  }
+
+  /** Support volumes no container mounts (support-volume-sweep.ts); made again when needed. */
+  private async pruneSupportVolumes(madeBefore: number, report: PruneReport): Promise<void> {
+    const removed = await pruneSupportVolumes({
+      containers: this.containers,
+      volumes: this.engine.volumes,
+      madeBefore,
+      dryRun: report.dryRun,
+    });
+    for (const volume of removed) {
+      report.orphans.push({
+        path: volume.name,
+        reason: `support volume holding ${volume.holds}, which no container mounts; made again when a sandbox needs it`,
+      });
+    }
   }
 
   private async pruneReason(

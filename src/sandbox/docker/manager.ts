@@ -980,6 +980,7 @@ export class DockerSandboxManager {
           executorVolume,
         });
       },
+      create: (request) => this.support.createContainer(request),
       identify: (container) => this.identify(container, name),
       held: () => this.holderCount(name) > 0,
       beforeReplace: () => this.touchRecord(name),
@@ -990,6 +991,7 @@ export class DockerSandboxManager {
           // The same content-addressed volume the sandbox mounts (made once, shared).
           executorVolume: () =>
             ensureExecutorVolume(this.support, image.reference, residentExecutorBinary()),
+          create: (request) => this.support.createContainer(request),
         }),
       signal: context.signal,
       progress: context.progress,

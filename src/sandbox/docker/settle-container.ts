@@ -20,6 +20,12 @@ export interface SettleOptions {
   stateDirectory: string;
   /** The request a fresh container is created from (asked only when one is created). */
   createRequest: () => Promise<CreateContainerRequest>;
+  /**
+   * Creates it from `createRequest` (default: `containers.create`): the manager's makes sure the
+   * support volumes it mounts were not removed meanwhile (`SupportVolumes.createContainer`).
+   */
+  create?:
+    ((request: () => Promise<CreateContainerRequest>) => Promise<string | undefined>) | undefined;
   /** Whether this process holds a lease on the container: drift then keeps it (stale). */
   held: () => boolean;
   /**
@@ -209,7 +215,9 @@ async function createStarted(options: SettleOptions): Promise<ContainerDetails |
   const name = spec.containerName;
   // The proxy first: the sandbox's forwarded port leads to it from its first command.
   await options.ensureEgress();
-  const id = await containers.create(await options.createRequest());
+  const id = options.create
+    ? await options.create(options.createRequest)
+    : await containers.create(await options.createRequest());
   if (id === undefined) return undefined;
   try {
     options.progress("start", `starting ${name}`);

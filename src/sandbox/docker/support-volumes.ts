@@ -3,7 +3,13 @@ import { Readable } from "node:stream";
 
 import { pack } from "tar-stream";
 
-import type { ContainerClient, VolumeClient, VolumeDetails } from "./client/index.js";
+import { SandboxStartError } from "../../common/index.js";
+import type {
+  ContainerClient,
+  CreateContainerRequest,
+  VolumeClient,
+  VolumeDetails,
+} from "./client/index.js";
 
 /** One file of a support volume. */
 export interface SupportFile {
@@ -13,14 +19,26 @@ export interface SupportFile {
   mode: number;
 }
 
-/** Labels of a support volume's marker (see `SupportVolumes`). */
-const markerLabels = {
+/**
+ * Labels of support volumes (see `SupportVolumes`): `kind` is on all of them — the kind on a
+ * marker, `<kind>-data` on a data volume, `<kind>-fill` on the container that fills one.
+ */
+export const supportLabels = {
   kind: "cordon.support",
   /** The volume that holds the files. */
   data: "cordon.support.data",
   /** Its mountpoint on the engine's host. */
   mountpoint: "cordon.support.mountpoint",
 } as const;
+
+/** The `cordon.support` label of a data volume of `kind`. */
+export const dataLabel = (kind: string): string => `${kind}-data`;
+
+/** The `cordon.support` label of the container that fills a data volume of `kind`. */
+export const fillLabel = (kind: string): string => `${kind}-fill`;
+
+/** How often a container is made again when its support volumes were removed as it was made. */
+const createAttempts = 3;
 
 /** Where the filling container mounts the data volume; it is never started. */
 const fillTarget = "/fill";
@@ -38,9 +56,16 @@ const fillTarget = "/fill";
  * still being filled: a process that finds it uses it. Two processes filling at once each fill a
  * volume of their own; the first marker wins and the other removes its volume. A data volume is
  * mounted read-only by every sandbox: nothing in one can change what another runs.
+ *
+ * `cordon sandbox prune` removes those no container mounts (support-volume-sweep.ts), so a volume
+ * found here may be gone by the time a container is made from it — and Docker then silently makes
+ * an empty volume of that name. `createContainer` closes that race: once a container mounts a
+ * volume the engine refuses to remove it, so a volume checked after the create stays good.
  */
 export class SupportVolumes {
   readonly #ready = new Map<string, Promise<VolumeDetails>>();
+  /** Data volumes this object handed out, by name: their marker and mountpoint. */
+  readonly #handedOut = new Map<string, { marker: string; mountpoint: string; kind: string }>();
 
   constructor(private readonly clients: { containers: ContainerClient; volumes: VolumeClient }) {}
 
@@ -56,7 +81,10 @@ export class SupportVolumes {
     const marker = `cordon-${kind}-${digest.digest("hex").slice(0, 16)}`;
     let ready = this.#ready.get(marker);
     if (!ready) {
-      ready = this.#ensure(kind, marker, files, image);
+      ready = this.#ensure(kind, marker, files, image).then((data) => {
+        this.#handedOut.set(data.name, { marker, mountpoint: data.mountpoint, kind });
+        return data;
+      });
       // A failure is not kept: the next sandbox tries again.
       ready.catch(() => this.#ready.delete(marker));
       this.#ready.set(marker, ready);
@@ -70,7 +98,7 @@ export class SupportVolumes {
     files: readonly SupportFile[],
     image: string,
   ): Promise<VolumeDetails> {
-    const found = await this.#dataOf(marker);
+    const found = await this.#dataOf(kind, marker);
     if (found) return found;
     const data = await this.#fill(
       kind,
@@ -82,27 +110,104 @@ export class SupportVolumes {
     await this.clients.volumes.create({
       name: marker,
       labels: {
-        [markerLabels.kind]: kind,
-        [markerLabels.data]: data.name,
-        [markerLabels.mountpoint]: data.mountpoint,
+        [supportLabels.kind]: kind,
+        [supportLabels.data]: data.name,
+        [supportLabels.mountpoint]: data.mountpoint,
       },
     });
     const winner = await this.clients.volumes.inspect(marker);
-    if (winner?.labels[markerLabels.data] === data.name) return data;
+    if (winner?.labels[supportLabels.data] === data.name) return data;
     await this.clients.volumes.remove(data.name).catch(() => undefined);
-    const theirs = await this.#dataOf(marker);
+    const theirs = await this.#dataOf(kind, marker);
     if (!theirs) throw new Error(`the support volume ${marker} names no volume`);
     return theirs;
   }
 
-  /** The data volume the marker names, when both exist; a marker whose data is gone is removed. */
-  async #dataOf(marker: string): Promise<VolumeDetails | undefined> {
+  /**
+   * Creates the container `makeRequest` describes, making sure every support volume it mounts is
+   * still the filled one: a volume removed (by a prune) before the create is either a bind source
+   * that does not exist (the create fails) or a volume Docker made anew, empty. Either way the
+   * container is removed, the volumes are made again, and the request is asked for again.
+   * Undefined when the name is taken (as `ContainerClient.create`).
+   */
+  async createContainer(
+    makeRequest: () => Promise<CreateContainerRequest>,
+  ): Promise<string | undefined> {
+    for (let attempt = 1; ; attempt += 1) {
+      const request = await makeRequest();
+      const used = this.#mountedBy(request);
+      let id: string | undefined;
+      try {
+        id = await this.clients.containers.create(request);
+      } catch (error) {
+        if (attempt < createAttempts && (await this.#gone(used)).length > 0) continue;
+        throw error;
+      }
+      if (id === undefined) return undefined;
+      // Mounted now, the engine keeps them: what is good here stays good.
+      const gone = await this.#gone(used);
+      if (gone.length === 0) return id;
+      await this.clients.containers.remove(id, request.name);
+      await this.#removeImpostors(gone);
+      if (attempt >= createAttempts) {
+        throw new SandboxStartError(
+          `the support volumes ${gone.join(", ")} were removed each time a container was made with them`,
+          {
+            fix: "something removes Docker volumes in a loop (`docker volume prune`?); stop it and retry",
+          },
+        );
+      }
+    }
+  }
+
+  /** The data volumes this object handed out that `request` mounts (or binds a file of). */
+  #mountedBy(request: CreateContainerRequest): string[] {
+    const used = new Set<string>();
+    for (const mount of request.HostConfig?.Mounts ?? []) {
+      if (mount.Type === "volume" && this.#handedOut.has(mount.Source)) used.add(mount.Source);
+      if (mount.Type !== "bind") continue;
+      for (const [name, { mountpoint }] of this.#handedOut) {
+        if (mount.Source.startsWith(`${mountpoint}/`)) used.add(name);
+      }
+    }
+    return [...used];
+  }
+
+  /** Those of `names` that are not a filled data volume any more; they are forgotten. */
+  async #gone(names: readonly string[]): Promise<string[]> {
+    const gone: string[] = [];
+    for (const name of names) {
+      const given = this.#handedOut.get(name);
+      const found = await this.clients.volumes.inspect(name);
+      if (given && found?.labels[supportLabels.kind] === dataLabel(given.kind)) continue;
+      gone.push(name);
+      this.#handedOut.delete(name);
+      if (given) this.#ready.delete(given.marker);
+    }
+    return gone;
+  }
+
+  /** Removes volumes Docker made empty in place of removed support volumes (never a filled one). */
+  async #removeImpostors(names: readonly string[]): Promise<void> {
+    for (const name of names) {
+      const found = await this.clients.volumes.inspect(name);
+      if (!found || found.labels[supportLabels.kind] !== undefined) continue;
+      // Another container made in the same moment may hold it: the next prune takes it then.
+      await this.clients.volumes.remove(name).catch(() => undefined);
+    }
+  }
+
+  /**
+   * The data volume the marker names, when both exist and it is filled; a marker whose data is
+   * gone (or is an empty volume Docker made in its place) is removed.
+   */
+  async #dataOf(kind: string, marker: string): Promise<VolumeDetails | undefined> {
     const found = await this.clients.volumes.inspect(marker);
-    const name = found?.labels[markerLabels.data];
+    const name = found?.labels[supportLabels.data];
     if (!found || !name) return undefined;
     const data = await this.clients.volumes.inspect(name);
-    if (data) return data;
-    // Someone removed the files (`docker volume prune`): start again.
+    if (data?.labels[supportLabels.kind] === dataLabel(kind)) return data;
+    // Someone removed the files (`cordon sandbox prune`, `docker volume prune`): start again.
     await this.clients.volumes.remove(marker).catch(() => undefined);
     return undefined;
   }
@@ -113,7 +218,7 @@ export class SupportVolumes {
     files: readonly SupportFile[],
     image: string,
   ): Promise<VolumeDetails> {
-    await this.clients.volumes.create({ name, labels: { [markerLabels.kind]: `${kind}-data` } });
+    await this.clients.volumes.create({ name, labels: { [supportLabels.kind]: dataLabel(kind) } });
     const data = await this.clients.volumes.inspect(name);
     if (!data) throw new Error(`the volume ${name} was removed as it was made`);
     const filler = `${name}-fill`;
@@ -123,7 +228,7 @@ export class SupportVolumes {
         Image: image,
         Entrypoint: ["true"],
         Cmd: [],
-        Labels: { [markerLabels.kind]: `${kind}-fill` },
+        Labels: { [supportLabels.kind]: fillLabel(kind) },
         NetworkDisabled: true,
         HostConfig: {
           NetworkMode: "none",

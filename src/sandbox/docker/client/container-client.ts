@@ -139,6 +139,18 @@ export interface ContainerSummary {
   status: ContainerStatus;
   /** When the engine created it (ms since the epoch). */
   createdAtMs: number;
+  /** What it mounts, whatever its state: how cordon tells whether a support volume is in use. */
+  mounts: readonly ContainerMountSummary[];
+}
+
+/** One mount of a listed container. */
+export interface ContainerMountSummary {
+  /** "volume", "bind", "tmpfs", … */
+  type: string;
+  /** A volume's name; absent for other types. */
+  name?: string | undefined;
+  /** A bind's path on the engine's host (a volume's: its mountpoint). */
+  source: string;
 }
 
 export interface ContainerFilter {

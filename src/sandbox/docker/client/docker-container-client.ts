@@ -323,6 +323,11 @@ function summaryOf(info: Docker.ContainerInfo): ContainerSummary {
     labels: info.Labels,
     status: info.State as ContainerStatus,
     createdAtMs: info.Created * 1000,
+    mounts: (info.Mounts ?? []).map((mount) => ({
+      type: mount.Type,
+      ...(mount.Name ? { name: mount.Name } : {}),
+      source: mount.Source,
+    })),
   };
 }
 

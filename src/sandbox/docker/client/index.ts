@@ -8,6 +8,7 @@ export type {
   ContainerState,
   ContainerStats,
   ContainerStatus,
+  ContainerMountSummary,
   ContainerSummary,
   CreateContainerRequest,
   ExecStartRequest,

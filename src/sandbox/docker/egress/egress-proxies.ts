@@ -98,6 +98,13 @@ export class EgressProxies {
        * sandbox has egress.
        */
       executorVolume?: () => Promise<string | undefined>;
+      /**
+       * Creates the proxy's container (default: `containers.create`): the manager's makes sure
+       * the executor's volume was not removed meanwhile (`SupportVolumes.createContainer`).
+       */
+      create?:
+        | ((request: () => Promise<CreateContainerRequest>) => Promise<string | undefined>)
+        | undefined;
     } = {},
   ): Promise<void> {
     const egress = spec.egress;
@@ -113,12 +120,7 @@ export class EgressProxies {
       );
     }
     const config = squidConfig(egress, this.options.upstream);
-    // The executor's volume too: a proxy made without it (or with an older one) is replaced.
-    const configHash = createHash("sha256")
-      .update(config)
-      .update(`\0${executorVolume}`)
-      .digest("hex")
-      .slice(0, 16);
+    const configHash = proxyConfigHash(config, executorVolume);
     const existing = await this.containers.inspect(egress.proxyContainer);
     if (existing) {
       this.assertOurs(existing.labels, egress.proxyContainer, spec.containerName);
@@ -132,16 +134,21 @@ export class EgressProxies {
     options.onProgress?.(
       `starting the egress proxy ${egress.proxyContainer} (${egress.allow.length > 0 ? egress.allow.join(", ") : "no host allowed"})`,
     );
-    const id = await this.containers.create(
-      this.proxyOptions({
+    const request = async (): Promise<CreateContainerRequest> => {
+      // Asked again: a retry of `create` follows a volume made anew.
+      const volume = (await options.executorVolume?.()) ?? executorVolume;
+      return this.proxyOptions({
         egress,
         sandbox: spec.containerName,
         image,
         config,
-        configHash,
-        executorVolume,
-      }),
-    );
+        configHash: proxyConfigHash(config, volume),
+        executorVolume: volume,
+      });
+    };
+    const id = options.create
+      ? await options.create(request)
+      : await this.containers.create(await request());
     if (id === undefined) {
       throw new SandboxStartError(
         `another process is creating the egress proxy ${egress.proxyContainer}`,
@@ -356,4 +363,13 @@ export class EgressProxies {
       },
     );
   }
+}
+
+/** The executor's volume too: a proxy made without it (or with an older one) is replaced. */
+function proxyConfigHash(config: string, executorVolume: string): string {
+  return createHash("sha256")
+    .update(config)
+    .update(`\0${executorVolume}`)
+    .digest("hex")
+    .slice(0, 16);
 }

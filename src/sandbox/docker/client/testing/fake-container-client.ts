@@ -166,6 +166,15 @@ export class FakeContainerClient implements ContainerClient {
           labels: { ...c.labels },
           status: c.state.status,
           createdAtMs: Date.parse(c.createdAt),
+          mounts: (c.request?.HostConfig?.Mounts ?? []).map((mount) =>
+            mount.Type === "volume"
+              ? {
+                  type: "volume",
+                  name: mount.Source,
+                  source: `/var/lib/docker/volumes/${mount.Source}/_data`,
+                }
+              : { type: mount.Type, source: mount.Source },
+          ),
         })),
     );
   }
