@@ -3,6 +3,7 @@ import { chmod, lchown, lstat, mkdir, open, readdir, realpath, writeFile } from 
 import path from "node:path";
 
 import { runHostGit } from "./host-git.js";
+import { packLooseObjects, type LooseObject } from "./loose-object-pack.js";
 import type { Owner } from "./owner.js";
 import { TreeCopier, isErrno, type CopySummary } from "./tree-copy.js";
 
@@ -222,31 +223,48 @@ export async function copySanitizedGitDir(options: {
   const entries = async (relative: string): Promise<Dirent[]> =>
     readdir(source(relative), { withFileTypes: true }).catch(() => []);
 
+  let packed = { files: 0, bytes: 0 };
+
   const copyGitDir = async (relative: string): Promise<RepositoryFormat> => {
     await copier.makeDirectory(relative);
+    const format = await readRepositoryFormat(source(`${relative}/config`), options.warnings);
     for (const entry of await entries(relative)) {
       const child = `${relative}/${entry.name}`;
       if (entry.isDirectory() && entry.name === "info") {
         const kept = (await entries(child)).filter((e) => e.name !== "attributes");
         await copier.copyEntries(kept.map((e) => `${child}/${e.name}`));
       } else if (entry.isDirectory() && entry.name === "objects") {
-        await copyObjects(child);
+        await copyObjects(child, objectHash(format));
       } else if (entry.isDirectory() && entry.name === "modules") {
         await copyModules(child);
       } else if (!droppedFromGitDir.has(entry.name) && !entry.name.endsWith(".lock")) {
         await copier.copyEntries([child]);
       }
     }
-    const format = await readRepositoryFormat(source(`${relative}/config`), options.warnings);
     const config = path.join(options.targetRoot, relative, "config");
     await writeOwnedFile(config, gitConfigText(format), options.owner);
     return format;
   };
 
-  const copyObjects = async (relative: string): Promise<void> => {
+  const copyObjects = async (
+    relative: string,
+    hash: "sha1" | "sha256" | undefined,
+  ): Promise<void> => {
+    const loose: LooseObject[] = [];
+    const rest: string[] = [];
     for (const entry of await entries(relative)) {
       const child = `${relative}/${entry.name}`;
-      if (entry.isDirectory() && entry.name === "info") {
+      if (hash && entry.isDirectory() && looseDirectory.test(entry.name)) {
+        // Loose objects go into one pack below; anything else in the directory is copied.
+        const name = looseName[hash];
+        for (const file of await entries(child)) {
+          if (file.isFile() && name.test(file.name)) {
+            loose.push({ relative: `${child}/${file.name}`, id: `${entry.name}${file.name}` });
+          } else {
+            rest.push(`${child}/${file.name}`);
+          }
+        }
+      } else if (entry.isDirectory() && entry.name === "info") {
         for (const info of await entries(child)) {
           if (info.name === "alternates" || info.name === "http-alternates") {
             options.warnings.push(
@@ -260,6 +278,22 @@ export async function copySanitizedGitDir(options: {
         await copier.copyEntries([child]);
       }
     }
+    if (hash && loose.length > 0 && (await copier.makeDirectory(`${relative}/pack`))) {
+      const pack = await packLooseObjects({
+        sourceRoot: options.sourceRoot,
+        objects: loose,
+        targetDirectory: path.join(options.targetRoot, relative, "pack"),
+        hash,
+        owner: options.owner,
+        signal: options.signal,
+      });
+      for (const file of pack.files) options.onCopied?.(path.join(relative, "pack", file));
+      packed = { files: packed.files + pack.files.length, bytes: packed.bytes + pack.bytes };
+      rest.push(...pack.left.map((object) => object.relative));
+    } else {
+      rest.push(...loose.map((object) => object.relative));
+    }
+    await copier.copyEntries(rest);
   };
 
   // `modules/<name>` is a submodule's git dir; names may contain slashes.
@@ -273,7 +307,26 @@ export async function copySanitizedGitDir(options: {
   };
 
   const format = await copyGitDir(".git");
-  return { format, summary: copier.summary };
+  const summary = copier.summary;
+  return {
+    format,
+    summary: {
+      ...summary,
+      files: summary.files + packed.files,
+      bytes: summary.bytes + packed.bytes,
+    },
+  };
+}
+
+/** `objects/<2 hex>`: a directory of loose objects. */
+const looseDirectory = /^[0-9a-f]{2}$/;
+/** The rest of a loose object's id, by the repository's hash. */
+const looseName = { sha1: /^[0-9a-f]{38}$/, sha256: /^[0-9a-f]{62}$/ } as const;
+
+/** The repository's object hash; undefined for one git may add later (its objects are copied). */
+function objectHash(format: RepositoryFormat): "sha1" | "sha256" | undefined {
+  const named = format.extensions.find(([name]) => name === "objectformat")?.[1] ?? "sha1";
+  return named === "sha1" || named === "sha256" ? named : undefined;
 }
 
 /** Entries of a git dir never copied (see copySanitizedGitDir); `config` is rewritten. */
