@@ -1,6 +1,6 @@
 import { posix } from "node:path";
 
-import { AbortedError, type Logger } from "../../common/index.js";
+import { AbortedError, SandboxError, sleep, type Logger } from "../../common/index.js";
 import type { ExecOptions, ExecResult } from "../sandbox.js";
 import { ChunkChannel } from "./chunk-channel.js";
 import { commandWithEnv, interpretStatus, newRunId, scriptInvocation } from "./command-line.js";
@@ -155,10 +155,37 @@ export async function runCommand(
   };
 }
 
-/** Kills every process of run (or background process) `id`. */
+/**
+ * Docker's status for an exec whose process the runtime could not start. Under a full pids limit
+ * (a fork bomb) runc's init often cannot clone ("read init-p: connection reset by peer"): joining
+ * the cgroup is not a fork, but starting the process in it is, so some attempts get in, some not.
+ */
+const execNotStarted = 126;
+/** Tries at the wrapper's kill: each fails at most as often as a bomb wins one race for a pid. */
+const killAttempts = 30;
+const killRetryMs = 100;
+
+/**
+ * Kills every process of run (or background process) `id`: by the resident executor when it ran
+ * the command (no process is started, so a full pids limit cannot stop it), otherwise by the
+ * wrapper's `kill` mode, a process of its own, started again until it gets in. A bomb frees no
+ * pid by itself, so one refused start is no reason to leave its tree running.
+ */
 export async function killTree(transport: ExecTransport, id: string): Promise<void> {
   if (await transport.killWrapped?.(id)) return;
-  await transport.run(scriptInvocation(shellScript("execWrapper"), ["kill", id]));
+  const kill = scriptInvocation(shellScript("execWrapper"), ["kill", id]);
+  for (let attempt = 1; ; attempt += 1) {
+    const result = await transport.run(kill);
+    if (result.exitCode !== execNotStarted) return;
+    if (attempt === killAttempts) {
+      throw new SandboxError(
+        `the processes of command ${id} could not be killed: the sandbox refused ${killAttempts} ` +
+          `starts of the kill (is its pids limit full?): ${result.stdout.toString("utf8").trim()}`,
+        { fix: "remove the sandbox (`cordon sandbox rm`); a new one starts clean" },
+      );
+    }
+    await sleep(killRetryMs);
+  }
 }
 
 /**

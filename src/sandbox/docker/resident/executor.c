@@ -480,8 +480,9 @@ static int launch_child(struct child *c, char **argv, char **base, char **extra,
     int login = c->login;
     release(c);
     if (login) return -1;
-    /* The pids limit is full (a fork bomb): a Docker exec still gets in (joining the cgroup is
-     * not a fork), so cordon runs this one that way, e.g. the kill that ends the bomb. */
+    /* The pids limit is full (a fork bomb): a Docker exec may still get in (joining the cgroup
+     * is not a fork, though the runtime's start sometimes is refused), so cordon runs this one
+     * that way, starting a kill again until it gets in (run-command.ts, killTree). */
     if (saved == EAGAIN || saved == ENOMEM) {
       send_frame(RES_UNHANDLED, id, NULL, 0);
       return -1;
