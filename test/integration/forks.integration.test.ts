@@ -18,6 +18,7 @@ import { createSilentLogger } from "../../src/common/index.js";
 import {
   acquireSessionLock,
   defaultSandboxes,
+  forkKeptPhase,
   forkSession,
   type SandboxProvider,
 } from "../../src/runner/index.js";
@@ -282,7 +283,7 @@ describe("forks", () => {
             as: stem,
             count: 3,
             onProgress: (progress) => {
-              if (progress.phase === "warning") warnings.push(progress.message);
+              if (progress.phase === forkKeptPhase) warnings.push(progress.message);
             },
           },
         ),

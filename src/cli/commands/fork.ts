@@ -4,6 +4,7 @@ import { ConfigError } from "../../common/index.js";
 import type { CliContext } from "../context.js";
 import { withInterrupt } from "../interrupt.js";
 import { addPlanOptions, runnerFromFlags, type PlanFlags } from "../runner-flags.js";
+import { forkKeptPhase } from "../../runner/index.js";
 
 interface ForkFlags extends PlanFlags {
   as?: string;
@@ -33,6 +34,7 @@ export function registerForkCommand(program: Command, context: CliContext): void
     .action(async (flags: ForkFlags) => {
       const count = countOf(flags.count);
       const runner = runnerFromFlags(context, flags);
+      const kept: string[] = [];
       const forks = await withInterrupt(
         context,
         (signal) =>
@@ -43,9 +45,12 @@ export function registerForkCommand(program: Command, context: CliContext): void
             count,
             transcript: flags.transcript,
             signal,
-            onProgress: (progress) => context.stderr(`· ${progress.message}\n`),
+            onProgress: (progress) => {
+              if (progress.phase === forkKeptPhase) kept.push(progress.message);
+              context.stderr(`· ${progress.message}\n`);
+            },
           }),
-        () => "stopped: forks made so far were removed; the session is unchanged",
+        () => forkStopLine(kept.length),
       );
       if (flags.json) {
         context.stdout(`${JSON.stringify({ forks })}\n`);
@@ -57,6 +62,13 @@ export function registerForkCommand(program: Command, context: CliContext): void
         `forked ${forks.length} session(s): \`cordon run --session ${first} …\` works on one, \`cordon diff --session ${first}\` shows its changes since the repository\n`,
       );
     });
+}
+
+/** What an interrupted `cordon fork` leaves: `kept` forks stayed because they were in use. */
+export function forkStopLine(kept: number): string {
+  if (kept === 0) return "stopped: forks made so far were removed; the session is unchanged";
+  const which = kept === 1 ? "one fork was kept: it was" : `${kept} forks were kept: they were`;
+  return `stopped: the forks made so far were removed, but ${which} in use (named above); the session is unchanged`;
 }
 
 function countOf(text: string | undefined): number | undefined {

@@ -51,6 +51,7 @@ export {
 } from "./session-checkpoints.js";
 export {
   assertForkName,
+  forkKeptPhase,
   forkNames,
   forkSession,
   forkSessionSandbox,

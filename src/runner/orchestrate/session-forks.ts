@@ -74,6 +74,12 @@ export async function forkSessionSandbox(
   return { plan: target, lease };
 }
 
+/**
+ * The progress phase of a fork a failed `forkSession` kept because something started using it:
+ * its user is told, and whoever says "the forks were removed" must leave it out.
+ */
+export const forkKeptPhase = "fork-kept";
+
 /** At most this many forks in one call (`--count`): each is a container and a full copy. */
 export const maxForkCount = 32;
 
@@ -209,7 +215,7 @@ export async function forkSession(
       const inUse = await undoFork(runner, plan, lockOf).catch((undo: unknown) => messageOf(undo));
       if (inUse !== undefined) {
         onProgress?.({
-          phase: "warning",
+          phase: forkKeptPhase,
           message: `warning: fork ${fork.name} was kept, not removed: ${inUse}; remove it when done with \`cordon sandbox rm ${fork.sandbox}\``,
         });
       }
