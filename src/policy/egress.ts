@@ -162,7 +162,7 @@ export function planEgress(input: EgressPlanInput): Planned<EgressPlan> {
         env[name] = hostCaBundleTarget;
       }
       explanation.push(
-        `certificates: the host's CA bundle ${source} is mounted read-only at ${hostCaBundleTarget} and SSL_CERT_FILE, NODE_EXTRA_CA_CERTS, PIP_CERT, REQUESTS_CA_BUNDLE point at it (${input.key("trustHostCertificates")})`,
+        `certificates: the host's CA bundle ${source} is copied to the engine (a support volume) and mounted read-only at ${hostCaBundleTarget}, and SSL_CERT_FILE, NODE_EXTRA_CA_CERTS, PIP_CERT, REQUESTS_CA_BUNDLE point at it (${input.key("trustHostCertificates")})`,
       );
     }
   }

@@ -1,4 +1,5 @@
 import { spawn } from "node:child_process";
+import { createHash } from "node:crypto";
 import { once } from "node:events";
 import { lstat, mkdtemp, readFile, readdir, rm, writeFile } from "node:fs/promises";
 import http from "node:http";
@@ -485,17 +486,25 @@ describe("a second engine with its own filesystem", () => {
     expect(removed.exitCode, removed.stderr).toBe(0);
   });
 
-  it("an egress allowlist there: squid on that engine, reached through its container; refusals are events", async () => {
+  it("an egress allowlist there: squid on that engine, reached through its container; refusals are events; the host's CA bundle travels", async () => {
     // The proxy image as this host built it (no registry; its tag is its inputs' hash).
     const proxyImage = await new EgressProxyImage(new DockerEngine()).resolve();
     await engine.loadImages([proxyImage]);
     const repo = await repository();
     const home = homeOf("egress");
     const decisions: EgressDecision[] = [];
+    // This machine's egress re-signs HTTPS (docs/network.md): the sandbox trusts the host's CA
+    // bundle, which must reach that engine as a volume — this host's path means nothing there.
+    const trustConfig = path.join(root, "trust.json5");
+    await writeFile(
+      trustConfig,
+      "{ agents: { defaults: { sandbox: { egress: { trustHostCertificates: true } } } } }\n",
+    );
     const runner = createRunner({
       env: env(engine.sshEnv, home),
       workspace: repo,
-      allowHosts: ["deb.debian.org"],
+      configPath: trustConfig,
+      allowHosts: ["deb.debian.org", "registry.npmjs.org"],
     });
     const { plan, lease } = await runner.acquireSandbox({
       sessionKey: "egress",
@@ -544,6 +553,24 @@ describe("a second engine with its own filesystem", () => {
       );
       expect(allowed.stdout).toBe("200");
       expect(await decisionFor("deb.debian.org")).toMatchObject({ port: 80, allowed: true });
+
+      // HTTPS through the re-signing egress verifies against the host's bundle, which is a
+      // support volume of that engine (no bind), byte for byte this host's file.
+      const caMount = sandbox.Mounts.find((m) => m.Destination === "/usr/local/share/cordon");
+      expect(caMount).toMatchObject({ Type: "volume", RW: false });
+      expect(caMount?.Name).toMatch(/^cordon-ca-certificates-[0-9a-f]{16}-[0-9a-f]{8}$/);
+      const caSource = spec?.mounts.find((m) => m.role === "ca-certificates")?.source ?? "";
+      const shown = await lease.sandbox.exec('sha256sum < "$SSL_CERT_FILE"');
+      expect(shown.stdout.split(" ")[0]).toBe(
+        createHash("sha256")
+          .update(await readFile(caSource))
+          .digest("hex"),
+      );
+      const verified = await lease.sandbox.exec(
+        "curl -sS -m 60 -o /dev/null -w '%{http_code}' https://registry.npmjs.org/mocha 2>&1",
+        { timeoutMs: 90_000 },
+      );
+      expect(verified.stdout).toBe("200");
     } finally {
       await lease.release();
       await runner.close();

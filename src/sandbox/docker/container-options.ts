@@ -1,3 +1,5 @@
+import path from "node:path";
+
 import { SandboxStartError } from "../../common/index.js";
 import type { SandboxSpec, UlimitSpec } from "../spec.js";
 import type {
@@ -61,6 +63,12 @@ export interface ContainerOptionsInput {
    */
   executorVolume?: string | undefined;
   /**
+   * The support volume holding the host's CA bundle (`ensureCaCertificatesVolume`), mounted
+   * read-only as the directory of the plan's "ca-certificates" mount target, in place of a bind of
+   * the host's file: it travels with an engine elsewhere.
+   */
+  caCertificatesVolume?: string | undefined;
+  /**
    * The private copy's volume (workspace-volumes.ts), mounted where the workspace bind would be:
    * set when the copy lives on the engine rather than at `spec.privateWorkspace`.
    */
@@ -94,16 +102,24 @@ export function createContainerOptions(input: ContainerOptionsInput): CreateCont
   // need loopback, so there the engine makes its loopback-only namespace.
   const networkDisabled =
     ownHostsFile && (docker.runtime === undefined || docker.runtime === "runc");
-  const mounts: (BindMount | VolumeMount)[] = spec.mounts.map((mount) =>
-    mount.role === "workspace" && input.workspaceVolume
-      ? input.workspaceVolume
-      : {
-          Type: "bind" as const,
-          Source: mount.source,
-          Target: mount.target,
-          ReadOnly: mount.readOnly,
-        },
-  );
+  const mounts: (BindMount | VolumeMount)[] = spec.mounts.map((mount) => {
+    if (mount.role === "workspace" && input.workspaceVolume) return input.workspaceVolume;
+    if (mount.role === "ca-certificates" && input.caCertificatesVolume) {
+      // The bundle is the volume's only file, named as the target's.
+      return {
+        Type: "volume" as const,
+        Source: input.caCertificatesVolume,
+        Target: path.posix.dirname(mount.target),
+        ReadOnly: true,
+      };
+    }
+    return {
+      Type: "bind" as const,
+      Source: mount.source,
+      Target: mount.target,
+      ReadOnly: mount.readOnly,
+    };
+  });
   // Docker 20.10 leaves /etc/hosts empty under network "none" either way: cordon's carries
   // `localhost`.
   if (ownHostsFile && input.hostsFile) {

@@ -28,29 +28,27 @@ describe("remoteEngineRefusal", () => {
     }
   });
 
-  it("refuses this host's paths the plan binds there: docker.binds and the CA bundle", () => {
-    const mounts = [
-      { source: "/home/me/data", target: "/data", role: "bind" as const },
-      {
-        source: "/etc/ssl/certs/ca-certificates.crt",
-        target: "/usr/local/share/cordon/host-ca-certificates.crt",
-        role: "ca-certificates" as const,
-      },
-      { source: "/home/me/.cordon/workspaces/x", target: "/workspace", role: "workspace" as const },
-    ];
+  it("refuses docker.binds there; the CA bundle travels in a support volume", () => {
+    const ca = {
+      source: "/etc/ssl/certs/ca-certificates.crt",
+      target: "/usr/local/share/cordon/host-ca-certificates.crt",
+      role: "ca-certificates" as const,
+    };
+    const copy = {
+      source: "/home/me/.cordon/workspaces/x",
+      target: "/workspace",
+      role: "workspace" as const,
+    };
+    const mounts = [{ source: "/home/me/data", target: "/data", role: "bind" as const }, ca, copy];
     const refusal = remoteEngineRefusal(remote, { ...spec("none"), mounts });
     expect(refusal).toBeInstanceOf(ConfigError);
     expect(refusal?.message).toMatch(
-      /^the sandbox binds this host's \/home\/me\/data at \/data, \/etc\/ssl\/certs\/ca-certificates\.crt at \/usr\/local\/share\/cordon\/host-ca-certificates\.crt, and the Docker engine at ssh:/,
+      /^the sandbox binds this host's \/home\/me\/data at \/data, and the Docker engine at ssh:/,
     );
-    expect(refusal?.fix).toMatch(
-      /trustHostCertificates.*project image.*remove those sandbox\.docker\.binds/,
-    );
+    expect(refusal?.fix).toMatch(/remove those sandbox\.docker\.binds.*project image/);
     expect(remoteEngineRefusal(local, { ...spec("none"), mounts })).toBeUndefined();
-    // The copy's own mount is not a host path there: it becomes volumes.
-    expect(
-      remoteEngineRefusal(remote, { ...spec("none"), mounts: mounts.slice(2) }),
-    ).toBeUndefined();
+    // The copy's own mount is not a host path there (volumes), nor the CA bundle.
+    expect(remoteEngineRefusal(remote, { ...spec("none"), mounts: [ca, copy] })).toBeUndefined();
   });
 
   it("refuses nothing on a local engine", () => {

@@ -7,10 +7,10 @@ import { describeEngineEndpoint, type EngineEndpoint } from "./client/engine-end
  * Whether a sandbox of `spec` can run on the engine at `endpoint`. Everything a sandbox with a
  * private copy mounts can live on an engine that does not share this host's filesystem (tcp, ssh):
  * the copy in volumes there (workspace-volumes.ts), the executor and the hosts file in support
- * volumes (support-volumes.ts). The workspace itself (`workspaceAccess` "ro"/"rw") is a path of
- * this host and can never be bound there, nor can the plan's other host paths (`docker.binds`, the
- * CA bundle of `trustHostCertificates`). Asked before anything is created; undefined when the
- * sandbox can run there.
+ * volumes (support-volumes.ts), and so the host's CA bundle of `trustHostCertificates`
+ * (ca-certificates.ts). The workspace itself (`workspaceAccess` "ro"/"rw") is a path of this host
+ * and can never be bound there, nor can `docker.binds`. Asked before anything is created;
+ * undefined when the sandbox can run there.
  */
 export function remoteEngineRefusal(
   endpoint: EngineEndpoint,
@@ -34,11 +34,13 @@ export function remoteEngineRefusal(
   const hostPaths = (spec.mounts ?? []).filter((mount) => hostPathRoles.has(mount.role));
   if (hostPaths.length === 0) return undefined;
   const named = hostPaths.map((mount) => `${mount.source} at ${mount.target}`).join(", ");
-  const caBundle = hostPaths.some((mount) => mount.role === "ca-certificates");
   return new ConfigError(`the sandbox binds this host's ${named}, and ${engine}`, {
-    fix: `${caBundle ? "turn off sandbox.egress.trustHostCertificates and build the CA into a project image (docs/images.md), " : ""}${hostPaths.some((mount) => mount.role === "bind") ? "remove those sandbox.docker.binds, " : ""}or ${useLocal}`,
+    fix: `remove those sandbox.docker.binds (copy what they hold into a project image: docs/images.md), or ${useLocal}`,
   });
 }
 
-/** Mounts whose source is a path of this host (the workspace's own roles are covered above). */
-const hostPathRoles = new Set<MountSpec["role"]>(["bind", "ca-certificates"]);
+/**
+ * Mounts whose source is a path of this host the engine would have to bind (the workspace's own
+ * roles are covered above; the CA bundle travels in a support volume).
+ */
+const hostPathRoles = new Set<MountSpec["role"]>(["bind"]);

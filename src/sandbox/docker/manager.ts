@@ -26,6 +26,7 @@ import type { ContainerClient, ContainerDetails } from "./client/index.js";
 import { createContainerOptions, labelKeys } from "./container-options.js";
 import { readSeccompProfile } from "./seccomp-profile.js";
 import { ensureHostsFile } from "./hosts-file.js";
+import { ensureCaCertificatesVolume } from "./ca-certificates.js";
 import { ensureExecutorVolume, residentExecutorBinary } from "./resident/executor-binary.js";
 import { SupportVolumes } from "./support-volumes.js";
 import { DockerSandbox } from "./docker-sandbox.js";
@@ -954,15 +955,21 @@ export class DockerSandboxManager {
         // At once: each support volume is two engine round trips a new process pays in full.
         // Both are volumes on the engine, not binds of this host's files: they travel with an
         // engine elsewhere.
-        const [seccompProfileJson, hostsFile, executorVolume] = await Promise.all([
-          readSeccompProfile(spec),
-          spec.docker.network === "none"
-            ? ensureHostsFile(this.support, spec.docker.extraHosts, image.reference)
-            : undefined,
-          spec.docker.executor === "resident"
-            ? ensureExecutorVolume(this.support, image.reference, residentExecutorBinary())
-            : undefined,
-        ]);
+        const [seccompProfileJson, hostsFile, executorVolume, caCertificatesVolume] =
+          await Promise.all([
+            readSeccompProfile(spec),
+            spec.docker.network === "none"
+              ? ensureHostsFile(this.support, spec.docker.extraHosts, image.reference)
+              : undefined,
+            spec.docker.executor === "resident"
+              ? ensureExecutorVolume(this.support, image.reference, residentExecutorBinary())
+              : undefined,
+            ensureCaCertificatesVolume(
+              this.support,
+              spec.mounts.find((mount) => mount.role === "ca-certificates"),
+              image.reference,
+            ),
+          ]);
         return createContainerOptions({
           // The image's own environment (a devcontainer's containerEnv) under the sandbox's.
           spec: image.env
@@ -978,6 +985,7 @@ export class DockerSandboxManager {
           seccompProfileJson,
           hostsFile,
           executorVolume,
+          caCertificatesVolume,
         });
       },
       create: (request) => this.support.createContainer(request),
