@@ -9,3 +9,4 @@ export * from "./exclusive-file.js";
 export { canonicalJson, hashOf } from "./config-hash.js";
 export * from "./stop-signal.js";
 export { freezeDeep } from "./freeze-deep.js";
+export { quoteShellArg, shellCommand } from "./shell-quote.js";

@@ -29,7 +29,7 @@ export {
 export { describeToolError } from "./tool-errors.js";
 export { describeTools } from "./tool-reference.js";
 export { ToolSessionState, type FileStamp } from "./session-state.js";
-export { quoteShellArg, shellCommand } from "./shell-quote.js";
+export { quoteShellArg, shellCommand } from "../common/index.js";
 export {
   applyHunks,
   createUnifiedDiff,

@@ -199,7 +199,7 @@ describe("checkpoints and rollback", () => {
     // git in the inspector cannot read them: the error names them and the way out.
     const diff = await cordon("diff", "--session", sessionKey);
     expect(diff.exitCode).not.toBe(0);
-    expect(diff.stderr).toMatch(/the sandbox user cannot read .*'pricing\.py'/);
+    expect(diff.stderr).toMatch(/the sandbox user cannot read .*\bpricing\.py\b/);
     expect(diff.stderr).toMatch(/chmod -R u\+rwX .*cordon rollback --session S --turn -1/s);
 
     const rolled = await cordon("rollback", "--turn", "-1", "--session", sessionKey, "--json");

@@ -1,6 +1,6 @@
 import { ConfigError, SandboxError } from "../../common/index.js";
 import { anthropicApiUrl, createModelGateway } from "../../sandbox/index.js";
-import { quoteShellArg } from "../../tools/shell-quote.js";
+import { quoteShellArg } from "../../common/index.js";
 import type { RunPlan } from "../../policy/index.js";
 import type { AgentRuntime, AgentRuntimeRun } from "../orchestrate/index.js";
 import type { RunResult } from "../loop/index.js";

@@ -1,4 +1,4 @@
-import { shellCommand } from "../../tools/shell-quote.js";
+import { shellCommand } from "../../common/index.js";
 import { exitCodeForStatus, type RunResult, type RunStatus } from "../loop/index.js";
 import type { AgentRuntime, AgentRuntimeRun } from "../orchestrate/index.js";
 import { OutputLines } from "./output-lines.js";

@@ -1,4 +1,4 @@
-import { SandboxError } from "../../common/index.js";
+import { quoteShellArg, SandboxError } from "../../common/index.js";
 
 /**
  * Pieces shared by the shell-backed sandboxes (Docker and host): the command line with its
@@ -6,11 +6,6 @@ import { SandboxError } from "../../common/index.js";
  */
 
 const envName = /^[A-Za-z_][A-Za-z0-9_]*$/;
-
-/** Quotes one word for bash: single quotes, with embedded ones closed and escaped. */
-export function quoteWord(word: string): string {
-  return `'${word.replaceAll("'", `'\\''`)}'`;
-}
 
 /**
  * The command with its per-call environment exported first. The exports go into the command
@@ -40,7 +35,7 @@ export function commandWithEnv(
       });
     }
   }
-  const exports = entries.map(([name, value]) => quoteWord(`${name}=${value}`)).join(" ");
+  const exports = entries.map(([name, value]) => quoteShellArg(`${name}=${value}`)).join(" ");
   return `export ${exports}; ${command}`;
 }
 

@@ -3,7 +3,7 @@ import { execFileSync, spawnSync } from "node:child_process";
 import { describe, expect, it } from "vitest";
 
 import { SandboxError } from "../../common/index.js";
-import { commandWithEnv, interpretStatus, quoteWord } from "./command-line.js";
+import { commandWithEnv, interpretStatus } from "./command-line.js";
 import { HeadTailBytes, OutputCapture, type OutputLog } from "./output-capture.js";
 import { shellScript, shellScriptFiles } from "./shell-scripts.js";
 
@@ -35,12 +35,6 @@ describe("commandWithEnv", () => {
     expect(() => commandWithEnv("true", { "1A": "x" })).toThrow(SandboxError);
     expect(() => commandWithEnv("true", { A: "a\0b" })).toThrow(SandboxError);
     expect(() => commandWithEnv("echo a\0b", undefined)).toThrow(/NUL byte/);
-  });
-
-  it("quotes single words", () => {
-    expect(execFileSync("bash", ["-c", `printf %s ${quoteWord("a'b\"c $x")}`]).toString()).toBe(
-      "a'b\"c $x",
-    );
   });
 });
 

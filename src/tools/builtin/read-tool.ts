@@ -7,7 +7,7 @@ import {
   type ToolResult,
 } from "../tool-definition.js";
 import { resolveToolPath, sessionStateFor, stampOf } from "../session-state.js";
-import { shellCommand, quoteShellArg } from "../shell-quote.js";
+import { shellCommand, quoteShellArg } from "../../common/index.js";
 import { decodeText } from "../text-format.js";
 import { limits } from "./limits.js";
 

@@ -1,5 +1,5 @@
 import type { ExecResult, Sandbox } from "../../sandbox/index.js";
-import { shellCommand } from "../shell-quote.js";
+import { shellCommand } from "../../common/index.js";
 
 /** Exit code when `rg` is not installed (the shell's "command not found"). */
 export const RG_MISSING = 127;

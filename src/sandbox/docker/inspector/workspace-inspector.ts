@@ -6,10 +6,11 @@ import {
   SandboxError,
   combineSignals,
   createSilentLogger,
+  quoteShellArg,
   withAbort,
   type Logger,
 } from "../../../common/index.js";
-import { quoteWord, scriptInvocation } from "../../shell/command-line.js";
+import { scriptInvocation } from "../../shell/command-line.js";
 import { shellScript } from "../../shell/shell-scripts.js";
 import type { ContainerClient, CreateContainerRequest } from "../client/index.js";
 import { engineStatusOf } from "../docker-errors.js";
@@ -473,7 +474,7 @@ function inspectionFailure(
     // one with a control character (a terminal escape, a line break) at all.
     // eslint-disable-next-line no-control-regex
     const printable = unreadable.filter((entry) => !/[\u0000-\u001f\u007f-\u009f]/.test(entry));
-    const shown = printable.slice(0, 5).map(quoteWord);
+    const shown = printable.slice(0, 5).map(quoteShellArg);
     const left = unreadable.length - shown.length;
     const more = left > 0 ? `${shown.length > 0 ? " and " : ""}${left} more` : "";
     return new SandboxError(
