@@ -140,6 +140,12 @@ describe("sandboxes removed with the raw engine API", () => {
     expect(text.stderr).toContain(
       `orphaned workspace ${work.workspace} of ${work.name}: a mounted disk image, holding a loop device, whose container is gone`,
     );
+    // `rm --all` removes containers; it names what is left rather than "nothing to remove".
+    const removeAll = await cordon("sandbox", "rm", "--all");
+    expect(removeAll.exitCode, removeAll.stderr).toBe(0);
+    expect(removeAll.stderr).toContain("no sandbox containers to remove\n");
+    expect(removeAll.stderr).toContain(`orphaned workspace ${work.workspace} of ${work.name}:`);
+    expect(removeAll.stderr).toContain("`cordon sandbox prune` releases it");
 
     // Right away, an acquire in another process could be making them again: prune says when.
     const early = await cordon("sandbox", "prune");

@@ -89,7 +89,7 @@ function formatSandboxes(sandboxes: ListedSandbox[], width: number | undefined):
   );
 }
 
-function describeOrphan(orphan: OrphanWorkspace): string {
+export function describeOrphan(orphan: OrphanWorkspace): string {
   const what = orphan.volumes
     ? "Docker volumes on the engine"
     : orphan.mounted

@@ -8,7 +8,7 @@ import {
 } from "../../sandbox/index.js";
 import { confirmOnTerminal } from "../confirm.js";
 import type { CliContext } from "../context.js";
-import { inventoryFor } from "./sandbox-list.js";
+import { describeOrphan, inventoryFor } from "./sandbox-list.js";
 import { resolveSandboxName } from "./sandbox-names.js";
 
 interface RmFlags {
@@ -116,7 +116,13 @@ export function registerSandboxRmCommand(sandbox: Command, context: CliContext):
       }
       for (const entry of removed) context.stdout(describeRemoved(entry));
       if (removed.length === 0 && refused.length === 0 && options.all) {
-        context.stderr("no sandboxes to remove\n");
+        // What a failed removal may leave: a record and a copy without a container. Not removed
+        // here (its work is checked by prune), but never hidden behind "nothing to remove".
+        const orphans = await inventory.orphans();
+        context.stderr(
+          orphans.length === 0 ? "no sandboxes to remove\n" : "no sandbox containers to remove\n",
+        );
+        for (const orphan of orphans) context.stderr(describeOrphan(orphan));
       }
     });
 }
