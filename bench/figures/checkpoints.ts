@@ -7,6 +7,7 @@ import type { BenchContext } from "../context.js";
 import { compare, timeInTurns } from "../measure.js";
 import type { FigureResult } from "../report.js";
 import { withTarget } from "../report.js";
+import { modelDelayMs, turnLatency } from "./checkpoint-turns.js";
 import { FailureCount } from "./failures.js";
 import { makeRepository, repositoryFiles } from "./seeded-session.js";
 
@@ -85,6 +86,10 @@ export async function checkpointsFigure(ctx: BenchContext): Promise<FigureResult
         1,
       );
       if (recorded !== changedFiles) failures.count += 1;
+      ctx.progress(
+        `checkpoints: turns of the agent loop with a ${modelDelayMs} ms model, checkpoints "turn" and "off" in turn`,
+      );
+      const turns = await turnLatency(ctx, repository, failures);
       return {
         name: "checkpoints",
         title: `a checkpoint per turn of a seeded ${repositoryFiles}-file copy`,
@@ -97,6 +102,14 @@ export async function checkpointsFigure(ctx: BenchContext): Promise<FigureResult
             budget,
           ),
           {
+            measures: `a turn with checkpoints "turn" (a model answering in ${modelDelayMs} ms, an exec writing ${changedFiles} files; ${turns.turnsPerRun} a run)`,
+            ...compare(
+              turns.withCheckpoints,
+              turns.without,
+              'the same turn with checkpoints "off"',
+            ),
+          },
+          {
             measures: `a rollback of ${changedFiles} files (a restore inspector started cold, freeze, the copy written back)`,
             ...compare(rollbacks.rollback, rollbacks.exec, execBaseline),
           },
@@ -107,6 +120,10 @@ export async function checkpointsFigure(ctx: BenchContext): Promise<FigureResult
           files: repositoryFiles,
           changedFiles,
           changedSinceLast: recorded,
+          modelDelayMs,
+          // What the checkpoint adds to a turn whose model takes modelDelayMs (medians' difference).
+          addedTurnLatencyMs:
+            Math.round((turns.withCheckpoints.medianMs - turns.without.medianMs) * 10) / 10,
           ...failures.details(),
         },
       };
