@@ -371,6 +371,45 @@ describe("checkpoints and rollback", () => {
     }
   }, 400_000);
 
+  it("a kept index made within a second of most of the copy being written is made again by the next idle turn", async () => {
+    const sessionKey = sessionOf("partial");
+    await using runner = runnerOf({ model: breakingModel() });
+    const held = await runner.acquireSandbox({ sessionKey });
+    const { lease } = held;
+    const store = checkpointStoreDir(lease.privateWorkspace ?? "");
+    const exists = (file: string) =>
+      lstat(path.join(store, file)).then(
+        () => true,
+        () => false,
+      );
+    const turn = () => createCheckpoint(lease, { kind: "turn", sessionKey });
+    try {
+      // Every file rewritten just before the record, as a fresh seed is: its kept index holds
+      // almost no stat data. Whether the record lands within that second depends on the load,
+      // so it is tried until it does.
+      let partial = false;
+      for (let attempt = 0; attempt < 10 && !partial; attempt += 1) {
+        await rm(path.join(store, "index"), { force: true });
+        await lease.checkpoints?.prepare?.();
+        await lease.sandbox.exec(
+          'find . -path ./.git -prune -o -type f -exec sh -c \'cat "$1" > /tmp/f && cat /tmp/f > "$1"\' _ {} \\;',
+        );
+        await turn();
+        partial = await exists("index-partial");
+      }
+      expect(partial, "no record landed within a second of the rewrite").toBe(true);
+      // A second later, idle: the index is made again from the partial one, whole this time.
+      await lease.sandbox.exec("sleep 2");
+      await lease.checkpoints?.prepare?.();
+      const later = await turn();
+      expect(later.changedFiles).toBe(0);
+      expect(await exists("index")).toBe(true);
+      expect(await exists("index-partial")).toBe(false);
+    } finally {
+      await lease.release();
+    }
+  }, 400_000);
+
   it("a copy whose directories and .git point at host paths is rolled back without the host being touched", async () => {
     const sessionKey = sessionOf("hostile");
     const victim = await mkdtemp(path.join(tmpdir(), "cordon-checkpoint-victim-"));

@@ -69,9 +69,14 @@ is_tree() {
 # stat'ed them: any later change has a later ctime second. Taken only when the sandbox stayed idle
 # through the record (the host asks its executor before and after, sandbox-quiet.ts): with no
 # process alive, none held a file mapped for writing, whose writes can change a file without
-# changing its ctime. Made once, then only read, so no later record has to be idle. A kept index
-# newer than now (the clock went back) or that git refuses is removed and the copy hashed whole.
+# changing its ctime. Made once, then only read, so no later record has to be idle — unless it
+# is partial: made within a second of most of the copy being written (the first record of a
+# freshly seeded copy), it holds too few entries with stat data to spare later records much, so
+# the next idle record makes it again, from the one it started from (/checkpoints/index-partial
+# says so). A kept index newer than now (the clock went back) or that git refuses is removed and
+# the copy hashed whole.
 kept=/checkpoints/index
+partial=/checkpoints/index-partial
 printf -v started '%(%s)T' -1
 cutoff=$((started - 1))
 mapfile -d '' -t pathspecs
@@ -95,12 +100,12 @@ if [ "$mode" = restore ]; then
 fi
 from_kept=""
 if [ "$index_use" = fresh ]; then
-  rm -f "$kept"
+  rm -f "$kept" "$partial"
 elif [ -f "$kept" ] && ! [[ "$kept" -nt /scratch/now ]] && cp "$kept" "$GIT_INDEX_FILE" &&
   add_all 2>/dev/null; then
   from_kept=1
 elif [ -e "$kept" ]; then
-  rm -f "$kept"
+  rm -f "$kept" "$partial"
 fi
 if [ -z "$from_kept" ]; then
   rm -f "$GIT_INDEX_FILE"
@@ -109,9 +114,10 @@ if [ -z "$from_kept" ]; then
 fi
 current="$(checkpoint_git write-tree)"
 
-# After a record that hashed every file of an idle sandbox: its entries, less those changed in
-# the last second (their ctime could be matched), reset to the baseline (entries that differ from
-# it lose their stat data), renamed into place whole.
+# After a record of an idle sandbox (from no kept index, or a partial one): its entries, less
+# those changed in the last second (their ctime could be matched), reset to the baseline (entries
+# that differ from it lose their stat data), renamed into place whole. Partial when more than an
+# eighth of the entries were left out for their age.
 make_kept_index() {
   # Positional: a path (C-quoted when it holds a newline) and five lines of stat data; anything
   # else fails the pipeline, and nothing is kept.
@@ -122,18 +128,27 @@ make_kept_index() {
       NR % 6 == 3 {
         if ($1 != "mtime:") exit 1
         split($2, t, ":")
-        if (ctime >= cutoff || t[1] + 0 >= cutoff) print path
+        if (ctime >= cutoff || t[1] + 0 >= cutoff) { print path; young += 1 }
         next
       }
       NR % 6 == 0 { if ($1 != "size:") exit 1 }
-      END { if (NR % 6 != 0) exit 1 }' |
+      END {
+        if (NR % 6 != 0) exit 1
+        print (young * 8 > NR / 6 ? "partial" : "whole") > "/scratch/kept-kind"
+      }' |
     checkpoint_git update-index --force-remove --stdin || return 1
   checkpoint_git read-tree --reset refs/cordon/baseline || return 1
-  local next
+  local next kind
+  read -r kind </scratch/kept-kind || return 1
   next="$(mktemp "$kept.XXXXXX")" || return 1
   if ! { cp "$GIT_INDEX_FILE" "$next" && mv -f "$next" "$kept"; }; then
     rm -f "$next"
     return 1
+  fi
+  if [ "$kind" = partial ]; then
+    : >"$partial"
+  elif [ -e "$partial" ]; then
+    rm -f "$partial"
   fi
 }
 
@@ -147,7 +162,7 @@ record)
     ! checkpoint_git diff-tree -r --raw -z --no-abbrev --no-renames "$since" "$current" 2>/dev/null; then
     checkpoint_git diff-tree -r --raw -z --no-abbrev --no-renames refs/cordon/baseline "$current"
   fi
-  if [ "$index_use" = keep ] && [ -z "$from_kept" ]; then
+  if [ "$index_use" = keep ] && { [ -z "$from_kept" ] || [ -e "$partial" ]; }; then
     # The state is out already: a kept index that cannot be made costs the next record a full hash.
     exec >/dev/null
     make_kept_index 2>/dev/null || true
