@@ -64,6 +64,10 @@ export interface TurnLatency {
   withCheckpoints: Timing;
   without: Timing;
   turnsPerRun: number;
+  /** The records' own time in those runs (`checkpoint` events' `recordMs`), beside the model. */
+  recordInRun: Timing;
+  /** What the turns' tools waited for them (`durationMs`). */
+  waitedInRun: Timing;
 }
 
 /**
@@ -103,6 +107,8 @@ export async function turnLatency(
     runner: runnerFor(checkpoints, new SlowModel(turnsPerRun, rounds + 1)),
     turns: [] as number[],
   }));
+  const recordMs: number[] = [];
+  const waitedMs: number[] = [];
   try {
     for (let round = 0; round <= rounds; round += 1) {
       for (const variant of round % 2 === 0 ? variants : [...variants].reverse()) {
@@ -115,9 +121,15 @@ export async function turnLatency(
           onEvent: (event) => {
             if (event.type === "tool-result") resultsAt.push(performance.now());
             if (event.type === "tool-result" && event.isError) failures.count += 1;
-            if (event.type === "checkpoint" && event.error !== undefined) {
+            if (event.type !== "checkpoint") return;
+            if (event.error !== undefined) {
               failures.count += 1;
               failures.first ??= `a turn's checkpoint failed: ${event.error}`;
+            }
+            // The first carries the spare inspector's start and the run's first record.
+            if (round > 0 && event.turn > 1 && event.recordMs !== undefined) {
+              recordMs.push(event.recordMs);
+              waitedMs.push(event.durationMs);
             }
           },
         });
@@ -136,6 +148,8 @@ export async function turnLatency(
       withCheckpoints: summarise(withCheckpoints?.turns ?? []),
       without: summarise(without?.turns ?? []),
       turnsPerRun,
+      recordInRun: summarise(recordMs),
+      waitedInRun: summarise(waitedMs),
     };
   } finally {
     for (const variant of variants) {

@@ -11,18 +11,23 @@ import { modelDelayMs, turnLatency } from "./checkpoint-turns.js";
 import { FailureCount } from "./failures.js";
 import { makeRepository, repositoryFiles } from "./seeded-session.js";
 
-/** The issue's budget: a turn's checkpoint within three execs. */
+/** The issue's budget: a turn's checkpoint within three execs (held to the record itself). */
 const budget = 3;
 const changedFiles = 10;
 
 /**
- * What `sandbox.checkpoints: "turn"` costs a turn on a seeded 600-file repository with 10 changed
- * files (`createCheckpoint`, as the loop's hook calls it), against one exec of `true` in the same
- * sandbox: nothing runs in the sandbox between turns here, so the sandbox's executor is asked
- * twice (before and after) instead of the sandbox being paused, a spare inspector (started while
- * the model answered) records the copy's tree from the index the first, untimed, checkpoint kept
- * (hashing the files whose stat changed), and the list is appended. A rollback (a restore inspector started cold, the copy written back) is shown
- * against the same exec, without a target.
+ * What `sandbox.checkpoints: "turn"` costs on a seeded 600-file repository with 10 changed files,
+ * two ways, both printed:
+ * - the record itself (`createCheckpoint`, as a run records and keeps a turn's state), against one
+ *   exec of `true` in the same sandbox: nothing runs in the sandbox between turns here, so the
+ *   sandbox's executor is asked twice (before and after) instead of the sandbox being paused, a
+ *   spare inspector records the copy's tree from the index the first, untimed, checkpoints kept
+ *   (hashing the files whose stat changed), and the list is appended. This is the issue's budget;
+ * - what it adds to a turn of the agent loop whose model answers in `modelDelayMs`: a run records
+ *   the state a turn's tools left while the model answers, so the next turn waits only for what
+ *   is left of it (`turnLatency`, against the same turns with checkpoints off).
+ * A rollback (a restore inspector started cold, the copy written back) is shown against the same
+ * exec, without a target.
  */
 export async function checkpointsFigure(ctx: BenchContext): Promise<FigureResult> {
   const runs = ctx.quick ? 3 : 10;
@@ -96,7 +101,7 @@ export async function checkpointsFigure(ctx: BenchContext): Promise<FigureResult
         comparisons: [
           withTarget(
             {
-              measures: `a turn's checkpoint (${changedFiles} files changed since the last, nothing running: 2 executor questions + a spare inspector's record from the kept index + list)`,
+              measures: `a turn's checkpoint, the record itself (${changedFiles} files changed since the last, nothing running: 2 executor questions + a spare inspector's record from the kept index + list)`,
               ...compare(timings.turn, timings.exec, execBaseline),
             },
             budget,
@@ -124,6 +129,10 @@ export async function checkpointsFigure(ctx: BenchContext): Promise<FigureResult
           // What the checkpoint adds to a turn whose model takes modelDelayMs (medians' difference).
           addedTurnLatencyMs:
             Math.round((turns.withCheckpoints.medianMs - turns.without.medianMs) * 10) / 10,
+          // In those runs: each record's own time (beside the model's answer), and what the
+          // turn's tools waited for it (0 when it was done), medians.
+          recordInRunMs: Math.round(turns.recordInRun.medianMs * 10) / 10,
+          waitedInRunMs: Math.round(turns.waitedInRun.medianMs * 10) / 10,
           ...failures.details(),
         },
       };

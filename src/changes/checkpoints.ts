@@ -44,6 +44,32 @@ const checkpointSchema = z.object({
 /** One recorded state of a private copy. */
 export type Checkpoint = z.infer<typeof checkpointSchema>;
 
+/**
+ * A turn whose checkpoint could not be recorded, in the list in its place, so `rollback --turn`
+ * says so rather than silently going back one turn further. Lines without a tree: a reader that
+ * does not know them skips them.
+ */
+const missedTurnSchema = z.object({
+  v: z.literal(1),
+  name: z.string().regex(namePattern),
+  at: z.string(),
+  kind: z.literal("turn"),
+  sessionKey: z.string().optional(),
+  turn: z.number().int().positive().optional(),
+  /** Why the record failed. */
+  missed: z.string(),
+});
+
+/** A turn without a checkpoint (`missedTurnSchema`). */
+export type MissedTurn = z.infer<typeof missedTurnSchema>;
+
+/** A line of the list: a checkpoint, or a turn that has none. */
+export type CheckpointListEntry = Checkpoint | MissedTurn;
+
+function isMissed(entry: CheckpointListEntry): entry is MissedTurn {
+  return "missed" in entry;
+}
+
 /** Which checkpoint a rollback goes to: by name, or the state before the N-th last turn. */
 export type CheckpointTarget = { name: string } | { turn: number };
 
@@ -66,6 +92,13 @@ export function assertCheckpointName(name: string): void {
  * skipped; the file is opened without following a link.
  */
 export async function listCheckpoints(privateWorkspace: string): Promise<Checkpoint[]> {
+  return (await readCheckpointList(privateWorkspace)).filter(
+    (entry): entry is Checkpoint => !isMissed(entry),
+  );
+}
+
+/** The list as it is: checkpoints and the turns that missed theirs, oldest first. */
+async function readCheckpointList(privateWorkspace: string): Promise<CheckpointListEntry[]> {
   let handle;
   try {
     handle = await open(
@@ -83,7 +116,7 @@ export async function listCheckpoints(privateWorkspace: string): Promise<Checkpo
   } finally {
     await handle.close();
   }
-  const checkpoints: Checkpoint[] = [];
+  const entries: CheckpointListEntry[] = [];
   for (const line of text.split("\n")) {
     if (line.trim() === "") continue;
     let parsed: unknown;
@@ -93,9 +126,14 @@ export async function listCheckpoints(privateWorkspace: string): Promise<Checkpo
       continue;
     }
     const checkpoint = checkpointSchema.safeParse(parsed);
-    if (checkpoint.success) checkpoints.push(checkpoint.data);
+    if (checkpoint.success) {
+      entries.push(checkpoint.data);
+      continue;
+    }
+    const missed = missedTurnSchema.safeParse(parsed);
+    if (missed.success) entries.push(missed.data);
   }
-  return checkpoints;
+  return entries;
 }
 
 /**
@@ -107,14 +145,20 @@ export async function listCheckpoints(privateWorkspace: string): Promise<Checkpo
  * (milliseconds, more on a busy disk). A named checkpoint and the state a rollback replaced are
  * synced: a person asked for them, once, and the flush is nothing beside that command's pause.
  */
-async function appendCheckpoint(privateWorkspace: string, checkpoint: Checkpoint): Promise<void> {
+async function appendCheckpoint(
+  privateWorkspace: string,
+  checkpoint: CheckpointListEntry,
+): Promise<void> {
   const handle = await open(
     checkpointListFile(privateWorkspace),
     constants.O_WRONLY | constants.O_APPEND | constants.O_CREAT | constants.O_NOFOLLOW,
     0o600,
   );
+  const line = isMissed(checkpoint)
+    ? missedTurnSchema.parse(checkpoint)
+    : checkpointSchema.parse(checkpoint);
   try {
-    await handle.write(`${JSON.stringify(checkpointSchema.parse(checkpoint))}\n`);
+    await handle.write(`${JSON.stringify(line)}\n`);
     if (checkpoint.kind !== "turn") await handle.sync();
   } finally {
     await handle.close();
@@ -148,24 +192,65 @@ export async function createCheckpoint(
   source: CheckpointSource,
   options: CreateCheckpointOptions = {},
 ): Promise<Checkpoint> {
-  const { workspace, checkpoints } = checkpointerOf(source);
   const kind = options.kind ?? "named";
-  const earlier = await listCheckpoints(workspace);
-  const name = options.name ?? nextName(earlier, kind === "turn" ? "turn" : "cp");
-  // A turn checkpoint's number counts the turns recorded in this copy, across runs.
-  const turn = options.turn ?? (kind === "turn" ? Number(/\d+$/.exec(name)?.[0]) : undefined);
-  assertCheckpointName(name);
-  if (kind === "named" && earlier.some((checkpoint) => checkpoint.name === name)) {
-    throw new ConfigError(`the checkpoint ${name} exists already`, {
-      fix: "choose another name; `cordon checkpoints` lists the taken ones",
-    });
+  if (options.name !== undefined) assertCheckpointName(options.name);
+  if (kind === "named" && options.name !== undefined) {
+    const name = options.name;
+    const earlier = await listCheckpoints(checkpointerOf(source).workspace);
+    if (earlier.some((checkpoint) => checkpoint.name === name)) {
+      throw new ConfigError(`the checkpoint ${name} exists already`, {
+        fix: "choose another name; `cordon checkpoints` lists the taken ones",
+      });
+    }
   }
+  const state = await recordCheckpointState(source, { kind, signal: options.signal });
+  return keepCheckpoint(source, state, options);
+}
+
+/** A state of the copy, recorded but not yet a checkpoint in the list (`keepCheckpoint`). */
+export interface RecordedCheckpointState {
+  /** Its git tree id (hex). */
+  tree: string;
+  /** Files that differ from the newest checkpoint when it was recorded (the baseline if none). */
+  changedFiles: number;
+}
+
+/**
+ * Records the copy's state now, through the backend (a throwaway container; the sandbox frozen,
+ * or for a turn's, unpaused when nothing runs in it), without adding it to the list: a run
+ * records a turn's state while the model answers, and keeps it only once a turn's tools follow.
+ */
+export async function recordCheckpointState(
+  source: CheckpointSource,
+  options: { kind?: CheckpointKind | undefined; signal?: AbortSignal | undefined } = {},
+): Promise<RecordedCheckpointState> {
+  const { workspace, checkpoints } = checkpointerOf(source);
+  const earlier = await listCheckpoints(workspace);
   const state = await checkpoints.record({
     since: earlier.at(-1)?.tree,
     // A turn's is taken inside a run that holds the sandbox (turn-checkpoints.ts).
-    unpausedWhenIdle: kind === "turn",
+    unpausedWhenIdle: options.kind === "turn",
     signal: options.signal,
   });
+  return { tree: state.tree, changedFiles: state.changed.size };
+}
+
+/**
+ * Adds a recorded state to the list as a checkpoint: named `options.name`, or the next
+ * `turn-<n>` / `cp-<n>`. A turn checkpoint's number counts the turns recorded in this copy, across
+ * runs, those that missed theirs included.
+ */
+export async function keepCheckpoint(
+  source: CheckpointSource,
+  state: RecordedCheckpointState,
+  options: Omit<CreateCheckpointOptions, "signal"> = {},
+): Promise<Checkpoint> {
+  const { workspace } = checkpointerOf(source);
+  const kind = options.kind ?? "named";
+  const earlier = await readCheckpointList(workspace);
+  const name = options.name ?? nextName(earlier, kind === "turn" ? "turn" : "cp");
+  assertCheckpointName(name);
+  const turn = options.turn ?? (kind === "turn" ? Number(/\d+$/.exec(name)?.[0]) : undefined);
   const checkpoint: Checkpoint = {
     v: 1,
     name,
@@ -174,10 +259,34 @@ export async function createCheckpoint(
     kind,
     ...(options.sessionKey !== undefined ? { sessionKey: options.sessionKey } : {}),
     ...(turn !== undefined && turn > 0 ? { turn } : {}),
-    changedFiles: state.changed.size,
+    changedFiles: state.changedFiles,
   };
   await appendCheckpoint(workspace, checkpoint);
   return checkpoint;
+}
+
+/**
+ * Adds a turn that has no checkpoint to the list, under the next `turn-<n>`, with why: a
+ * `rollback --turn` that reaches it says so instead of going back one turn further.
+ */
+export async function noteMissedTurn(
+  source: CheckpointSource,
+  options: { sessionKey?: string | undefined; reason: string },
+): Promise<MissedTurn> {
+  const { workspace } = checkpointerOf(source);
+  const name = nextName(await readCheckpointList(workspace), "turn");
+  const turn = Number(/\d+$/.exec(name)?.[0]);
+  const missed: MissedTurn = {
+    v: 1,
+    name,
+    at: new Date().toISOString(),
+    kind: "turn",
+    ...(options.sessionKey !== undefined ? { sessionKey: options.sessionKey } : {}),
+    ...(turn > 0 ? { turn } : {}),
+    missed: options.reason,
+  };
+  await appendCheckpoint(workspace, missed);
+  return missed;
 }
 
 /** What a rollback did. */
@@ -200,7 +309,7 @@ export async function rollbackToCheckpoint(
   options: { sessionKey?: string | undefined; signal?: AbortSignal | undefined } = {},
 ): Promise<RollbackOutcome> {
   const { workspace, checkpoints } = checkpointerOf(source);
-  const earlier = await listCheckpoints(workspace);
+  const earlier = await readCheckpointList(workspace);
   const restored = findCheckpoint(earlier, target, options.sessionKey);
   const state = await checkpoints.restore(restored.tree, { signal: options.signal });
   const saved: Checkpoint = {
@@ -221,10 +330,11 @@ export async function rollbackToCheckpoint(
  * tools in `sessionKey` (every session's turns when it has none): -1 undoes the last turn.
  */
 export function findCheckpoint(
-  checkpoints: readonly Checkpoint[],
+  entries: readonly CheckpointListEntry[],
   target: CheckpointTarget,
   sessionKey?: string,
 ): Checkpoint {
+  const checkpoints = entries.filter((entry): entry is Checkpoint => !isMissed(entry));
   if ("name" in target) {
     const found = checkpoints.findLast((checkpoint) => checkpoint.name === target.name);
     if (found) return found;
@@ -240,10 +350,21 @@ export function findCheckpoint(
       fix: "--turn -1 undoes the last turn, --turn -2 the last two",
     });
   }
-  const all = checkpoints.filter((checkpoint) => checkpoint.kind === "turn");
-  const ofSession = all.filter((checkpoint) => checkpoint.sessionKey === sessionKey);
+  const all = entries.filter((entry) => entry.kind === "turn");
+  const ofSession = all.filter((entry) => entry.sessionKey === sessionKey);
   const turns = ofSession.length > 0 ? ofSession : all;
   const found = turns.at(target.turn);
+  if (found && isMissed(found)) {
+    const earlier = turns.slice(0, target.turn).findLast((entry) => !isMissed(entry));
+    throw new ConfigError(
+      `${found.name} has no checkpoint: recording it failed (${found.missed}), so --turn ${target.turn} cannot undo exactly that turn`,
+      {
+        fix: earlier
+          ? `--turn -${turns.length - turns.lastIndexOf(earlier)} goes back to ${earlier.name}, the newest checkpoint before it, undoing the turns since then too; \`cordon checkpoints\` lists what there is`
+          : "no earlier turn has a checkpoint; `cordon checkpoints` lists what there is",
+      },
+    );
+  }
   if (found) return found;
   throw new ConfigError(
     turns.length === 0
@@ -266,7 +387,7 @@ function describeNames(checkpoints: readonly Checkpoint[]): string {
 }
 
 /** `<prefix>-<n>`, one past the highest such name taken. */
-function nextName(checkpoints: readonly Checkpoint[], prefix: string): string {
+function nextName(checkpoints: readonly CheckpointListEntry[], prefix: string): string {
   let highest = 0;
   const pattern = new RegExp(`^${prefix}-(\\d+)$`);
   for (const checkpoint of checkpoints) {

@@ -6,7 +6,7 @@
  * is rolled back without the host being touched, a busy session or one without a copy is refused.
  */
 import { execFile } from "node:child_process";
-import { lstat, mkdir, mkdtemp, readFile, readdir, rm, writeFile } from "node:fs/promises";
+import { lstat, mkdir, mkdtemp, readFile, readdir, rm, stat, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { promisify } from "node:util";
@@ -16,6 +16,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import {
   ScriptedModelClient,
   createRunner,
+  type ModelClient,
   type Runner,
   type RunnerOptions,
 } from "../../src/index.js";
@@ -184,6 +185,64 @@ describe("checkpoints and rollback", () => {
     const redone = await inSandbox(runner, sessionKey, "cat x; ps -eo args");
     expect(redone.stdout).toMatch(/^broken\n/);
     expect(redone.stdout).not.toContain("sleep 600");
+  }, 240_000);
+
+  it("a turn's checkpoint is the copy as the turn before left it: what a process left running writes while the model answers is undone with the next turn", async () => {
+    const sessionKey = sessionOf("overlap");
+    await using planner = runnerOf();
+    const copy = (await planner.plan({ sessionKey })).sandbox.spec?.privateWorkspace ?? "";
+    const script = new ScriptedModelClient({
+      version: 1,
+      turns: [
+        {
+          content: [
+            {
+              type: "tool_use",
+              name: "exec",
+              input: { command: "sleep 5 && echo late > late.txt", background: true },
+            },
+          ],
+        },
+        { content: [{ type: "tool_use", name: "exec", input: { command: "echo two > two.txt" } }] },
+        { content: [{ type: "text", text: "done" }] },
+      ],
+    });
+    // The second answer comes only once the process turn 1 left has written: its write falls
+    // in the model's answer, after the state turn 1's tools left was recorded.
+    let answers = 0;
+    const model: ModelClient = {
+      provider: "scripted",
+      async *stream(request) {
+        answers += 1;
+        if (answers === 2) {
+          for (let polls = 0; polls < 1200; polls += 1) {
+            if (
+              await stat(path.join(copy, "late.txt")).then(
+                () => true,
+                () => false,
+              )
+            )
+              break;
+            await new Promise((resolve) => setTimeout(resolve, 100));
+          }
+        }
+        yield* script.stream(request);
+      },
+    };
+    await using runner = runnerOf({ model });
+    const result = await runner.run({ prompt: "write late", sessionKey });
+    expect(result.exitCode, JSON.stringify(result)).toBe(0);
+    expect((await inSandbox(runner, sessionKey, "cat late.txt two.txt")).stdout).toBe(
+      "late\ntwo\n",
+    );
+
+    const outcome = await runner.rollback({ sessionKey, to: { turn: -1 } });
+    expect(outcome.restored.name).toBe("turn-2");
+    // Both gone: two.txt was turn 2's, late.txt was written after turn 1's tools had ended.
+    expect([...outcome.changed.keys()].sort()).toEqual(["late.txt", "two.txt"]);
+    const after = await inSandbox(runner, sessionKey, "ls late.txt two.txt 2>&1 || true");
+    expect(after.stdout).toMatch(/late\.txt'?: No such file/);
+    expect(after.stdout).toMatch(/two\.txt'?: No such file/);
   }, 240_000);
 
   it("a turn that makes its work unreadable to its own user (chmod 000) is undone all the same; diff says which paths and how to fix it", async () => {

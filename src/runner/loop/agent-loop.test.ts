@@ -115,7 +115,7 @@ const tool = (name: string, input: Record<string, unknown> = {}, id?: string) =>
 });
 
 describe("runAgentLoop", () => {
-  it("awaits beforeToolCalls once before each turn's tools, never for a turn without them, and goes on when it throws", async () => {
+  it("awaits beforeToolCalls once before each turn's tools and calls afterToolCalls once after them, never for a turn without them, and goes on when either throws", async () => {
     const order: string[] = [];
     const toolset = fakeToolset({ onCall: (call) => order.push(`tool ${call.toolCallId}`) });
     const { result } = await run(
@@ -134,10 +134,22 @@ describe("runAgentLoop", () => {
           await new Promise((resolve) => setTimeout(resolve, 5));
           if (turn === 2) throw new Error("no checkpoint");
         },
+        afterToolCalls: (turn) => {
+          order.push(`after turn ${turn}`);
+          if (turn === 1) throw new Error("no record");
+        },
       },
     );
     expect(result.status).toBe("completed");
-    expect(order).toEqual(["before turn 1", "tool t1", "tool t2", "before turn 2", "tool t3"]);
+    expect(order).toEqual([
+      "before turn 1",
+      "tool t1",
+      "tool t2",
+      "after turn 1",
+      "before turn 2",
+      "tool t3",
+      "after turn 2",
+    ]);
   });
 
   it("runs tools until the model stops, persisting every step", async () => {

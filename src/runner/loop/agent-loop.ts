@@ -83,6 +83,13 @@ export interface AgentLoopOptions {
    * throw (a throw is logged, and the tools run all the same).
    */
   beforeToolCalls?: ((turn: number) => Promise<void>) | undefined;
+  /**
+   * Called once a turn's tool calls have all run and their results are in the session, with the
+   * run's turn number: the moment the workspace is as this turn left it. Must return at once and
+   * not throw (a throw is logged): work it starts runs beside the next model call, and the next
+   * `beforeToolCalls` may wait for it.
+   */
+  afterToolCalls?: ((turn: number) => void) | undefined;
   logger?: Logger | undefined;
   runId?: string | undefined;
   /** Wait before the one retry of a transient model error, when the API gave none. Default 2000 ms. */
@@ -268,6 +275,7 @@ async function turnLoop(run: LoopRun): Promise<RunResult> {
     if (uses.length > 0) {
       await beforeToolCalls(run);
       await runToolCalls(run, uses);
+      afterToolCalls(run);
     }
     stopIfAborted(run);
     const done = await afterTurn(run, turn, uses.length > 0);
@@ -472,6 +480,14 @@ async function beforeToolCalls(run: LoopRun): Promise<void> {
     await hook(run.turns);
   } catch (error) {
     run.logger.warn({ err: error }, "the before-tool-calls hook threw; the tools run all the same");
+  }
+}
+
+function afterToolCalls(run: LoopRun): void {
+  try {
+    run.options.afterToolCalls?.(run.turns);
+  } catch (error) {
+    run.logger.warn({ err: error }, "the after-tool-calls hook threw; the run goes on");
   }
 }
 

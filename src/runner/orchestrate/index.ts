@@ -60,5 +60,9 @@ export {
   type ForkSessionRequest,
   type SessionFork,
 } from "./session-forks.js";
-export { turnCheckpointHook, type TurnCheckpointEvent } from "./turn-checkpoints.js";
+export {
+  turnCheckpointHooks,
+  type TurnCheckpointEvent,
+  type TurnCheckpointHooks,
+} from "./turn-checkpoints.js";
 export { runEndEvent, runStartEvent, turnlessRunResult } from "./run-frame.js";

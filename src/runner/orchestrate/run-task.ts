@@ -43,7 +43,11 @@ import { refusalFor } from "./tool-refusal.js";
 import { runEndEvent, runStartEvent } from "./run-frame.js";
 import type { SandboxProvider } from "./sandbox-provider.js";
 import { agentRuntimeModel, type AgentRuntime } from "./agent-runtime.js";
-import { turnCheckpointHook, type TurnCheckpointEvent } from "./turn-checkpoints.js";
+import {
+  turnCheckpointHooks,
+  type TurnCheckpointEvent,
+  type TurnCheckpointHooks,
+} from "./turn-checkpoints.js";
 
 /** Events of a whole run: the loop's, plus the orchestrator's own before the loop starts. */
 export type RunnerEvent =
@@ -398,6 +402,7 @@ async function runLocked(options: RunTaskOptions, run: RunContext): Promise<RunR
     onEgress: ({ host, port, allowed }) => emit({ type: "egress", host, port, allowed }),
   });
   let session: JsonlSession | undefined;
+  let checkpoints: TurnCheckpointHooks | undefined;
   try {
     const sandbox = lease.sandbox;
     emit({
@@ -447,6 +452,8 @@ async function runLocked(options: RunTaskOptions, run: RunContext): Promise<RunR
       mode: plan.agent.promptMode,
       bootstrapFiles: await readBootstrapFiles(plan, sandbox, run.signal),
     });
+    // The first record (the copy as this run finds it) starts here, beside the first model call.
+    checkpoints = turnCheckpointHooks({ plan, lease, emit, logger, signal: options.io?.signal });
     return await runAgentLoop({
       model: run.model,
       modelId,
@@ -463,16 +470,13 @@ async function runLocked(options: RunTaskOptions, run: RunContext): Promise<RunR
       io: { ...options.io, onEvent: emit },
       logger,
       runId,
-      beforeToolCalls: turnCheckpointHook({
-        plan,
-        lease,
-        emit,
-        logger,
-        signal: options.io?.signal,
-      }),
+      beforeToolCalls: checkpoints?.beforeToolCalls,
+      afterToolCalls: checkpoints?.afterToolCalls,
       startedAt: run.startedAt,
     });
   } finally {
+    // A record still reading the copy ends before the sandbox is let go.
+    await checkpoints?.settle();
     await session?.close().catch((error: unknown) => {
       logger.warn({ err: error }, "closing the session failed");
     });
