@@ -22,6 +22,7 @@ interface ResultJson {
   status: string;
   exitCode: number;
   message: string;
+  fix?: string;
   setupRuns?: { exitCode: number; refused: string[] }[];
   agent?: { status: string };
   verification?: { exitCode: number };
@@ -194,7 +195,9 @@ describe("fix-tests with a setup phase", () => {
     expect(run.exitCode).toBe(9);
     expect(result.exitCode).toBe(9);
     expect(result.turns).toBe(0);
-    expect(result.message).toMatch(/--setup-allow-host registry\.yarnpkg\.com/);
+    // The fix is said once, in its own field (and line), not also in the message.
+    expect(result.fix).toMatch(/--setup-allow-host registry\.yarnpkg\.com/);
+    expect(result.message).not.toMatch(/--setup-allow-host/);
     expect(run.stderr).toMatch(/setup egress REFUSED: registry\.yarnpkg\.com:443/);
   }, 600_000);
 });

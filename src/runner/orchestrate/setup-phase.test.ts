@@ -56,7 +56,7 @@ describe("a failed setup's message", () => {
 
   it("with no network, names the registries of the package managers the command runs", () => {
     expect(setupFailureFix({ ...failed, offline: true })).toBe(
-      "It ran with no network, and `npm` fetches from registry.npmjs.org: allow it with --setup-allow-host registry.npmjs.org",
+      "It ran with no network: if it failed fetching, `npm` fetches from registry.npmjs.org, so allow it with --setup-allow-host registry.npmjs.org",
     );
     expect(
       setupFailureFix({
@@ -65,12 +65,35 @@ describe("a failed setup's message", () => {
         offline: true,
       }),
     ).toBe(
-      "It ran with no network, and `npm` and `pip` fetch from registry.npmjs.org, pypi.org, files.pythonhosted.org: allow them with --setup-allow-host registry.npmjs.org --setup-allow-host pypi.org --setup-allow-host files.pythonhosted.org",
+      "It ran with no network: if it failed fetching, `npm` and `pip` fetch from registry.npmjs.org, pypi.org, files.pythonhosted.org, so allow them with --setup-allow-host registry.npmjs.org --setup-allow-host pypi.org --setup-allow-host files.pythonhosted.org",
     );
     // A command that is no package manager's, or a setup that had a network: the general fix.
     expect(setupFailureFix({ ...failed, command: "make deps", offline: true })).toMatch(
       /^Fix the command/,
     );
+  });
+
+  it("says the fix once when the error has a fix line of its own", () => {
+    const message = setupFailureMessage(failed, { withFix: false });
+    expect(message).toMatch(/^The setup command `npm ci` failed \(exit 1\)\.\n/);
+    expect(message).not.toContain("--setup-allow-host");
+  });
+
+  it("keeps a long output's first lines, where npm names the error, and its last", () => {
+    const usage = Array.from({ length: 30 }, (_, n) => `npm error usage line ${n}`);
+    const message = setupFailureMessage({
+      ...failed,
+      outputTail: [
+        "npm error code EUSAGE",
+        "npm error can only install with a lockfile",
+        ...usage,
+      ].join("\n"),
+    });
+    expect(message).toContain(
+      "npm error code EUSAGE\nnpm error can only install with a lockfile\n",
+    );
+    expect(message).toContain("…(12 lines)…\n");
+    expect(message).toMatch(/npm error usage line 29$/);
   });
 
   it("otherwise points at the command and the allowlist", () => {

@@ -172,11 +172,30 @@ export async function inspectedTls(
   return found.find((inspection) => inspection !== undefined);
 }
 
-/** One sentence on a failed setup, naming the fix. */
-export function setupFailureMessage(run: SetupRun): string {
+/** Output lines shown whole; longer output keeps its first and last lines. */
+const shownOutputLines = 20;
+const shownFirstLines = 5;
+
+/**
+ * One sentence on a failed setup, and its output. With `withFix` (a result's message, which has
+ * no separate fix line) the sentence names the fix; an error that carries the fix says it once.
+ */
+export function setupFailureMessage(run: SetupRun, options: { withFix?: boolean } = {}): string {
   const how = run.timedOut ? "timed out" : `failed (exit ${run.exitCode ?? "none: killed"})`;
-  const tail = run.outputTail.trimEnd().split("\n").slice(-15).join("\n");
-  return `The setup command \`${run.command}\` ${how}. ${setupFailureFix(run)}.\n${tail}`;
+  const fix = options.withFix === false ? "" : ` ${setupFailureFix(run)}.`;
+  return `The setup command \`${run.command}\` ${how}.${fix}\n${outputExcerpt(run.outputTail)}`;
+}
+
+/**
+ * The lines of a failed command's output worth reading: all of a short one; of a long one the
+ * first lines too, not only the last — npm says what went wrong first and its usage after.
+ */
+function outputExcerpt(output: string): string {
+  const lines = output.trimEnd().split("\n");
+  if (lines.length <= shownOutputLines) return lines.join("\n");
+  const last = shownOutputLines - shownFirstLines;
+  const cut = lines.length - shownOutputLines;
+  return [...lines.slice(0, shownFirstLines), `…(${cut} lines)…`, ...lines.slice(-last)].join("\n");
 }
 
 /** What to change after a failed setup: a refused host, an inspected network, else the command. */
@@ -192,7 +211,8 @@ export function setupFailureFix(run: SetupRun): string {
   if (fetching.length > 0) {
     const hosts = [...new Set(fetching.flatMap((registry) => registry.hosts))];
     const tools = fetching.map((registry) => `\`${registry.tool}\``);
-    return `It ran with no network, and ${tools.join(" and ")} ${tools.length > 1 ? "fetch" : "fetches"} from ${hosts.join(", ")}: allow ${hosts.length > 1 ? "them" : "it"} with ${hosts.map((host) => `--setup-allow-host ${host}`).join(" ")}`;
+    // Said as a condition: a setup fails offline for other reasons too (a missing lockfile).
+    return `It ran with no network: if it failed fetching, ${tools.join(" and ")} ${tools.length > 1 ? "fetch" : "fetches"} from ${hosts.join(", ")}, so allow ${hosts.length > 1 ? "them" : "it"} with ${hosts.map((host) => `--setup-allow-host ${host}`).join(" ")}`;
   }
   return "Fix the command, or allow the hosts it needs with --setup-allow-host";
 }
@@ -216,7 +236,7 @@ export async function setupBeforeRun(
       emit({ type: "egress", host, port, allowed, phase: "setup" }),
   });
   if (run.exitCode !== 0) {
-    throw new EnvironmentError(setupFailureMessage(run), {
+    throw new EnvironmentError(setupFailureMessage(run, { withFix: false }), {
       fix: lowerFirst(setupFailureFix(run)),
     });
   }
