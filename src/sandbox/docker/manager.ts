@@ -538,6 +538,7 @@ export class DockerSandboxManager {
           // Before the lease exists, so no agent turn runs on a workspace it cannot write.
           await assertWorkspaceWritable(this.containers, result.container.id, spec, {
             hostPermissionsHold: await hostPermissions,
+            madeInVolumes: prepared.madeInVolumes,
             signal,
           });
           // Counted inside the lock, so the next acquire of this key sees it held.
@@ -830,6 +831,7 @@ export class DockerSandboxManager {
       });
       prepared.bytesAtMost = made.bytesAtMost;
       prepared.finishing = made.finishing;
+      prepared.madeInVolumes = made.created;
       const where = `the volume ${made.volumes.workspace}`;
       if (made.seed) {
         context.progress(
@@ -1055,6 +1057,8 @@ interface PreparedWorkspace {
   bytesAtMost?: number | undefined;
   /** Seeding's cleanup still running (`EnsuredWorkspaceVolumes.finishing`). */
   finishing?: Promise<Error | undefined> | undefined;
+  /** The copy's volumes were made by this acquire, their root the sandbox user's (0755). */
+  madeInVolumes?: boolean | undefined;
 }
 
 /** "3.1 MB", "14 kB": a seed's size as people read it. */

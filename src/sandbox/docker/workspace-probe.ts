@@ -26,18 +26,27 @@ export async function hostPermissionsHold(system: SystemClient): Promise<boolean
  * would fail with "Permission denied" and the run would still end as if it had worked.
  *
  * Where host permissions hold and the sandbox user owns the directory with write and search
- * bits, the kernel will say yes inside too, and nothing more is asked (a new session pays no
- * extra exec). Otherwise the container's own kernel is asked (`test -w` as the sandbox user), so
+ * bits — or the copy was just made in volumes, its root written as theirs — the kernel will say
+ * yes inside too, and nothing more is asked (a new session pays no extra exec). Otherwise the container's own kernel is asked (`test -w` as the sandbox user), so
  * ACLs, a read-only mount, user namespaces and labels count as they will for the agent.
  */
 export async function assertWorkspaceWritable(
   client: ContainerClient,
   containerId: string,
   spec: SandboxSpec,
-  options: { hostPermissionsHold: boolean; signal?: AbortSignal | undefined },
+  options: {
+    hostPermissionsHold: boolean;
+    /**
+     * The copy was made in volumes by this acquire: cordon wrote its root as the sandbox user's,
+     * mode 0755, and no container has had it yet (workspace-volumes.ts). No host path to stat.
+     */
+    madeInVolumes?: boolean | undefined;
+    signal?: AbortSignal | undefined;
+  },
 ): Promise<void> {
   const mount = spec.mounts.find((m) => m.role === "workspace");
   if (!mount) return;
+  if (options.hostPermissionsHold && options.madeInVolumes === true && !mount.readOnly) return;
   const found = await stat(mount.source).catch(() => undefined);
   const user = parseContainerUser(spec.docker.user);
   if (

@@ -227,17 +227,22 @@ export async function ensureWorkspaceVolumes(
     onCopied: (directory, relative) => packer.add(directory, relative),
   });
   let packed: PackedTree | undefined;
+  let recorded: Promise<void> | undefined;
   try {
     await Promise.all([
       uploaded,
       (async () => {
         const closed = await seeded;
+        // While the engine still writes: the marker (written last) is what says it is complete.
+        recorded = writeBaselineRecord(privateWorkspace, closed.baselineCommit);
+        recorded.catch(() => undefined);
         packed = await packer.finish(closed.directory);
         // cordon's git dir: read by inspectors as the sandbox user; the agent's container never mounts it.
         await addEntry(archive, { name: "baseline", type: "directory", mode: 0o700, ...owner });
         await packTree(archive, closed.baselineGitDir, { prefix: "baseline/", owner });
         await addEntry(archive, { name: "checkpoints", type: "directory", mode: 0o700, ...owner });
         archive.finalize();
+        await recorded;
       })(),
     ]);
   } catch (error) {
@@ -248,7 +253,12 @@ export async function ensureWorkspaceVolumes(
       madeContainer.catch(() => undefined),
       uploaded.catch(() => undefined),
     ]);
-    await Promise.all([closed?.dispose(), container?.remove()]).catch(() => undefined);
+    await recorded?.catch(() => undefined);
+    await Promise.all([
+      closed?.dispose(),
+      container?.remove(),
+      recorded && rm(baselineGitDir(privateWorkspace), { recursive: true, force: true }),
+    ]).catch(() => undefined);
     await removeWorkspaceVolumes(options.volumes, spec.containerName, options.stateDirectory).catch(
       () => undefined,
     );
@@ -263,7 +273,7 @@ export async function ensureWorkspaceVolumes(
     (error: unknown) => (error instanceof Error ? error : new Error(String(error))),
   );
   try {
-    await writeHostRecords(privateWorkspace, closed.baselineCommit, closed.seed);
+    await writeSeedMarker(privateWorkspace, closed.seed);
   } catch (error) {
     await finishing;
     await removeWorkspaceVolumes(options.volumes, spec.containerName, options.stateDirectory).catch(
@@ -485,18 +495,18 @@ async function openArchiveContainer(
 
 /**
  * cordon's own record of a copy in volumes, on this host beside its would-be path: a git dir with
- * only the baseline ref (what `assertHasBaseline` asks; the checkpoint list goes there too), then
- * the seed marker, written aside and renamed: once it is there, the volumes are complete.
+ * only the baseline ref (what `assertHasBaseline` asks; the checkpoint list goes there too).
+ * Written while the volumes are filled; the seed marker (`writeSeedMarker`) comes after them.
  */
-async function writeHostRecords(
-  privateWorkspace: string,
-  commit: string,
-  seed: SeedInfo,
-): Promise<void> {
+async function writeBaselineRecord(privateWorkspace: string, commit: string): Promise<void> {
   const records = baselineGitDir(privateWorkspace);
   await rm(records, { recursive: true, force: true });
   await mkdir(path.join(records, path.dirname(baselineRef)), { recursive: true, mode: 0o700 });
   await writeFile(path.join(records, baselineRef), `${commit}\n`, { mode: 0o600 });
+}
+
+/** The seed marker, written aside and renamed: once it is there, the volumes are complete. */
+async function writeSeedMarker(privateWorkspace: string, seed: SeedInfo): Promise<void> {
   const marker = seedMarkerPath(privateWorkspace);
   await writeFile(`${marker}.tmp-${process.pid}`, `${JSON.stringify(seed, null, 2)}\n`, {
     mode: 0o600,
