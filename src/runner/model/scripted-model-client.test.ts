@@ -124,6 +124,12 @@ describe("ScriptedModelClient", () => {
       ]);
       await writeFile(file, "{not json");
       await expect(ScriptedModelClient.fromFile(file)).rejects.toBeInstanceOf(ConfigError);
+      // A mistyped path is the user's to fix (exit 2), not an internal error.
+      const missing = path.join(dir, "nope.json");
+      const error = await ScriptedModelClient.fromFile(missing).catch((caught: unknown) => caught);
+      expect(error).toBeInstanceOf(ConfigError);
+      expect((error as ConfigError).message).toBe(`The model script ${missing} does not exist.`);
+      await expect(ScriptedModelClient.fromFile(dir)).rejects.toThrow(/is a directory/);
     } finally {
       await rm(dir, { recursive: true, force: true });
     }

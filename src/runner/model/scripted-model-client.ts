@@ -128,7 +128,18 @@ export class ScriptedModelClient implements ModelClient {
 
   /** Reads and validates a JSON script file. */
   static async fromFile(path: string, signal?: AbortSignal): Promise<ScriptedModelClient> {
-    const text = await readFile(path, { encoding: "utf8", signal });
+    const text = await readFile(path, { encoding: "utf8", signal }).catch((error: unknown) => {
+      // A path the user typed: a config error naming it, not an internal one.
+      const code = (error as NodeJS.ErrnoException).code;
+      if (code !== "ENOENT" && code !== "EISDIR" && code !== "EACCES") throw error;
+      const why = { ENOENT: "does not exist", EISDIR: "is a directory", EACCES: "cannot be read" }[
+        code
+      ];
+      throw new ConfigError(`The model script ${path} ${why}.`, {
+        fix: "pass the path of a JSON script (`cordon help scripted-model` describes the format)",
+        cause: error,
+      });
+    });
     let json: unknown;
     try {
       json = JSON.parse(text);
