@@ -39,6 +39,8 @@ const hostProgramModules = [
   "src/sandbox/docker/client/ssh-dial.ts",
   // A test double (never packaged): cordon's own executor binary run on this host by unit tests.
   "src/sandbox/docker/resident/testing/local-executor.ts",
+  // A test helper (never packaged): builds cordon's own executor from its source, asks its greeting.
+  "src/sandbox/docker/resident/testing/built-executor.ts",
 ];
 
 const childProcessRestrictions = ["node:child_process", "child_process"].map((name) => ({

@@ -4,11 +4,12 @@ import { connect, createServer, type Server, type Socket } from "node:net";
 import { afterEach, describe, expect, it } from "vitest";
 
 import type { ContainerClient } from "../client/index.js";
-import { residentExecutorBinary } from "../resident/executor-binary.js";
+import { builtExecutorBinary } from "../resident/testing/built-executor.js";
 import { localExecutor, type LocalExecutor } from "../resident/testing/local-executor.js";
 import { proxyChannel, type ProxyChannel } from "./proxy-channel.js";
 
-const binary = residentExecutorBinary();
+// Built now if its source changed; a missing or stale binary fails here, naming the fix.
+const binary = await builtExecutorBinary();
 
 /** A process by pid exists (the executor is our child: signal 0 reaches it). */
 const running = (pid: number): boolean => {
@@ -43,8 +44,7 @@ async function listen(
  * The stream to the executor in a sandbox's squid container is the sandbox's holders' to close:
  * the real executor binary stands in that container (run here), a local server for squid.
  */
-// Skipped only where the executor is not built (scripts/build-executor.sh), as channel-stress.test.ts.
-describe.skipIf(!binary)("proxyChannel", () => {
+describe("proxyChannel", () => {
   const cleanups: (() => unknown)[] = [];
   afterEach(async () => {
     for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
@@ -60,7 +60,7 @@ describe.skipIf(!binary)("proxyChannel", () => {
         proxyContainer: "cordon-test-sandbox-egress",
         proxyPort: squid.port,
         executorIn: () => {
-          const executor = localExecutor(binary ?? "");
+          const executor = localExecutor(binary);
           executors.push(executor);
           return executor;
         },

@@ -6,7 +6,7 @@ import { afterEach, describe, expect, it } from "vitest";
 import { createSilentLogger } from "../../../common/index.js";
 import { startPortForward, type PortForward } from "../../../runner/orchestrate/port-forward.js";
 import { relay } from "../egress/proxy-channel.js";
-import { residentExecutorBinary } from "./executor-binary.js";
+import { builtExecutorBinary } from "./testing/built-executor.js";
 import type { ForwardedChannel } from "./forwarded-channel.js";
 import { ResidentConnection } from "./resident-connection.js";
 import { localExecutor, type LocalExecutor } from "./testing/local-executor.js";
@@ -19,7 +19,8 @@ import { localExecutor, type LocalExecutor } from "./testing/local-executor.js";
  * stall, and afterwards the executor holds no more descriptors than before.
  */
 
-const binary = residentExecutorBinary();
+// Built now if its source changed; a missing or stale binary fails here, naming the fix.
+const binary = await builtExecutorBinary();
 /** No byte for this long is a stall (a loaded 2-core machine moves a chunk in far less). */
 const stallMs = 20_000;
 
@@ -168,14 +169,14 @@ async function settlesAt(read: () => Promise<number | undefined>, wanted: number
   return last;
 }
 
-describe.skipIf(!binary)("channels under many short connections", { timeout: 180_000 }, () => {
+describe("channels under many short connections", { timeout: 180_000 }, () => {
   const cleanups: (() => unknown)[] = [];
   afterEach(async () => {
     for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
   });
 
   async function open(): Promise<{ executor: LocalExecutor; connection: ResidentConnection }> {
-    const executor = localExecutor(binary ?? "");
+    const executor = localExecutor(binary);
     const connection = await ResidentConnection.open(executor, createSilentLogger());
     cleanups.push(() => connection.close());
     return { executor, connection };

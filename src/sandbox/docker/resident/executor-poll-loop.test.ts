@@ -2,21 +2,22 @@ import { spawn, type ChildProcessWithoutNullStreams } from "node:child_process";
 
 import { afterEach, describe, expect, it } from "vitest";
 
-import { residentExecutorBinary } from "./executor-binary.js";
+import { builtExecutorBinary } from "./testing/built-executor.js";
 import { cStrings, encodeFrame, FrameReader, request, response, u32 } from "./protocol.js";
 
-const binary = residentExecutorBinary();
+// Built now if its source changed; a missing or stale binary fails here, naming the fix.
+const binary = await builtExecutorBinary();
 
 /**
  * The executor's poll loop against raw frames, written in one piece so it handles them in one
  * round: what a slot's old occupant was ready for must never be applied to the new one.
  */
-describe.skipIf(!binary)("the executor's poll loop", { timeout: 120_000 }, () => {
+describe("the executor's poll loop", { timeout: 120_000 }, () => {
   let executor: ChildProcessWithoutNullStreams | undefined;
   afterEach(() => executor?.kill("SIGKILL"));
 
   it("a child whose slot and pipes were freed in the round a new child took them is not read for it (the loop never blocks on the new child's pipe)", async () => {
-    const child = spawn(binary ?? "", [], { stdio: ["pipe", "pipe", "pipe"] });
+    const child = spawn(binary, [], { stdio: ["pipe", "pipe", "pipe"] });
     executor = child;
     const reader = new FrameReader();
     const waiting = new Map<string, () => void>();

@@ -5,21 +5,22 @@ import { createHash, randomBytes } from "node:crypto";
 import { afterEach, describe, expect, it } from "vitest";
 
 import { createSilentLogger } from "../../../common/index.js";
-import { residentExecutorBinary } from "./executor-binary.js";
+import { builtExecutorBinary } from "./testing/built-executor.js";
 import type { ForwardedChannel } from "./forwarded-channel.js";
 import { request } from "./protocol.js";
 import { PortClosedError, ResidentConnection } from "./resident-connection.js";
 import { localExecutor } from "./testing/local-executor.js";
 
-const binary = residentExecutorBinary();
+// Built now if its source changed; a missing or stale binary fails here, naming the fix.
+const binary = await builtExecutorBinary();
 
 // Real processes moving megabytes: a loaded 2-core machine needs more than the unit default.
-describe.skipIf(!binary)("ports forwarded over the executor's stream", { timeout: 60_000 }, () => {
+describe("ports forwarded over the executor's stream", { timeout: 60_000 }, () => {
   let connection: ResidentConnection | undefined;
   afterEach(() => connection?.close());
 
   async function open(): Promise<ResidentConnection> {
-    connection = await ResidentConnection.open(localExecutor(binary ?? ""), createSilentLogger());
+    connection = await ResidentConnection.open(localExecutor(binary), createSilentLogger());
     return connection;
   }
 
@@ -128,12 +129,12 @@ describe.skipIf(!binary)("ports forwarded over the executor's stream", { timeout
 });
 
 // The other way (`cordon port-forward`): the executor connects to a port where it runs.
-describe.skipIf(!binary)("connections made by the executor", { timeout: 60_000 }, () => {
+describe("connections made by the executor", { timeout: 60_000 }, () => {
   let connection: ResidentConnection | undefined;
   afterEach(() => connection?.close());
 
   it("carries megabytes to a server where it runs and back, with half closes, several at once", async () => {
-    connection = await ResidentConnection.open(localExecutor(binary ?? ""), createSilentLogger());
+    connection = await ResidentConnection.open(localExecutor(binary), createSilentLogger());
     // A server that answers with the digest of all it read, once its client has shut down its side.
     const server = createServer({ allowHalfOpen: true }, (socket) => {
       const hash = createHash("sha256");
@@ -164,7 +165,7 @@ describe.skipIf(!binary)("connections made by the executor", { timeout: 60_000 }
   });
 
   it("says nothing listens on a closed port, and goes on serving", async () => {
-    connection = await ResidentConnection.open(localExecutor(binary ?? ""), createSilentLogger());
+    connection = await ResidentConnection.open(localExecutor(binary), createSilentLogger());
     const closed = createServer();
     closed.listen(0, "127.0.0.1");
     await once(closed, "listening");

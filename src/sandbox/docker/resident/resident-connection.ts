@@ -242,7 +242,11 @@ export class ResidentConnection {
     clearTimeout(timer);
     if (outcome !== protocolGreeting) {
       this.close();
-      throw new SandboxError(`the resident executor did not start: ${outcome}`);
+      // Another version's greeting: a binary built from another executor.c than this cordon's.
+      const stale = outcome.startsWith(protocolGreeting.replace(/\d+$/, ""))
+        ? ` (it speaks "${outcome}", this cordon "${protocolGreeting}": the binary is stale; rebuild it with \`npm run build\` or scripts/build-executor.sh)`
+        : `: ${outcome}`;
+      throw new SandboxError(`the resident executor did not start${stale}`);
     }
     running.keepAlive(false);
   }
