@@ -55,11 +55,15 @@ export async function detectTlsInspection(
   const bundle = options.bundleCandidates.find((candidate) => existsSync(candidate));
   if (!bundle) return undefined;
   const publicRoots = options.publicRoots ?? tls.rootCertificates;
-  const asSandbox = await handshake(host, publicRoots, options);
+  // Both at once: on a network that drops the connection each waits out its timeout, and a
+  // failed setup's message waits for this diagnosis.
+  const [asSandbox, asHost] = await Promise.all([
+    handshake(host, publicRoots, options),
+    handshake(host, [readFileSync(bundle, "utf8")], options),
+  ]);
   if (!asSandbox || asSandbox.authorized || !untrustedChain.has(asSandbox.errorCode ?? "")) {
     return undefined;
   }
-  const asHost = await handshake(host, [readFileSync(bundle, "utf8")], options);
   if (!asHost?.authorized) return undefined;
   return { host, issuer: asSandbox.issuer, bundle };
 }
