@@ -141,6 +141,12 @@ describe("forks", () => {
     );
     expect((await inSandbox(runner, taken, "cat mine.txt; ls one.txt")).stdout).toBe("mine\n");
 
+    const itself = await cordon("fork", "--session", parent, "--as", parent);
+    expect(itself.exitCode).toBe(2);
+    expect(itself.stderr).toMatch(
+      /cannot fork session \S+ into itself\n {2}fix: name a new session/,
+    );
+
     for (const hostile of ["../escape", "--upload-pack=x", "with space", "refs/heads/x", "a..b"]) {
       await expect(runner.forkSandbox({ sessionKey: parent, as: hostile })).rejects.toThrow(
         /cannot name a fork/,

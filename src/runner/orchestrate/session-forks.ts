@@ -62,6 +62,7 @@ export async function forkSessionSandbox(
   const source = await runner.plan(parentRequest);
   await seededCopyOf(source);
   const target = await runner.plan({ ...parentRequest, sessionKey: as });
+  assertNotItself(source, target);
   if (!runner.sandboxes.fork) {
     throw new ConfigError("this sandbox backend cannot fork a sandbox", {
       fix: "use the Docker sandbox backend (the default)",
@@ -178,6 +179,8 @@ export async function forkSession(
   try {
     for (const name of names) {
       const target = await runner.plan({ ...parentRequest, sessionKey: name });
+      // Before its lock: the parent's is this command's own, and "in use" would blame a run.
+      assertNotItself(source, target);
       const lock = await lockOf(target, "fork");
       try {
         await assertNoTranscript(runner.stateDir, target);
@@ -259,6 +262,14 @@ async function undoFork(
   } finally {
     await lock.release();
   }
+}
+
+/** A fork's name must be a new session, not the one being forked. */
+function assertNotItself(source: RunPlan, target: RunPlan): void {
+  if (target.sessionKey !== source.sessionKey) return;
+  throw new ForkTargetExistsError(`cannot fork session ${source.sessionKey} into itself`, {
+    fix: "name a new session with --as",
+  });
 }
 
 function busy(plan: RunPlan, why: string): SessionBusyError {
