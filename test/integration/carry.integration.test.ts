@@ -14,8 +14,7 @@ import { promisify } from "node:util";
 
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 
-import { packageRoot } from "../../src/common/index.js";
-import { git, repositoryOf } from "../support/demo-repo.js";
+import { fixture, git, repositoryOf } from "../support/demo-repo.js";
 import { dockerClient, removeContainersOfHome, requireSandboxImage } from "../support/docker.js";
 import { runCordon } from "../support/run-cli.js";
 import { removeStateDirectory } from "../support/state-directory.js";
@@ -32,12 +31,9 @@ interface ResultJson {
   message: string;
 }
 
-const fixture = (...parts: string[]): string =>
-  path.join(packageRoot(), "test", "fixtures", "carry", ...parts);
-
 /** The fixture as a git repository with its devDependencies installed from the npm registry. */
 async function installedProject(name: string): Promise<string> {
-  const repo = await repositoryOf(fixture(name));
+  const repo = await repositoryOf(fixture("carry", name));
   await run("npm", ["install", "--no-audit", "--no-fund", "--loglevel=error"], {
     cwd: repo,
     timeout: 150_000,
@@ -86,7 +82,7 @@ describe("cordon fix-tests --carry node_modules", () => {
         "--out",
         out,
         "--model-script",
-        fixture(script),
+        fixture("carry", script),
         ...extra,
       ],
       env(),
@@ -153,7 +149,7 @@ describe("cordon fix-tests --carry node_modules", () => {
         "--carry",
         "node_modules",
         "--model-script",
-        fixture("fix-mocha.json"),
+        fixture("carry", "fix-mocha.json"),
         "--rm",
       ],
       env(),
@@ -205,7 +201,7 @@ describe("cordon fix-tests --carry node_modules", () => {
         "--out",
         path.join(home, "typo"),
         "--model-script",
-        fixture("fix-mocha.json"),
+        fixture("carry", "fix-mocha.json"),
         "--carry",
         "node_moduels",
       ],

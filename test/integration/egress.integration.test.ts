@@ -8,7 +8,7 @@
  * loopback (no-route-to-host.integration.test.ts probes the host). Removing the sandbox removes
  * its proxy; prune removes a proxy whose sandbox was removed by hand.
  */
-import { mkdtemp, rm, writeFile } from "node:fs/promises";
+import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
 
@@ -19,7 +19,7 @@ import { createRunner, type Runner } from "../../src/runner/index.js";
 /** A sandbox the runner holds for a test, with the plan it was acquired by. */
 type HeldSandbox = Awaited<ReturnType<Runner["acquireSandbox"]>>;
 import { DockerEngine, SandboxInventory, type EgressDecision } from "../../src/sandbox/index.js";
-import { demoRepo } from "../support/demo-repo.js";
+import { demoRepo, trustHostCertificatesConfig } from "../support/demo-repo.js";
 import { dockerClient, requireSandboxImage } from "../support/docker.js";
 import { runCordon } from "../support/run-cli.js";
 import { removeStateDirectory } from "../support/state-directory.js";
@@ -38,11 +38,7 @@ describe("egress by allowlist", () => {
     repo = await demoRepo();
     // This machine's egress inspects TLS: the sandbox trusts the host's CA bundle, as a user
     // behind a corporate proxy would set it in their own (trusted) config.
-    trustConfig = path.join(home, "trust.json5");
-    await writeFile(
-      trustConfig,
-      "{ agents: { defaults: { sandbox: { egress: { trustHostCertificates: true } } } } }\n",
-    );
+    trustConfig = await trustHostCertificatesConfig(home);
   });
 
   afterAll(async () => {

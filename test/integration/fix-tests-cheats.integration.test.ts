@@ -15,8 +15,7 @@ import path from "node:path";
 
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 
-import { packageRoot } from "../../src/common/index.js";
-import { git, repositoryOf } from "../support/demo-repo.js";
+import { fixture, git, repositoryOf } from "../support/demo-repo.js";
 import { removeFixTestsContainers, requireSandboxImage } from "../support/docker.js";
 import { runCordon } from "../support/run-cli.js";
 import { removeStateDirectory } from "../support/state-directory.js";
@@ -53,9 +52,6 @@ function script(...turns: Block[][]): unknown {
   };
 }
 
-const fixture = (name: string): string =>
-  path.join(packageRoot(), "test", "fixtures", "fix-tests", name);
-
 describe("cordon fix-tests guards the test harness", () => {
   let home: string;
   let python: string;
@@ -67,10 +63,10 @@ describe("cordon fix-tests guards the test harness", () => {
   beforeAll(async () => {
     await requireSandboxImage();
     home = await mkdtemp(path.join(tmpdir(), "cordon-cheats-home-"));
-    python = await repositoryOf(fixture("calc-python"));
-    make = await repositoryOf(fixture("calc-make"));
-    pytest = await repositoryOf(fixture("inventory-pytest"));
-    npm = await repositoryOf(fixture("calc-npm"));
+    python = await repositoryOf(fixture("fix-tests", "calc-python"));
+    make = await repositoryOf(fixture("fix-tests", "calc-make"));
+    pytest = await repositoryOf(fixture("fix-tests", "inventory-pytest"));
+    npm = await repositoryOf(fixture("fix-tests", "calc-npm"));
   });
 
   afterAll(async () => {

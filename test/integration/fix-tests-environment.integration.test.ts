@@ -12,8 +12,7 @@ import path from "node:path";
 
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 
-import { packageRoot } from "../../src/common/index.js";
-import { git, repositoryOf } from "../support/demo-repo.js";
+import { fixture, git, repositoryOf } from "../support/demo-repo.js";
 import { removeFixTestsContainers, requireSandboxImage } from "../support/docker.js";
 import { startMessagesApiServer, type MessagesApiServer } from "../support/messages-api-server.js";
 import { runCordon } from "../support/run-cli.js";
@@ -51,9 +50,6 @@ function script(...turns: Block[][]): unknown {
   };
 }
 
-const fixture = (name: string): string =>
-  path.join(packageRoot(), "test", "fixtures", "fix-tests", name);
-
 describe("cordon fix-tests on real projects in the default image", () => {
   let home: string;
   let server: MessagesApiServer;
@@ -74,7 +70,7 @@ describe("cordon fix-tests on real projects in the default image", () => {
   });
 
   async function repository(name: string): Promise<string> {
-    const repo = await repositoryOf(fixture(name));
+    const repo = await repositoryOf(fixture("fix-tests", name));
     repos.push(repo);
     return repo;
   }

@@ -13,8 +13,7 @@ import path from "node:path";
 
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 
-import { packageRoot } from "../../src/common/index.js";
-import { git, repositoryOf } from "../support/demo-repo.js";
+import { fixture, git, repositoryOf } from "../support/demo-repo.js";
 import { removeFixTestsContainers, requireSandboxImage } from "../support/docker.js";
 import { runCordon } from "../support/run-cli.js";
 import { removeStateDirectory } from "../support/state-directory.js";
@@ -57,9 +56,6 @@ function script(...turns: Block[][]): unknown {
  */
 const firstBuildTimeoutMs = 300_000;
 
-const fixture = (name: string): string =>
-  path.join(packageRoot(), "test", "fixtures", "fix-tests", name);
-
 describe("cordon fix-tests on a Go module, a bats suite and a CMake project", () => {
   let home: string;
   let config: string;
@@ -84,7 +80,7 @@ describe("cordon fix-tests on a Go module, a bats suite and a CMake project", ()
   });
 
   async function fixTests(name: string, fixtureName: string, testCommand: string, agent: unknown) {
-    const repo = await repositoryOf(fixture(fixtureName));
+    const repo = await repositoryOf(fixture("fix-tests", fixtureName));
     repos.push(repo);
     const out = path.join(home, name);
     const scriptFile = path.join(home, `${name}.script.json`);

@@ -11,8 +11,7 @@ import path from "node:path";
 
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 
-import { packageRoot } from "../../src/common/index.js";
-import { demoRepo, example, git, repositoryOf } from "../support/demo-repo.js";
+import { demoRepo, example, fixture, git, repositoryOf } from "../support/demo-repo.js";
 import { dockerClient, requireSandboxImage } from "../support/docker.js";
 import { runCordon } from "../support/run-cli.js";
 import { removeStateDirectory } from "../support/state-directory.js";
@@ -32,9 +31,6 @@ interface ResultJson {
   testCommandOutputs: string[];
   testCommandRanTwice: boolean;
 }
-
-const fixture = (name: string): string =>
-  path.join(packageRoot(), "test", "fixtures", "fix-tests", name);
 
 describe("cordon fix-tests", () => {
   let home: string;
@@ -138,7 +134,7 @@ describe("cordon fix-tests", () => {
 
   it("a patch that edits the test instead fails verification with exit 8, naming the file", async () => {
     const out = path.join(home, "cheat");
-    const { run, result } = await fixTests(fixture("edits-the-test.json"), out);
+    const { run, result } = await fixTests(fixture("fix-tests", "edits-the-test.json"), out);
     expect(run.exitCode).toBe(8);
     expect(result).toMatchObject({
       status: "protected_files_changed",
@@ -152,7 +148,7 @@ describe("cordon fix-tests", () => {
     // A line scanner reads the added line `++ b/pricing.py` (`+++ b/pricing.py` in the patch) as
     // the file's header, sees only pricing.py changed, and verifies the cheat as a fix.
     const out = path.join(home, "spoof");
-    const { run, result } = await fixTests(fixture("spoofs-the-header.json"), out);
+    const { run, result } = await fixTests(fixture("fix-tests", "spoofs-the-header.json"), out);
     expect(await readFile(path.join(out, "changes.patch"), "utf8")).toContain(
       "\n+++ b/pricing.py\n",
     );
@@ -168,7 +164,7 @@ describe("cordon fix-tests", () => {
     // Test changes are allowed here, so only the count stands between this and "Fixed".
     const out = path.join(home, "deletes");
     const { run, result } = await fixTests(
-      fixture("deletes-a-test.json"),
+      fixture("fix-tests", "deletes-a-test.json"),
       out,
       "--allow-test-changes",
     );
@@ -191,7 +187,7 @@ describe("cordon fix-tests", () => {
     const out = path.join(home, "builds");
     const { run, result } = await fixTestsWith(
       "python3 -m compileall -q . && python3 -m unittest -v",
-      fixture("fixes-and-builds.json"),
+      fixture("fix-tests", "fixes-and-builds.json"),
       out,
     );
     expect(run.exitCode).toBe(0);
@@ -212,12 +208,17 @@ describe("cordon fix-tests", () => {
     // The C project of the harness tests without its .gitignore: `make test` writes test_calc
     // (an executable) into the tree before the agent and again after the fix. A file outside any
     // directory it created: it runs a second time before the agent, which rebuilds nothing.
-    const make = await repositoryOf(fixture("calc-make"));
+    const make = await repositoryOf(fixture("fix-tests", "calc-make"));
     try {
       git(make, "rm", "-q", ".gitignore");
       git(make, "commit", "-qm", "no ignores");
       const out = path.join(home, "make");
-      const { run, result } = await fixTestsIn(make, "make test", fixture("fixes-clamp.json"), out);
+      const { run, result } = await fixTestsIn(
+        make,
+        "make test",
+        fixture("fix-tests", "fixes-clamp.json"),
+        out,
+      );
       expect(run.exitCode).toBe(0);
       expect(result).toMatchObject({
         status: "fixed",
@@ -244,7 +245,7 @@ describe("cordon fix-tests", () => {
     // run before the agent finds it up to date and rewrites nothing; after the fix make rebuilds
     // it, and it reads as a binary change of the agent's. Verified without it, the verification
     // run rebuilds it: the test command's output, left out.
-    const make = await repositoryOf(fixture("calc-make"));
+    const make = await repositoryOf(fixture("fix-tests", "calc-make"));
     try {
       git(make, "rm", "-q", ".gitignore");
       git(make, "commit", "-qm", "no ignores");
@@ -263,7 +264,12 @@ describe("cordon fix-tests", () => {
         "test_calc",
       ]);
       const out = path.join(home, "prebuilt");
-      const { run, result } = await fixTestsIn(make, "make test", fixture("fixes-clamp.json"), out);
+      const { run, result } = await fixTestsIn(
+        make,
+        "make test",
+        fixture("fix-tests", "fixes-clamp.json"),
+        out,
+      );
       expect(run.exitCode).toBe(0);
       expect(result).toMatchObject({
         status: "fixed",
@@ -278,7 +284,10 @@ describe("cordon fix-tests", () => {
   });
 
   it("a binary file the agent added is refused (exit 8, named) unless --allow-binary", async () => {
-    const refused = await fixTests(fixture("adds-a-binary.json"), path.join(home, "binary"));
+    const refused = await fixTests(
+      fixture("fix-tests", "adds-a-binary.json"),
+      path.join(home, "binary"),
+    );
     expect(refused.run.exitCode).toBe(8);
     expect(refused.result).toMatchObject({
       status: "binary_files_changed",
@@ -288,7 +297,7 @@ describe("cordon fix-tests", () => {
     expect(refused.run.stdout).toContain("--allow-binary");
 
     const allowed = await fixTests(
-      fixture("adds-a-binary.json"),
+      fixture("fix-tests", "adds-a-binary.json"),
       path.join(home, "binary-allowed"),
       "--allow-binary",
     );
@@ -331,7 +340,7 @@ describe("cordon fix-tests", () => {
     );
     git(repo, "commit", "-qam", "fixed by hand");
     const out = path.join(home, "passing");
-    const { run, result } = await fixTests(fixture("no-turns.json"), out);
+    const { run, result } = await fixTests(fixture("fix-tests", "no-turns.json"), out);
     expect(run.exitCode).toBe(0);
     expect(result).toMatchObject({ status: "already_passing", filesChanged: [] });
     expect(result.agent).toBeUndefined();

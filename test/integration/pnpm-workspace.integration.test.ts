@@ -6,14 +6,13 @@
  * verification installs again in its fresh copy and the workspace's tests pass (exit 0) with a
  * patch of the source file only. Without setup, the fix named is pnpm's, not npm's (exit 9).
  */
-import { cp, mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
+import { cp, mkdtemp, readFile, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
 
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 
-import { packageRoot } from "../../src/common/index.js";
-import { git } from "../support/demo-repo.js";
+import { fixture, git, trustHostCertificatesConfig } from "../support/demo-repo.js";
 import { removeContainersOfHome, requireSandboxImage } from "../support/docker.js";
 import { runCordon } from "../support/run-cli.js";
 import { removeStateDirectory } from "../support/state-directory.js";
@@ -28,9 +27,6 @@ interface ResultJson {
   verification?: { exitCode: number | null; outputTail: string };
   filesChanged: { path: string }[];
 }
-
-const fixture = (...parts: string[]): string =>
-  path.join(packageRoot(), "test", "fixtures", ...parts);
 
 describe("fix-tests on a pnpm workspace", () => {
   let home: string;
@@ -54,11 +50,7 @@ describe("fix-tests on a pnpm workspace", () => {
     git(repo, "commit", "-qm", "units monorepo");
     // This machine's egress inspects TLS: the setup phase trusts the host's CA bundle, as
     // docs/network.md tells users behind such a proxy to.
-    trustConfig = path.join(home, "trust.json5");
-    await writeFile(
-      trustConfig,
-      "{ agents: { defaults: { sandbox: { egress: { trustHostCertificates: true } } } } }\n",
-    );
+    trustConfig = await trustHostCertificatesConfig(home);
   });
 
   afterAll(async () => {

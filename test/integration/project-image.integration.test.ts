@@ -22,13 +22,11 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 
 import { packageRoot } from "../../src/common/index.js";
 import { DockerEngine, SandboxImage } from "../../src/sandbox/index.js";
-import { git } from "../support/demo-repo.js";
+import { fixture, git } from "../support/demo-repo.js";
 import { dockerClient, requireSandboxImage } from "../support/docker.js";
 import { runCordon } from "../support/run-cli.js";
 import { removeStateDirectory } from "../support/state-directory.js";
 
-const fixture = (...parts: string[]): string =>
-  path.join(packageRoot(), "test", "fixtures", ...parts);
 const cli = path.join(packageRoot(), "dist", "cli", "main.js");
 
 interface ResultJson {

@@ -18,7 +18,13 @@ import {
   type EgressDecision,
   type SandboxSummary,
 } from "../../src/sandbox/index.js";
-import { demoRepo, example, git, repositoryOf } from "../support/demo-repo.js";
+import {
+  demoRepo,
+  example,
+  git,
+  repositoryOf,
+  trustHostCertificatesConfig,
+} from "../support/demo-repo.js";
 import { dockerClient, requireSandboxImage } from "../support/docker.js";
 import { withoutLocalEngine } from "../support/no-local-engine.js";
 import { runCordon } from "../support/run-cli.js";
@@ -495,11 +501,7 @@ describe("a second engine with its own filesystem", () => {
     const decisions: EgressDecision[] = [];
     // This machine's egress re-signs HTTPS (docs/network.md): the sandbox trusts the host's CA
     // bundle, which must reach that engine as a volume — this host's path means nothing there.
-    const trustConfig = path.join(root, "trust.json5");
-    await writeFile(
-      trustConfig,
-      "{ agents: { defaults: { sandbox: { egress: { trustHostCertificates: true } } } } }\n",
-    );
+    const trustConfig = await trustHostCertificatesConfig(root);
     const runner = createRunner({
       env: env(engine.sshEnv, home),
       workspace: repo,

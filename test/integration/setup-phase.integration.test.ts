@@ -6,14 +6,13 @@
  * `npm ci` in its fresh copy before the tests pass (exit 0). A setup that needs a host off its
  * list fails before any agent turn, naming the refused host and the flag that allows it.
  */
-import { cp, mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
+import { cp, mkdtemp, readFile, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
 
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 
-import { packageRoot } from "../../src/common/index.js";
-import { git } from "../support/demo-repo.js";
+import { fixture, git, trustHostCertificatesConfig } from "../support/demo-repo.js";
 import { removeContainersOfHome, requireSandboxImage } from "../support/docker.js";
 import { runCordon } from "../support/run-cli.js";
 import { removeStateDirectory } from "../support/state-directory.js";
@@ -29,9 +28,6 @@ interface ResultJson {
   filesChanged: { path: string }[];
   durationsMs: { setup: number; total: number };
 }
-
-const fixture = (...parts: string[]): string =>
-  path.join(packageRoot(), "test", "fixtures", ...parts);
 
 describe("fix-tests with a setup phase", () => {
   let home: string;
@@ -55,11 +51,7 @@ describe("fix-tests with a setup phase", () => {
     git(repo, "commit", "-qm", "slug library");
     // This machine's egress inspects TLS (as a corporate proxy does): the user's own config says
     // to trust the host's CA bundle, as docs/network.md tells them to.
-    trustConfig = path.join(home, "trust.json5");
-    await writeFile(
-      trustConfig,
-      "{ agents: { defaults: { sandbox: { egress: { trustHostCertificates: true } } } } }\n",
-    );
+    trustConfig = await trustHostCertificatesConfig(home);
   });
 
   afterAll(async () => {

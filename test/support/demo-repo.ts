@@ -1,5 +1,5 @@
 import { execFileSync } from "node:child_process";
-import { cp, mkdtemp } from "node:fs/promises";
+import { cp, mkdtemp, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
 
@@ -35,6 +35,25 @@ export async function repositoryOf(source: string): Promise<string> {
   git(repo, "add", "-A");
   git(repo, "commit", "-qm", "demo");
   return repo;
+}
+
+/** Path of a file under test/fixtures/. */
+export function fixture(...parts: string[]): string {
+  return path.join(packageRoot(), "test", "fixtures", ...parts);
+}
+
+/**
+ * A config file in `directory` that has sandboxes trust this host's CA bundle: this machine's
+ * egress re-signs HTTPS (as a corporate proxy does), and docs/network.md tells such users to set
+ * it in their own, trusted config. Returns its path.
+ */
+export async function trustHostCertificatesConfig(directory: string): Promise<string> {
+  const file = path.join(directory, "trust.json5");
+  await writeFile(
+    file,
+    "{ agents: { defaults: { sandbox: { egress: { trustHostCertificates: true } } } } }\n",
+  );
+  return file;
 }
 
 /** Path of a file under examples/. */
