@@ -137,7 +137,12 @@ describe("prune and support volumes", () => {
 
     // The inventory's prune reports it (a dry run: the real one would sweep other tests' too).
     const inventory = new SandboxInventory({ engine, stateDirectory: home, image });
-    const dry = await inventory.prune({ dryRun: true, orphanMinAgeMs: 0, stopped: false });
+    const dry = await inventory.prune({
+      dryRun: true,
+      orphanMinAgeMs: 0,
+      supportVolumeMinAgeMs: 0,
+      stopped: false,
+    });
     const reported = dry.orphans.map((orphan) => orphan.path);
     expect(reported).toContain(unused.name);
     for (const name of used) expect(reported).not.toContain(name);

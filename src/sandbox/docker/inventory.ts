@@ -222,6 +222,12 @@ export interface PruneOptions {
    */
   orphanMinAgeMs?: number | undefined;
   /**
+   * Support volumes no container mounts go only once made this long ago (ms). Default ten
+   * minutes, and not `orphanMinAgeMs`: they are the engine's, shared by every state directory's
+   * processes, so a prune of one state directory must not sweep what another is about to mount.
+   */
+  supportVolumeMinAgeMs?: number | undefined;
+  /**
    * Also remove sandboxes and orphaned copies holding changes `cordon apply` never applied
    * (default false: they are kept and listed in `keptForChanges`).
    */
@@ -247,6 +253,9 @@ export interface PruneReport {
  * creating the workspace and creating its container.
  */
 export const orphanGraceMs = 60_000;
+
+/** See `PruneOptions.supportVolumeMinAgeMs`. */
+export const supportVolumeGraceMs = 10 * 60_000;
 
 /**
  * Says why an orphan used moments ago was left: a prune that says "nothing to prune" right after
@@ -648,7 +657,10 @@ export class SandboxInventory {
     await this.pruneOrphanDirectories(sweep);
     await this.pruneOrphanVolumes(sweep);
     await this.pruneCarryLeftovers(grace, report);
-    await this.pruneSupportVolumes(now - orphanMinAgeMs, report);
+    await this.pruneSupportVolumes(
+      now - (options.supportVolumeMinAgeMs ?? supportVolumeGraceMs),
+      report,
+    );
     return report;
   }
 
