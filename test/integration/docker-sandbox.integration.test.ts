@@ -30,6 +30,7 @@ import {
   testExecutorVolume,
 } from "../support/docker.js";
 import { testSandboxSpec } from "../support/sandbox-spec.js";
+import type { SandboxSpec } from "../../src/sandbox/index.js";
 
 /**
  * DockerSandbox against one real, hardened container (read-only root, no network, no
@@ -62,6 +63,35 @@ describe("DockerSandbox", () => {
       left = await processesMatching(pattern);
     }
     return left;
+  }
+
+  /**
+   * A started container of its own for a test that breaks it (kills it, fills its pids), with
+   * the sandbox over it; remove the container when done.
+   */
+  async function startedSandbox(
+    spec: SandboxSpec,
+    executorVolume?: string,
+  ): Promise<{ container: Docker.Container; sandbox: DockerSandbox }> {
+    const created = await docker.createContainer(
+      createContainerOptions({
+        spec,
+        image: await requireSandboxImage(),
+        createdAt: new Date().toISOString(),
+        extraLabels: testLabel,
+        executorVolume,
+      }),
+    );
+    await created.start();
+    const over = new DockerSandbox({
+      engine: new DockerEngine(),
+      containerId: created.id,
+      containerName: spec.containerName,
+      workdir: "/tmp",
+      user: "1000:1000",
+      executor: spec.docker.executor,
+    });
+    return { container: created, sandbox: over };
   }
 
   async function fileError(work: Promise<unknown>): Promise<FileOperationError> {
@@ -714,26 +744,10 @@ describe("DockerSandbox", () => {
 
   describe("when the container goes away", () => {
     it("a command running when the container is killed fails with a clear SandboxError", async () => {
-      const image = await requireSandboxImage();
-      const spec = testSandboxSpec("doomed");
-      const doomed = await docker.createContainer(
-        createContainerOptions({
-          spec,
-          image,
-          createdAt: new Date().toISOString(),
-          extraLabels: testLabel,
-        }),
+      const { container: doomed, sandbox: victim } = await startedSandbox(
+        testSandboxSpec("doomed"),
       );
       try {
-        await doomed.start();
-        const victim = new DockerSandbox({
-          engine: new DockerEngine(),
-          containerId: doomed.id,
-          containerName: spec.containerName,
-          workdir: "/tmp",
-          user: "1000:1000",
-          executor: spec.docker.executor,
-        });
         const running = victim.exec("echo started; sleep 600", {
           onStdout: () => void doomed.kill().catch(() => undefined),
         });
@@ -768,27 +782,13 @@ describe("DockerSandbox", () => {
     it.each(transports)(
       "a timeout kills a bomb that holds every pid, and the next command works ($name)",
       async ({ executor }) => {
-        const image = await requireSandboxImage();
-        const spec = testSandboxSpec("bomb", { docker: { pidsLimit: 64, executor } });
-        const bombed = await docker.createContainer(
-          createContainerOptions({
-            spec,
-            image,
-            createdAt: new Date().toISOString(),
-            extraLabels: testLabel,
-            executorVolume: executor === "resident" ? await testExecutorVolume(image) : undefined,
-          }),
+        const { container: bombed, sandbox: target } = await startedSandbox(
+          testSandboxSpec("bomb", { docker: { pidsLimit: 64, executor } }),
+          executor === "resident"
+            ? await testExecutorVolume(await requireSandboxImage())
+            : undefined,
         );
         try {
-          await bombed.start();
-          const target = new DockerSandbox({
-            engine: new DockerEngine(),
-            containerId: bombed.id,
-            containerName: spec.containerName,
-            workdir: "/tmp",
-            user: "1000:1000",
-            executor,
-          });
           expect((await target.exec("echo ready")).stdout).toBe("ready\n");
           // Python forks without bash's retry backoff: every pid stays taken by a sleeping child.
           const bomb = await target.exec(
