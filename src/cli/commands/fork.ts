@@ -34,7 +34,7 @@ export function registerForkCommand(program: Command, context: CliContext): void
     .action(async (flags: ForkFlags) => {
       const count = countOf(flags.count);
       const runner = runnerFromFlags(context, flags);
-      const kept: string[] = [];
+      let kept = 0;
       const forks = await withInterrupt(
         context,
         (signal) =>
@@ -46,11 +46,11 @@ export function registerForkCommand(program: Command, context: CliContext): void
             transcript: flags.transcript,
             signal,
             onProgress: (progress) => {
-              if (progress.phase === forkKeptPhase) kept.push(progress.message);
+              if (progress.phase === forkKeptPhase) kept += 1;
               context.stderr(`· ${progress.message}\n`);
             },
           }),
-        () => forkStopLine(kept.length),
+        () => forkStopLine(kept),
       );
       if (flags.json) {
         context.stdout(`${JSON.stringify({ forks })}\n`);
