@@ -55,8 +55,8 @@ cordon_enter() { # cwd, root
 }
 
 cordon_sweep() { # id [pid of the run's wrapper, whose stdout and stderr the tree shares]
-  local marker="CORDON_RUN=$1" ref=${2:-} round dir pid line entry found
-  local -a fields environ
+  local marker="CORDON_RUN=$1" ref=${2:-} round dir pid line entry found unsure rescans=0
+  local -a fields environ arguments
   local -A hit=() groups=() spare=()
   local out='' err=''
   # Only a pipe or socket identifies the run's output; /dev/null or a file is shared by anyone.
@@ -74,8 +74,13 @@ cordon_sweep() { # id [pid of the run's wrapper, whose stdout and stderr the tre
     fields=(${line##*) })
     pid=${fields[1]}
   done
-  for ((round = 0; round < 100; round++)); do
+  # A process in the middle of an exec shows neither arguments nor environment for a moment, so
+  # a pass that found nothing but met one looks again (each pass takes a few milliseconds), for a
+  # bounded while: `bash -c 'echo go; sleep 9'` becomes `sleep` in place, and a kill sent as "go"
+  # arrived used to miss it.
+  for ((round = 0; round < 100; )); do
     found=()
+    unsure=
     for dir in /proc/[0-9]*; do
       pid=${dir#/proc/}
       ((pid == $$ || pid == BASHPID)) && continue
@@ -98,6 +103,13 @@ cordon_sweep() { # id [pid of the run's wrapper, whose stdout and stderr the tre
       fi
       environ=()
       { mapfile -d '' environ <"$dir/environ"; } 2>/dev/null || continue
+      if ((${#environ[@]} == 0)); then
+        # `env -i` leaves an environment empty for good, but never the arguments.
+        arguments=()
+        { mapfile -d '' arguments <"$dir/cmdline"; } 2>/dev/null
+        ((${#arguments[@]} == 0)) && unsure=1
+        continue
+      fi
       for entry in "${environ[@]}"; do
         if [[ $entry == "$marker" ]]; then
           found+=("$pid")
@@ -107,7 +119,11 @@ cordon_sweep() { # id [pid of the run's wrapper, whose stdout and stderr the tre
         fi
       done
     done
-    ((${#found[@]} == 0)) && return 0
+    if ((${#found[@]} == 0)); then
+      [[ -n $unsure ]] && ((rescans++ < 50)) && continue
+      return 0
+    fi
+    ((++round))
     kill -STOP "${found[@]}" 2>/dev/null
     kill -KILL "${found[@]}" 2>/dev/null
     for pid in "${found[@]}"; do hit[$pid]=1; done

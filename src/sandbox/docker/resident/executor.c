@@ -123,6 +123,8 @@ struct child {
   char *state_dir;
   dev_t out_dev, err_dev;
   ino_t out_ino, err_ino;
+  /* A run's session: its leader's pid, which setsid made the session's id. */
+  pid_t session;
   /* A run waiting for the login environment (see below): its pipes are made and its stdin is
    * buffered, but it is forked only once the login shell answered. `ends` are the child's ends
    * of its pipes until then; `cwd`, `root` and `command` what it will run. */
@@ -492,6 +494,7 @@ static int launch_child(struct child *c, char **argv, char **base, char **extra,
     return -1;
   }
   c->pid = pid;
+  if (run) c->session = pid;
   return 0;
 }
 
@@ -848,7 +851,22 @@ static int read_stat(pid_t pid, char *state, pid_t *ppid, pid_t *pgrp, pid_t *se
   return 1;
 }
 
-/* Whether /proc/PID/environ holds exactly the entry `marker`. */
+/* Whether /proc/PID/FILE is empty (or unreadable): an exec's new image gets its arguments and
+ * environment only after the exec let go of the lock that reading them takes. */
+static int proc_file_empty(pid_t pid, const char *file) {
+  char path[64], byte;
+  snprintf(path, sizeof path, "/proc/%d/%s", (int)pid, file);
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return 1;
+  ssize_t n;
+  do n = read(fd, &byte, 1);
+  while (n < 0 && errno == EINTR);
+  close(fd);
+  return n <= 0;
+}
+
+/* Whether /proc/PID/environ holds exactly the entry `marker`: 1 yes, 0 no, -1 not yet known (the
+ * process is in the middle of an exec: no arguments and no environment yet). */
 static int has_marker(pid_t pid, const char *marker) {
   static char *buffer;
   static size_t cap;
@@ -869,6 +887,8 @@ static int has_marker(pid_t pid, const char *marker) {
     len += (size_t)n;
   }
   close(fd);
+  /* `env -i` leaves an environment empty for good, but never the arguments. */
+  if (len == 0) return proc_file_empty(pid, "cmdline") ? -1 : 0;
   buffer[len] = 0;
   size_t want = strlen(marker) + 1;
   for (size_t at = 0; at < len;) {
@@ -887,6 +907,9 @@ static int holds(pid_t pid, int fd, dev_t dev, ino_t ino) {
   return stat(path, &st) == 0 && st.st_dev == dev && st.st_ino == ino;
 }
 
+/* How many more passes (a millisecond apart) a sweep makes for processes caught in an exec. */
+enum { sweep_unsure_passes = 200 };
+
 /*
  * The exec wrapper's cordon_sweep: kills every process of run `c`, found four ways because each
  * alone can be escaped: the CORDON_RUN marker in its environment, the session or process group of
@@ -895,6 +918,12 @@ static int holds(pid_t pid, int fd, dev_t dev, ino_t ino) {
  * still writes to the call's output). Found processes are stopped before they are killed, so a
  * fork loop cannot outrun the sweep, and it repeats until a pass finds nothing. This process and
  * its ancestors are never part of a tree.
+ *
+ * A process in the middle of an exec shows no environment for a moment (longer while the new
+ * program's loader reads from a busy disk): `bash -c 'echo go; sleep 9'` becomes `sleep` in
+ * place, and a kill sent as "go" arrives used to miss it. So the run's session, while its leader
+ * lives, is part of the tree from the start (its id cannot be another's then), and a pass that
+ * found nothing but met such a process looks again, for a bounded while.
  */
 static void sweep(const struct child *c) {
   char marker[128];
@@ -910,7 +939,10 @@ static void sweep(const struct child *c) {
   /* Only while this process holds the read end is the pipe's identity its own; at end of file
    * no process holds a write end any more. */
   int out = c->out >= 0, err = c->err >= 0;
-  for (int round = 0; round < 100; round++) {
+  if (c->pid > 0 && c->session > 0) add_pid(&groups, c->session);
+  int unsure_passes = 0;
+  for (int rounds = 0; rounds < 100;) {
+    int unsure = 0;
     found.n = 0;
     DIR *proc = opendir("/proc");
     if (!proc) break;
@@ -926,14 +958,24 @@ static void sweep(const struct child *c) {
           (out && holds(pid, 1, c->out_dev, c->out_ino)) ||
           (err && holds(pid, 2, c->err_dev, c->err_ino))) {
         add_pid(&found, pid);
-      } else if (has_marker(pid, marker)) {
-        add_pid(&found, pid);
-        add_pid(&groups, pgrp);
-        add_pid(&groups, session);
+      } else {
+        int marked = has_marker(pid, marker);
+        if (marked > 0) {
+          add_pid(&found, pid);
+          add_pid(&groups, pgrp);
+          add_pid(&groups, session);
+        } else if (marked < 0) {
+          unsure = 1;
+        }
       }
     }
     closedir(proc);
-    if (found.n == 0) break;
+    if (found.n == 0) {
+      if (!unsure || ++unsure_passes > sweep_unsure_passes) break;
+      usleep(1000);
+      continue;
+    }
+    rounds++;
     for (size_t i = 0; i < found.n; i++) kill(found.at[i], SIGSTOP);
     for (size_t i = 0; i < found.n; i++) {
       kill(found.at[i], SIGKILL);
