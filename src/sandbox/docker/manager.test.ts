@@ -5,7 +5,7 @@ import path from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 
 import { testSandboxSpec } from "../../../test/support/sandbox-spec.js";
-import { SandboxError } from "../../common/index.js";
+import { SandboxError, sleep } from "../../common/index.js";
 import type { Sandbox } from "../sandbox.js";
 import type { SandboxSpec } from "../spec.js";
 import { fakeEngine } from "./client/testing/fake-engine.js";
@@ -109,12 +109,36 @@ describe("DockerSandboxManager over a fake engine", () => {
     await lease.release();
   });
 
-  it("refuses to freeze a container another command holds paused", async () => {
+  it("a second freeze waits its turn behind another command's, and each sees the container paused", async () => {
+    const lease = await manager.acquire(spec);
+    const container = fake.containers.find(spec.containerName)!;
+    const order: string[] = [];
+    let resume!: () => void;
+    const gate = new Promise<void>((resolve) => (resume = resolve));
+    const first = lease.freeze(async () => {
+      order.push(`first ${container.state.status}`);
+      await gate;
+    });
+    while (order.length === 0) await sleep(5);
+    const second = lease.freeze(() =>
+      Promise.resolve(order.push(`second ${container.state.status}`)),
+    );
+    // Nothing the second freeze could do before the first resumes the container.
+    await sleep(50);
+    expect(order).toEqual(["first paused"]);
+    resume();
+    await Promise.all([first, second]);
+    expect(order).toEqual(["first paused", "second paused"]);
+    expect(container.state.status).toBe("running");
+    await lease.release();
+  });
+
+  it("takes over a pause no live cordon command holds (a `docker pause`), and resumes it after", async () => {
     const lease = await manager.acquire(spec);
     await fake.containers.pause(spec.containerName);
-    await expect(lease.freeze(() => Promise.resolve())).rejects.toThrow(/paused by another/);
-    // Left as that other command has it.
-    expect(fake.containers.find(spec.containerName)?.state.paused).toBe(true);
+    const container = fake.containers.find(spec.containerName)!;
+    expect(await lease.freeze(() => Promise.resolve(container.state.status))).toBe("paused");
+    expect(container.state.status).toBe("running");
     await lease.release();
   });
 

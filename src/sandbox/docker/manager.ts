@@ -89,7 +89,7 @@ export interface ManagedContainer {
   stopReason: () => SandboxError | undefined;
 }
 
-export type AcquirePhase = "image" | "workspace" | "pool" | "create" | "start" | "reuse";
+export type AcquirePhase = "image" | "workspace" | "pool" | "create" | "start" | "reuse" | "wait";
 
 export interface AcquireProgress {
   phase: AcquirePhase;
@@ -700,7 +700,11 @@ export class DockerSandboxManager {
     const info = found && (await this.identify(found, name));
     if (info) assertAdoptable(info, spec, this.stateDirectory);
     // Nothing runs in a missing or stopped container.
-    return whileFrozen(this.containers, info || undefined, fn);
+    return whileFrozen(this.containers, info || undefined, fn, {
+      stateDirectory: this.stateDirectory,
+      containerName: name,
+      onWait: (message) => this.logger.info({ sandbox: name }, message),
+    });
   }
 
   private hold(name: string): void {

@@ -1,7 +1,18 @@
-import { describe, expect, it } from "vitest";
+import { spawnSync } from "node:child_process";
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import os, { tmpdir } from "node:os";
+import path from "node:path";
+
+import { afterAll, describe, expect, it } from "vitest";
 
 import { testSandboxSpec } from "../../../test/support/sandbox-spec.js";
-import { AbortedError, SandboxStartError, createSilentLogger } from "../../common/index.js";
+import {
+  AbortedError,
+  SandboxError,
+  SandboxStartError,
+  createSilentLogger,
+  sleep,
+} from "../../common/index.js";
 import type { SandboxSpec } from "../spec.js";
 import {
   FakeContainerClient,
@@ -12,9 +23,12 @@ import {
 } from "./client/testing/fake-container-client.js";
 import { createContainerOptions, labelKeys } from "./container-options.js";
 import type { ResolvedImage } from "./manager-image.js";
+import { freezeMarkerFile, holdFreezeMarker, readFreezeMarker } from "./freeze-marker.js";
 import { settleContainer, type SettleOptions } from "./settle-container.js";
 
-const stateDirectory = "/var/lib/cordon-test";
+// A real directory: a paused container's freeze marker is looked for in it.
+const stateDirectory = mkdtempSync(path.join(tmpdir(), "cordon-settle-unit-"));
+afterAll(() => rmSync(stateDirectory, { recursive: true, force: true }));
 const image: ResolvedImage = { reference: "cordon-sandbox:test", id: "sha256:1111aaaa2222bbbb" };
 
 /** A fake engine that knows the image, and a spec whose container it has never seen. */
@@ -143,7 +157,94 @@ describe("settleContainer", () => {
     });
     const { result } = await settle(client, spec);
     expect(result.container.id).toBe(container.id);
-    expect(client.methods()).toEqual(["inspect", "unpause", "inspect"]);
+    // No freeze marker: no cordon command is reading it, so the pause was left behind.
+    expect(client.methods()).toEqual(["inspect", "inspect", "unpause", "inspect"]);
+  });
+
+  it("waits for a container another command holds frozen (its marker), and never resumes it", async () => {
+    const { client, spec } = setup();
+    const container = existing(client, spec, {
+      state: { ...runningState(), status: "paused", paused: true },
+    });
+    // The other command (a rollback of another session): its marker, then its pause.
+    let resume!: () => void;
+    const gate = new Promise<void>((resolve) => (resume = resolve));
+    let frozen = false;
+    const rollback = holdFreezeMarker(stateDirectory, spec.containerName, async () => {
+      frozen = true;
+      await gate;
+      await client.unpause(container.id);
+    });
+    while (!frozen) await sleep(5);
+    const progress: string[] = [];
+    const settling = settle(client, spec, {
+      progress: (phase, message) => progress.push(`${phase}: ${message}`),
+      freezeWait: { announceAfterMs: 0, pollMs: 5 },
+    });
+    while (progress.length === 0) await sleep(5);
+    expect(progress[0]).toMatch(
+      new RegExp(
+        `^wait: waiting for .*pid ${process.pid}.*, which has ${spec.containerName} frozen`,
+      ),
+    );
+    expect(client.methods()).not.toContain("unpause");
+    expect(container.state.paused).toBe(true);
+    resume();
+    await rollback;
+    const { result } = await settling;
+    expect(result.container.id).toBe(container.id);
+    // Resumed once, by its holder.
+    expect(client.methods().filter((method) => method === "unpause")).toHaveLength(1);
+  });
+
+  it("resumes a container whose freezer died (a stale marker), and removes the marker", async () => {
+    const { client, spec } = setup();
+    const container = existing(client, spec, {
+      state: { ...runningState(), status: "paused", paused: true },
+    });
+    const marker = freezeMarkerFile(stateDirectory, spec.containerName);
+    mkdirSync(path.dirname(marker), { recursive: true });
+    const exited = spawnSync(process.execPath, ["-e", ""]);
+    writeFileSync(
+      marker,
+      JSON.stringify({
+        v: 1,
+        pid: exited.pid,
+        host: os.hostname(),
+        startTicks: 1,
+        token: "killed-rollback",
+        command: "cordon rollback",
+        since: "2026-01-01T00:00:00.000Z",
+      }),
+    );
+    const { result, progress } = await settle(client, spec, { freezeWait: { boundMs: 0 } });
+    expect(result.container.id).toBe(container.id);
+    expect(result.container.state.paused).toBe(false);
+    expect(progress.filter((line) => line.startsWith("wait:"))).toEqual([]);
+    expect(await readFreezeMarker(stateDirectory, spec.containerName)).toBeUndefined();
+  });
+
+  it("gives up on a freeze held past the bound, naming its holder, and leaves it paused", async () => {
+    const { client, spec } = setup();
+    const container = existing(client, spec, {
+      state: { ...runningState(), status: "paused", paused: true },
+    });
+    let resume!: () => void;
+    const gate = new Promise<void>((resolve) => (resume = resolve));
+    let frozen = false;
+    const stuck = holdFreezeMarker(stateDirectory, spec.containerName, async () => {
+      frozen = true;
+      await gate;
+    });
+    while (!frozen) await sleep(5);
+    const error = await settle(client, spec, { freezeWait: { boundMs: 20, pollMs: 5 } }).catch(
+      (e: unknown) => e,
+    );
+    expect(error).toBeInstanceOf(SandboxError);
+    expect((error as SandboxError).fix).toMatch(new RegExp(`kill ${process.pid}`));
+    expect(container.state.paused).toBe(true);
+    resume();
+    await stuck;
   });
 
   it.each([0, 143])(

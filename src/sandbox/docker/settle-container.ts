@@ -8,9 +8,10 @@ import type {
 } from "./client/index.js";
 import { isBusy } from "./container-activity.js";
 import { labelKeys } from "./container-options.js";
+import { holdFreezeMarker, type FreezeWaitOptions } from "./freeze-marker.js";
 import type { ResolvedImage } from "./manager-image.js";
 
-export type SettlePhase = "create" | "start" | "reuse";
+export type SettlePhase = "create" | "start" | "reuse" | "wait";
 
 export interface SettleOptions {
   containers: ContainerClient;
@@ -48,6 +49,11 @@ export interface SettleOptions {
   log: Logger;
   /** How long to wait for a container another process is changing (ms, default 250). */
   retryDelayMs?: number | undefined;
+  /**
+   * How a container another cordon command has frozen is waited for (freeze-marker.ts: for up to
+   * 10 minutes, said after 1 s, its marker looked at every 100 ms).
+   */
+  freezeWait?: Pick<FreezeWaitOptions, "boundMs" | "announceAfterMs" | "pollMs"> | undefined;
 }
 
 export interface Settled {
@@ -67,7 +73,9 @@ const settleAttempts = 20;
  *
  * - absent: created and started (a 409 means another process created it: look again);
  * - not cordon's, or cordon's for another scope key or state directory: refused, never removed;
- * - removing or restarting: waited for; paused: resumed;
+ * - removing or restarting: waited for; paused by a live cordon command (a rollback, a diff: its
+ *   freeze marker) waited for, up to a bound; paused otherwise (a crashed command's freeze, a
+ *   `docker pause`): resumed;
  * - never started, or stopped on purpose (exit 0 or 143, what `docker stop` sends): started in
  *   place, once; killed (137), OOM-killed, any other exit, or a start that fails: replaced;
  * - another config hash or image: recreated when idle, kept and flagged stale when held or busy.
@@ -97,7 +105,22 @@ export async function settleContainer(options: SettleOptions): Promise<Settled> 
       continue;
     }
     if (state.status === "paused") {
-      await containers.unpause(container.id);
+      // Holding the marker, no live command has it frozen: one that had is waited for (another
+      // session's rollback must not be resumed mid-write), a dead one's marker is taken over.
+      await holdFreezeMarker(
+        options.stateDirectory,
+        name,
+        async () => {
+          if ((await containers.inspect(container.id))?.state.paused) {
+            await containers.unpause(container.id);
+          }
+        },
+        {
+          signal: options.signal,
+          ...options.freezeWait,
+          onWait: (message) => progress("wait", message),
+        },
+      );
       continue;
     }
     if (!state.running) {

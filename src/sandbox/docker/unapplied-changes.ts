@@ -159,11 +159,16 @@ export class UnappliedChangesCheck {
       freeze: (fn) => fn(),
     });
     try {
-      return await whileFrozen(this.containers, info, async () => {
-        const files = await changes.changedFiles();
-        if (files.size === 0) return undefined;
-        return { files: files.size, patch: await changes.patch() };
-      });
+      return await whileFrozen(
+        this.containers,
+        info,
+        async () => {
+          const files = await changes.changedFiles();
+          if (files.size === 0) return undefined;
+          return { files: files.size, patch: await changes.patch() };
+        },
+        { stateDirectory: this.options.stateDirectory, containerName: copy.name },
+      );
     } finally {
       await changes.dispose();
     }
