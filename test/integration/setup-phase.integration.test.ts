@@ -192,4 +192,35 @@ describe("fix-tests with a setup phase", () => {
     expect(result.message).not.toMatch(/--setup-allow-host/);
     expect(run.stderr).toMatch(/setup egress REFUSED: registry\.yarnpkg\.com:443/);
   }, 600_000);
+
+  it("a failed run --setup-cmd leaves the session a sandbox, with what setup wrote, not an orphan", async () => {
+    const session = ["--workspace", repo, "--session", "setup-half-done"];
+    const run = await runCordon(
+      [
+        "run",
+        ...session,
+        "--setup-cmd",
+        "echo half > half-done.txt; exit 3",
+        "--model-script",
+        fixture("fix-tests", "no-turns.json"),
+        "fix the slug",
+      ],
+      env(),
+    );
+    expect(run.exitCode, run.stderr).toBe(9);
+    const listed = await runCordon(["sandbox", "list", "--json"], env());
+    const sandboxes = JSON.parse(listed.stdout) as {
+      sandboxes: { session?: string }[];
+      orphans: unknown[];
+    };
+    // Before, the setup's container was removed and the copy left without one: an "orphaned
+    // workspace, whose container is gone", and `cordon diff` said the session had no sandbox.
+    expect(sandboxes.orphans).toEqual([]);
+    expect(sandboxes.sandboxes.map((sandbox) => sandbox.session)).toContain(
+      "agent:main:setup-half-done",
+    );
+    const diff = await runCordon(["diff", ...session, "--stat"], env());
+    expect(diff.exitCode, diff.stderr).toBe(0);
+    expect(diff.stdout).toMatch(/half-done\.txt/);
+  }, 600_000);
 });

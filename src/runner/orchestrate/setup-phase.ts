@@ -79,6 +79,16 @@ export interface SetupPhaseOptions {
 
 const outputTailBytes = 12 * 1024;
 
+/** How long a failed setup waits for the proxy's log to deliver a refusal. */
+const egressLogGraceMs = 2_000;
+
+async function until(done: () => boolean, withinMs: number): Promise<void> {
+  const deadline = Date.now() + withinMs;
+  while (!done() && Date.now() < deadline) {
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+}
+
 /**
  * Runs the setup command in the session's sandbox under the setup's own allowlist, then removes
  * that container — keeping the private workspace with what setup wrote — so the next acquire of
@@ -90,16 +100,6 @@ const outputTailBytes = 12 * 1024;
  * agent phase. Removing the container ends every process in it; only files carry over. It costs
  * one container start.
  */
-/** How long a failed setup waits for the proxy's log to deliver a refusal. */
-const egressLogGraceMs = 2_000;
-
-async function until(done: () => boolean, withinMs: number): Promise<void> {
-  const deadline = Date.now() + withinMs;
-  while (!done() && Date.now() < deadline) {
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
-}
-
 export async function runSetupPhase(options: SetupPhaseOptions): Promise<SetupRun> {
   const { runner, setup } = options;
   const request = {
@@ -236,10 +236,31 @@ export async function setupBeforeRun(
       emit({ type: "egress", host, port, allowed, phase: "setup" }),
   });
   if (run.exitCode !== 0) {
+    await leaveRunSandbox(phase);
     throw new EnvironmentError(setupFailureMessage(run, { withFix: false }), {
       fix: lowerFirst(setupFailureFix(run)),
     });
   }
+}
+
+/**
+ * After a failed setup, the session gets the container a run leaves (the run's own policy, on the
+ * copy as setup left it), as it would have after the agent phase: otherwise its copy is left with
+ * no container, which `cordon diff`, `exec` and `sandbox list` take for a sandbox removed outside
+ * cordon. The setup's failure is what the user must hear: a failure here only leaves the copy as
+ * it was, which the next run (or `sandbox prune`) picks up.
+ */
+async function leaveRunSandbox(phase: SetupPhaseOptions): Promise<void> {
+  const request = {
+    agentId: phase.agentId,
+    sessionKey: phase.sessionKey,
+    carryShare: phase.carryShare,
+    signal: phase.signal,
+  };
+  await phase.runner.acquireSandbox(request).then(
+    (held) => held.lease.release(),
+    () => undefined,
+  );
 }
 
 function lowerFirst(text: string): string {
