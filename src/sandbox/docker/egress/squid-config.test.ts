@@ -14,10 +14,13 @@ describe("egress proxy configuration", () => {
       "acl allowed_hosts dstdom_regex -n -i ^.+\\.pythonhosted\\.org$ ^registry\\.npmjs\\.org$",
     );
     const access = config.split("\n").filter((line) => line.startsWith("http_access"));
+    // `to_localhost` resolves the name: only after the allowlist, or a refused name leaks as a
+    // DNS query (egress-dns.integration.test.ts).
     expect(access).toEqual([
-      "http_access deny to_localhost",
       "http_access deny CONNECT !https_port",
       "http_access deny !CONNECT !http_port",
+      "http_access deny !allowed_hosts",
+      "http_access deny to_localhost",
       "http_access allow allowed_hosts",
       "http_access deny all",
     ]);

