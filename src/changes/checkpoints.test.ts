@@ -120,6 +120,30 @@ describe("the checkpoint list", () => {
     await expect(listCheckpoints(copy)).rejects.toThrow(/ELOOP/);
   });
 
+  it("reads again what another writer appended, tore or replaced since this process read it", async () => {
+    const file = checkpointListFile(copy);
+    const names = async () => (await listCheckpoints(copy)).map((checkpoint) => checkpoint.name);
+    await appendFile(file, `${JSON.stringify(entry("a"))}\n`);
+    expect(await names()).toEqual(["a"]);
+    // Another process's append, then a torn write (no newline yet), then one after it.
+    await appendFile(file, `${JSON.stringify(entry("b"))}\n{"v":1,"name":"c"`);
+    expect(await names()).toEqual(["a", "b"]);
+    await appendFile(file, `${JSON.stringify(entry("d"))}\n`);
+    expect(await names()).toEqual(["a", "b"]);
+    await appendFile(file, `${JSON.stringify(entry("e"))}\n`);
+    expect(await names()).toEqual(["a", "b", "e"]);
+    // Rewritten in place (the same inode), longer than before: read whole, not as grown.
+    const rewritten = ["p", "q", "r", "s", "t"].map((name) => JSON.stringify(entry(name)));
+    await writeFile(file, `${rewritten.join("\n")}\n`);
+    expect(await names()).toEqual(["p", "q", "r", "s", "t"]);
+    // A new file in its place, shorter: read whole.
+    await rm(file);
+    await writeFile(file, `${JSON.stringify(entry("z"))}\n`);
+    expect(await names()).toEqual(["z"]);
+    await rm(file);
+    expect(await names()).toEqual([]);
+  });
+
   it("rolls back to a checkpoint and keeps the state it replaced as before-rollback-<n>", async () => {
     const recorder = fakeRecorder([tree("1"), tree("9")]);
     const source = { privateWorkspace: copy, checkpoints: recorder };

@@ -1,5 +1,5 @@
 import { constants } from "node:fs";
-import { open } from "node:fs/promises";
+import { lstat, open, type FileHandle } from "node:fs/promises";
 import path from "node:path";
 
 import { z } from "zod";
@@ -97,25 +97,131 @@ export async function listCheckpoints(privateWorkspace: string): Promise<Checkpo
   );
 }
 
-/** The list as it is: checkpoints and the turns that missed theirs, oldest first. */
-async function readCheckpointList(privateWorkspace: string): Promise<CheckpointListEntry[]> {
+/**
+ * What this process last read of a list: its file's identity and the entries of its whole lines.
+ * A run reads the list twice a turn (the tree to compare with, the next name); parsing it whole
+ * each time made a turn's checkpoint cost grow with the session's turns.
+ */
+interface ReadList {
+  dev: bigint;
+  ino: bigint;
+  /** Bytes up to the end of the last whole line read: what `entries` holds. */
+  parsedBytes: number;
+  /** That line, newline included: still there, it says the file only grew since. */
+  lastLine: Buffer;
+  /** Size and mtime when read: a file that still has both is not read again. */
+  size: bigint;
+  mtimeNs: bigint;
+  entries: CheckpointListEntry[];
+}
+
+const readLists = new Map<string, ReadList>();
+
+/**
+ * The list as it is: checkpoints and the turns that missed theirs, oldest first. Served from what
+ * this process read last while the file is the same one, unchanged (one lstat); grown by appends
+ * (this process's or another's), only the new lines are read. Anything else (another file in its
+ * place, a shorter one) is read whole again.
+ */
+async function readCheckpointList(
+  privateWorkspace: string,
+): Promise<readonly CheckpointListEntry[]> {
+  const file = checkpointListFile(privateWorkspace);
+  let known = readLists.get(file);
+  const stats = await lstat(file, { bigint: true }).catch((error: unknown) => {
+    if ((error as NodeJS.ErrnoException).code === "ENOENT") return undefined;
+    throw error;
+  });
+  if (!stats) {
+    readLists.delete(file);
+    return [];
+  }
+  if (
+    known &&
+    stats.isFile() &&
+    stats.dev === known.dev &&
+    stats.ino === known.ino &&
+    stats.size === known.size &&
+    stats.mtimeNs === known.mtimeNs
+  ) {
+    return known.entries;
+  }
   let handle;
   try {
-    handle = await open(
-      checkpointListFile(privateWorkspace),
-      constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK,
-    );
+    handle = await open(file, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK);
   } catch (error) {
+    readLists.delete(file);
     if ((error as NodeJS.ErrnoException).code === "ENOENT") return [];
     throw error;
   }
-  let text: string;
   try {
-    if (!(await handle.stat()).isFile()) return [];
-    text = await handle.readFile("utf8");
+    const opened = await handle.stat({ bigint: true });
+    if (!opened.isFile()) {
+      readLists.delete(file);
+      return [];
+    }
+    // Grown in place (its last line read is still where it was): only what follows is new.
+    let text: Buffer | undefined;
+    if (known && opened.dev === known.dev && opened.ino === known.ino) {
+      const from = known.parsedBytes - known.lastLine.byteLength;
+      const read = await readFrom(handle, from, Number(opened.size) - from);
+      if (read.subarray(0, known.lastLine.byteLength).equals(known.lastLine)) {
+        text = read.subarray(known.lastLine.byteLength);
+      }
+    }
+    if (text === undefined) {
+      known = undefined;
+      text = await readFrom(handle, 0, Number(opened.size));
+    }
+    const lastNewline = text.lastIndexOf(0x0a);
+    const whole = lastNewline + 1;
+    const lines = text.subarray(0, whole);
+    const entries = [...(known?.entries ?? []), ...parseListLines(lines.toString("utf8"))];
+    // A last line without its newline (a write torn, or still under way) is read, not kept.
+    const unfinished = parseListLines(text.subarray(whole).toString("utf8"));
+    const parsedBytes = (known?.parsedBytes ?? 0) + whole;
+    if (unfinished.length > 0 || parsedBytes + (text.byteLength - whole) !== Number(opened.size)) {
+      readLists.delete(file);
+      return [...entries, ...unfinished];
+    }
+    const previousLine = whole >= 2 ? lines.lastIndexOf(0x0a, whole - 2) + 1 : 0;
+    readLists.set(file, {
+      dev: opened.dev,
+      ino: opened.ino,
+      parsedBytes,
+      lastLine:
+        whole > 0
+          ? Buffer.from(lines.subarray(previousLine))
+          : (known?.lastLine ?? Buffer.alloc(0)),
+      size: opened.size,
+      mtimeNs: opened.mtimeNs,
+      entries,
+    });
+    return entries;
   } finally {
     await handle.close();
   }
+}
+
+/** Up to `length` bytes of the file from `position` (fewer if it is shorter now). */
+async function readFrom(handle: FileHandle, position: number, length: number): Promise<Buffer> {
+  const bytes = Buffer.alloc(Math.max(0, length));
+  let filled = 0;
+  while (filled < bytes.byteLength) {
+    const { bytesRead } = await handle.read(
+      bytes,
+      filled,
+      bytes.byteLength - filled,
+      position + filled,
+    );
+    if (bytesRead === 0) break;
+    filled += bytesRead;
+  }
+  return bytes.subarray(0, filled);
+}
+
+/** The entries of whole lines of the list; a line that is not one (torn, foreign) is skipped. */
+function parseListLines(text: string): CheckpointListEntry[] {
   const entries: CheckpointListEntry[] = [];
   for (const line of text.split("\n")) {
     if (line.trim() === "") continue;
