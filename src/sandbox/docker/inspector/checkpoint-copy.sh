@@ -21,8 +21,9 @@
 #   also makes it when there is none (the host says so only when the sandbox stayed idle through
 #   this record), `fresh` removes it and hashes every file.
 # stdin: the pathspecs of `git add -A`, NUL-separated (cordon writes them), as for a diff.
-# stdout: the tree id of the copy as it is (before a restore: as it was), a NUL, then
-#   `git diff-tree --raw -z` from SINCE to it (record) or from it to TARGET (restore).
+# stdout: `git diff --raw -z` from SINCE to the copy as it is (record), or from the copy as it was
+#   to TARGET (restore), then the tree id of the copy as it is (before a restore: as it was) and a
+#   NUL: last, so a record can write the changes while it writes the tree.
 unset CORDON_SCRIPT
 set -euo pipefail
 
@@ -112,7 +113,6 @@ if [ -z "$from_kept" ]; then
   checkpoint_git read-tree refs/cordon/baseline
   add_all
 fi
-current="$(checkpoint_git write-tree)"
 
 # After a record of an idle sandbox (from no kept index, or a partial one): its entries, less
 # those changed in the last second (their ctime could be matched), reset to the baseline (entries
@@ -154,14 +154,21 @@ make_kept_index() {
 
 case "$mode" in
 record)
-  printf '%s\0' "$current"
+  # The changes since SINCE are read from the index (diff-index --cached) beside write-tree,
+  # not from the tree after it: two git processes at once rather than one after the other.
   # SINCE no longer in the store (or `-`): compared with the baseline. A missing object fails
-  # diff-tree before it writes anything.
+  # diff-index before it writes anything.
   since="$other"
-  if [ "$since" = - ] ||
-    ! checkpoint_git diff-tree -r --raw -z --no-abbrev --no-renames "$since" "$current" 2>/dev/null; then
-    checkpoint_git diff-tree -r --raw -z --no-abbrev --no-renames refs/cordon/baseline "$current"
-  fi
+  [ "$since" != - ] || since=refs/cordon/baseline
+  {
+    checkpoint_git diff-index --cached -r --raw -z --no-abbrev --no-renames "$since" 2>/dev/null ||
+      checkpoint_git diff-index --cached -r --raw -z --no-abbrev --no-renames refs/cordon/baseline
+  } &
+  changes=$!
+  checkpoint_git write-tree >/scratch/tree
+  wait "$changes"
+  read -r current </scratch/tree
+  printf '%s\0' "$current"
   if [ "$index_use" = keep ] && { [ -z "$from_kept" ] || [ -e "$partial" ]; }; then
     # The state is out already: a kept index that cannot be made costs the next record a full hash.
     exec >/dev/null
@@ -174,8 +181,9 @@ restore)
     echo "checkpoint-copy.sh: the checkpoint's tree $target is not in the store" >&2
     exit 3
   fi
-  printf '%s\0' "$current"
+  current="$(checkpoint_git write-tree)"
   checkpoint_git diff-tree -r --raw -z --no-abbrev --no-renames "$current" "$target"
+  printf '%s\0' "$current"
   # The index holds the copy as it is (stat data fresh from `add`): a one-way merge to the target
   # writes what differs, removes what the target lacks, and leaves ignored files alone.
   checkpoint_git read-tree -u --reset "$target"

@@ -13,9 +13,9 @@ import type { InspectionRequest, WorkspaceInspectors } from "./workspace-inspect
 const id = (digit: string): string => digit.repeat(40);
 
 describe("a copy's state as the inspector prints it", () => {
-  it("reads the tree id, then the changed files verbatim", () => {
+  it("reads the changed files verbatim, then the tree id", () => {
     const raw = Buffer.from(
-      `${id("a")}\0:100644 100755 ${id("1")} ${id("1")} M\0run.sh\0:100644 000000 ${id("2")} ${id("0")} D\0a b\nc\0`,
+      `:100644 100755 ${id("1")} ${id("1")} M\0run.sh\0:100644 000000 ${id("2")} ${id("0")} D\0a b\nc\0${id("a")}\0`,
     );
     const state = parseCopyState(raw);
     expect(state.tree).toBe(id("a"));
@@ -31,7 +31,9 @@ describe("a copy's state as the inspector prints it", () => {
     ["a ref instead of an id", "HEAD\0"],
     ["an option", "--upload-pack=x\0"],
     ["no terminator", id("a")],
-    ["a malformed entry", `${id("a")}\0:bogus\0file\0`],
+    ["a malformed entry", `:bogus\0file\0${id("a")}\0`],
+    ["changes without the tree", `:100644 100755 ${id("1")} ${id("1")} M\0${id("a")}\0`],
+    ["the tree first", `${id("a")}\0:100644 100755 ${id("1")} ${id("1")} M\0run.sh\0`],
   ])("refuses %s", (_what, output) => {
     expect(() => parseCopyState(Buffer.from(output))).toThrow(SandboxError);
   });

@@ -135,17 +135,19 @@ export function dockerWorkspaceCheckpoints(
 const treeId = /^(?:[0-9a-f]{40}|[0-9a-f]{64})$/;
 
 /**
- * checkpoint-copy.sh's output: a tree id, a NUL, then `diff-tree --raw -z` entries. Strict: a
- * first field that is not a tree id ends the parse with an error.
+ * checkpoint-copy.sh's output: `diff --raw -z` entries, then a tree id and a NUL (last: a record
+ * writes the changes while git writes the tree). Strict: output that does not end in a NUL-ended
+ * tree id ends the parse with an error.
  */
 export function parseCopyState(output: Uint8Array): CopyState {
   const bytes = Buffer.from(output);
-  const end = bytes.indexOf(0);
-  const tree = end < 0 ? "" : bytes.subarray(0, end).toString("latin1");
+  const last = bytes.length - 1;
+  const start = last < 0 ? -1 : bytes.lastIndexOf(0, last - 1) + 1;
+  const tree = last < 0 || bytes[last] !== 0 ? "" : bytes.subarray(start, last).toString("latin1");
   if (!treeId.test(tree)) {
     throw new SandboxError("the state read from the copy is malformed", {
       fix: "run the command again; if it persists, report it with `git --version` of the sandbox image",
     });
   }
-  return { tree, changed: parseChangedFiles(bytes.subarray(end + 1)) };
+  return { tree, changed: parseChangedFiles(bytes.subarray(0, start)) };
 }
