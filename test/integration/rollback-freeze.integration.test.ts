@@ -1,0 +1,234 @@
+/**
+ * A rollback and a run of another session on one sandbox (scope `agent`), against the real engine
+ * and the built CLI: the rollback (a child process) is stopped with SIGSTOP while it holds the
+ * sandbox frozen, so the race is held open for as long as the test needs. The other session's
+ * acquire must wait for it rather than resume the sandbox under the rollback's writes (which the
+ * rollback would catch and refuse as torn, leaving the copy half restored), and a rollback
+ * killed inside its freeze must not keep the sandbox paused for good.
+ */
+import { spawn, type ChildProcess } from "node:child_process";
+import { mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import path from "node:path";
+
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+
+import { packageRoot, sleep } from "../../src/common/index.js";
+import { createRunner, type Runner } from "../../src/index.js";
+import { readFreezeMarker } from "../../src/sandbox/docker/freeze-marker.js";
+import type { SandboxLease } from "../../src/sandbox/index.js";
+import { demoRepo } from "../support/demo-repo.js";
+import { dockerClient, removeContainersOfHome, requireSandboxImage } from "../support/docker.js";
+import { removeStateDirectory } from "../support/state-directory.js";
+
+const cli = path.join(packageRoot(), "dist", "cli", "main.js");
+const suffix = `${process.pid}-${Date.now().toString(36)}`;
+/** Attempts at catching a rollback inside its freeze (each takes one under a second unloaded). */
+const attempts = 6;
+
+interface Rollback {
+  child: ChildProcess;
+  exited: Promise<{ code: number | null; stdout: string; stderr: string }>;
+}
+
+describe("a rollback and another session's run on one sandbox", () => {
+  let home: string;
+  let repo: string;
+  let env: NodeJS.ProcessEnv;
+  let runner: Runner;
+  const docker = dockerClient();
+
+  const paused = async (container: string): Promise<boolean> =>
+    (await docker.getContainer(container).inspect()).State.Paused;
+
+  /** Runs `command` in the session's sandbox, as the agent would. */
+  const inSandbox = async (sessionKey: string, command: string) => {
+    const held = await runner.acquireSandbox({ sessionKey });
+    try {
+      const result = await held.lease.sandbox.exec(command);
+      expect(result.exitCode, result.stderr).toBe(0);
+      return { stdout: result.stdout, container: held.plan.sandbox.spec?.containerName ?? "" };
+    } finally {
+      await held.lease.release();
+    }
+  };
+
+  /** What the checkpoint `kept` holds, and what the breaking turn changes. */
+  const keptState = "pricing.py\n644\nkept\n";
+  const state = "ls pricing.py 2>/dev/null; stat -c %a test_pricing.py; cat kept.txt";
+  const breakCopy = (sessionKey: string) =>
+    inSandbox(
+      sessionKey,
+      "rm -f pricing.py && echo broken > kept.txt && chmod 755 test_pricing.py && for i in $(seq 1 200); do echo $i > made-$i.txt; done",
+    );
+
+  const startRollback = (sessionKey: string, checkpoint: string): Rollback => {
+    const child = spawn(
+      process.execPath,
+      [cli, "rollback", checkpoint, "--session", sessionKey, "--workspace", repo, "--json"],
+      { env: { ...env, CORDON_LOG_LEVEL: "silent" }, stdio: ["ignore", "pipe", "pipe"] },
+    );
+    let stdout = "";
+    let stderr = "";
+    child.stdout?.on("data", (chunk: Buffer) => (stdout += chunk.toString()));
+    child.stderr?.on("data", (chunk: Buffer) => (stderr += chunk.toString()));
+    const exited = new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve) =>
+      child.on("exit", (code) => resolve({ code, stdout, stderr })),
+    );
+    return { child, exited };
+  };
+
+  /**
+   * Stops the rollback (SIGSTOP) once it holds `container` frozen: its marker names it and the
+   * engine has the container paused, looked at again after the stop. False when the rollback got
+   * out of its freeze first (or ended).
+   */
+  const stopInsideFreeze = async (rollback: Rollback, container: string): Promise<boolean> => {
+    let ended = false;
+    void rollback.exited.then(() => (ended = true));
+    const pid = rollback.child.pid ?? -1;
+    const holds = async () =>
+      (await readFreezeMarker(home, container))?.pid === pid && (await paused(container));
+    while (!ended) {
+      if (await holds()) {
+        process.kill(pid, "SIGSTOP");
+        if (await holds()) return true;
+        process.kill(pid, "SIGCONT");
+      }
+      await sleep(5);
+    }
+    return false;
+  };
+
+  beforeAll(async () => {
+    await requireSandboxImage();
+    home = await mkdtemp(path.join(tmpdir(), "cordon-rollback-freeze-home-"));
+    repo = await demoRepo();
+    env = {
+      ...process.env,
+      CORDON_HOME: home,
+      CORDON_CONFIG: "",
+      ANTHROPIC_API_KEY: "",
+      // Every session of the agent shares one sandbox, and so one copy.
+      CORDON_SANDBOX_SCOPE: "agent",
+    };
+    runner = createRunner({ cwd: repo, workspace: repo, env, onClose: "keep" });
+  });
+
+  afterAll(async () => {
+    await runner?.close();
+    await removeContainersOfHome(home);
+    await removeStateDirectory(home);
+    await rm(path.dirname(repo), { recursive: true, force: true });
+  });
+
+  it("another session's acquire during the rollback waits for it, and the copy comes back whole", async () => {
+    const owner = `freeze-owner-${suffix}`;
+    const other = `freeze-other-${suffix}`;
+    const { container } = await inSandbox(owner, "echo kept > kept.txt");
+    await runner.checkpoint({ sessionKey: owner, name: "kept" });
+    expect((await inSandbox(owner, state)).stdout).toBe(keptState);
+
+    let caught = false;
+    for (let attempt = 0; attempt < attempts && !caught; attempt += 1) {
+      await breakCopy(owner);
+      const rollback = startRollback(owner, "kept");
+      if (!(await stopInsideFreeze(rollback, container))) {
+        const done = await rollback.exited;
+        expect(done.code, done.stderr).toBe(0);
+        continue;
+      }
+      // The other session's run acquires the sandbox while the rollback holds it frozen.
+      const waits: string[] = [];
+      let lease: SandboxLease | undefined;
+      const acquiring = runner
+        .acquireSandbox({
+          sessionKey: other,
+          onProgress: (progress) => {
+            if (progress.phase === "wait") waits.push(progress.message);
+          },
+        })
+        .then((held) => (lease = held.lease));
+      while (waits.length === 0 && lease === undefined) await sleep(10);
+      if (lease !== undefined) {
+        // The rollback had resumed the sandbox before it stopped: no race was held open.
+        await lease.release();
+        process.kill(rollback.child.pid ?? -1, "SIGCONT");
+        const done = await rollback.exited;
+        // Without the freeze marker this is where a race shows: the acquire resumed the
+        // sandbox under the rollback, which refuses what it wrote as torn (exit 3).
+        expect(done.code, done.stderr).toBe(0);
+        continue;
+      }
+      caught = true;
+      expect(waits[0]).toMatch(
+        new RegExp(
+          `^waiting for .*\\(pid ${rollback.child.pid} on .*\\), which has ${container} frozen`,
+        ),
+      );
+      // Still frozen for the rollback, which is still inside its freeze.
+      expect(await paused(container)).toBe(true);
+      expect((await readFreezeMarker(home, container))?.pid).toBe(rollback.child.pid);
+      expect(lease).toBeUndefined();
+
+      process.kill(rollback.child.pid ?? -1, "SIGCONT");
+      const done = await rollback.exited;
+      // A rollback whose sandbox was resumed under it fails ("was resumed while cordon read its
+      // workspace"): this one saw it paused from start to end.
+      expect(done.code, done.stderr).toBe(0);
+      expect(JSON.parse(done.stdout)).toMatchObject({ restored: { name: "kept" } });
+      await acquiring;
+      try {
+        const now = await lease!.sandbox.exec(`${state}; ls made-* 2>/dev/null | wc -l`);
+        expect(now.stdout).toBe(`${keptState}0\n`);
+      } finally {
+        await lease!.release();
+      }
+      expect(await paused(container)).toBe(false);
+      expect(await readFreezeMarker(home, container)).toBeUndefined();
+    }
+    expect(caught, `no rollback was caught inside its freeze in ${attempts} attempts`).toBe(true);
+  });
+
+  it("a rollback killed inside its freeze leaves a stale marker: the next acquire resumes the sandbox at once", async () => {
+    const owner = `stale-owner-${suffix}`;
+    const other = `stale-other-${suffix}`;
+    const { container } = await inSandbox(owner, "echo kept > kept.txt");
+    // The copy is the first test's too (one sandbox per agent): a checkpoint of its own.
+    await runner.checkpoint({ sessionKey: owner, name: "kept-again" });
+
+    let caught = false;
+    for (let attempt = 0; attempt < attempts && !caught; attempt += 1) {
+      await breakCopy(owner);
+      const rollback = startRollback(owner, "kept-again");
+      if (!(await stopInsideFreeze(rollback, container))) {
+        const done = await rollback.exited;
+        expect(done.code, done.stderr).toBe(0);
+        continue;
+      }
+      rollback.child.kill("SIGKILL");
+      await rollback.exited;
+      // Its unpause may have been on its way when it stopped.
+      if (!(await paused(container))) continue;
+      caught = true;
+      expect((await readFreezeMarker(home, container))?.pid).toBe(rollback.child.pid);
+
+      const waits: string[] = [];
+      const held = await runner.acquireSandbox({
+        sessionKey: other,
+        onProgress: (progress) => {
+          if (progress.phase === "wait") waits.push(progress.message);
+        },
+      });
+      try {
+        expect(waits).toEqual([]);
+        expect(await paused(container)).toBe(false);
+        expect(await readFreezeMarker(home, container)).toBeUndefined();
+        expect((await held.lease.sandbox.exec("echo alive")).stdout).toBe("alive\n");
+      } finally {
+        await held.lease.release();
+      }
+    }
+    expect(caught, `no rollback was caught inside its freeze in ${attempts} attempts`).toBe(true);
+  });
+});
