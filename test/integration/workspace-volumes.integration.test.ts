@@ -213,6 +213,40 @@ describe("a private copy in volumes on the engine", () => {
     );
     expect(git(victim, "count-objects")).toMatch(/^0 objects/);
   });
+
+  it("sandbox rm removes a seeding container still holding the volumes (its removal runs after the sandbox started)", async () => {
+    const key = `seed-left-${suffix}`;
+    const made = await cordon(["exec", "--workspace", repo, "--session", key, "--", "true"]);
+    expect(made.exitCode, made.stderr).toBe(0);
+    const sandbox = await sandboxOf(key);
+    // As a process that was stopped before its background removal ran leaves it: created,
+    // never started, labelled as the sandbox's, mounting all three volumes.
+    const docker = dockerClient();
+    const volumes = ["workspace", "baseline", "checkpoints"].map((r) => `${sandbox.name}-${r}`);
+    const leftover = await docker.createContainer({
+      name: `${sandbox.name}-seed-left`,
+      Image: await requireSandboxImage(),
+      Entrypoint: ["true"],
+      Labels: { "cordon.inspector": sandbox.name, "cordon.home": home },
+      HostConfig: {
+        NetworkMode: "none",
+        Mounts: volumes.map((volume, index) => ({
+          Type: "volume" as const,
+          Source: volume,
+          Target: `/seed/${index}`,
+        })),
+      },
+    });
+    try {
+      const removed = await cordon(["sandbox", "rm", sandbox.name]);
+      expect(removed.exitCode, removed.stderr).toBe(0);
+      const left = [...(await volumesOf(home)).keys()].filter((v) => v.startsWith(sandbox.name));
+      expect(left).toEqual([]);
+      await expect(leftover.inspect()).rejects.toMatchObject({ statusCode: 404 });
+    } finally {
+      await leftover.remove({ force: true }).catch(() => undefined);
+    }
+  });
 });
 
 describe("sandbox.disk on a copy in volumes (watched: no driver bounds a volume on disk)", () => {

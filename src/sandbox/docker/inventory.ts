@@ -761,6 +761,20 @@ export class SandboxInventory {
     }
   }
 
+  /** `sandboxName`'s inspector and seeding containers of this state directory, never started. */
+  private async removeUnstartedInspectorsOf(sandboxName: string): Promise<void> {
+    const inspectors = await this.containers.list({
+      labels: [
+        `${inspectorLabels.sandbox}=${sandboxName}`,
+        `${inspectorLabels.home}=${this.stateDirectory}`,
+      ],
+    });
+    for (const inspector of inspectors) {
+      if (inspector.status === "created")
+        await this.containers.remove(inspector.id, inspector.name);
+    }
+  }
+
   private async pruneOrphanRecords(sweep: OrphanSweep): Promise<void> {
     const { live, referenced, grace, usedBefore, report, discardChanges } = sweep;
     for (const record of await this.records.readAll()) {
@@ -942,7 +956,10 @@ export class SandboxInventory {
     await releaseCarryLayers(owned, { keep: false });
     await releaseWorkspaceDisk(owned);
     await removeWrittenTree(owned);
-    // A copy that lives with the engine: its volumes (only this state directory's).
+    // A copy that lives with the engine: its volumes (only this state directory's), after the
+    // never-started containers that mount them (a seeding container whose removal, left to run
+    // after the sandbox started, has not happened yet): the engine keeps a volume one uses.
+    await this.removeUnstartedInspectorsOf(path.basename(owned));
     await removeWorkspaceVolumes(this.engine.volumes, path.basename(owned), this.stateDirectory);
     await rm(seedMarkerPath(owned), { force: true });
     await rm(baselineGitDir(owned), { recursive: true, force: true });

@@ -496,6 +496,7 @@ export class DockerSandboxManager {
           fingerprint: memberOf !== undefined,
           volumesImage: volumes ? image.reference : undefined,
         });
+        let succeeded = false;
         try {
           // The caller reads the changes next (`cordon diff`): an inspector starts meanwhile.
           if (options.readsChanges) changes?.prepare();
@@ -543,10 +544,18 @@ export class DockerSandboxManager {
           });
           // Counted inside the lock, so the next acquire of this key sees it held.
           this.hold(spec.containerName);
+          succeeded = true;
           return result;
         } finally {
-          const failed = await prepared.finishing;
-          if (failed) log.warn({ err: failed }, "cannot remove what seeding left behind");
+          const finish = prepared.finish;
+          const finished = async (): Promise<void> => {
+            const failed = await finish?.();
+            if (failed) log.warn({ err: failed }, "cannot remove what seeding left behind");
+          };
+          // Started: the rest of seeding's cleanup goes on after this returns (`flush` waits).
+          // Failed: done first, so the volumes it holds can be removed.
+          if (finish && succeeded) this.inBackground("removing what seeding left behind", finished);
+          else await finished();
         }
       })
       .catch(async (error: unknown) => {
@@ -834,7 +843,7 @@ export class DockerSandboxManager {
         signal: context.signal,
       });
       prepared.bytesAtMost = made.bytesAtMost;
-      prepared.finishing = made.finishing;
+      prepared.finish = made.finish;
       prepared.madeInVolumes = made.created;
       const where = `the volume ${made.volumes.workspace}`;
       if (made.seed) {
@@ -1059,8 +1068,8 @@ export class DockerSandboxManager {
 interface PreparedWorkspace {
   /** A copy in volumes just seeded: bytes it takes at most (`DiskWatchdog`'s `atMost`). */
   bytesAtMost?: number | undefined;
-  /** Seeding's cleanup still running (`EnsuredWorkspaceVolumes.finishing`). */
-  finishing?: Promise<Error | undefined> | undefined;
+  /** Seeding's cleanup, run once the sandbox has started (`EnsuredWorkspaceVolumes.finish`). */
+  finish?: (() => Promise<Error | undefined>) | undefined;
   /** The copy's volumes were made by this acquire, their root the sandbox user's (0755). */
   madeInVolumes?: boolean | undefined;
 }

@@ -41,8 +41,7 @@ import { inspectorLabels } from "./inspector/workspace-inspector.js";
  * a second pass over the copy cost half again a host copy's seeding): the volumes and that
  * container are made while the files are selected, each file is streamed once the seed has it
  * (`GrowingTreePacker`), so the engine writes the volume while this host still copies, and the
- * deleting goes on while the sandbox is made. What stays on the host is
- * cordon's own record of the copy beside its would-be path: the seed marker (written last, it says
+ * deleting waits until the sandbox runs (`finish`). What stays on the host is cordon's own record of the copy beside its would-be path: the seed marker (written last, it says
  * the volumes are complete) and a git dir holding only the baseline ref and the checkpoint list.
  *
  * The disk budget: the engine's local driver bounds a volume only as tmpfs (memory, and gone with
@@ -133,11 +132,13 @@ export interface EnsuredWorkspaceVolumes {
    */
   bytesAtMost?: number | undefined;
   /**
-   * Cleanup this call left running, which nothing needs before the sandbox starts (the seed
-   * directory deleted, the seeding container removed): the caller awaits it before it returns.
-   * Never rejects; it resolves to what failed, for the log.
+   * Set when this call seeded it: the cleanup seeding leaves, which nothing needs once the volumes
+   * are complete (the seed directory deleted, the seeding container removed). The caller runs it
+   * after the sandbox has started, or at once when the acquire fails; never rejects, it resolves
+   * to what failed, for the log. Left undone (a process that died), `removeAbandonedSeeds` and
+   * prune remove both, and removing the sandbox removes its seeding container before its volumes.
    */
-  finishing?: Promise<Error | undefined> | undefined;
+  finish?: (() => Promise<Error | undefined>) | undefined;
 }
 
 /**
@@ -266,16 +267,18 @@ export async function ensureWorkspaceVolumes(
   }
   const closed = await seeded;
   const container = await madeContainer;
-  // The volumes are complete: deleting the seed directory and the container can go on while the
-  // sandbox is made (a few hundred ms for a 600-file repository, issue 29's bench).
-  const finishing = Promise.all([container.remove(), closed.dispose()]).then(
-    () => undefined,
-    (error: unknown) => (error instanceof Error ? error : new Error(String(error))),
-  );
+  // The volumes are complete: deleting the seed directory and the seeding container waits until
+  // the sandbox runs, off the new session's path (issue 29's bench: done while the sandbox was
+  // created and started, the two competed with it for the engine and the disk, ~50-100 ms).
+  const finish = (): Promise<Error | undefined> =>
+    Promise.all([container.remove(), closed.dispose()]).then(
+      () => undefined,
+      (error: unknown) => (error instanceof Error ? error : new Error(String(error))),
+    );
   try {
     await writeSeedMarker(privateWorkspace, closed.seed);
   } catch (error) {
-    await finishing;
+    await finish();
     await removeWorkspaceVolumes(options.volumes, spec.containerName, options.stateDirectory).catch(
       () => undefined,
     );
@@ -286,7 +289,7 @@ export async function ensureWorkspaceVolumes(
     created: true,
     seed: closed.seed,
     bytesAtMost: packed && allocatedAtMost(packed),
-    finishing,
+    finish,
   };
 }
 
