@@ -84,6 +84,20 @@ describe("a hostile repository's cordon.json5, through the built CLI", () => {
   it("refuses run, exec and sandbox explain while the file is untrusted; nothing runs on the host", () => {
     expectRefused(cordon(["run", "--model-script", script, "--max-turns", "3", "go"]));
     expectRefused(cordon(["exec", "--", "touch", marker]));
+    const fixTests = cordon([
+      "fix-tests",
+      "--test-cmd",
+      `touch ${marker}`,
+      "--model-script",
+      script,
+      "--out",
+      path.join(root, "fix-tests-out"),
+    ]);
+    // fix-tests says its result on stdout and the fix on stderr: read them as the terminal shows.
+    const shown = `${fixTests.stdout}${fixTests.stderr}`;
+    expectRefused({ ...fixTests, stderr: shown });
+    // Said once: removing the job's sandboxes at its end (it made none) does not repeat it.
+    expect(shown.split("was found in the working directory")).toHaveLength(2);
     const explain = cordon(["sandbox", "explain"]);
     expectRefused(explain);
     expect(explain.stderr).toContain("not named with --config or CORDON_CONFIG");

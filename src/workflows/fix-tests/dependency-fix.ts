@@ -4,6 +4,8 @@
  * npm to a pnpm project, or pip for a module Debian packages, sends the user the wrong way.
  */
 
+import { projectImageRecipe } from "./system-tools.js";
+
 /** Which dependencies are missing: a Node package, a Python module, a Go module, or unknown. */
 export type Ecosystem = "node" | "python" | "go";
 
@@ -53,7 +55,7 @@ function pythonFix(files: ReadonlySet<string>, module: string | undefined): stri
     ? `python3-${(module.split(".")[0] ?? module).toLowerCase().replace(/_/g, "-")}`
     : undefined;
   const recipe = debian
-    ? `; if Debian packages it (\`apt-cache show ${debian}\`), a project image needs two lines: \`FROM cordon-sandbox:latest\`, \`USER root\`, then \`RUN apt-get update && apt-get install -y --no-install-recommends ${debian}\` in .cordon/Dockerfile, with sandbox.docker.dockerfile: ".cordon/Dockerfile" (docs/images.md)`
+    ? `; if Debian packages it (\`apt-cache show ${debian}\`), ${projectImageRecipe([debian])}`
     : "";
   return `carry the project's virtualenv into the sandbox (\`--carry .venv\`), install it before the tests with \`--setup-cmd "${pythonInstall(files)}" ${pypiHosts}\`, ${imageFix}${recipe}`;
 }

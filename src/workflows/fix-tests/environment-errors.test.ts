@@ -35,8 +35,41 @@ describe("classifyEnvironmentError", () => {
     const found = classify(output, exitCode);
     expect(found?.kind).toBe("command_not_found");
     expect(found?.problem).toContain(problem);
-    expect(found?.fix).toMatch(/--carry node_modules.*--setup-cmd.*sandbox\.docker\.image/);
+    const tool = /`(valgrind|bats|shellcheck)`/.exec(problem)?.[1];
+    if (tool === undefined) {
+      expect(found?.fix).toMatch(/--carry node_modules.*--setup-cmd.*sandbox\.docker\.image/);
+    } else {
+      // A system tool Debian packages: its image recipe, not the dependencies' fixes.
+      expect(found?.fix).toContain(`apt-get install -y --no-install-recommends ${tool}`);
+      expect(found?.fix).not.toMatch(/--carry|--setup-cmd/);
+    }
   });
+
+  it.each([
+    ["bash: line 1: cargo: command not found", ["Cargo.toml", "src"], "cargo"],
+    ["bash: line 1: go: command not found", ["go.mod", "calc"], "golang-go"],
+    ["make: ctest: No such file or directory", ["CMakeLists.txt"], "cmake"],
+    ["sh: 1: mvn: not found", ["pom.xml", "src"], "maven"],
+    ["bash: line 1: bundle: command not found", ["Gemfile", "spec"], "ruby-bundler"],
+  ])(
+    "a toolchain the image lacks gets the project image that adds it: %j",
+    (output, names, debian) => {
+      const found = classifyEnvironmentError({
+        exitCode: 127,
+        output,
+        network: "none",
+        projectNames: new Set(names),
+      });
+      expect(found?.kind).toBe("command_not_found");
+      expect(found?.fix).toContain("is a system tool");
+      expect(found?.fix).toContain(
+        `\`RUN apt-get update && apt-get install -y --no-install-recommends ${debian}\``,
+      );
+      expect(found?.fix).toContain('sandbox.docker.dockerfile: ".cordon/Dockerfile"');
+      // Telling a Rust or Go user to carry node_modules sends them the wrong way.
+      expect(found?.fix).not.toMatch(/node_modules|pip install|npm ci/);
+    },
+  );
 
   it("a third-party module that is not installed is the environment; the project's own is the agent's", () => {
     const missing = classify(

@@ -2,6 +2,7 @@ import { stripVTControlCharacters } from "node:util";
 
 import { dependencyFix } from "./dependency-fix.js";
 import { runnerOwnLines } from "./runner-words.js";
+import { debianPackageOf, projectImageRecipe } from "./system-tools.js";
 
 /**
  * Why a failing test run says nothing about the code: the sandbox lacks what the tests need.
@@ -41,8 +42,15 @@ export interface ClassifyInput {
 
 const evidenceWidth = 160;
 
-/** A missing command: the project's dependencies bring it, or the image must have it. */
-function commandFix(projectNames: ReadonlySet<string>): string {
+/**
+ * A missing command: a known system tool needs an image that has it; anything else the project's
+ * dependencies may bring, or the image must have.
+ */
+function commandFix(projectNames: ReadonlySet<string>, command?: string): string {
+  const debian = command === undefined ? undefined : debianPackageOf(command);
+  if (debian !== undefined) {
+    return `\`${command}\` is a system tool, not one of the project's dependencies: ${projectImageRecipe([debian])}`;
+  }
   return `if the command comes with the project's dependencies, ${dependencyFix({ projectNames })}; if it is a system tool, use an image that has it (sandbox.docker.image or sandbox.docker.dockerfile, FROM cordon-sandbox:latest)`;
 }
 
@@ -117,9 +125,14 @@ const rules: readonly Rule[] = [
   {
     kind: "command_not_found",
     match: (line, input) => {
-      const fix = commandFix(input.projectNames);
       const command = notFoundPatterns.map((pattern) => capture(pattern, line)).find(Boolean);
-      if (command) return { problem: `\`${command}\` is not installed in the sandbox`, fix };
+      if (command) {
+        return {
+          problem: `\`${command}\` is not installed in the sandbox`,
+          fix: commandFix(input.projectNames, command),
+        };
+      }
+      const fix = commandFix(input.projectNames);
       // GNU make running a tool that is not there.
       if (/^make(?:\[\d+\])?: \*\*\* .*Error 127$/.test(line)) {
         return { problem: "a command the Makefile runs is not installed in the sandbox", fix };

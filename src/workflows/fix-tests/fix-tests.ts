@@ -469,9 +469,12 @@ export async function fixTests(options: FixTestsOptions): Promise<FixTestsResult
       for (const key of sessions) {
         await options.runner
           .discardSandbox({ agentId: options.agentId, sessionKey: key })
-          .catch((error: unknown) =>
-            phase(`could not remove the sandbox of ${key}: ${messageOf(error)}`),
-          );
+          .catch((error: unknown) => {
+            // A config that cannot be planned (an untrusted cordon.json5) made no sandbox: the
+            // job already says why, once, rather than again for each session.
+            if (error instanceof ConfigError) return;
+            phase(`could not remove the sandbox of ${key}: ${messageOf(error)}`);
+          });
       }
     }
   }
