@@ -109,13 +109,17 @@ export {
   PatchParseError,
   applyChanges,
   createCheckpoint,
+  isMissedTurn,
+  listCheckpointEntries,
   listCheckpoints,
   parsePatch,
   patchProblems,
   rollbackToCheckpoint,
   takeChanges,
   type Checkpoint,
+  type CheckpointListEntry,
   type CheckpointTarget,
+  type MissedTurn,
   type RollbackOutcome,
 } from "./changes/index.js";
 

@@ -11,7 +11,10 @@ import {
   checkpointListFile,
   createCheckpoint,
   findCheckpoint,
+  isMissedTurn,
+  listCheckpointEntries,
   listCheckpoints,
+  noteMissedTurn,
   rollbackToCheckpoint,
   type Checkpoint,
 } from "./checkpoints.js";
@@ -105,6 +108,30 @@ describe("the checkpoint list", () => {
       "cp-1",
       "turn-1",
       "mine",
+    ]);
+  });
+
+  it("lists a turn whose record failed among the entries, in its place, never among the checkpoints", async () => {
+    const source = { privateWorkspace: copy, checkpoints: fakeRecorder([tree("1"), tree("3")]) };
+    const sessionKey = "agent:main:s";
+    await createCheckpoint(source, { kind: "turn", sessionKey });
+    await noteMissedTurn(source, { sessionKey, reason: "the inspector did not start" });
+    await createCheckpoint(source, { kind: "turn", sessionKey });
+    const entries = await listCheckpointEntries(copy);
+    expect(entries.map((entry) => [entry.name, isMissedTurn(entry)])).toEqual([
+      ["turn-1", false],
+      ["turn-2", true],
+      ["turn-3", false],
+    ]);
+    expect(entries[1]).toMatchObject({
+      turn: 2,
+      sessionKey,
+      missed: "the inspector did not start",
+    });
+    expect(entries[1]).not.toHaveProperty("tree");
+    expect((await listCheckpoints(copy)).map((checkpoint) => checkpoint.name)).toEqual([
+      "turn-1",
+      "turn-3",
     ]);
   });
 

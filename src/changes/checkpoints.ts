@@ -66,7 +66,8 @@ export type MissedTurn = z.infer<typeof missedTurnSchema>;
 /** A line of the list: a checkpoint, or a turn that has none. */
 export type CheckpointListEntry = Checkpoint | MissedTurn;
 
-function isMissed(entry: CheckpointListEntry): entry is MissedTurn {
+/** Whether a list entry is a turn whose record failed (no tree to return to). */
+export function isMissedTurn(entry: CheckpointListEntry): entry is MissedTurn {
   return "missed" in entry;
 }
 
@@ -93,8 +94,18 @@ export function assertCheckpointName(name: string): void {
  */
 export async function listCheckpoints(privateWorkspace: string): Promise<Checkpoint[]> {
   return (await readCheckpointList(privateWorkspace)).filter(
-    (entry): entry is Checkpoint => !isMissed(entry),
+    (entry): entry is Checkpoint => !isMissedTurn(entry),
   );
+}
+
+/**
+ * The copy's checkpoints and the turns that missed theirs (`isMissedTurn`), oldest first: what
+ * `cordon checkpoints` shows, so a turn `rollback --turn` refuses is in the listing too.
+ */
+export async function listCheckpointEntries(
+  privateWorkspace: string,
+): Promise<CheckpointListEntry[]> {
+  return [...(await readCheckpointList(privateWorkspace))];
 }
 
 /**
@@ -260,7 +271,7 @@ async function appendCheckpoint(
     constants.O_WRONLY | constants.O_APPEND | constants.O_CREAT | constants.O_NOFOLLOW,
     0o600,
   );
-  const line = isMissed(checkpoint)
+  const line = isMissedTurn(checkpoint)
     ? missedTurnSchema.parse(checkpoint)
     : checkpointSchema.parse(checkpoint);
   try {
@@ -440,7 +451,7 @@ export function findCheckpoint(
   target: CheckpointTarget,
   sessionKey?: string,
 ): Checkpoint {
-  const checkpoints = entries.filter((entry): entry is Checkpoint => !isMissed(entry));
+  const checkpoints = entries.filter((entry): entry is Checkpoint => !isMissedTurn(entry));
   if ("name" in target) {
     const found = checkpoints.findLast((checkpoint) => checkpoint.name === target.name);
     if (found) return found;
@@ -460,8 +471,8 @@ export function findCheckpoint(
   const ofSession = all.filter((entry) => entry.sessionKey === sessionKey);
   const turns = ofSession.length > 0 ? ofSession : all;
   const found = turns.at(target.turn);
-  if (found && isMissed(found)) {
-    const earlier = turns.slice(0, target.turn).findLast((entry) => !isMissed(entry));
+  if (found && isMissedTurn(found)) {
+    const earlier = turns.slice(0, target.turn).findLast((entry) => !isMissedTurn(entry));
     throw new ConfigError(
       `${found.name} has no checkpoint: recording it failed (${found.missed}), so --turn ${target.turn} cannot undo exactly that turn`,
       {

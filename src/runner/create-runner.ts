@@ -34,7 +34,7 @@ import { builtinTools, type ToolDefinition } from "../tools/index.js";
 import type { ToolResult } from "../tools/index.js";
 import type { RunIO, RunResult } from "./loop/index.js";
 import { createModelClient, type ModelClient, type UserContentBlock } from "./model/index.js";
-import type { Checkpoint, CheckpointTarget } from "../changes/index.js";
+import type { Checkpoint, CheckpointListEntry, CheckpointTarget } from "../changes/index.js";
 import {
   callTool,
   defaultSandboxes,
@@ -269,8 +269,12 @@ export interface Runner extends AsyncDisposable {
    * throwaway container reads the copy with the sandbox frozen (docs/checkpoints.md).
    */
   checkpoint(request?: CheckpointRequest & { name?: string | undefined }): Promise<Checkpoint>;
-  /** The session copy's checkpoints, oldest first (its runs' turns, named ones, rollbacks). */
-  checkpoints(request?: PlanRequest): Promise<Checkpoint[]>;
+  /**
+   * The session copy's checkpoints, oldest first (its runs' turns, named ones, rollbacks), and the
+   * turns whose record failed in their place (`isMissedTurn`: a `missed` reason, no tree), which
+   * `rollback` refuses to go to.
+   */
+  checkpoints(request?: PlanRequest): Promise<CheckpointListEntry[]>;
   /**
    * Puts the session's copy back to a checkpoint (`{ name }`, or `{ turn: -1 }` for the state
    * before the last turn): refused while a run holds the session; the agent's processes are left

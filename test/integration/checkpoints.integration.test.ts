@@ -20,7 +20,7 @@ import {
   type Runner,
   type RunnerOptions,
 } from "../../src/index.js";
-import { createCheckpoint, rollbackToCheckpoint } from "../../src/changes/index.js";
+import { createCheckpoint, noteMissedTurn, rollbackToCheckpoint } from "../../src/changes/index.js";
 import { acquireSessionLock, readSessionEntries } from "../../src/runner/index.js";
 import { checkpointStoreDir } from "../../src/sandbox/workspace/index.js";
 import { demoRepo, git } from "../support/demo-repo.js";
@@ -509,6 +509,35 @@ describe("checkpoints and rollback", () => {
       await rm(victim, { recursive: true, force: true });
     }
   }, 240_000);
+
+  it("`checkpoints` lists a turn whose record failed as missed (and in --json), the turn `rollback --turn -1` refuses", async () => {
+    const sessionKey = sessionOf("missed");
+    await using runner = runnerOf();
+    const held = await runner.acquireSandbox({ sessionKey });
+    try {
+      await createCheckpoint(held.lease, { kind: "turn", sessionKey });
+      await noteMissedTurn(held.lease, { sessionKey, reason: "the inspector did not start" });
+    } finally {
+      await held.lease.release();
+    }
+    const listed = await cordon("checkpoints", "--session", sessionKey);
+    expect(listed.exitCode, listed.stderr).toBe(0);
+    expect(listed.stdout).toMatch(/^turn-1 .* 0 +before turn 1 of /m);
+    expect(listed.stdout).toMatch(
+      /^turn-2 .* missed +before turn 2 of .*: not recorded \(the inspector did not start\), so no rollback returns here$/m,
+    );
+    const json = await cordon("checkpoints", "--session", sessionKey, "--json");
+    expect(json.exitCode, json.stderr).toBe(0);
+    const entries = JSON.parse(json.stdout) as { name: string; tree?: string; missed?: string }[];
+    expect(entries.map((entry) => [entry.name, entry.missed ?? null])).toEqual([
+      ["turn-1", null],
+      ["turn-2", "the inspector did not start"],
+    ]);
+    expect(entries[1]).not.toHaveProperty("tree");
+    const rolled = await cordon("rollback", "--turn", "-1", "--session", sessionKey);
+    expect(rolled.exitCode).toBe(2);
+    expect(rolled.stderr).toMatch(/turn-2 has no checkpoint: recording it failed/);
+  });
 
   it("refuses a busy session (exit 3, naming the run) and a session without a private copy (exit 2, with the fix)", async () => {
     const sessionKey = sessionOf("busy");

@@ -21,7 +21,7 @@ describe("rollback's target", () => {
 });
 
 describe("the checkpoint listing", () => {
-  it("shows name, time, files changed and why, with the agent's text made printable", () => {
+  it("shows name, time, files changed and why, a missed turn in its place, with the agent's text made printable", () => {
     const text = formatCheckpoints([
       {
         v: 1,
@@ -35,6 +35,15 @@ describe("the checkpoint listing", () => {
       },
       {
         v: 1,
+        name: "turn-2",
+        at: "2026-11-27T03:00:30.000Z",
+        kind: "turn",
+        turn: 2,
+        sessionKey: "agent:main:s",
+        missed: "the inspector did not start\u001b[2J",
+      },
+      {
+        v: 1,
         name: "mine",
         tree: "b".repeat(40),
         at: "2026-11-27T03:01:00.000Z",
@@ -44,6 +53,9 @@ describe("the checkpoint listing", () => {
     ]);
     expect(text.split("\n")[0]).toMatch(/^NAME\s+TAKEN\s+CHANGED\s+WHY$/);
     expect(text).toMatch(/^turn-1 +2026-11-27T03:00:00.000Z +0 +before turn 1 of agent:main:s/m);
+    expect(text).toMatch(
+      /^turn-2 +2026-11-27T03:00:30.000Z +missed +before turn 2 of agent:main:s: not recorded \(the inspector did not start.*\), so no rollback returns here$/m,
+    );
     expect(text).toMatch(/^mine +2026-11-27T03:01:00.000Z +12 +cordon checkpoint$/m);
     expect(text).not.toContain("\u001b");
   });

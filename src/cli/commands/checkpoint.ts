@@ -1,7 +1,11 @@
 import type { Command } from "commander";
 
 import { ConfigError } from "../../common/index.js";
-import type { Checkpoint, CheckpointTarget } from "../../changes/index.js";
+import {
+  isMissedTurn,
+  type CheckpointListEntry,
+  type CheckpointTarget,
+} from "../../changes/index.js";
 import type { CliContext } from "../context.js";
 import { withInterrupt } from "../interrupt.js";
 import { printable } from "../printable.js";
@@ -53,7 +57,7 @@ export function registerCheckpointCommands(program: Command, context: CliContext
   const list = program
     .command("checkpoints")
     .description(
-      "list a session copy's checkpoints: name, time, files changed since the previous one",
+      "list a session copy's checkpoints: name, time, files changed since the previous one (and turns whose record failed, marked missed)",
     );
   addPlanOptions(list)
     .option("--json", "print them as JSON")
@@ -159,19 +163,26 @@ export function rollbackTarget(
   return { name };
 }
 
-/** One line per checkpoint: name, when, why, files changed since the one before. */
-export function formatCheckpoints(checkpoints: readonly Checkpoint[]): string {
-  const width = Math.max(4, ...checkpoints.map((checkpoint) => checkpoint.name.length));
+/**
+ * One line per checkpoint: name, when, why, files changed since the one before. A turn whose
+ * record failed has its line too ("missed", and why), so the listing shows the gap that
+ * `rollback --turn` refuses to cross silently.
+ */
+export function formatCheckpoints(entries: readonly CheckpointListEntry[]): string {
+  const width = Math.max(4, ...entries.map((entry) => entry.name.length));
   const lines = [`${"NAME".padEnd(width)}  TAKEN                     CHANGED  WHY`];
-  for (const checkpoint of checkpoints) {
-    const why =
-      checkpoint.kind === "turn"
-        ? `before turn ${checkpoint.turn ?? "?"}${checkpoint.sessionKey ? ` of ${checkpoint.sessionKey}` : ""}`
-        : checkpoint.kind === "rollback"
+  for (const entry of entries) {
+    const turn = `before turn ${entry.turn ?? "?"}${entry.sessionKey ? ` of ${entry.sessionKey}` : ""}`;
+    const why = isMissedTurn(entry)
+      ? `${turn}: not recorded (${entry.missed}), so no rollback returns here`
+      : entry.kind === "turn"
+        ? turn
+        : entry.kind === "rollback"
           ? "replaced by a rollback"
           : "cordon checkpoint";
+    const changed = isMissedTurn(entry) ? "missed" : String(entry.changedFiles);
     lines.push(
-      `${checkpoint.name.padEnd(width)}  ${checkpoint.at.padEnd(24)}  ${String(checkpoint.changedFiles).padStart(7)}  ${printable(why)}`,
+      `${entry.name.padEnd(width)}  ${entry.at.padEnd(24)}  ${changed.padStart(7)}  ${printable(why)}`,
     );
   }
   return `${lines.join("\n")}\n`;

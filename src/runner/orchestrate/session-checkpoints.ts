@@ -2,9 +2,10 @@ import { randomUUID } from "node:crypto";
 
 import {
   createCheckpoint,
-  listCheckpoints,
+  listCheckpointEntries,
   rollbackToCheckpoint,
   type Checkpoint,
+  type CheckpointListEntry,
   type CheckpointTarget,
 } from "../../changes/index.js";
 import { ConfigError, SandboxError } from "../../common/index.js";
@@ -79,9 +80,9 @@ export async function seededCopyOf(plan: RunPlan): Promise<string> {
   return spec.privateWorkspace;
 }
 
-/** The session's checkpoints, oldest first. */
-export async function sessionCheckpoints(plan: RunPlan): Promise<Checkpoint[]> {
-  return listCheckpoints(await seededCopyOf(plan));
+/** The session's checkpoints and the turns that missed theirs, oldest first. */
+export async function sessionCheckpoints(plan: RunPlan): Promise<CheckpointListEntry[]> {
+  return listCheckpointEntries(await seededCopyOf(plan));
 }
 
 /** Records the session's copy as it is now, as a named checkpoint. */
