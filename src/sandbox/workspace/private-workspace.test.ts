@@ -516,8 +516,8 @@ describe("TreeCopier, second line of defence", () => {
     await mkdir(target);
     const copier = new TreeCopier({ sourceRoot: agentWorkspace, targetRoot: target });
     // As if the parent was swapped for a symlink right after it was checked.
-    (copier as unknown as { sourceParentIsInside: () => Promise<boolean> }).sourceParentIsInside =
-      () => Promise.resolve(true);
+    (copier as unknown as { sourceParentPlace: () => Promise<string> }).sourceParentPlace = () =>
+      Promise.resolve("inside");
     (copier as unknown as { ensureTargetDirectory: () => Promise<boolean> }).ensureTargetDirectory =
       () => Promise.resolve(true);
     const summary = await copier.copyEntries(["link/secret"]);

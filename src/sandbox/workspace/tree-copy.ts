@@ -19,6 +19,9 @@ import { throwIfAborted } from "../../common/index.js";
 import type { Owner } from "./owner.js";
 import { isInside } from "./paths.js";
 
+/** Where a listed entry's source directory really is (see `sourceParentPlace`). */
+type SourcePlace = "inside" | "outside" | "gone";
+
 /** What a copy did. */
 export interface CopySummary {
   files: number;
@@ -103,7 +106,7 @@ const maxSkippedReported = 100;
 export class TreeCopier {
   readonly summary: CopySummary = { files: 0, directories: 0, symlinks: 0, bytes: 0, skipped: [] };
   private readonly createdDirectories = new Set<string>([""]);
-  private readonly checkedSourceDirectories = new Map<string, boolean>();
+  private readonly checkedSourceDirectories = new Map<string, SourcePlace>();
   private readonly active = new Set<Promise<void>>();
   private failure: Error | undefined;
   /** Bytes of files being copied or copied (for `byteLimit`). */
@@ -150,7 +153,11 @@ export class TreeCopier {
     if (this.failure) throw this.failure;
     const source = path.join(this.options.sourceRoot, relative);
     if (this.isExcluded(source)) return;
-    if (!(await this.sourceParentIsInside(path.dirname(relative)))) {
+    const parent = await this.sourceParentPlace(path.dirname(relative));
+    // Gone: a listed entry whose directory was deleted in the work tree (`rm -r dir` of tracked
+    // files, not yet committed) is not in the copy either, as a missing entry itself is not.
+    if (parent === "gone") return;
+    if (parent === "outside") {
       this.skip(relative, "a parent directory leads outside the workspace");
       return;
     }
@@ -318,19 +325,20 @@ export class TreeCopier {
     return true;
   }
 
-  private async sourceParentIsInside(relativeDirectory: string): Promise<boolean> {
-    if (relativeDirectory === "." || relativeDirectory === "") return true;
+  /** Where a source directory really is: inside the source root, outside it, or not there. */
+  private async sourceParentPlace(relativeDirectory: string): Promise<SourcePlace> {
+    if (relativeDirectory === "." || relativeDirectory === "") return "inside";
     const cached = this.checkedSourceDirectories.get(relativeDirectory);
     if (cached !== undefined) return cached;
-    let inside: boolean;
+    let place: SourcePlace;
     try {
       const real = await realpath(path.join(this.options.sourceRoot, relativeDirectory));
-      inside = isInside(this.options.sourceRoot, real);
-    } catch {
-      inside = false;
+      place = isInside(this.options.sourceRoot, real) ? "inside" : "outside";
+    } catch (error) {
+      place = isErrno(error, "ENOENT") || isErrno(error, "ENOTDIR") ? "gone" : "outside";
     }
-    this.checkedSourceDirectories.set(relativeDirectory, inside);
-    return inside;
+    this.checkedSourceDirectories.set(relativeDirectory, place);
+    return place;
   }
 
   /**
