@@ -430,6 +430,43 @@ describe("checkpoints and rollback", () => {
     }
   }, 400_000);
 
+  it("a spare's recorder, started ahead of its record, reads the copy only when the record is asked, and leaves nothing when unused", async () => {
+    const sessionKey = sessionOf("ahead");
+    await using runner = runnerOf({ model: breakingModel() });
+    const held = await runner.acquireSandbox({ sessionKey });
+    const { lease } = held;
+    const turn = () => createCheckpoint(lease, { kind: "turn", sessionKey });
+    /** This file's inspector containers, running or not. */
+    const inspectors = async (): Promise<string[]> => {
+      const { stdout } = await promisify(execFile)("docker", [
+        "ps",
+        "-a",
+        "--filter",
+        "label=cordon.inspector",
+        "--format",
+        '{{.Names}} {{.Label "cordon.home"}}',
+      ]);
+      return stdout.split("\n").filter((line) => line.includes(` ${home}`));
+    };
+    try {
+      await turn();
+      // The spare's recorder starts now, beside the copy as it is: what is written and removed
+      // after it started is in the record all the same.
+      await lease.checkpoints?.prepare?.();
+      await lease.sandbox.exec("echo later > written-after-the-spare.txt && rm README.md");
+      const after = await turn();
+      expect(after.changedFiles).toBe(2);
+      const back = await rollbackToCheckpoint(lease, { name: after.name });
+      expect(back.changed.size).toBe(0);
+      await lease.checkpoints?.prepare?.();
+      expect(await inspectors()).not.toEqual([]);
+    } finally {
+      await lease.release();
+    }
+    // The spare waited unused: its recorder read end-of-file, and its container is gone.
+    await expect.poll(inspectors, { timeout: 60_000, interval: 500 }).toEqual([]);
+  }, 300_000);
+
   it("a kept index made within a second of most of the copy being written is made again by the next idle turn", async () => {
     const sessionKey = sessionOf("partial");
     await using runner = runnerOf({ model: breakingModel() });

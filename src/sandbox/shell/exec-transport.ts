@@ -36,6 +36,27 @@ export interface WrappedRun {
   stateDirectory: string;
 }
 
+/**
+ * Stdin in two parts: `first` when the process starts, `rest` once the caller has it (undefined:
+ * nothing more), then end-of-file. For a process started ahead of its request, which it reads
+ * from stdin: a spare inspector's recorder (checkpoint-copy.sh `ahead`) has started, and read
+ * what does not depend on the copy, before a turn's record is asked of it. An ordinary stream
+ * to every transport; the resident executor sends it as frames on its open stream, as it does
+ * bytes, rather than falling back to a Docker exec as for other streams.
+ */
+export class HeldStdin implements AsyncIterable<Uint8Array> {
+  constructor(
+    readonly first: Uint8Array,
+    readonly rest: Promise<Uint8Array | undefined>,
+  ) {}
+
+  async *[Symbol.asyncIterator](): AsyncIterator<Uint8Array> {
+    yield this.first;
+    const rest = await this.rest;
+    if (rest) yield rest;
+  }
+}
+
 /** A started process: wait for it, or cut it off. */
 export interface RunningExec {
   /** The exit status (128 + N for a death by signal N) once its output has ended. */

@@ -13,8 +13,8 @@
 # What the store holds is no more than the agent could write into the copy itself, and the host
 # reads none of it: it keeps its own list of checkpoints and takes only hex tree ids from stdout.
 #
-# usage: cordon record SINCE [INDEX] | restore TARGET [INDEX] (sent like the exec wrapper: see
-#   exec-wrapper.sh)
+# usage: cordon record SINCE [INDEX] | restore TARGET [INDEX] | ahead (sent like the exec wrapper:
+#   see exec-wrapper.sh)
 #   SINCE, TARGET: tree ids the host took from its own list (validated hex), or `-` for SINCE
 #   (compare with the baseline).
 #   INDEX: what to do with the kept index (below): `reuse` (the default) starts from it, `keep`
@@ -26,6 +26,27 @@
 #   NUL: last, so a record can write the changes while it writes the tree.
 unset CORDON_SCRIPT
 set -euo pipefail
+
+# `cordon ahead`: a spare inspector's recorder, started before a turn's record is asked of it
+# (workspace-inspector.ts), so the record pays neither this shell's start nor the kept index's
+# copy. It copies the kept index (below) now, reading nothing of the copy, then reads MODE
+# (record only), SINCE and INDEX, each NUL-ended, from stdin, the pathspecs after them; at
+# end-of-file instead (the spare was removed unused) it exits 0.
+primed=""
+if [ "${1:-}" = ahead ]; then
+  if [ -f /checkpoints/index ]; then
+    # Touched first: a kept index made again after the copy is newer than this (copy_kept).
+    : >/scratch/primed
+    cp /checkpoints/index /scratch/index 2>/dev/null && primed=1
+  fi
+  IFS= read -r -d '' mode || exit 0
+  IFS= read -r -d '' other && IFS= read -r -d '' index_use || exit 2
+  if [ "$mode" != record ]; then
+    echo "checkpoint-copy.sh: only a record is started ahead, not $mode" >&2
+    exit 2
+  fi
+  set -- "$mode" "$other" "$index_use"
+fi
 
 mode="${1:?usage: cordon record SINCE [INDEX] | restore TARGET [INDEX]}"
 other="${2:?usage: cordon record SINCE [INDEX] | restore TARGET [INDEX]}"
@@ -88,6 +109,15 @@ add_all() {
   checkpoint_git add -A --pathspec-from-file=/scratch/pathspecs --pathspec-file-nul
 }
 
+# The kept index as the scratch index: copied already when started ahead, unless it was made
+# again since. (Records of one copy run one after another, and a spare is started only once the
+# record before has ended, so the kept index changes under a waiting spare only when another
+# process records the same copy: a later mtime says so.)
+copy_kept() {
+  if [ -n "$primed" ] && ! [[ "$kept" -nt /scratch/primed ]]; then return 0; fi
+  cp "$kept" "$GIT_INDEX_FILE"
+}
+
 if [ "$mode" = restore ]; then
   # The agent may have made part of its copy unreadable to its own user (chmod 000): git could not
   # read the state being replaced, so the very turn that did it could not be undone. This container
@@ -102,7 +132,7 @@ fi
 from_kept=""
 if [ "$index_use" = fresh ]; then
   rm -f "$kept" "$partial"
-elif [ -f "$kept" ] && ! [[ "$kept" -nt /scratch/now ]] && cp "$kept" "$GIT_INDEX_FILE" &&
+elif [ -f "$kept" ] && ! [[ "$kept" -nt /scratch/now ]] && copy_kept &&
   add_all 2>/dev/null; then
   from_kept=1
 elif [ -e "$kept" ]; then

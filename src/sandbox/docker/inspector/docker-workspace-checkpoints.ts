@@ -78,7 +78,11 @@ export function dockerWorkspaceCheckpoints(
     const inspected = await target();
     // A restore is rare and started cold: its executor would be one more start to wait for.
     const executorVolume = access === "record" ? await options.executorVolume?.() : undefined;
-    return inspectors.start({ ...inspected, executorVolume }, { access });
+    // A record's recorder starts with its container (a spare's, a turn ahead of its record).
+    return inspectors.start(
+      { ...inspected, executorVolume },
+      { access, ahead: access === "record" },
+    );
   };
   /** The spare records: a restore is rare and mounts the copy writable, so it starts its own. */
   const spares = spareInspector(() => start("record"));

@@ -17,7 +17,7 @@ import { engineStatusOf } from "../docker-errors.js";
 import { ContainerExec } from "../exec/container-exec.js";
 import { executorContainerDirectory } from "../resident/executor-binary.js";
 import { ResidentTransport } from "../resident/resident-transport.js";
-import type { ExecTransport } from "../../shell/exec-transport.js";
+import { HeldStdin, type ExecTransport } from "../../shell/exec-transport.js";
 
 /**
  * The one place cordon runs a program over a tree an agent wrote (DESIGN.md §10, rule 1): a fresh,
@@ -215,6 +215,16 @@ export class WorkspaceInspectors {
       await resident.ping();
       transport = resident;
     }
+    // A recorder started ahead reads its request from stdin when `run` sends it (see `ahead`).
+    const ahead =
+      options.ahead && access === "record"
+        ? await startAhead(transport, () => this.containers.kill(id), target).catch(
+            (error: unknown) => {
+              this.logger.debug({ err: error, container: name }, "no recorder started ahead");
+              return undefined;
+            },
+          )
+        : undefined;
     let used = false;
     return {
       run: (inspection) => {
@@ -226,12 +236,15 @@ export class WorkspaceInspectors {
           );
         }
         used = true;
-        return runInspection(transport, () => this.containers.kill(id), target, {
-          ...inspection,
-          timeoutMs: inspection.timeoutMs ?? timeoutMs,
-        });
+        const request = { ...inspection, timeoutMs: inspection.timeoutMs ?? timeoutMs };
+        if (ahead?.waiting()) return ahead.run(request);
+        ahead?.cancel();
+        return runInspection(transport, () => this.containers.kill(id), target, request);
       },
-      remove,
+      remove: async () => {
+        ahead?.cancel();
+        await remove();
+      },
     };
   }
 }
@@ -241,6 +254,11 @@ export interface StartInspectorOptions {
   timeoutMs?: number | undefined;
   /** What it may write (see `InspectorAccess`). Default `read`. */
   access?: InspectorAccess | undefined;
+  /**
+   * A `record` inspector: start its recorder now (checkpoint-copy.sh `ahead`), so the record
+   * pays neither the shell's start nor the kept index's copy (a spare's, started a turn ahead).
+   */
+  ahead?: boolean | undefined;
 }
 
 /** The hardened, throwaway container of one inspection (see the module comment). */
@@ -349,18 +367,82 @@ async function runInspection(
   target: InspectedWorkspace,
   request: InspectionRequest & { timeoutMs: number },
 ): Promise<Buffer> {
-  const maxOutput = request.maxOutputBytes ?? defaultInspectionOutputBytes;
+  const started = await beginInspection(exec, kill, target, {
+    invocation: invocationOf(request),
+    stdin: request.pathspecs,
+    maxOutputBytes: request.maxOutputBytes,
+  });
+  return started.finish(request);
+}
+
+/**
+ * A record's recorder started ahead of its request: checkpoint-copy.sh `ahead` has started,
+ * and copied the kept index, and waits on stdin for the request (`record SINCE INDEX`, then the
+ * pathspecs), which `run` sends. Reading the copy starts only then.
+ */
+interface AheadRecord {
+  /** Whether it still waits for its request (it has not ended). */
+  waiting(): boolean;
+  run(request: InspectionRequest & { timeoutMs: number }): Promise<Buffer>;
+  /** Ends it without a request (end-of-file: it exits 0 having read nothing of the copy). */
+  cancel(): void;
+}
+
+async function startAhead(
+  exec: ExecTransport,
+  kill: () => Promise<void>,
+  target: InspectedWorkspace,
+): Promise<AheadRecord> {
+  let send!: (request: Uint8Array | undefined) => void;
+  const rest = new Promise<Uint8Array | undefined>((resolve) => {
+    send = resolve;
+  });
+  const started = await beginInspection(exec, kill, target, {
+    invocation: scriptInvocation(shellScript("checkpointCopy"), ["ahead"]),
+    stdin: new HeldStdin(new Uint8Array(0), rest),
+  });
+  let ended = false;
+  void started.exitCode.finally(() => {
+    ended = true;
+  });
+  return {
+    waiting: () => !ended,
+    run: async (request) => {
+      const [mode, operand, index] = checkpointArguments(request);
+      send(Buffer.concat([Buffer.from(`${mode}\0${operand}\0${index}\0`), request.pathspecs]));
+      return started.finish(request);
+    },
+    cancel: () => send(undefined),
+  };
+}
+
+/** An inspection's process, started, its output collected: `finish` waits for its end. */
+interface StartedInspection {
+  /** Its exit status once it ended (never rejects). */
+  exitCode: Promise<unknown>;
+  finish(request: InspectionRequest & { timeoutMs: number }): Promise<Buffer>;
+}
+
+async function beginInspection(
+  exec: ExecTransport,
+  kill: () => Promise<void>,
+  target: InspectedWorkspace,
+  start: {
+    invocation: ReturnType<typeof scriptInvocation>;
+    stdin: Uint8Array | HeldStdin;
+    maxOutputBytes?: number | undefined;
+  },
+): Promise<StartedInspection> {
+  const maxOutput = start.maxOutputBytes ?? defaultInspectionOutputBytes;
   const stdout: Buffer[] = [];
   const stderr: Buffer[] = [];
   let stdoutBytes = 0;
   let stderrBytes = 0;
   let tooLarge = false;
-  const signal = combineSignals([request.signal], request.timeoutMs);
-  const invocation = invocationOf(request);
   const running = await exec.start({
-    ...invocation,
+    ...start.invocation,
     workingDir: "/workspace",
-    stdin: request.pathspecs,
+    stdin: start.stdin,
     onOutput: (stream, chunk) => {
       const piece = Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength);
       if (stream === "stderr") {
@@ -378,37 +460,44 @@ async function runInspection(
       stdout.push(piece);
     },
   });
-  let stopped = false;
-  const exitCode = await withAbort(signal, running.exitCode, () => {
-    stopped = true;
-    running.detach();
-    void kill().catch(() => undefined);
-  });
-  if (tooLarge) {
-    throw new FileOperationError(
-      `the changes in ${target.workspace} are bigger than ${maxOutput / 1024 / 1024} MiB as a patch`,
-      "too_large",
-      target.workspace,
-      {
-        fix: "remove large generated files from the workspace (cordon exec -- git status shows them), or copy them out by hand",
-      },
-    );
-  }
-  if (stopped && request.signal?.aborted) {
-    throw new AbortedError("reading the workspace's changes was aborted", {
-      cause: request.signal.reason,
-    });
-  }
-  if (stopped) {
-    throw new SandboxError(
-      `reading the changes of ${target.workspace} did not finish in ${Math.round(request.timeoutMs / 1000)} s and was stopped (a FIFO or device where git reads a file, such as a nested .git/HEAD, blocks it)`,
-      { fix: inspectionFix },
-    );
-  }
-  if (exitCode !== 0) {
-    throw inspectionFailure(target, request.mode, exitCode, Buffer.concat(stderr));
-  }
-  return Buffer.concat(stdout);
+  const exitCode = running.exitCode.catch(() => undefined);
+  return {
+    exitCode,
+    finish: async (request) => {
+      const signal = combineSignals([request.signal], request.timeoutMs);
+      let stopped = false;
+      const exitCode = await withAbort(signal, running.exitCode, () => {
+        stopped = true;
+        running.detach();
+        void kill().catch(() => undefined);
+      });
+      if (tooLarge) {
+        throw new FileOperationError(
+          `the changes in ${target.workspace} are bigger than ${maxOutput / 1024 / 1024} MiB as a patch`,
+          "too_large",
+          target.workspace,
+          {
+            fix: "remove large generated files from the workspace (cordon exec -- git status shows them), or copy them out by hand",
+          },
+        );
+      }
+      if (stopped && request.signal?.aborted) {
+        throw new AbortedError("reading the workspace's changes was aborted", {
+          cause: request.signal.reason,
+        });
+      }
+      if (stopped) {
+        throw new SandboxError(
+          `reading the changes of ${target.workspace} did not finish in ${Math.round(request.timeoutMs / 1000)} s and was stopped (a FIFO or device where git reads a file, such as a nested .git/HEAD, blocks it)`,
+          { fix: inspectionFix },
+        );
+      }
+      if (exitCode !== 0) {
+        throw inspectionFailure(target, request.mode, exitCode, Buffer.concat(stderr));
+      }
+      return Buffer.concat(stdout);
+    },
+  };
 }
 
 /** Tree ids only: the operand comes from cordon's own list, and is checked again here. */
@@ -419,6 +508,14 @@ function invocationOf(request: InspectionRequest): ReturnType<typeof scriptInvoc
   if (request.mode !== "record" && request.mode !== "restore") {
     return scriptInvocation(shellScript("inspectChanges"), [request.mode]);
   }
+  return scriptInvocation(shellScript("checkpointCopy"), checkpointArguments(request));
+}
+
+/** checkpoint-copy.sh's MODE OPERAND INDEX, each checked: only ids from cordon's own list. */
+function checkpointArguments(request: InspectionRequest): [string, string, CheckpointIndexUse] {
+  if (request.mode !== "record" && request.mode !== "restore") {
+    throw new SandboxError(`not a checkpoint's mode: ${request.mode}`);
+  }
   const operand = request.operand ?? "-";
   if (!(objectId.test(operand) || (request.mode === "record" && operand === "-"))) {
     throw new SandboxError(`not a checkpoint's tree id: ${JSON.stringify(operand)}`);
@@ -427,7 +524,7 @@ function invocationOf(request: InspectionRequest): ReturnType<typeof scriptInvoc
   if (!["keep", "reuse", "fresh"].includes(index)) {
     throw new SandboxError(`not a way to use the kept index: ${JSON.stringify(index)}`);
   }
-  return scriptInvocation(shellScript("checkpointCopy"), [request.mode, operand, index]);
+  return [request.mode, operand, index];
 }
 
 const inspectionFix =

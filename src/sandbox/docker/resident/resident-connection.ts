@@ -1,6 +1,11 @@
 import { SandboxError, type Logger } from "../../../common/index.js";
 import type { OutputHandler } from "../exec/demux-stream.js";
-import type { ExecRequest, ExecTransport, RunningExec } from "../../shell/exec-transport.js";
+import {
+  HeldStdin,
+  type ExecRequest,
+  type ExecTransport,
+  type RunningExec,
+} from "../../shell/exec-transport.js";
 import { ForwardedChannel } from "./forwarded-channel.js";
 import {
   channelIdBit,
@@ -258,7 +263,7 @@ export class ResidentConnection {
    */
   spawn(exec: ExecRequest, fallback: () => Promise<RunningExec>): RunningExec {
     const id = this.#newId();
-    const attach = exec.stdin instanceof Uint8Array;
+    const attach = exec.stdin instanceof Uint8Array || exec.stdin instanceof HeldStdin;
     const env = exec.env ?? [];
     let resolveExit!: (status: number) => void;
     let rejectExit!: (error: unknown) => void;
@@ -319,11 +324,24 @@ export class ResidentConnection {
         cStrings(...exec.cmd, ...env, exec.workingDir ?? "/"),
       );
     }
-    if (exec.stdin instanceof Uint8Array) {
-      for (let at = 0; at < exec.stdin.byteLength; at += stdinFrameBytes) {
-        this.#send(request.stdin, id, exec.stdin.subarray(at, at + stdinFrameBytes));
+    const sendStdin = (bytes: Uint8Array): void => {
+      for (let at = 0; at < bytes.byteLength; at += stdinFrameBytes) {
+        this.#send(request.stdin, id, bytes.subarray(at, at + stdinFrameBytes));
       }
+    };
+    if (exec.stdin instanceof Uint8Array) {
+      sendStdin(exec.stdin);
       this.#send(request.stdin, id);
+    } else if (exec.stdin instanceof HeldStdin) {
+      sendStdin(exec.stdin.first);
+      // The rest, then end-of-file; nothing once the call has ended (or fell back to an exec,
+      // which streams the whole of it itself).
+      const end = (rest: Uint8Array | undefined): void => {
+        if (done || this.#calls.get(id) !== call) return;
+        if (rest) sendStdin(rest);
+        this.#send(request.stdin, id);
+      };
+      exec.stdin.rest.then(end, () => end(undefined));
     }
     return {
       exitCode,

@@ -1,6 +1,7 @@
 import { SandboxError, throwIfAborted, type Logger } from "../../../common/index.js";
 import type { ContainerExec } from "../exec/container-exec.js";
 import {
+  HeldStdin,
   runCollected,
   type ExecRequest,
   type ExecTransport,
@@ -219,7 +220,10 @@ export class ResidentTransport implements ExecTransport {
     );
   }
   async start(exec: ExecRequest): Promise<RunningExec> {
-    const streamsStdin = exec.stdin !== undefined && !(exec.stdin instanceof Uint8Array);
+    const streamsStdin =
+      exec.stdin !== undefined &&
+      !(exec.stdin instanceof Uint8Array) &&
+      !(exec.stdin instanceof HeldStdin);
     const connection = streamsStdin ? undefined : await this.#ready();
     if (!connection) return this.#exec.start(exec);
     const running = connection.spawn(exec, () => this.#exec.start(exec));
