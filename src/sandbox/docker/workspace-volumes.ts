@@ -220,12 +220,20 @@ export async function ensureWorkspaceVolumes(
     owner,
     rootEntry: { name: "workspace", type: "directory", mode: 0o755, ...owner },
   });
+  // The copy's tree is packed to its end while its baseline is recorded: the engine extracts the
+  // last of it meanwhile, rather than after (issue 29's bench: the upload's tail).
+  let treePacked: Promise<PackedTree> | undefined;
   const seeded = seedClosedCopy(spec, {
     stateDirectory: options.stateDirectory,
     fingerprint: options.fingerprint,
     signal: options.signal,
     warnings: options.warnings,
     onCopied: (directory, relative) => packer.add(directory, relative),
+    onTreeComplete: (directory) => {
+      treePacked = packer.finish(directory);
+      // Awaited below once the seed is complete; a seed that fails after this never awaits it.
+      treePacked.catch(() => undefined);
+    },
   });
   let packed: PackedTree | undefined;
   let recorded: Promise<void> | undefined;
@@ -237,7 +245,7 @@ export async function ensureWorkspaceVolumes(
         // While the engine still writes: the marker (written last) is what says it is complete.
         recorded = writeBaselineRecord(privateWorkspace, closed.baselineCommit);
         recorded.catch(() => undefined);
-        packed = await packer.finish(closed.directory);
+        packed = await (treePacked ?? packer.finish(closed.directory));
         // cordon's git dir: read by inspectors as the sandbox user; the agent's container never mounts it.
         await addEntry(archive, { name: "baseline", type: "directory", mode: 0o700, ...owner });
         await packTree(archive, closed.baselineGitDir, { prefix: "baseline/", owner });

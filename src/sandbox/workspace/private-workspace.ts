@@ -274,6 +274,11 @@ export async function seedClosedCopy(
      * a fresh repository, carried paths), and none is final until this returns.
      */
     onCopied?: ((directory: string, relative: string) => void) | undefined;
+    /**
+     * Told once the seed directory's tree is final, before its baseline is recorded (which only
+     * reads it): a caller streaming it can finish the stream while the baseline is made.
+     */
+    onTreeComplete?: ((directory: string) => void) | undefined;
   },
 ): Promise<ClosedSeed> {
   const target = await validatedTarget(spec, options.stateDirectory);
@@ -309,6 +314,7 @@ export async function seedClosedCopy(
           spec.diskBytes === undefined ? undefined : Math.max(0, spec.diskBytes - seed.bytes),
       });
     }
+    options.onTreeComplete?.(directory);
     const baselineCommit = await recordBaseline(directory, {
       gitDir: baseline,
       format,
