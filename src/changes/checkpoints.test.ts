@@ -171,6 +171,18 @@ describe("the checkpoint list", () => {
     expect(await names()).toEqual([]);
   });
 
+  it("sees its own appends and another writer's after them, in the order written", async () => {
+    const source = { privateWorkspace: copy, checkpoints: fakeRecorder([tree("1"), tree("2")]) };
+    const names = async () => (await listCheckpoints(copy)).map((checkpoint) => checkpoint.name);
+    await createCheckpoint(source, { name: "mine" });
+    expect(await names()).toEqual(["mine"]);
+    await appendFile(checkpointListFile(copy), `${JSON.stringify(entry("theirs"))}\n`);
+    await createCheckpoint(source, { kind: "turn" });
+    expect(await names()).toEqual(["mine", "theirs", "turn-1"]);
+    await appendFile(checkpointListFile(copy), `${JSON.stringify(entry("later"))}\n`);
+    expect(await names()).toEqual(["mine", "theirs", "turn-1", "later"]);
+  });
+
   it("rolls back to a checkpoint and keeps the state it replaced as before-rollback-<n>", async () => {
     const recorder = fakeRecorder([tree("1"), tree("9")]);
     const source = { privateWorkspace: copy, checkpoints: recorder };

@@ -1,5 +1,13 @@
-import { constants } from "node:fs";
-import { lstat, open, type FileHandle } from "node:fs/promises";
+import {
+  closeSync,
+  constants,
+  fstatSync,
+  fsyncSync,
+  lstatSync,
+  openSync,
+  writeSync,
+} from "node:fs";
+import { open, type FileHandle } from "node:fs/promises";
 import path from "node:path";
 
 import { z } from "zod";
@@ -139,10 +147,8 @@ async function readCheckpointList(
 ): Promise<readonly CheckpointListEntry[]> {
   const file = checkpointListFile(privateWorkspace);
   let known = readLists.get(file);
-  const stats = await lstat(file, { bigint: true }).catch((error: unknown) => {
-    if ((error as NodeJS.ErrnoException).code === "ENOENT") return undefined;
-    throw error;
-  });
+  // Synchronous: one system call, where a turn's record would wait on the thread pool.
+  const stats = lstatSync(file, { bigint: true, throwIfNoEntry: false });
   if (!stats) {
     readLists.delete(file);
     return [];
@@ -261,24 +267,44 @@ function parseListLines(text: string): CheckpointListEntry[] {
  * the same loss, and a torn one is skipped on reading. That fsync cost every turn a disk flush
  * (milliseconds, more on a busy disk). A named checkpoint and the state a rollback replaced are
  * synced: a person asked for them, once, and the flush is nothing beside that command's pause.
+ * Written synchronously: three system calls on a local file take microseconds, where the same
+ * calls through the thread pool cost a turn's record milliseconds on a busy machine.
  */
-async function appendCheckpoint(
-  privateWorkspace: string,
-  checkpoint: CheckpointListEntry,
-): Promise<void> {
-  const handle = await open(
-    checkpointListFile(privateWorkspace),
-    constants.O_WRONLY | constants.O_APPEND | constants.O_CREAT | constants.O_NOFOLLOW,
-    0o600,
-  );
+function appendCheckpoint(privateWorkspace: string, checkpoint: CheckpointListEntry): void {
   const line = isMissedTurn(checkpoint)
     ? missedTurnSchema.parse(checkpoint)
     : checkpointSchema.parse(checkpoint);
+  const file = checkpointListFile(privateWorkspace);
+  const fd = openSync(
+    file,
+    constants.O_WRONLY | constants.O_APPEND | constants.O_CREAT | constants.O_NOFOLLOW,
+    0o600,
+  );
   try {
-    await handle.write(`${JSON.stringify(line)}\n`);
-    if (checkpoint.kind !== "turn") await handle.sync();
+    const known = readLists.get(file);
+    const bytes = Buffer.from(`${JSON.stringify(line)}\n`);
+    writeSync(fd, bytes);
+    if (checkpoint.kind !== "turn") fsyncSync(fd);
+    // What this process read, and this line right after it: the next read need not open it.
+    const after = fstatSync(fd, { bigint: true });
+    if (
+      known &&
+      BigInt(known.parsedBytes) === known.size &&
+      after.dev === known.dev &&
+      after.ino === known.ino &&
+      after.size === known.size + BigInt(bytes.byteLength)
+    ) {
+      readLists.set(file, {
+        ...known,
+        parsedBytes: Number(after.size),
+        lastLine: bytes,
+        size: after.size,
+        mtimeNs: after.mtimeNs,
+        entries: [...known.entries, line],
+      });
+    }
   } finally {
-    await handle.close();
+    closeSync(fd);
   }
 }
 
@@ -378,7 +404,7 @@ export async function keepCheckpoint(
     ...(turn !== undefined && turn > 0 ? { turn } : {}),
     changedFiles: state.changedFiles,
   };
-  await appendCheckpoint(workspace, checkpoint);
+  appendCheckpoint(workspace, checkpoint);
   return checkpoint;
 }
 
@@ -402,7 +428,7 @@ export async function noteMissedTurn(
     ...(turn > 0 ? { turn } : {}),
     missed: options.reason,
   };
-  await appendCheckpoint(workspace, missed);
+  appendCheckpoint(workspace, missed);
   return missed;
 }
 
@@ -438,7 +464,7 @@ export async function rollbackToCheckpoint(
     ...(options.sessionKey !== undefined ? { sessionKey: options.sessionKey } : {}),
     changedFiles: state.changed.size,
   };
-  await appendCheckpoint(workspace, saved);
+  appendCheckpoint(workspace, saved);
   return { restored, saved, changed: state.changed };
 }
 
