@@ -6,6 +6,7 @@ export * from "./paths.js";
 export * from "./process-identity.js";
 export * from "./atomic-file.js";
 export * from "./exclusive-file.js";
+export * from "./process-lock.js";
 export { canonicalJson, hashOf } from "./config-hash.js";
 export * from "./stop-signal.js";
 export { freezeDeep } from "./freeze-deep.js";

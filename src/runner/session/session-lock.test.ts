@@ -5,13 +5,18 @@ import path from "node:path";
 
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 
-import { AbortedError, currentProcessIdentity, exitCodeOf } from "../../common/index.js";
+import {
+  AbortedError,
+  breakStaleLock,
+  currentProcessIdentity,
+  exitCodeOf,
+} from "../../common/index.js";
 import {
   SessionBusyError,
   SessionLockError,
   acquireSessionLock,
-  breakStaleLock,
   readSessionLock,
+  sessionLockFile,
   waitingFile,
   type SessionLockHolder,
 } from "./session-lock.js";
@@ -198,7 +203,7 @@ describe("the session lock", () => {
     // Between this taker's read and its removal, another one took the lock over.
     await rm(lockFile);
     const fresh = await acquire("fresh-run", { wait: false });
-    await breakStaleLock(lockFile, dead as SessionLockHolder, fresh.holder);
+    await breakStaleLock(sessionLockFile(lockFile), dead as SessionLockHolder, fresh.holder);
     expect((await readSessionLock(lockFile))?.runId).toBe("fresh-run");
     await fresh.release();
   });

@@ -1,7 +1,5 @@
-import { randomUUID } from "node:crypto";
-import { readFileSync, unlinkSync } from "node:fs";
-import { link, mkdir, readFile, rename, writeFile } from "node:fs/promises";
-import path from "node:path";
+import { unlinkSync } from "node:fs";
+import { writeFile } from "node:fs/promises";
 
 import { z } from "zod";
 
@@ -9,12 +7,13 @@ import {
   AbortedError,
   CordonError,
   ExitCode,
-  createExclusive,
   currentProcessIdentity,
   onProcessExit,
-  processState,
-  sleep,
+  processIdentityShape,
+  readLockFile,
+  takeLockFile,
   unlinkIfPresent,
+  type LockFile,
 } from "../../common/index.js";
 import { sessionFiles } from "./session-name.js";
 
@@ -22,20 +21,12 @@ import { sessionFiles } from "./session-name.js";
  * The lock of a session: one file, `<sessions dir>/<name>.lock`, that exists while a run (of any
  * process on this machine) writes the session. It says who holds it, so a second run can name the
  * holder while it waits, `cordon ps` can list what runs, and a lock left by a process that died
- * (SIGKILL, a crash, a reboot) is recognised and taken over.
- *
- * Why a file of our own and not a library such as proper-lockfile: those judge a lock stale by
- * its age (the holder touches it every few seconds), so a dead holder blocks the session for the
- * stale period and a stopped but living one (SIGSTOP, a debugger) loses it. Here a lock is stale
- * exactly when its process is gone: the pid is checked together with the process's start time and
- * boot id, so a pid reused by an unrelated process does not keep a dead run's lock alive.
+ * (SIGKILL, a crash, a reboot) is recognised and taken over: a lock file held by a live process
+ * (common/process-lock.ts).
  */
 export const sessionLockHolderSchema = z.object({
   v: z.literal(1),
-  pid: z.number().int().positive(),
-  host: z.string(),
-  startTicks: z.number().int().optional(),
-  bootId: z.string().optional(),
+  ...processIdentityShape,
   /** The run holding the session. */
   runId: z.string(),
   sessionKey: z.string(),
@@ -107,185 +98,78 @@ export const waitingSuffix = ".wait.";
  */
 export async function acquireSessionLock(options: AcquireSessionLockOptions): Promise<SessionLock> {
   const file = sessionFiles(options.stateDir, options.sessionKey, options.project).lock;
-  await mkdir(path.dirname(file), { recursive: true, mode: 0o700 });
-  const holder: SessionLockHolder = {
+  const base: Omit<SessionLockHolder, "since"> = {
     v: 1,
     ...currentProcessIdentity(),
     runId: options.runId,
     sessionKey: options.sessionKey,
-    since: new Date().toISOString(),
   };
-  if (options.project !== undefined) holder.project = options.project;
-  if (options.agentId !== undefined) holder.agentId = options.agentId;
-  if (options.workspace !== undefined) holder.workspace = options.workspace;
-  const pollMs = options.pollMs ?? 200;
+  if (options.project !== undefined) base.project = options.project;
+  if (options.agentId !== undefined) base.agentId = options.agentId;
+  if (options.workspace !== undefined) base.workspace = options.workspace;
+  let announced: SessionLockHolder | undefined;
   let waiting: string | undefined;
   let forgetWaiting: (() => void) | undefined;
+  const markWaiting = async (): Promise<void> => {
+    if (waiting !== undefined) return;
+    const waitFile = waitingFile(file, base);
+    waiting = waitFile;
+    // Also gone when the process is made to exit while it waits (a second Ctrl-C).
+    forgetWaiting = onProcessExit(() => unlinkSync(waitFile));
+    // Best effort: a run that cannot say it waits still waits.
+    const text = `${JSON.stringify({ ...base, since: new Date().toISOString() })}\n`;
+    await writeFile(waitFile, text, { mode: 0o600 }).catch(() => undefined);
+  };
   try {
-    return await takeLock(file, holder, pollMs, options, async () => {
-      if (waiting !== undefined) return;
-      const waitFile = waitingFile(file, holder);
-      waiting = waitFile;
-      // Also gone when the process is made to exit while it waits (a second Ctrl-C).
-      forgetWaiting = onProcessExit(() => unlinkSync(waitFile));
-      // Best effort: a run that cannot say it waits still waits.
-      await writeFile(waitFile, lockText(holder), { mode: 0o600 }).catch(() => undefined);
+    const held = await takeLockFile({
+      ...sessionLockFile(file),
+      record: () => ({ ...base, since: new Date().toISOString() }),
+      pollMs: options.pollMs ?? 200,
+      signal: options.signal,
+      aborted: (reason) => {
+        const by = announced ? `, held by ${describeHolder(announced)}` : "";
+        return new AbortedError(`stopped waiting for session ${options.sessionKey}${by}`, {
+          cause: reason,
+        });
+      },
+      unreadable: () =>
+        new SessionLockError(
+          `The lock file of session ${options.sessionKey} (${file}) cannot be read, so cordon cannot tell whether a run holds it.`,
+          { fix: `If no cordon run uses this session, delete ${file}.` },
+        ),
+      whileHeld: async (current) => {
+        if (options.wait === false) {
+          throw new SessionBusyError(
+            `Session ${options.sessionKey} is in use by another run (${describeHolder(current)}).`,
+            {
+              fix: `Wait for it to end (\`cordon logs -f --session ${options.sessionKey}\` follows it) or use another --session; \`cordon run\` without --no-wait waits by itself.`,
+            },
+          );
+        }
+        if (announced?.runId === current.runId) return;
+        announced = current;
+        await markWaiting();
+        options.onWait?.(current);
+      },
     });
+    return { holder: { ...held.holder }, path: held.file, release: () => held.release() };
   } finally {
     forgetWaiting?.();
     if (waiting !== undefined) await unlinkIfPresent(waiting).catch(() => undefined);
   }
 }
 
-async function takeLock(
-  file: string,
-  holder: SessionLockHolder,
-  pollMs: number,
-  options: AcquireSessionLockOptions,
-  markWaiting: () => Promise<void>,
-): Promise<SessionLock> {
-  let announced: SessionLockHolder | undefined;
-  for (;;) {
-    if (options.signal?.aborted) {
-      const held = announced ? `, held by ${describeHolder(announced)}` : "";
-      throw new AbortedError(`stopped waiting for session ${options.sessionKey}${held}`, {
-        cause: options.signal.reason,
-      });
-    }
-    holder.since = new Date().toISOString();
-    if (await createExclusive(file, lockText(holder))) return heldLock(file, holder);
-    const current = await readHolder(file);
-    if (current === "missing") continue;
-    if (current === "unreadable") {
-      throw new SessionLockError(
-        `The lock file of session ${options.sessionKey} (${file}) cannot be read, so cordon cannot tell whether a run holds it.`,
-        { fix: `If no cordon run uses this session, delete ${file}.` },
-      );
-    }
-    if (processState(current) === "dead") {
-      await breakStaleLock(file, current, holder);
-      continue;
-    }
-    if (options.wait === false) {
-      throw new SessionBusyError(
-        `Session ${options.sessionKey} is in use by another run (${describeHolder(current)}).`,
-        {
-          fix: `Wait for it to end (\`cordon logs -f --session ${options.sessionKey}\` follows it) or use another --session; \`cordon run\` without --no-wait waits by itself.`,
-        },
-      );
-    }
-    if (announced?.runId !== current.runId) {
-      announced = current;
-      await markWaiting();
-      options.onWait?.(current);
-    }
-    // An interrupt while asleep is reported by the check at the top, naming what was stopped.
-    await sleep(pollMs, options.signal).catch(() => undefined);
-  }
+/** The session lock as a lock file held by a live process: one take is one run's, at one time. */
+export function sessionLockFile(file: string): LockFile<SessionLockHolder> {
+  return {
+    file,
+    schema: sessionLockHolderSchema,
+    sameTake: (a, b) => a.runId === b.runId && a.pid === b.pid && a.since === b.since,
+  };
 }
 
 /** The holder of a session's lock, or undefined when no run (alive or dead) holds it. */
 export async function readSessionLock(file: string): Promise<SessionLockHolder | undefined> {
-  const holder = await readHolder(file);
+  const holder = await readLockFile(file, sessionLockHolderSchema);
   return typeof holder === "string" ? undefined : holder;
-}
-
-function heldLock(file: string, holder: SessionLockHolder): SessionLock {
-  let released = false;
-  // A process made to exit (a second Ctrl-C) skips `release`: the lock goes all the same.
-  const forget = onProcessExit(() => {
-    if (holderRunIdSync(file) === holder.runId) unlinkSync(file);
-  });
-  return {
-    holder: { ...holder },
-    path: file,
-    async release() {
-      if (released) return;
-      released = true;
-      forget();
-      const current = await readHolder(file);
-      // Never remove a lock that is no longer ours (it cannot be taken from a live process, but
-      // a lock file deleted and re-made by hand must not be dropped by the run that ends here).
-      if (typeof current !== "string" && current.runId === holder.runId) {
-        await unlinkIfPresent(file);
-      }
-    },
-  };
-}
-
-/** The run id in a lock file, read synchronously (at exit); undefined when unreadable. */
-function holderRunIdSync(file: string): string | undefined {
-  const parsed = sessionLockHolderSchema.safeParse(JSON.parse(readFileSync(file, "utf8")));
-  return parsed.success ? parsed.data.runId : undefined;
-}
-
-/** A lock file's text: its holder as one JSON line. */
-function lockText(record: SessionLockHolder): string {
-  return `${JSON.stringify(record)}\n`;
-}
-
-async function readHolder(file: string): Promise<SessionLockHolder | "missing" | "unreadable"> {
-  let text: string;
-  try {
-    text = await readFile(file, "utf8");
-  } catch (error) {
-    if ((error as NodeJS.ErrnoException).code === "ENOENT") return "missing";
-    throw error;
-  }
-  try {
-    const parsed = sessionLockHolderSchema.safeParse(JSON.parse(text));
-    return parsed.success ? parsed.data : "unreadable";
-  } catch {
-    return "unreadable";
-  }
-}
-
-function sameHolder(a: SessionLockHolder, b: SessionLockHolder): boolean {
-  return a.runId === b.runId && a.pid === b.pid && a.since === b.since;
-}
-
-/**
- * Removes the lock of a dead holder. Two runs may find the same dead lock; if both simply deleted
- * it, the slower one could delete the fresh lock the faster one made after it. So removal happens
- * only under a second lock, `<lock>.break` (held for a read and an unlink), after reading the
- * lock again: a lock made since then has a live holder and is left alone. Exported for tests.
- */
-export async function breakStaleLock(
-  file: string,
-  dead: SessionLockHolder,
-  breaker: SessionLockHolder,
-): Promise<void> {
-  const breakFile = `${file}.break`;
-  if (!(await createExclusive(breakFile, lockText(breaker)))) {
-    const other = await readHolder(breakFile);
-    // A breaker that died between its two steps leaves its file; it is removed the same careful
-    // way (moved aside and checked), and the next pass of the caller tries again.
-    if (typeof other !== "string" && processState(other) === "dead") {
-      await removeIfStill(breakFile, other);
-    }
-    await sleep(10);
-    return;
-  }
-  try {
-    const current = await readHolder(file);
-    if (typeof current !== "string" && sameHolder(current, dead)) await unlinkIfPresent(file);
-  } finally {
-    await unlinkIfPresent(breakFile);
-  }
-}
-
-/** Moves `file` aside, and deletes it only if it still holds `expected`; otherwise puts it back. */
-async function removeIfStill(file: string, expected: SessionLockHolder): Promise<void> {
-  const aside = `${file}.${process.pid}.${randomUUID()}.stale`;
-  try {
-    await rename(file, aside);
-  } catch (error) {
-    if ((error as NodeJS.ErrnoException).code === "ENOENT") return;
-    throw error;
-  }
-  const moved = await readHolder(aside);
-  if (typeof moved === "string" || !sameHolder(moved, expected)) {
-    await link(aside, file).catch(() => undefined);
-  }
-  await unlinkIfPresent(aside);
 }
