@@ -150,7 +150,9 @@ describe("cordon mcp over stdio, with the SDK's client", () => {
       ]);
 
       // A long command reports progress, its output's last line among it; cancelling it kills
-      // its process tree in the sandbox.
+      // its process tree in the sandbox. The line that cancels it comes after the marker and the
+      // background sleep were started: a kill that arrived before `touch` ran killed it too
+      // (seen in CI), and a tree with nothing in it yet would prove nothing.
       const cancel = new AbortController();
       const progress: string[] = [];
       const long = client.callTool(
@@ -158,7 +160,7 @@ describe("cordon mcp over stdio, with the SDK's client", () => {
           name: "exec",
           arguments: {
             command:
-              "echo long-is-under-way; touch /tmp/long-started; sleep 300 & sleep 301; echo never",
+              "touch /tmp/long-started; sleep 300 & echo long-is-under-way; sleep 301; echo never",
           },
         },
         undefined,
