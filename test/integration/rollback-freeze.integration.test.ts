@@ -15,7 +15,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 
 import { packageRoot, sleep } from "../../src/common/index.js";
 import { createRunner, type Runner } from "../../src/index.js";
-import { readFreezeMarker } from "../../src/sandbox/docker/freeze-marker.js";
+import { holdFreezeMarker, readFreezeMarker } from "../../src/sandbox/docker/freeze-marker.js";
 import type { SandboxLease } from "../../src/sandbox/index.js";
 import { demoRepo } from "../support/demo-repo.js";
 import { dockerClient, removeContainersOfHome, requireSandboxImage } from "../support/docker.js";
@@ -188,6 +188,46 @@ describe("a rollback and another session's run on one sandbox", () => {
       expect(await readFreezeMarker(home, container)).toBeUndefined();
     }
     expect(caught, `no rollback was caught inside its freeze in ${attempts} attempts`).toBe(true);
+  });
+
+  it("a checkpoint waiting behind another command's freeze says so on stderr, then records", async () => {
+    const session = `freeze-said-${suffix}`;
+    const { container } = await inSandbox(session, "echo said > said.txt");
+    let resume!: () => void;
+    const gate = new Promise<void>((resolve) => (resume = resolve));
+    let held = false;
+    // Another cordon command (this test process) holds the sandbox's freeze.
+    const other = holdFreezeMarker(home, container, async () => {
+      held = true;
+      await gate;
+    });
+    while (!held) await sleep(10);
+    const child = spawn(
+      process.execPath,
+      [cli, "checkpoint", "said", "--session", session, "--workspace", repo, "--json"],
+      // Logs silent: what the user sees of the wait is the command's own output.
+      { env: { ...env, CORDON_LOG_LEVEL: "silent" }, stdio: ["ignore", "pipe", "pipe"] },
+    );
+    let stdout = "";
+    let stderr = "";
+    child.stdout.on("data", (chunk: Buffer) => (stdout += chunk.toString()));
+    child.stderr.on("data", (chunk: Buffer) => (stderr += chunk.toString()));
+    const exited = new Promise<number | null>((resolve) => child.on("exit", resolve));
+    try {
+      await expect
+        .poll(() => stderr, { timeout: 60_000, interval: 50 })
+        .toMatch(
+          new RegExp(
+            `· waiting for .*\\(pid ${process.pid} on .*\\), which has ${container} frozen`,
+          ),
+        );
+      expect(stdout).toBe("");
+    } finally {
+      resume();
+      await other;
+    }
+    expect(await exited, stderr).toBe(0);
+    expect(JSON.parse(stdout)).toMatchObject({ name: "said" });
   });
 
   it("a rollback killed inside its freeze leaves a stale marker: the next acquire resumes the sandbox at once", async () => {

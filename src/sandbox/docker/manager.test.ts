@@ -10,7 +10,8 @@ import type { Sandbox } from "../sandbox.js";
 import type { SandboxSpec } from "../spec.js";
 import { fakeEngine } from "./client/testing/fake-engine.js";
 import { labelKeys } from "./container-options.js";
-import { DockerSandboxManager, type ManagedContainer } from "./manager.js";
+import { holdFreezeMarker } from "./freeze-marker.js";
+import { DockerSandboxManager, type AcquireProgress, type ManagedContainer } from "./manager.js";
 
 const image = "cordon-sandbox:test";
 const imageId = "sha256:1111aaaa2222bbbb3333";
@@ -132,6 +133,39 @@ describe("DockerSandboxManager over a fake engine", () => {
     expect(container.state.status).toBe("running");
     await lease.release();
   });
+
+  it("a freeze that waits behind another command's says so through the acquire's progress", async () => {
+    const progress: AcquireProgress[] = [];
+    const lease = await manager.acquire(spec, { onProgress: (event) => progress.push(event) });
+    let resume!: () => void;
+    const gate = new Promise<void>((resolve) => (resume = resolve));
+    let held = false;
+    // Another cordon command (this process: a live holder) has the sandbox frozen.
+    const other = holdFreezeMarker(home, spec.containerName, async () => {
+      held = true;
+      await gate;
+    });
+    while (!held) await sleep(5);
+    let ran = false;
+    const waiting = lease.freeze(() => Promise.resolve((ran = true)));
+    while (!progress.some((event) => event.phase === "wait")) await sleep(20);
+    expect(ran).toBe(false);
+    expect(progress.filter((event) => event.phase === "wait")).toEqual([
+      {
+        phase: "wait",
+        message: expect.stringMatching(
+          new RegExp(
+            `^waiting for .*\\(pid ${process.pid} on .*\\), which has ${spec.containerName} frozen`,
+          ),
+        ) as string,
+      },
+    ]);
+    resume();
+    await Promise.all([other, waiting]);
+    expect(ran).toBe(true);
+    await lease.release();
+    // The wait is said after 1 s: room for a loaded machine.
+  }, 30_000);
 
   it("takes over a pause no live cordon command holds (a `docker pause`), and resumes it after", async () => {
     const lease = await manager.acquire(spec);

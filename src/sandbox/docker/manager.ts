@@ -416,7 +416,7 @@ export class DockerSandboxManager {
       inspectors: this.inspectors,
       source,
       target: into,
-      freeze: (fn) => this.freeze(fork.source, fn),
+      freeze: (fn) => this.freeze(fork.source, fn, (message) => context.progress("wait", message)),
       signal: context.signal,
     });
   }
@@ -462,10 +462,14 @@ export class DockerSandboxManager {
 
     // A pool hands a member's copy over by renaming host paths: not for a copy in volumes.
     const shape = volumes ? undefined : this.poolShapeFor(spec, options.pool, log);
-    const changes = this.workspaceChanges(spec, image.reference);
+    // A freeze of this lease (a diff, a checkpoint, a rollback) that waits behind another
+    // command's says so where this acquire's progress goes: the user sees why nothing happens.
+    const freeze = <T>(fn: () => Promise<T>): Promise<T> =>
+      this.freeze(spec, fn, (message) => progress("wait", message));
+    const changes = this.workspaceChanges(spec, image.reference, freeze);
     // Asked before a turn's checkpoint whether it may record without a pause (sandbox-quiet.ts).
     let attached: DockerSandbox | undefined;
-    const checkpoints = this.workspaceCheckpoints(spec, image.reference, () =>
+    const checkpoints = this.workspaceCheckpoints(spec, image.reference, freeze, () =>
       attached ? attached.quiet() : Promise.resolve(undefined),
     );
     const acquiredAt = Date.now();
@@ -640,7 +644,7 @@ export class DockerSandboxManager {
         const info = await this.containers.inspect(spec.containerName);
         return info?.state.running ? ((await commandsRunning(this.containers, info.id)) ?? []) : [];
       },
-      freeze: (fn) => this.freeze(spec, fn),
+      freeze,
       forwardPort:
         sandbox instanceof DockerSandbox
           ? (destination) => sandbox.forwardPort(0, destination)
@@ -652,20 +656,21 @@ export class DockerSandboxManager {
   }
 
   /** See `SandboxLease.changes`. */
-  private workspaceChanges(spec: SandboxSpec, image: string): DockerWorkspaceChanges | undefined {
+  private workspaceChanges(
+    spec: SandboxSpec,
+    image: string,
+    freeze: <T>(fn: () => Promise<T>) => Promise<T>,
+  ): DockerWorkspaceChanges | undefined {
     const target = this.inspectedWorkspace(spec, image);
     if (!target) return undefined;
-    return dockerWorkspaceChanges({
-      inspectors: this.inspectors,
-      target,
-      freeze: (fn) => this.freeze(spec, fn),
-    });
+    return dockerWorkspaceChanges({ inspectors: this.inspectors, target, freeze });
   }
 
   /** See `SandboxLease.checkpoints`. */
   private workspaceCheckpoints(
     spec: SandboxSpec,
     image: string,
+    freeze: <T>(fn: () => Promise<T>) => Promise<T>,
     quiet: () => Promise<SandboxQuiet | undefined>,
   ): DockerWorkspaceCheckpoints | undefined {
     const target = this.inspectedWorkspace(spec, image);
@@ -673,7 +678,7 @@ export class DockerSandboxManager {
     return dockerWorkspaceCheckpoints({
       inspectors: this.inspectors,
       target,
-      freeze: (fn) => this.freeze(spec, fn),
+      freeze,
       quiet,
       executorVolume: async () =>
         spec.docker.executor === "resident"
@@ -702,8 +707,15 @@ export class DockerSandboxManager {
     return usesWorkspaceVolumes(spec, this.engine.endpoint());
   }
 
-  /** See `SandboxLease.freeze`. */
-  private async freeze<T>(spec: SandboxSpec, fn: () => Promise<T>): Promise<T> {
+  /**
+   * See `SandboxLease.freeze`. `onWait` hears a wait behind another command's freeze (after 1 s):
+   * the acquire's progress, which the CLI prints.
+   */
+  private async freeze<T>(
+    spec: SandboxSpec,
+    fn: () => Promise<T>,
+    onWait: (message: string) => void,
+  ): Promise<T> {
     const name = spec.containerName;
     const found = await this.containers.inspect(name);
     const info = found && (await this.identify(found, name));
@@ -712,7 +724,7 @@ export class DockerSandboxManager {
     return whileFrozen(this.containers, info || undefined, fn, {
       stateDirectory: this.stateDirectory,
       containerName: name,
-      onWait: (message) => this.logger.info({ sandbox: name }, message),
+      onWait,
     });
   }
 
