@@ -6,16 +6,20 @@
  * rollback would catch and refuse as torn, leaving the copy half restored), and a rollback
  * killed inside its freeze must not keep the sandbox paused for good.
  */
-import { spawn, type ChildProcess } from "node:child_process";
-import { mkdtemp, rm } from "node:fs/promises";
-import { tmpdir } from "node:os";
+import { spawn, spawnSync, type ChildProcess } from "node:child_process";
+import { mkdir, mkdtemp, readdir, rm, writeFile } from "node:fs/promises";
+import { hostname, tmpdir } from "node:os";
 import path from "node:path";
 
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 
 import { packageRoot, sleep } from "../../src/common/index.js";
 import { createRunner, type Runner } from "../../src/index.js";
-import { holdFreezeMarker, readFreezeMarker } from "../../src/sandbox/docker/freeze-marker.js";
+import {
+  freezeMarkerFile,
+  holdFreezeMarker,
+  readFreezeMarker,
+} from "../../src/sandbox/docker/freeze-marker.js";
 import type { SandboxLease } from "../../src/sandbox/index.js";
 import { demoRepo } from "../support/demo-repo.js";
 import { dockerClient, removeContainersOfHome, requireSandboxImage } from "../support/docker.js";
@@ -98,6 +102,45 @@ describe("a rollback and another session's run on one sandbox", () => {
       await sleep(5);
     }
     return false;
+  };
+
+  /**
+   * Holds `container`'s freeze marker from this process, as another cordon command would (a
+   * live holder), until `release`.
+   */
+  const holdFrozen = async (container: string) => {
+    let resume!: () => void;
+    const gate = new Promise<void>((resolve) => (resume = resolve));
+    let held = false;
+    const holding = holdFreezeMarker(home, container, async () => {
+      held = true;
+      await gate;
+    });
+    while (!held) await sleep(10);
+    return {
+      release: async () => {
+        resume();
+        await holding;
+      },
+    };
+  };
+
+  /** The line a command prints while it waits for `holdFrozen`'s freeze. */
+  const waitLine = (container: string) =>
+    new RegExp(`· waiting for .*\\(pid ${process.pid} on .*\\), which has ${container} frozen`);
+
+  /** The built CLI, logs silent: what the user sees of a wait is the command's own output. */
+  const cordon = (...args: string[]) => {
+    const child = spawn(process.execPath, [cli, ...args], {
+      cwd: repo,
+      env: { ...env, CORDON_LOG_LEVEL: "silent" },
+      stdio: ["ignore", "pipe", "pipe"],
+    });
+    const output = { stdout: "", stderr: "" };
+    child.stdout.on("data", (chunk: Buffer) => (output.stdout += chunk.toString()));
+    child.stderr.on("data", (chunk: Buffer) => (output.stderr += chunk.toString()));
+    const code = new Promise<number | null>((resolve) => child.on("exit", resolve));
+    return { output, code };
   };
 
   beforeAll(async () => {
@@ -193,41 +236,22 @@ describe("a rollback and another session's run on one sandbox", () => {
   it("a checkpoint waiting behind another command's freeze says so on stderr, then records", async () => {
     const session = `freeze-said-${suffix}`;
     const { container } = await inSandbox(session, "echo said > said.txt");
-    let resume!: () => void;
-    const gate = new Promise<void>((resolve) => (resume = resolve));
-    let held = false;
-    // Another cordon command (this test process) holds the sandbox's freeze.
-    const other = holdFreezeMarker(home, container, async () => {
-      held = true;
-      await gate;
-    });
-    while (!held) await sleep(10);
-    const child = spawn(
-      process.execPath,
-      [cli, "checkpoint", "said", "--session", session, "--workspace", repo, "--json"],
-      // Logs silent: what the user sees of the wait is the command's own output.
-      { env: { ...env, CORDON_LOG_LEVEL: "silent" }, stdio: ["ignore", "pipe", "pipe"] },
+    const other = await holdFrozen(container);
+    const checkpoint = cordon(
+      "checkpoint",
+      "said",
+      ...["--session", session, "--workspace", repo, "--json"],
     );
-    let stdout = "";
-    let stderr = "";
-    child.stdout.on("data", (chunk: Buffer) => (stdout += chunk.toString()));
-    child.stderr.on("data", (chunk: Buffer) => (stderr += chunk.toString()));
-    const exited = new Promise<number | null>((resolve) => child.on("exit", resolve));
     try {
       await expect
-        .poll(() => stderr, { timeout: 60_000, interval: 50 })
-        .toMatch(
-          new RegExp(
-            `· waiting for .*\\(pid ${process.pid} on .*\\), which has ${container} frozen`,
-          ),
-        );
-      expect(stdout).toBe("");
+        .poll(() => checkpoint.output.stderr, { timeout: 60_000, interval: 50 })
+        .toMatch(waitLine(container));
+      expect(checkpoint.output.stdout).toBe("");
     } finally {
-      resume();
-      await other;
+      await other.release();
     }
-    expect(await exited, stderr).toBe(0);
-    expect(JSON.parse(stdout)).toMatchObject({ name: "said" });
+    expect(await checkpoint.code, checkpoint.output.stderr).toBe(0);
+    expect(JSON.parse(checkpoint.output.stdout)).toMatchObject({ name: "said" });
   });
 
   it("a rollback killed inside its freeze leaves a stale marker: the next acquire resumes the sandbox at once", async () => {
@@ -270,5 +294,52 @@ describe("a rollback and another session's run on one sandbox", () => {
       }
     }
     expect(caught, `no rollback was caught inside its freeze in ${attempts} attempts`).toBe(true);
+  });
+  it("sandbox rm waits for a live freeze and takes the marker with the sandbox; a dead holder's goes at once, and prune sweeps one whose sandbox is gone", async () => {
+    const session = `freeze-rm-${suffix}`;
+    const { container } = await inSandbox(session, "true");
+    const exists = async (name: string) =>
+      (await docker.listContainers({ all: true, filters: { name: [`^/${name}$`] } })).length > 0;
+    /** A marker as a command killed inside its freeze leaves it. */
+    const leaveDeadMarker = async (name: string) => {
+      const gone = spawnSync(process.execPath, ["-e", ""]).pid ?? 999_999;
+      const file = freezeMarkerFile(home, name);
+      await mkdir(path.dirname(file), { recursive: true });
+      const holder = { v: 1, pid: gone, host: hostname(), startTicks: 1, token: "dead" };
+      await writeFile(file, JSON.stringify({ ...holder, command: "cordon rollback", since: "x" }));
+      return file;
+    };
+
+    // A live command holds it frozen: rm waits, says so, and removes nothing until it is done.
+    const other = await holdFrozen(container);
+    const removal = cordon("sandbox", "rm", container, "--discard-changes");
+    try {
+      await expect
+        .poll(() => removal.output.stderr, { timeout: 60_000, interval: 50 })
+        .toMatch(waitLine(container));
+      expect(await exists(container)).toBe(true);
+    } finally {
+      await other.release();
+    }
+    expect(await removal.code, removal.output.stderr).toBe(0);
+    expect(await exists(container)).toBe(false);
+    const records = path.dirname(freezeMarkerFile(home, container));
+    expect((await readdir(records)).filter((name) => name.includes(".frozen"))).toEqual([]);
+
+    // A dead holder's marker (the sandbox paused under it or not) goes with the sandbox.
+    await inSandbox(session, "true");
+    await leaveDeadMarker(container);
+    const again = cordon("sandbox", "rm", container, "--discard-changes");
+    expect(await again.code, again.output.stderr).toBe(0);
+    expect(again.output.stderr).not.toMatch(/waiting for/);
+    expect((await readdir(records)).filter((name) => name.includes(".frozen"))).toEqual([]);
+
+    // One left beside no sandbox at all (by a cordon older than this) is swept by prune.
+    const leftover = await leaveDeadMarker(`cordon-gone-${suffix}`);
+    const prune = cordon("sandbox", "prune", "--json");
+    expect(await prune.code, prune.output.stderr).toBe(0);
+    const report = JSON.parse(prune.output.stdout) as { orphans: { path: string }[] };
+    expect(report.orphans.map((orphan) => orphan.path)).toContain(leftover);
+    expect((await readdir(records)).filter((name) => name.includes(".frozen"))).toEqual([]);
   });
 });

@@ -83,6 +83,7 @@ export function registerSandboxPruneCommand(sandbox: Command, context: CliContex
           options.maxAge === undefined ? undefined : parseDuration(options.maxAge, "--max-age"),
         dryRun: options.dryRun ?? false,
         discardChanges: (options.discardChanges ?? false) || (options.force ?? false),
+        onWait: (message) => context.stderr(`· ${message}\n`),
       });
       context.stdout(options.json ? `${JSON.stringify(report, null, 2)}\n` : formatReport(report));
     });

@@ -48,7 +48,10 @@ async function removeIfConfirmed(
     reportFailure(context, refused);
     return undefined;
   }
-  return inventory.remove(refused.sandbox, { discardChanges: true });
+  return inventory.remove(refused.sandbox, {
+    discardChanges: true,
+    onWait: (message) => context.stderr(`· ${message}\n`),
+  });
 }
 
 export function registerSandboxRmCommand(sandbox: Command, context: CliContext): void {
@@ -81,6 +84,8 @@ export function registerSandboxRmCommand(sandbox: Command, context: CliContext):
       const removeOptions = {
         keepWorkspace: options.keepWorkspace ?? false,
         discardChanges: options.discardChanges ?? false,
+        // A rollback or diff holding the sandbox frozen is waited for: say why nothing happens.
+        onWait: (message: string) => context.stderr(`· ${message}\n`),
       };
       const removed: RemovedSandbox[] = [];
       const refused: UnappliedChangesError[] = [];

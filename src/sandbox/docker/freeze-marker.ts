@@ -1,4 +1,5 @@
 import { randomUUID } from "node:crypto";
+import { readdir } from "node:fs/promises";
 import path from "node:path";
 
 import { z } from "zod";
@@ -9,6 +10,7 @@ import {
   currentProcessIdentity,
   processIdentityShape,
   readLockFile,
+  removeStaleLock,
   takeLockFile,
   type LockFile,
 } from "../../common/index.js";
@@ -52,12 +54,14 @@ export interface FreezeWaitOptions {
 /** Long enough for a rollback or fork of a large copy; a holder stuck for longer is named. */
 const defaultBoundMs = 10 * 60_000;
 
+const markerSuffix = ".frozen";
+
 const safeName = /^[A-Za-z0-9][A-Za-z0-9_.-]*$/;
 
 /** `<stateDir>/sandboxes/<containerName>.frozen`. */
 export function freezeMarkerFile(stateDirectory: string, containerName: string): string {
   if (!safeName.test(containerName)) throw new Error(`invalid container name ${containerName}`);
-  return path.join(recordsDirectory(stateDirectory), `${containerName}.frozen`);
+  return path.join(recordsDirectory(stateDirectory), `${containerName}${markerSuffix}`);
 }
 
 /**
@@ -128,6 +132,27 @@ export async function readFreezeMarker(
 ): Promise<FreezeHolder | undefined> {
   const read = await readLockFile(freezeMarkerFile(stateDirectory, containerName), holderSchema);
   return typeof read === "string" ? undefined : read;
+}
+
+/**
+ * Removes the freeze marker of a sandbox that is gone, if its holder is dead: `"removed"`,
+ * `"missing"`, `"unreadable"` or the live holder (both left alone: a live one removes its own).
+ */
+export function removeStaleFreezeMarker(
+  stateDirectory: string,
+  containerName: string,
+): Promise<"removed" | "missing" | "unreadable" | FreezeHolder> {
+  const file = freezeMarkerFile(stateDirectory, containerName);
+  return removeStaleLock(freezeMarkerLock(file), currentProcessIdentity());
+}
+
+/** The names of the sandboxes with a freeze marker, live or stale. */
+export async function frozenSandboxNames(stateDirectory: string): Promise<string[]> {
+  const names = await readdir(recordsDirectory(stateDirectory)).catch(() => []);
+  return names
+    .filter((name) => name.endsWith(markerSuffix))
+    .map((name) => name.slice(0, -markerSuffix.length))
+    .filter((name) => safeName.test(name));
 }
 
 /** How a holder is named in messages: `cordon rollback (pid 4242 on box, since …)`. */

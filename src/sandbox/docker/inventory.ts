@@ -7,6 +7,7 @@ import {
   ExitCode,
   createSilentLogger,
   messageOf,
+  processState,
   type Logger,
 } from "../../common/index.js";
 import {
@@ -32,6 +33,14 @@ import type { DockerEngine } from "./engine.js";
 import { labelsOf } from "./container-identity.js";
 import { removeWorkspaceVolumes, volumeLabels } from "./workspace-volumes.js";
 import { SandboxRecords, type SandboxRecord } from "./records.js";
+import {
+  describeFreezeHolder,
+  frozenSandboxNames,
+  freezeMarkerFile,
+  holdFreezeMarker,
+  readFreezeMarker,
+  removeStaleFreezeMarker,
+} from "./freeze-marker.js";
 import type { SandboxHolders } from "./idle-stop.js";
 import { SandboxImage, sandboxImageRepository, type SandboxImageOptions } from "./sandbox-image.js";
 import { EgressProxies } from "./egress/index.js";
@@ -126,6 +135,11 @@ export interface SandboxRemoveOptions {
    * such a sandbox is refused with `UnappliedChangesError`.
    */
   discardChanges?: boolean | undefined;
+  /**
+   * Hears that the removal waits for a live cordon command that has the sandbox frozen (a
+   * rollback, a diff), said after 1 s; the removal goes ahead once it is done.
+   */
+  onWait?: ((message: string) => void) | undefined;
 }
 
 /** A private workspace whose container is gone (removed by hand, by CI, by an engine reset). */
@@ -221,6 +235,8 @@ export interface PruneOptions {
    * (an acquire in another process may be between creating a workspace and its container).
    */
   orphanMinAgeMs?: number | undefined;
+  /** As `SandboxRemoveOptions.onWait`, for each sandbox the prune removes. */
+  onWait?: ((message: string) => void) | undefined;
   /**
    * Support volumes no container mounts go only once made this long ago (ms). Default ten
    * minutes, and not `orphanMinAgeMs`: they are the engine's, shared by every state directory's
@@ -433,10 +449,12 @@ export class SandboxInventory {
         { name, privateWorkspace: record.privateWorkspace, image: record.wantedImage },
         options,
       );
-      const workspaces = await this.disposeWorkspace(record.privateWorkspace, options);
-      await this.egress.remove(name);
-      await this.forget(name);
-      return { name, reason: "requested", ...workspaces };
+      return this.whileRemoving(name, options, async () => {
+        const workspaces = await this.disposeWorkspace(record.privateWorkspace, options);
+        await this.egress.remove(name);
+        await this.forget(name);
+        return { name, reason: "requested", ...workspaces };
+      });
     }
     const labels = labelsOf(info, record);
     if (labels[labelKeys.managed] !== "true") {
@@ -457,11 +475,28 @@ export class SandboxInventory {
       },
       options,
     );
-    await this.containers.remove(info.id, name);
-    await this.egress.remove(name);
-    const workspaces = await this.disposeWorkspace(workspacePath, options);
-    await this.forget(name);
-    return { name, reason: "requested", containerId: info.id, ...workspaces };
+    return this.whileRemoving(name, options, async () => {
+      await this.containers.remove(info.id, name);
+      await this.egress.remove(name);
+      const workspaces = await this.disposeWorkspace(workspacePath, options);
+      await this.forget(name);
+      return { name, reason: "requested", containerId: info.id, ...workspaces };
+    });
+  }
+
+  /**
+   * Runs a removal holding the sandbox's freeze marker: a live cordon command that has it frozen
+   * (a rollback writing the copy) is waited for rather than have its container and copy deleted
+   * under it, as any freezer waits its turn (up to 10 minutes, then refused naming its pid); a
+   * marker whose holder is dead is taken over. The marker goes with the sandbox, and a freezer
+   * that waited meanwhile finds nothing to freeze.
+   */
+  private whileRemoving<T>(
+    name: string,
+    options: SandboxRemoveOptions,
+    remove: () => Promise<T>,
+  ): Promise<T> {
+    return holdFreezeMarker(this.stateDirectory, name, remove, { onWait: options.onWait });
   }
 
   /**
@@ -628,7 +663,7 @@ export class SandboxInventory {
       if (work.state === "unapplied") entry.discardedChanges = work.changes;
       if (!dryRun) {
         try {
-          await this.remove(sandbox.name, { discardChanges: true });
+          await this.remove(sandbox.name, { discardChanges: true, onWait: options.onWait });
         } catch (error) {
           report.skipped.push({ name: sandbox.name, reason: `cannot remove: ${messageOf(error)}` });
           continue;
@@ -654,6 +689,7 @@ export class SandboxInventory {
       discardChanges: options.discardChanges ?? false,
     };
     await this.pruneOrphanRecords(sweep);
+    await this.pruneStaleFreezeMarkers(sweep);
     await this.pruneOrphanDirectories(sweep);
     await this.pruneOrphanVolumes(sweep);
     await this.pruneCarryLeftovers(grace, report);
@@ -812,6 +848,30 @@ export class SandboxInventory {
         reason: `record of ${record.containerName}, whose container is gone`,
       });
       if (!report.dryRun) await this.records.remove(record.containerName);
+    }
+  }
+
+  /**
+   * Freeze markers of sandboxes with no container whose holder is dead (a command killed inside
+   * its freeze, then the sandbox removed by a cordon older than `whileRemoving`, or by hand). One a
+   * live process holds is its own to remove; an unreadable one is left (cordon cannot tell).
+   */
+  private async pruneStaleFreezeMarkers(sweep: OrphanSweep): Promise<void> {
+    const { live, report } = sweep;
+    for (const name of await frozenSandboxNames(this.stateDirectory)) {
+      if (live.has(name)) continue;
+      const holder = await readFreezeMarker(this.stateDirectory, name);
+      if (!holder || processState(holder) !== "dead") continue;
+      if (
+        !report.dryRun &&
+        (await removeStaleFreezeMarker(this.stateDirectory, name)) !== "removed"
+      ) {
+        continue;
+      }
+      report.orphans.push({
+        path: freezeMarkerFile(this.stateDirectory, name),
+        reason: `freeze marker of ${name}, whose container is gone, left by ${describeFreezeHolder(holder)}, which is gone too`,
+      });
     }
   }
 
