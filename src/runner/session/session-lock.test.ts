@@ -5,12 +5,8 @@ import path from "node:path";
 
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 
-import {
-  AbortedError,
-  breakStaleLock,
-  currentProcessIdentity,
-  exitCodeOf,
-} from "../../common/index.js";
+import { AbortedError, currentProcessIdentity, exitCodeOf } from "../../common/index.js";
+import { breakStaleLock } from "../../common/process-lock.js";
 import {
   SessionBusyError,
   SessionLockError,

@@ -9,12 +9,14 @@ import {
   ExitCode,
   currentProcessIdentity,
   onProcessExit,
+  unlinkIfPresent,
+} from "../../common/index.js";
+import {
   processIdentityShape,
   readLockFile,
   takeLockFile,
-  unlinkIfPresent,
   type LockFile,
-} from "../../common/index.js";
+} from "../../common/process-lock.js";
 import { sessionFiles } from "./session-name.js";
 
 /**

@@ -4,16 +4,14 @@ import path from "node:path";
 
 import { z } from "zod";
 
+import { AbortedError, SandboxError, currentProcessIdentity } from "../../common/index.js";
 import {
-  AbortedError,
-  SandboxError,
-  currentProcessIdentity,
   processIdentityShape,
   readLockFile,
   removeStaleLock,
   takeLockFile,
   type LockFile,
-} from "../../common/index.js";
+} from "../../common/process-lock.js";
 import { recordsDirectory } from "./records.js";
 
 /**
