@@ -12,6 +12,7 @@ import {
   readFreezeMarker,
   type FreezeHolder,
 } from "./freeze-marker.js";
+import { holdFreezeUntilReleased } from "./testing/held-freeze.js";
 
 const sandbox = "cordon-sbx-frozen";
 
@@ -96,14 +97,7 @@ describe("freeze markers", () => {
   });
 
   it("gives up on a live holder after the bound, naming it and how to end the wait", async () => {
-    let releaseFirst!: () => void;
-    const gate = new Promise<void>((resolve) => (releaseFirst = resolve));
-    let frozen = false;
-    const first = holdFreezeMarker(home, sandbox, async () => {
-      frozen = true;
-      await gate;
-    });
-    await until(() => frozen);
+    const first = await holdFreezeUntilReleased(home, sandbox);
     const error = await holdFreezeMarker(home, sandbox, () => Promise.resolve(), {
       boundMs: 20,
       pollMs: 5,
@@ -115,15 +109,11 @@ describe("freeze markers", () => {
     expect((error as SandboxError).fix).toMatch(new RegExp(`kill ${process.pid}`));
     // The holder's marker is left as it was.
     expect((await readFreezeMarker(home, sandbox))?.pid).toBe(process.pid);
-    releaseFirst();
-    await first;
+    await first.release();
   });
 
   it("stops waiting when aborted", async () => {
-    let releaseFirst!: () => void;
-    const gate = new Promise<void>((resolve) => (releaseFirst = resolve));
-    const first = holdFreezeMarker(home, sandbox, () => gate);
-    await until(async () => (await readFreezeMarker(home, sandbox)) !== undefined);
+    const first = await holdFreezeUntilReleased(home, sandbox);
     const controller = new AbortController();
     const waiting = holdFreezeMarker(home, sandbox, () => Promise.resolve(), {
       signal: controller.signal,
@@ -131,8 +121,7 @@ describe("freeze markers", () => {
     });
     controller.abort();
     await expect(waiting).rejects.toBeInstanceOf(AbortedError);
-    releaseFirst();
-    await first;
+    await first.release();
   });
 
   it("refuses an unreadable marker with the file to delete, and never removes what is not its own", async () => {

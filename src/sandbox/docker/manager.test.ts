@@ -10,7 +10,7 @@ import type { Sandbox } from "../sandbox.js";
 import type { SandboxSpec } from "../spec.js";
 import { fakeEngine } from "./client/testing/fake-engine.js";
 import { labelKeys } from "./container-options.js";
-import { holdFreezeMarker } from "./freeze-marker.js";
+import { holdFreezeUntilReleased } from "./testing/held-freeze.js";
 import { DockerSandboxManager, type AcquireProgress, type ManagedContainer } from "./manager.js";
 
 const image = "cordon-sandbox:test";
@@ -137,15 +137,8 @@ describe("DockerSandboxManager over a fake engine", () => {
   it("a freeze that waits behind another command's says so through the acquire's progress", async () => {
     const progress: AcquireProgress[] = [];
     const lease = await manager.acquire(spec, { onProgress: (event) => progress.push(event) });
-    let resume!: () => void;
-    const gate = new Promise<void>((resolve) => (resume = resolve));
-    let held = false;
     // Another cordon command (this process: a live holder) has the sandbox frozen.
-    const other = holdFreezeMarker(home, spec.containerName, async () => {
-      held = true;
-      await gate;
-    });
-    while (!held) await sleep(5);
+    const other = await holdFreezeUntilReleased(home, spec.containerName);
     let ran = false;
     const waiting = lease.freeze(() => Promise.resolve((ran = true)));
     while (!progress.some((event) => event.phase === "wait")) await sleep(20);
@@ -160,8 +153,7 @@ describe("DockerSandboxManager over a fake engine", () => {
         ) as string,
       },
     ]);
-    resume();
-    await Promise.all([other, waiting]);
+    await Promise.all([other.release(), waiting]);
     expect(ran).toBe(true);
     await lease.release();
     // The wait is said after 1 s: room for a loaded machine.

@@ -23,7 +23,8 @@ import {
 } from "./client/testing/fake-container-client.js";
 import { createContainerOptions, labelKeys } from "./container-options.js";
 import type { ResolvedImage } from "./manager-image.js";
-import { freezeMarkerFile, holdFreezeMarker, readFreezeMarker } from "./freeze-marker.js";
+import { freezeMarkerFile, readFreezeMarker } from "./freeze-marker.js";
+import { holdFreezeUntilReleased } from "./testing/held-freeze.js";
 import { settleContainer, type SettleOptions } from "./settle-container.js";
 
 // A real directory: a paused container's freeze marker is looked for in it.
@@ -167,15 +168,9 @@ describe("settleContainer", () => {
       state: { ...runningState(), status: "paused", paused: true },
     });
     // The other command (a rollback of another session): its marker, then its pause.
-    let resume!: () => void;
-    const gate = new Promise<void>((resolve) => (resume = resolve));
-    let frozen = false;
-    const rollback = holdFreezeMarker(stateDirectory, spec.containerName, async () => {
-      frozen = true;
-      await gate;
-      await client.unpause(container.id);
-    });
-    while (!frozen) await sleep(5);
+    const rollback = await holdFreezeUntilReleased(stateDirectory, spec.containerName, () =>
+      client.unpause(container.id),
+    );
     const progress: string[] = [];
     const settling = settle(client, spec, {
       progress: (phase, message) => progress.push(`${phase}: ${message}`),
@@ -189,8 +184,7 @@ describe("settleContainer", () => {
     );
     expect(client.methods()).not.toContain("unpause");
     expect(container.state.paused).toBe(true);
-    resume();
-    await rollback;
+    await rollback.release();
     const { result } = await settling;
     expect(result.container.id).toBe(container.id);
     // Resumed once, by its holder.
@@ -229,22 +223,14 @@ describe("settleContainer", () => {
     const container = existing(client, spec, {
       state: { ...runningState(), status: "paused", paused: true },
     });
-    let resume!: () => void;
-    const gate = new Promise<void>((resolve) => (resume = resolve));
-    let frozen = false;
-    const stuck = holdFreezeMarker(stateDirectory, spec.containerName, async () => {
-      frozen = true;
-      await gate;
-    });
-    while (!frozen) await sleep(5);
+    const stuck = await holdFreezeUntilReleased(stateDirectory, spec.containerName);
     const error = await settle(client, spec, { freezeWait: { boundMs: 20, pollMs: 5 } }).catch(
       (e: unknown) => e,
     );
     expect(error).toBeInstanceOf(SandboxError);
     expect((error as SandboxError).fix).toMatch(new RegExp(`kill ${process.pid}`));
     expect(container.state.paused).toBe(true);
-    resume();
-    await stuck;
+    await stuck.release();
   });
 
   it.each([0, 143])(
