@@ -2,18 +2,24 @@
  * `cordon sandbox prune` and the support volumes (the executor binary, hosts files), against the
  * real engine, attacked the two ways that broke a first attempt: a stopped sandbox whose hosts file
  * is a bind (Docker does not count it as a use) must start again as it was, and an acquire racing
- * the removal must get a filled volume, never the empty one Docker makes silently by that name.
+ * the removal must get a filled volume, never the empty one Docker makes silently by that name (an
+ * inspector that mounts the executor's volume as much as a sandbox).
  *
  * Support volumes are the engine's, shared with every test running beside this one: the sweeps
  * here keep to this file's own volumes (`select`), except the inventory's dry run, which removes
  * nothing.
  */
-import { mkdtemp } from "node:fs/promises";
+import { mkdir, mkdtemp, readFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
 
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 
+import { WorkspaceInspectors } from "../../src/sandbox/docker/inspector/index.js";
+import {
+  executorFileName,
+  residentExecutorBinary,
+} from "../../src/sandbox/docker/resident/executor-binary.js";
 import { SupportVolumes } from "../../src/sandbox/docker/support-volumes.js";
 import {
   DockerEngine,
@@ -273,6 +279,64 @@ describe("prune and support volumes", () => {
         .getContainer(name)
         .remove({ force: true })
         .catch(() => undefined);
+    }
+  }, 120_000);
+
+  it("an inspector made with a removed executor volume's name mounts a filled one, not Docker's empty one", async () => {
+    const binary = residentExecutorBinary();
+    expect(binary, "the executor is built by `npm run build`").toBeDefined();
+    // This file's own executor volume: the built binary with bytes after its end, which nothing
+    // reads, so the sweep below never takes the volume other tests' sandboxes mount.
+    const files = [
+      {
+        name: executorFileName,
+        content: Buffer.concat([await readFile(binary!), Buffer.from(`\0${suffix}`)]),
+        mode: 0o755,
+      },
+    ];
+    const support = new SupportVolumes(engine);
+    const first = await support.ensure("executor", files, image);
+    mine.add(first.name);
+    // (With what the tests above left unmounted.)
+    expect((await sweepMine()).map((volume) => volume.name)).toContain(first.name);
+    // As the manager's: this object still hands out the removed name, as one that found it a
+    // moment ago, before a concurrent `cordon sandbox prune` removed it.
+    const inspectors = new WorkspaceInspectors({
+      containers: engine.containers,
+      create: (request) => support.createContainer(request),
+    });
+    const sandboxName = `cordon-test-inspected-${suffix}`;
+    const copy = path.join(home, "inspected");
+    await mkdir(path.join(copy, "baseline"), { recursive: true });
+    const inspector = await inspectors.start(
+      {
+        sandboxName,
+        workspace: copy,
+        baselineGitDir: path.join(copy, "baseline"),
+        image,
+        user: "1000:1000",
+        stateDirectory: home,
+      },
+      {
+        executorVolume: async () => {
+          const data = await support.ensure("executor", files, image);
+          mine.add(data.name);
+          return data.name;
+        },
+      },
+    );
+    try {
+      const [started] = await docker.listContainers({
+        filters: { label: [`cordon.inspector=${sandboxName}`] },
+      });
+      const mounts = (await docker.getContainer(started!.Id).inspect()).Mounts;
+      const executor = mounts.find((mount) => mount.Destination === "/.cordon");
+      expect(executor?.Name).not.toBe(first.name);
+      // Never the empty, unlabelled volume Docker makes by a removed one's name.
+      expect((await volumeLabels(executor!.Name!))?.["cordon.support"]).toBe("executor-data");
+      expect(await volumeLabels(first.name)).toBeUndefined();
+    } finally {
+      await inspector.remove();
     }
   }, 120_000);
 });

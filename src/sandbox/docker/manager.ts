@@ -260,6 +260,8 @@ export class DockerSandboxManager {
     });
     this.inspectors = new WorkspaceInspectors({
       containers: this.containers,
+      // A recorder mounts the executor's support volume, which a prune may remove meanwhile.
+      create: (request) => this.support.createContainer(request),
       logger: this.logger,
     });
     this.pool = new WarmPool({

@@ -10,6 +10,7 @@ import { isBusy } from "./container-activity.js";
 import { labelKeys } from "./container-options.js";
 import { holdFreezeMarker, type FreezeWaitOptions } from "./freeze-marker.js";
 import type { ResolvedImage } from "./manager-image.js";
+import type { CreateContainerFrom } from "./support-volumes.js";
 
 export type SettlePhase = "create" | "start" | "reuse" | "wait";
 
@@ -25,8 +26,7 @@ export interface SettleOptions {
    * Creates it from `createRequest` (default: `containers.create`): the manager's makes sure the
    * support volumes it mounts were not removed meanwhile (`SupportVolumes.createContainer`).
    */
-  create?:
-    ((request: () => Promise<CreateContainerRequest>) => Promise<string | undefined>) | undefined;
+  create?: CreateContainerFrom | undefined;
   /** Whether this process holds a lease on the container: drift then keeps it (stale). */
   held: () => boolean;
   /**

@@ -37,6 +37,15 @@ export const dataLabel = (kind: string): string => `${kind}-data`;
 /** The `cordon.support` label of the container that fills a data volume of `kind`. */
 export const fillLabel = (kind: string): string => `${kind}-fill`;
 
+/**
+ * Creates a container from a request asked for again on each attempt; undefined when the name is
+ * taken (as `ContainerClient.create`). `SupportVolumes.createContainer` is the one that checks
+ * the support volumes the container mounts.
+ */
+export type CreateContainerFrom = (
+  makeRequest: () => Promise<CreateContainerRequest>,
+) => Promise<string | undefined>;
+
 /** How often a container is made again when its support volumes were removed as it was made. */
 const createAttempts = 3;
 

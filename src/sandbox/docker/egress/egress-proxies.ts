@@ -15,6 +15,7 @@ import type { ContainerClient, CreateContainerRequest, NetworkClient } from "../
 import { toSandboxError } from "../docker-errors.js";
 import type { DockerEngine } from "../engine.js";
 import type { SandboxImageOptions } from "../sandbox-image.js";
+import type { CreateContainerFrom } from "../support-volumes.js";
 import { EgressProxyImage } from "./proxy-image.js";
 import { parseEgressLine, type EgressDecision } from "./access-log.js";
 import { readyMarker, squidConfig } from "./squid-config.js";
@@ -102,9 +103,7 @@ export class EgressProxies {
        * Creates the proxy's container (default: `containers.create`): the manager's makes sure
        * the executor's volume was not removed meanwhile (`SupportVolumes.createContainer`).
        */
-      create?:
-        | ((request: () => Promise<CreateContainerRequest>) => Promise<string | undefined>)
-        | undefined;
+      create?: CreateContainerFrom | undefined;
     } = {},
   ): Promise<void> {
     const egress = spec.egress;

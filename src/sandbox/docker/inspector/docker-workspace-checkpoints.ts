@@ -29,7 +29,7 @@ export interface DockerWorkspaceCheckpointsOptions {
   quiet?: (() => Promise<SandboxQuiet | undefined>) | undefined;
   /**
    * The resident executor's support volume, if the sandbox uses one: recording inspectors run it,
-   * so a record is one frame on an open stream rather than a Docker exec (`InspectedWorkspace`).
+   * so a record is one frame on an open stream rather than a Docker exec (`StartInspectorOptions`).
    */
   executorVolume?: (() => Promise<string | undefined>) | undefined;
 }
@@ -77,12 +77,12 @@ export function dockerWorkspaceCheckpoints(
   const start = async (access: InspectorAccess): Promise<Inspector> => {
     const inspected = await target();
     // A restore is rare and started cold: its executor would be one more start to wait for.
-    const executorVolume = access === "record" ? await options.executorVolume?.() : undefined;
     // A record's recorder starts with its container (a spare's, a turn ahead of its record).
-    return inspectors.start(
-      { ...inspected, executorVolume },
-      { access, ahead: access === "record" },
-    );
+    return inspectors.start(inspected, {
+      access,
+      ahead: access === "record",
+      executorVolume: access === "record" ? options.executorVolume : undefined,
+    });
   };
   /** The spare records: a restore is rare and mounts the copy writable, so it starts its own. */
   const spares = spareInspector(() => start("record"));

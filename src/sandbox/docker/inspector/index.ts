@@ -12,6 +12,7 @@ export {
   type InspectionRequest,
   type InspectorAccess,
   type StartInspectorOptions,
+  type InspectorContainerOptions,
   type Inspector,
   type WorkspaceInspectorsOptions,
 } from "./workspace-inspector.js";

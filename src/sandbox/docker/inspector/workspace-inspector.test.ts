@@ -20,7 +20,7 @@ const target: InspectedWorkspace = {
 
 describe("the inspector container", () => {
   it("is hardened: no network, read-only root and mounts, no capabilities, non-root, bounded, and ends by itself", () => {
-    const request = inspectorContainer("cordon-s-inspect-1", target, 60_000);
+    const request = inspectorContainer("cordon-s-inspect-1", target, { timeoutMs: 60_000 });
     const host = request.HostConfig;
     expect(request.NetworkDisabled).toBe(true);
     expect(host.NetworkMode).toBe("none");
@@ -50,20 +50,28 @@ describe("the inspector container", () => {
       forkTarget: "/state/workspaces/cordon-f",
     };
     const mounts = (access: "read" | "record" | "restore" | "fork") =>
-      inspectorContainer("n", withStore, 1000, access).HostConfig.Mounts?.map(
+      inspectorContainer("n", withStore, { timeoutMs: 1000, access }).HostConfig.Mounts?.map(
         (mount) => `${mount.Target}:${mount.ReadOnly ? "ro" : "rw"}`,
       );
     expect(mounts("read")).toEqual(["/workspace:ro", "/baseline:ro"]);
     expect(mounts("record")).toEqual(["/workspace:ro", "/baseline:ro", "/checkpoints:rw"]);
     expect(mounts("restore")).toEqual(["/workspace:rw", "/baseline:ro", "/checkpoints:rw"]);
-    expect(() => inspectorContainer("n", target, 1000, "record")).toThrow(/checkpoint store/);
+    expect(() => inspectorContainer("n", target, { timeoutMs: 1000, access: "record" })).toThrow(
+      /checkpoint store/,
+    );
     // A fork's copier writes only the fork's copy: the parent's and the store stay out of reach.
     expect(mounts("fork")).toEqual(["/workspace:ro", "/baseline:ro", "/fork:rw"]);
-    expect(() => inspectorContainer("n", target, 1000, "fork")).toThrow(/fork into/);
+    expect(() => inspectorContainer("n", target, { timeoutMs: 1000, access: "fork" })).toThrow(
+      /fork into/,
+    );
     // A recorder that runs cordon's executor gets its binary read-only, as the sandbox does.
-    const withExecutor = { ...withStore, executorVolume: "cordon-executor-data" };
+    const withExecutor = {
+      timeoutMs: 1000,
+      access: "record" as const,
+      executorVolume: "cordon-executor-data",
+    };
     expect(
-      inspectorContainer("n", withExecutor, 1000, "record").HostConfig.Mounts?.map(
+      inspectorContainer("n", withStore, withExecutor).HostConfig.Mounts?.map(
         (mount) => `${mount.Type} ${mount.Source} ${mount.Target}:${mount.ReadOnly ? "ro" : "rw"}`,
       ),
     ).toContain("volume cordon-executor-data /.cordon:ro");
@@ -79,7 +87,10 @@ describe("the inspector container", () => {
       },
       forkTarget: "cordon-f-workspace",
     };
-    const mounts = inspectorContainer("n", inVolumes, 1000, "fork").HostConfig.Mounts?.map(
+    const mounts = inspectorContainer("n", inVolumes, {
+      timeoutMs: 1000,
+      access: "fork",
+    }).HostConfig.Mounts?.map(
       (mount) => `${mount.Type} ${mount.Source} ${mount.Target}:${mount.ReadOnly ? "ro" : "rw"}`,
     );
     expect(mounts).toEqual([
@@ -106,9 +117,9 @@ describe("the inspector container", () => {
   });
 
   it("refuses a sandbox user that is a name, not uid:gid", () => {
-    expect(() => inspectorContainer("n", { ...target, user: "sandbox" }, 1000)).toThrow(
-      SandboxError,
-    );
+    expect(() =>
+      inspectorContainer("n", { ...target, user: "sandbox" }, { timeoutMs: 1000 }),
+    ).toThrow(SandboxError);
   });
 
   it("starts a second, new container when the engine fails a start with its own 500", async () => {

@@ -13,6 +13,7 @@ import {
 import { scriptInvocation } from "../../shell/command-line.js";
 import { shellScript } from "../../shell/shell-scripts.js";
 import type { ContainerClient, CreateContainerRequest } from "../client/index.js";
+import type { CreateContainerFrom } from "../support-volumes.js";
 import { engineStatusOf } from "../docker-errors.js";
 import { ContainerExec } from "../exec/container-exec.js";
 import { executorContainerDirectory } from "../resident/executor-binary.js";
@@ -67,13 +68,6 @@ export interface InspectedWorkspace {
    * host paths above, which then only name the copy in messages.
    */
   volumes?: { workspace: string; baseline: string; checkpoints: string } | undefined;
-  /**
-   * The resident executor's support volume (`ensureExecutorVolume`), mounted read-only as in the
-   * sandbox: the inspector's one inspection is sent over the executor's open stream (started with
-   * the container, before the sandbox is frozen) instead of a Docker exec of its own. Undefined:
-   * plain exec.
-   */
-  executorVolume?: string | undefined;
 }
 
 /**
@@ -152,16 +146,24 @@ const leakGraceSeconds = 60;
 
 export interface WorkspaceInspectorsOptions {
   containers: ContainerClient;
+  /**
+   * Creates an inspector's container (default: `containers.create`): the manager's makes sure the
+   * executor's support volume it mounts was not removed meanwhile (`SupportVolumes.createContainer`).
+   */
+  create?: CreateContainerFrom | undefined;
   logger?: Logger | undefined;
 }
 
 /** Starts inspectors on one engine. */
 export class WorkspaceInspectors {
   private readonly containers: ContainerClient;
+  private readonly create: CreateContainerFrom;
   private readonly logger: Logger;
 
   constructor(options: WorkspaceInspectorsOptions) {
     this.containers = options.containers;
+    this.create =
+      options.create ?? (async (makeRequest) => this.containers.create(await makeRequest()));
     this.logger = options.logger ?? createSilentLogger();
   }
 
@@ -188,8 +190,12 @@ export class WorkspaceInspectors {
     const name = `${target.sandboxName}-inspect-${randomBytes(4).toString("hex")}`;
     const timeoutMs = options.timeoutMs ?? defaultInspectionTimeoutMs;
     const access = options.access ?? "read";
-    const request = inspectorContainer(name, target, timeoutMs, access);
-    const id = await this.containers.create(request);
+    let executorVolume: string | undefined;
+    const id = await this.create(async () => {
+      // Asked for each attempt: one made again after a prune removed it has another name.
+      executorVolume = await options.executorVolume?.();
+      return inspectorContainer(name, target, { timeoutMs, access, executorVolume });
+    });
     if (id === undefined) {
       throw new SandboxError(`cannot create the inspector ${name}: the name is taken`, {
         fix: "run the command again",
@@ -209,7 +215,7 @@ export class WorkspaceInspectors {
     }
     const exec = new ContainerExec(this.containers, id, name, target.user);
     let transport: ExecTransport = exec;
-    if (target.executorVolume !== undefined) {
+    if (executorVolume !== undefined) {
       const resident = new ResidentTransport(exec, this.logger);
       // Started now, while nothing runs over the copy; one that does not start leaves plain exec.
       await resident.ping();
@@ -259,15 +265,33 @@ export interface StartInspectorOptions {
    * pays neither the shell's start nor the kept index's copy (a spare's, started a turn ahead).
    */
   ahead?: boolean | undefined;
+  /**
+   * The resident executor's support volume (`ensureExecutorVolume`), mounted read-only as in the
+   * sandbox: the inspector's one inspection is sent over the executor's open stream (started with
+   * the container, before the sandbox is frozen) instead of a Docker exec of its own. Asked again
+   * if the container is made again (see `WorkspaceInspectorsOptions.create`). Undefined, or
+   * resolving to undefined: plain exec.
+   */
+  executorVolume?: (() => Promise<string | undefined>) | undefined;
+}
+
+/** How an inspector's container is made: what `inspectorContainer` needs beside its target. */
+export interface InspectorContainerOptions {
+  /** Milliseconds its inspection may take: its container ends by itself some time after. */
+  timeoutMs: number;
+  /** Default `read`. */
+  access?: InspectorAccess | undefined;
+  /** The executor's support volume to mount (see `StartInspectorOptions.executorVolume`). */
+  executorVolume?: string | undefined;
 }
 
 /** The hardened, throwaway container of one inspection (see the module comment). */
 export function inspectorContainer(
   name: string,
   target: InspectedWorkspace,
-  timeoutMs: number,
-  access: InspectorAccess = "read",
+  options: InspectorContainerOptions,
 ): CreateContainerRequest {
+  const { timeoutMs, access = "read" } = options;
   const owner = /^(\d+):(\d+)$/.exec(target.user);
   if (!owner) {
     throw new SandboxError(
@@ -312,7 +336,7 @@ export function inspectorContainer(
       Memory: memoryBytes,
       MemorySwap: memoryBytes,
       PidsLimit: 256,
-      Mounts: inspectorMounts(target, access),
+      Mounts: inspectorMounts(target, access, options.executorVolume),
       LogConfig: { Type: "json-file", Config: { "max-size": "1m", "max-file": "1" } },
       AutoRemove: true,
       ...(target.runtime ? { Runtime: target.runtime } : {}),
@@ -327,6 +351,7 @@ export function inspectorContainer(
 function inspectorMounts(
   target: InspectedWorkspace,
   access: InspectorAccess,
+  executorVolume: string | undefined,
 ): NonNullable<CreateContainerRequest["HostConfig"]["Mounts"]> {
   const volumes = target.volumes;
   const type = volumes ? ("volume" as const) : ("bind" as const);
@@ -348,11 +373,11 @@ function inspectorMounts(
     },
     ...(store ? [{ Type: type, Source: store, Target: "/checkpoints", ReadOnly: false }] : []),
     ...(forkTarget ? [{ Type: type, Source: forkTarget, Target: "/fork", ReadOnly: false }] : []),
-    ...(target.executorVolume !== undefined
+    ...(executorVolume !== undefined
       ? [
           {
             Type: "volume" as const,
-            Source: target.executorVolume,
+            Source: executorVolume,
             Target: executorContainerDirectory,
             ReadOnly: true,
           },
