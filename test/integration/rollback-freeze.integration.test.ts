@@ -140,7 +140,7 @@ describe("a rollback and another session's run on one sandbox", () => {
     child.stdout.on("data", (chunk: Buffer) => (output.stdout += chunk.toString()));
     child.stderr.on("data", (chunk: Buffer) => (output.stderr += chunk.toString()));
     const code = new Promise<number | null>((resolve) => child.on("exit", resolve));
-    return { output, code };
+    return { child, output, code };
   };
 
   beforeAll(async () => {
@@ -341,5 +341,34 @@ describe("a rollback and another session's run on one sandbox", () => {
     const report = JSON.parse(prune.output.stdout) as { orphans: { path: string }[] };
     expect(report.orphans.map((orphan) => orphan.path)).toContain(leftover);
     expect((await readdir(records)).filter((name) => name.includes(".frozen"))).toEqual([]);
+  });
+
+  it("Ctrl-C while sandbox rm waits for a live freeze stops the wait: nothing removed, the other command's marker left", async () => {
+    const session = `freeze-rm-stop-${suffix}`;
+    const { container } = await inSandbox(session, "true");
+    const exists = async (name: string) =>
+      (await docker.listContainers({ all: true, filters: { name: [`^/${name}$`] } })).length > 0;
+    const other = await holdFrozen(container);
+    const marker = await readFreezeMarker(home, container);
+    try {
+      const removal = cordon("sandbox", "rm", container, "--discard-changes");
+      await expect
+        .poll(() => removal.output.stderr, { timeout: 60_000, interval: 50 })
+        .toMatch(waitLine(container));
+      removal.child.kill("SIGINT");
+      expect(await removal.code, removal.output.stderr).toBe(130);
+      expect(removal.output.stderr).toContain(
+        `cordon: SIGINT: stopped waiting for the command that has ${container} frozen; ${container} is as it was\n`,
+      );
+      expect(removal.output.stdout).toBe("");
+      expect(await exists(container)).toBe(true);
+      expect(await readFreezeMarker(home, container)).toEqual(marker);
+    } finally {
+      await other.release();
+    }
+    // Once the other command is done, the same removal goes through.
+    const again = cordon("sandbox", "rm", container, "--discard-changes");
+    expect(await again.code, again.output.stderr).toBe(0);
+    expect(await exists(container)).toBe(false);
   });
 });

@@ -1,6 +1,12 @@
 import type { Command } from "commander";
 
-import { ConfigError, CordonError, exitCodeOf, messageOf } from "../../common/index.js";
+import {
+  AbortedError,
+  ConfigError,
+  CordonError,
+  exitCodeOf,
+  messageOf,
+} from "../../common/index.js";
 import {
   UnappliedChangesError,
   type RemovedSandbox,
@@ -8,6 +14,7 @@ import {
 } from "../../sandbox/index.js";
 import { confirmOnTerminal } from "../confirm.js";
 import type { CliContext } from "../context.js";
+import { withInterrupt } from "../interrupt.js";
 import { describeOrphan, inventoryFor } from "./sandbox-list.js";
 import { resolveSandboxName } from "./sandbox-names.js";
 
@@ -39,6 +46,7 @@ async function removeIfConfirmed(
   context: CliContext,
   inventory: SandboxInventory,
   refused: UnappliedChangesError,
+  signal: AbortSignal,
 ): Promise<RemovedSandbox | undefined> {
   const answer = await confirmOnTerminal(
     context,
@@ -51,7 +59,104 @@ async function removeIfConfirmed(
   return inventory.remove(refused.sandbox, {
     discardChanges: true,
     onWait: (message) => context.stderr(`· ${message}\n`),
+    signal,
   });
+}
+
+/**
+ * What a `sandbox rm` stopped by Ctrl-C did: a removal waiting behind another command's freeze is
+ * stopped there, with nothing of that sandbox removed; one under way is finished; none is begun.
+ */
+class RemovalProgress {
+  readonly removed: RemovedSandbox[] = [];
+  /** The sandbox whose wait for another command's freeze was stopped. */
+  stoppedWaiting: string | undefined;
+  /** Names given that were not tried yet (never known for `--all`). */
+  untried: string[] = [];
+
+  /** Runs one removal; false once stopped, which the stop's line says rather than a failure. */
+  async remove(
+    name: string,
+    signal: AbortSignal,
+    remove: () => Promise<RemovedSandbox | undefined>,
+  ): Promise<boolean> {
+    try {
+      const entry = await remove();
+      if (entry) this.removed.push(entry);
+    } catch (error) {
+      if (!(error instanceof AbortedError && signal.aborted)) throw error;
+      this.stoppedWaiting = name;
+    }
+    return !signal.aborted;
+  }
+
+  describeStop(): string {
+    const parts: string[] = [];
+    const waited = this.stoppedWaiting;
+    if (waited)
+      parts.push(
+        `stopped waiting for the command that has ${waited} frozen; ${waited} is as it was`,
+      );
+    const removed = this.removed.map((entry) => entry.name);
+    if (removed.length > 0) parts.push(`removed ${removed.join(", ")}`);
+    else if (!waited) parts.push("nothing was removed");
+    if (this.untried.length > 0) parts.push(`not removed: ${this.untried.join(", ")}`);
+    return parts.join("; ");
+  }
+}
+
+/**
+ * Removes the named sandboxes (or all), then those refused for unapplied changes if the user says
+ * so; returns the refused ones. Stops once `signal` aborts (see `RemovalProgress`).
+ */
+async function removeRequested(input: {
+  context: CliContext;
+  inventory: SandboxInventory;
+  names: readonly string[];
+  flags: RmFlags;
+  progress: RemovalProgress;
+  signal: AbortSignal;
+}): Promise<UnappliedChangesError[]> {
+  const { context, inventory, progress, signal } = input;
+  const removeOptions = {
+    keepWorkspace: input.flags.keepWorkspace ?? false,
+    discardChanges: input.flags.discardChanges ?? false,
+    // A rollback or diff holding the sandbox frozen is waited for: say why nothing happens.
+    onWait: (message: string) => context.stderr(`· ${message}\n`),
+    // Ctrl-C stops such a wait; the line the stop prints says what was left.
+    signal,
+  };
+  const refused: UnappliedChangesError[] = [];
+  if (input.flags.all) {
+    const result = await inventory.removeAll(removeOptions);
+    progress.removed.push(...result.removed);
+    refused.push(...result.refused);
+  } else {
+    const known = await inventory.list();
+    progress.untried = [...input.names];
+    // Each name on its own: one that fails does not keep the others.
+    for (const word of input.names) {
+      progress.untried.shift();
+      try {
+        const name = resolveSandboxName(word, known);
+        const remove = () => inventory.remove(name, removeOptions);
+        if (!(await progress.remove(name, signal, remove))) return refused;
+      } catch (error) {
+        if (error instanceof UnappliedChangesError) refused.push(error);
+        else reportFailure(context, error);
+      }
+    }
+  }
+  for (const error of refused) {
+    if (signal.aborted) break;
+    try {
+      const confirmed = () => removeIfConfirmed(context, inventory, error, signal);
+      if (!(await progress.remove(error.sandbox, signal, confirmed))) break;
+    } catch (failure) {
+      reportFailure(context, failure);
+    }
+  }
+  return refused;
 }
 
 export function registerSandboxRmCommand(sandbox: Command, context: CliContext): void {
@@ -81,46 +186,26 @@ export function registerSandboxRmCommand(sandbox: Command, context: CliContext):
         });
       }
       const inventory = inventoryFor(context);
-      const removeOptions = {
-        keepWorkspace: options.keepWorkspace ?? false,
-        discardChanges: options.discardChanges ?? false,
-        // A rollback or diff holding the sandbox frozen is waited for: say why nothing happens.
-        onWait: (message: string) => context.stderr(`· ${message}\n`),
-      };
-      const removed: RemovedSandbox[] = [];
-      const refused: UnappliedChangesError[] = [];
-      if (options.all) {
-        const result = await inventory.removeAll(removeOptions);
-        removed.push(...result.removed);
-        refused.push(...result.refused);
-      } else {
-        const known = await inventory.list();
-        // Each name on its own: one that fails does not keep the others.
-        for (const word of names) {
-          try {
-            const name = resolveSandboxName(word, known);
-            removed.push(await inventory.remove(name, removeOptions));
-          } catch (error) {
-            if (error instanceof UnappliedChangesError) refused.push(error);
-            else reportFailure(context, error);
-          }
-        }
-      }
-      for (const error of refused) {
-        try {
-          const entry = await removeIfConfirmed(context, inventory, error);
-          if (entry) removed.push(entry);
-        } catch (failure) {
-          reportFailure(context, failure);
-        }
-      }
+      const progress = new RemovalProgress();
+      const refused = await withInterrupt(
+        context,
+        (signal) =>
+          removeRequested({ context, inventory, names, flags: options, progress, signal }),
+        () => progress.describeStop(),
+      );
+      const { removed } = progress;
       if (options.json) {
         // Refused ones were reported on stderr, like any sandbox that could not be removed.
         context.stdout(`${JSON.stringify(removed, null, 2)}\n`);
         return;
       }
       for (const entry of removed) context.stdout(describeRemoved(entry));
-      if (removed.length === 0 && refused.length === 0 && options.all) {
+      if (
+        removed.length === 0 &&
+        refused.length === 0 &&
+        options.all &&
+        !context.signals?.interruption
+      ) {
         // What a failed removal may leave: a record and a copy without a container. Not removed
         // here (its work is checked by prune), but never hidden behind "nothing to remove".
         const orphans = await inventory.orphans();

@@ -2,6 +2,7 @@ import { lstat, readdir, realpath, rm } from "node:fs/promises";
 import path from "node:path";
 
 import {
+  AbortedError,
   ConfigError,
   CordonError,
   ExitCode,
@@ -140,6 +141,11 @@ export interface SandboxRemoveOptions {
    * rollback, a diff), said after 1 s; the removal goes ahead once it is done.
    */
   onWait?: ((message: string) => void) | undefined;
+  /**
+   * Stops that wait (`AbortedError`): nothing of the sandbox is removed and the other command's
+   * marker is left alone. A removal already under way is not stopped: it would leave half a sandbox.
+   */
+  signal?: AbortSignal | undefined;
 }
 
 /** A private workspace whose container is gone (removed by hand, by CI, by an engine reset). */
@@ -496,7 +502,10 @@ export class SandboxInventory {
     options: SandboxRemoveOptions,
     remove: () => Promise<T>,
   ): Promise<T> {
-    return holdFreezeMarker(this.stateDirectory, name, remove, { onWait: options.onWait });
+    return holdFreezeMarker(this.stateDirectory, name, remove, {
+      onWait: options.onWait,
+      signal: options.signal,
+    });
   }
 
   /**
@@ -601,7 +610,8 @@ export class SandboxInventory {
 
   /**
    * Removes every sandbox of this state directory; one refused (unapplied changes) does not keep
-   * the others, and is reported in `refused`.
+   * the others, and is reported in `refused`. Once `signal` aborts it stops between sandboxes (or
+   * in a wait for one: see `SandboxRemoveOptions.signal`) and returns what it removed.
    */
   async removeAll(
     options: SandboxRemoveOptions = {},
@@ -609,9 +619,11 @@ export class SandboxInventory {
     const removed: RemovedSandbox[] = [];
     const refused: UnappliedChangesError[] = [];
     for (const container of await this.listContainers()) {
+      if (options.signal?.aborted) break;
       try {
         removed.push(await this.remove(container.name, options));
       } catch (error) {
+        if (error instanceof AbortedError && options.signal?.aborted) break;
         if (!(error instanceof UnappliedChangesError)) throw error;
         refused.push(error);
       }
