@@ -139,17 +139,22 @@ describe("idle sandboxes and drift", () => {
       },
       { kind: "hang" },
     );
+    // Both processes that may stop the idle sandbox log at the default level, as a user runs
+    // them: the stop is no line on their stderr (it was a JSON info line).
+    const { CORDON_LOG_LEVEL: _silent, ...defaultLevel } = env();
     const run: ChildProcess = spawn(
       process.execPath,
       [builtCli, "run", "--session", held, "--output-format", "stream-json", "hold"],
       {
-        env: { ...env(), ANTHROPIC_API_KEY: "test-key", ANTHROPIC_BASE_URL: server.url },
+        env: { ...defaultLevel, ANTHROPIC_API_KEY: "test-key", ANTHROPIC_BASE_URL: server.url },
         cwd: repo,
         stdio: ["ignore", "pipe", "pipe"],
       },
     );
     const exited = new Promise<number | null>((resolve) => run.on("exit", resolve));
     let streamed = "";
+    let runStderr = "";
+    run.stderr?.setEncoding("utf8").on("data", (chunk: string) => (runStderr += chunk));
     await new Promise<void>((resolve, reject) => {
       run.stdout?.setEncoding("utf8").on("data", (chunk: string) => {
         streamed += chunk;
@@ -161,8 +166,14 @@ describe("idle sandboxes and drift", () => {
 
     // Both records are now older than the limit.
     await new Promise((resolve) => setTimeout(resolve, 2_000));
-    const next = await cordon(repo, "exec", "--session", `other-${suffix}`, "--", "true");
+    const next = await runBuiltCordon(["exec", "--session", `other-${suffix}`, "--", "true"], {
+      env: defaultLevel,
+      cwd: repo,
+    });
     expect(next.code, next.stderr).toBe(0);
+    for (const stderr of [next.stderr.toString(), runStderr]) {
+      expect(stderr).not.toMatch(/stopped idle sandboxes|"level":/);
+    }
 
     const idleName = await containerOf(repo, idle);
     const heldName = await containerOf(repo, held);

@@ -5,7 +5,7 @@ import path from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 
 import { testSandboxSpec } from "../../../test/support/sandbox-spec.js";
-import { SandboxError, sleep } from "../../common/index.js";
+import { SandboxError, createLogger, sleep } from "../../common/index.js";
 import type { Sandbox } from "../sandbox.js";
 import type { SandboxSpec } from "../spec.js";
 import { fakeEngine } from "./client/testing/fake-engine.js";
@@ -178,5 +178,41 @@ describe("DockerSandboxManager over a fake engine", () => {
     expect(fake.containers.find(spec.containerName)?.id).toBe(replacement);
     expect(fake.containers.find(managed.containerId)).toBeUndefined();
     await lease.release();
+  });
+
+  it("says what an automatic prune did as a debug line, never an info line on a CLI's stderr", async () => {
+    /** The manager's log at `level`, as the CLI's logger writes it: one JSON object a line. */
+    const logAt = (level: "info" | "debug") => {
+      const lines: string[] = [];
+      const logger = createLogger({ level, destination: { write: (line) => lines.push(line) } });
+      return { lines, logger };
+    };
+    const stopsIdle = (logger: ReturnType<typeof createLogger>) =>
+      new DockerSandboxManager({
+        engine: fake.engine,
+        stateDirectory: home,
+        image,
+        logger,
+        createSandbox: (container) => ({ id: container.containerName }) as Sandbox,
+        prune: { stopIdleMs: 1, everyMs: 0 },
+      });
+    const other = testSandboxSpec("other", {
+      spec: { workspaceAccess: "rw", agentWorkspace: tmpdir(), mounts: [] },
+    });
+    for (const level of ["info", "debug"] as const) {
+      const log = logAt(level);
+      const logged = stopsIdle(log.logger);
+      // Idle for longer than the limit once released; the next acquire's sweep stops it.
+      await (await logged.acquire(spec)).release();
+      await sleep(20);
+      await (await logged.acquire(other)).release();
+      await logged.flush();
+      expect(fake.containers.find(spec.containerName)?.state.status).toBe("exited");
+      const said = log.lines.filter(
+        (line) => line.includes("stopped idle sandboxes") && line.includes(spec.containerName),
+      );
+      expect(said, level).toHaveLength(level === "debug" ? 1 : 0);
+      await fake.containers.start(spec.containerName);
+    }
   });
 });

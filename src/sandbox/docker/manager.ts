@@ -753,7 +753,10 @@ export class DockerSandboxManager {
 
   /**
    * Starts a background sweep when limits are set and one is due: idle sandboxes stopped, then
-   * idle or old ones pruned. Failures are only logged.
+   * idle or old ones pruned. What it did is a debug line (housekeeping nobody asked for: on the
+   * CLI, an info line would land in the middle of a `cordon run`'s stderr; CORDON_LOG_LEVEL=debug
+   * shows it, and `cordon sandbox list --json` gives a stopped sandbox's `idleStoppedAt`); failures are
+   * warnings.
    */
   private maybePrune(settings: AutoPruneOptions | undefined): void {
     const stopIdleMs = settings?.stopIdleMs || undefined;
@@ -790,7 +793,7 @@ export class DockerSandboxManager {
       }).then(
         (report) => {
           if (report.stopped.length > 0) {
-            this.logger.info(
+            this.logger.debug(
               { stopped: report.stopped.map((s) => s.name) },
               "stopped idle sandboxes",
             );
@@ -814,7 +817,7 @@ export class DockerSandboxManager {
       .then(
         (report) => {
           if (report.removed.length + report.orphans.length > 0) {
-            this.logger.info(
+            this.logger.debug(
               {
                 removed: report.removed.map((r) => `${r.name} (${r.reason})`),
                 orphans: report.orphans.map((o) => o.path),
@@ -823,7 +826,7 @@ export class DockerSandboxManager {
             );
           }
           if (report.keptForChanges.length > 0) {
-            this.logger.info(
+            this.logger.debug(
               { kept: report.keptForChanges.map((k) => `${k.name} (${k.reason})`) },
               "kept idle sandboxes whose changes were never applied",
             );
