@@ -12,8 +12,9 @@ import path from "node:path";
 
 import { z } from "zod";
 
-import { ConfigError, FileOperationError, SandboxError } from "../common/index.js";
+import { ConfigError, FileOperationError, LruMap, SandboxError } from "../common/index.js";
 import { baselineGitDir, type WorkspaceCheckpoints } from "../sandbox/index.js";
+import { CheckpointEntries } from "./checkpoint-entries.js";
 
 /**
  * cordon's list of a private copy's checkpoints: which tree in the checkpoint store each name
@@ -101,7 +102,7 @@ export function assertCheckpointName(name: string): void {
  * skipped; the file is opened without following a link.
  */
 export async function listCheckpoints(privateWorkspace: string): Promise<Checkpoint[]> {
-  return (await readCheckpointList(privateWorkspace)).filter(
+  return (await readCheckpointList(privateWorkspace)).items.filter(
     (entry): entry is Checkpoint => !isMissedTurn(entry),
   );
 }
@@ -113,7 +114,7 @@ export async function listCheckpoints(privateWorkspace: string): Promise<Checkpo
 export async function listCheckpointEntries(
   privateWorkspace: string,
 ): Promise<CheckpointListEntry[]> {
-  return [...(await readCheckpointList(privateWorkspace))];
+  return [...(await readCheckpointList(privateWorkspace)).items];
 }
 
 /**
@@ -131,10 +132,14 @@ interface ReadList {
   /** Size and mtime when read: a file that still has both is not read again. */
   size: bigint;
   mtimeNs: bigint;
-  entries: CheckpointListEntry[];
+  entries: CheckpointEntries;
 }
 
-const readLists = new Map<string, ReadList>();
+/**
+ * The lists this process read last, by file: a long-lived process (an MCP server, an embedder)
+ * reads the lists of many copies over its life, and one forgotten is only read whole again.
+ */
+const readLists = new LruMap<string, ReadList>(32);
 
 /**
  * The list as it is: checkpoints and the turns that missed theirs, oldest first. Served from what
@@ -142,16 +147,14 @@ const readLists = new Map<string, ReadList>();
  * (this process's or another's), only the new lines are read. Anything else (another file in its
  * place, a shorter one) is read whole again.
  */
-async function readCheckpointList(
-  privateWorkspace: string,
-): Promise<readonly CheckpointListEntry[]> {
+async function readCheckpointList(privateWorkspace: string): Promise<CheckpointEntries> {
   const file = checkpointListFile(privateWorkspace);
   let known = readLists.get(file);
   // Synchronous: one system call, where a turn's record would wait on the thread pool.
   const stats = lstatSync(file, { bigint: true, throwIfNoEntry: false });
   if (!stats) {
     readLists.delete(file);
-    return [];
+    return new CheckpointEntries();
   }
   if (
     known &&
@@ -168,14 +171,14 @@ async function readCheckpointList(
     handle = await open(file, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK);
   } catch (error) {
     readLists.delete(file);
-    if ((error as NodeJS.ErrnoException).code === "ENOENT") return [];
+    if ((error as NodeJS.ErrnoException).code === "ENOENT") return new CheckpointEntries();
     throw error;
   }
   try {
     const opened = await handle.stat({ bigint: true });
     if (!opened.isFile()) {
       readLists.delete(file);
-      return [];
+      return new CheckpointEntries();
     }
     // Grown in place (its last line read is still where it was): only what follows is new.
     let text: Buffer | undefined;
@@ -193,13 +196,16 @@ async function readCheckpointList(
     const lastNewline = text.lastIndexOf(0x0a);
     const whole = lastNewline + 1;
     const lines = text.subarray(0, whole);
-    const entries = [...(known?.entries ?? []), ...parseListLines(lines.toString("utf8"))];
+    // Grown: the new lines go after the known ones, in place.
+    const entries = (known?.entries ?? new CheckpointEntries()).add(
+      parseListLines(lines.toString("utf8")),
+    );
     // A last line without its newline (a write torn, or still under way) is read, not kept.
     const unfinished = parseListLines(text.subarray(whole).toString("utf8"));
     const parsedBytes = (known?.parsedBytes ?? 0) + whole;
     if (unfinished.length > 0 || parsedBytes + (text.byteLength - whole) !== Number(opened.size)) {
       readLists.delete(file);
-      return [...entries, ...unfinished];
+      return entries.add(unfinished);
     }
     const previousLine = whole >= 2 ? lines.lastIndexOf(0x0a, whole - 2) + 1 : 0;
     readLists.set(file, {
@@ -300,7 +306,8 @@ function appendCheckpoint(privateWorkspace: string, checkpoint: CheckpointListEn
         lastLine: bytes,
         size: after.size,
         mtimeNs: after.mtimeNs,
-        entries: [...known.entries, line],
+        // In place: copying the list each turn made a session's turns cost n² in all.
+        entries: known.entries.add([line]),
       });
     }
   } finally {
@@ -368,9 +375,12 @@ export async function recordCheckpointState(
   options: { kind?: CheckpointKind | undefined; signal?: AbortSignal | undefined } = {},
 ): Promise<RecordedCheckpointState> {
   const { workspace, checkpoints } = checkpointerOf(source);
-  const earlier = await listCheckpoints(workspace);
+  // From the end: a turn's record does not go over the whole list.
+  const newest = (await readCheckpointList(workspace)).items.findLast(
+    (entry): entry is Checkpoint => !isMissedTurn(entry),
+  );
   const state = await checkpoints.record({
-    since: earlier.at(-1)?.tree,
+    since: newest?.tree,
     // A turn's is taken inside a run that holds the sandbox (turn-checkpoints.ts).
     unpausedWhenIdle: options.kind === "turn",
     signal: options.signal,
@@ -391,7 +401,7 @@ export async function keepCheckpoint(
   const { workspace } = checkpointerOf(source);
   const kind = options.kind ?? "named";
   const earlier = await readCheckpointList(workspace);
-  const name = options.name ?? nextName(earlier, kind === "turn" ? "turn" : "cp");
+  const name = options.name ?? earlier.nextName(kind === "turn" ? "turn" : "cp");
   assertCheckpointName(name);
   const turn = options.turn ?? (kind === "turn" ? Number(/\d+$/.exec(name)?.[0]) : undefined);
   const checkpoint: Checkpoint = {
@@ -417,7 +427,7 @@ export async function noteMissedTurn(
   options: { sessionKey?: string | undefined; reason: string },
 ): Promise<MissedTurn> {
   const { workspace } = checkpointerOf(source);
-  const name = nextName(await readCheckpointList(workspace), "turn");
+  const name = (await readCheckpointList(workspace)).nextName("turn");
   const turn = Number(/\d+$/.exec(name)?.[0]);
   const missed: MissedTurn = {
     v: 1,
@@ -453,11 +463,11 @@ export async function rollbackToCheckpoint(
 ): Promise<RollbackOutcome> {
   const { workspace, checkpoints } = checkpointerOf(source);
   const earlier = await readCheckpointList(workspace);
-  const restored = findCheckpoint(earlier, target, options.sessionKey);
+  const restored = findCheckpoint(earlier.items, target, options.sessionKey);
   const state = await checkpoints.restore(restored.tree, { signal: options.signal });
   const saved: Checkpoint = {
     v: 1,
-    name: nextName(earlier, "before-rollback"),
+    name: earlier.nextName("before-rollback"),
     tree: state.tree,
     at: new Date().toISOString(),
     kind: "rollback",
@@ -527,17 +537,6 @@ function describeNames(checkpoints: readonly Checkpoint[]): string {
   return names.length <= 8
     ? names.join(", ")
     : `${names.slice(-8).join(", ")} and ${names.length - 8} earlier`;
-}
-
-/** `<prefix>-<n>`, one past the highest such name taken. */
-function nextName(checkpoints: readonly CheckpointListEntry[], prefix: string): string {
-  let highest = 0;
-  const pattern = new RegExp(`^${prefix}-(\\d+)$`);
-  for (const checkpoint of checkpoints) {
-    const number = Number(pattern.exec(checkpoint.name)?.[1] ?? 0);
-    if (number > highest) highest = number;
-  }
-  return `${prefix}-${highest + 1}`;
 }
 
 /** The source's copy and recorder, or the error that says why it has none. */

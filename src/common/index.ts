@@ -12,3 +12,4 @@ export { freezeDeep } from "./freeze-deep.js";
 export { quoteShellArg, shellCommand } from "./shell-quote.js";
 // Not here: process-lock.ts, imported by path. It loads zod, and `cordon --version` and `--help`
 // load this index (installed-package.integration.test.ts holds them to commander alone).
+export { LruMap } from "./lru-map.js";
