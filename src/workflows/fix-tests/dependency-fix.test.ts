@@ -104,3 +104,21 @@ describe("environment errors carry the project's fix", () => {
     });
   });
 });
+
+describe("a fix that sends the user to an image", () => {
+  /** What follows "use an image that has it/them": the keys it names. */
+  const imageWords = (text: string, what: "it" | "them") =>
+    new RegExp(`use an image that has ${what} (\\([^)]*\\))`).exec(text)?.[1];
+
+  it("says it in the same words for missing dependencies and for a missing command", () => {
+    const dependencies = dependencyFix({ projectNames: names("package.json") });
+    const command = classifyEnvironmentError({
+      exitCode: 127,
+      output: "bash: line 1: frobnicate: command not found",
+      network: "none",
+      projectNames: names(),
+    });
+    expect(imageWords(dependencies, "them")).toContain("FROM cordon-sandbox:latest");
+    expect(imageWords(command?.fix ?? "", "it")).toBe(imageWords(dependencies, "them"));
+  });
+});

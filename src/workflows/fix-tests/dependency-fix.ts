@@ -4,7 +4,7 @@
  * npm to a pnpm project, or pip for a module Debian packages, sends the user the wrong way.
  */
 
-import { projectImageRecipe } from "./system-tools.js";
+import { imageThatHas, projectImageRecipe } from "./system-tools.js";
 
 /** Which dependencies are missing: a Node package, a Python module, a Go module, or unknown. */
 export type Ecosystem = "node" | "python" | "go";
@@ -12,8 +12,7 @@ export type Ecosystem = "node" | "python" | "go";
 const npmRegistry = "--setup-allow-host registry.npmjs.org";
 const pypiHosts = "--setup-allow-host pypi.org --setup-allow-host files.pythonhosted.org";
 const goProxyHosts = "--setup-allow-host proxy.golang.org --setup-allow-host sum.golang.org";
-const imageFix =
-  "or use an image that has them (sandbox.docker.image, sandbox.docker.dockerfile FROM cordon-sandbox:latest)";
+const imageFix = `or ${imageThatHas("them")}`;
 
 /** The install command of the Node package manager the lockfile names (npm without one). */
 function nodeInstall(files: ReadonlySet<string>): { command: string; tool?: string } {

@@ -2,7 +2,7 @@ import { stripVTControlCharacters } from "node:util";
 
 import { dependencyFix } from "./dependency-fix.js";
 import { runnerOwnLines } from "./runner-words.js";
-import { debianPackageOf, projectImageRecipe } from "./system-tools.js";
+import { debianPackageOf, imageThatHas, projectImageRecipe } from "./system-tools.js";
 
 /**
  * Why a failing test run says nothing about the code: the sandbox lacks what the tests need.
@@ -51,7 +51,7 @@ function commandFix(projectNames: ReadonlySet<string>, command?: string): string
   if (debian !== undefined) {
     return `\`${command}\` is a system tool, not one of the project's dependencies: ${projectImageRecipe([debian])}`;
   }
-  return `if the command comes with the project's dependencies, ${dependencyFix({ projectNames })}; if it is a system tool, use an image that has it (sandbox.docker.image or sandbox.docker.dockerfile, FROM cordon-sandbox:latest)`;
+  return `if the command comes with the project's dependencies, ${dependencyFix({ projectNames })}; if it is a system tool, ${imageThatHas("it")}`;
 }
 
 /** What one line shows: the problem sentence, and a fix when it is more precise than the rule's. */

@@ -43,3 +43,11 @@ export function debianPackageOf(command: string): string | undefined {
 export function projectImageRecipe(packages: readonly string[]): string {
   return `a project image needs three lines in .cordon/Dockerfile: \`FROM cordon-sandbox:latest\`, \`USER root\`, \`RUN apt-get update && apt-get install -y --no-install-recommends ${packages.join(" ")}\`, and sandbox.docker.dockerfile: ".cordon/Dockerfile" in cordon.json5 (docs/images.md)`;
 }
+
+/**
+ * "use an image that has it" with the keys that make one: the words of every fix-tests fix that
+ * sends the user to an image, `them` for dependencies, `it` for a tool or anything else.
+ */
+export function imageThatHas(what: "it" | "them"): string {
+  return `use an image that has ${what} (sandbox.docker.image, sandbox.docker.dockerfile FROM cordon-sandbox:latest)`;
+}

@@ -2,6 +2,7 @@ import { describe, expect, it } from "vitest";
 
 import type { TestRun } from "./fix-tests.js";
 import type { TestCountCheck } from "./test-count/index.js";
+import { dependencyFix } from "./dependency-fix.js";
 import { failureSignature, verdict } from "./verdict.js";
 
 function run(exitCode: number | null, outputTail: string, ran?: number): TestRun {
@@ -64,6 +65,12 @@ describe("verdict", () => {
     expect(found.message).toMatch(/^The same failure as before the agent: likely the environment/);
     expect(found.message).toMatch(
       /Fix: .*cordon exec.*--carry.*--setup-cmd.*sandbox\.docker\.image/,
+    );
+    // In the words every fix-tests fix uses for an image (dependency-fix.ts).
+    expect(found.message).toContain(
+      /use an image that has them (\([^)]*\))/.exec(
+        dependencyFix({ projectNames: new Set() }),
+      )?.[1],
     );
   });
 

@@ -4,6 +4,7 @@ import { ExitCode } from "../../common/index.js";
 import type { PatchedFile } from "../../changes/index.js";
 import type { FixTestsResult, TestRun } from "./fix-tests.js";
 import type { TestCountCheck } from "./test-count/index.js";
+import { imageThatHas } from "./system-tools.js";
 
 /** The marker `outputTail` starts with when the output was cut (fix-tests.ts). */
 const cutMarker = "…(earlier output cut)…";
@@ -55,8 +56,7 @@ export function failedAsBeforeTheAgent(input: VerdictInput): boolean {
   );
 }
 
-const sameFailureFix =
-  "run the tests in the sandbox a run gets (`cordon exec -- <test command>`) and compare with the run before the agent (result.json `before`); if they need something the sandbox lacks, carry it in (`--carry`), install it first (`--setup-cmd` with `--setup-allow-host`), or use an image that has it (sandbox.docker.image, sandbox.docker.dockerfile); if the code is at fault after all, the agent's patch did not reach the failure (changes.patch, transcript.jsonl)";
+const sameFailureFix = `run the tests in the sandbox a run gets (\`cordon exec -- <test command>\`) and compare with the run before the agent (result.json \`before\`); if they need something the sandbox lacks, carry it in (\`--carry\`), install it first (\`--setup-cmd\` with \`--setup-allow-host\`), or ${imageThatHas("it")}; if the code is at fault after all, the agent's patch did not reach the failure (changes.patch, transcript.jsonl)`;
 
 export interface VerdictInput {
   /** The failing run before the agent. */
