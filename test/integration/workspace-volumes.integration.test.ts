@@ -4,7 +4,17 @@
  * `checkpoint` and `rollback` go through inspectors mounting the volumes, `sandbox rm` keeps
  * unapplied work and then removes the volumes — and no host path of the copy is ever made.
  */
-import { lstat, mkdir, mkdtemp, readFile, readdir, rm, symlink, writeFile } from "node:fs/promises";
+import {
+  chmod,
+  lstat,
+  mkdir,
+  mkdtemp,
+  readFile,
+  readdir,
+  rm,
+  symlink,
+  writeFile,
+} from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
 
@@ -246,6 +256,121 @@ describe("a private copy in volumes on the engine", () => {
     } finally {
       await leftover.remove({ force: true }).catch(() => undefined);
     }
+  });
+});
+
+describe("a copy seeded into volumes (streamed from the repository) and one on this host", () => {
+  let root: string;
+  let home: string;
+  let repo: string;
+  const configs = { volume: "", host: "" };
+  const cordon = (storage: "volume" | "host", ...args: string[]) =>
+    runCordon(args, { CORDON_HOME: home, CORDON_CONFIG: configs[storage], ANTHROPIC_API_KEY: "" });
+  const session = (storage: "volume" | "host") => `same-${storage}-${suffix}`;
+  const inSandbox = (storage: "volume" | "host", script: string) =>
+    cordon(
+      storage,
+      "exec",
+      "--workspace",
+      repo,
+      "--session",
+      session(storage),
+      "--",
+      "sh",
+      "-c",
+      script,
+    );
+
+  beforeAll(async () => {
+    await requireSandboxImage();
+    root = await mkdtemp(path.join(tmpdir(), "cordon-volume-same-"));
+    home = path.join(root, "home");
+    for (const storage of ["volume", "host"] as const) {
+      configs[storage] = path.join(root, `${storage}.json5`);
+      await writeFile(
+        configs[storage],
+        `{ agents: { defaults: { sandbox: { workspaceStorage: "${storage}" } } } }\n`,
+      );
+    }
+    repo = path.join(root, "repo");
+    const write = async (relative: string, content: string): Promise<void> => {
+      await mkdir(path.dirname(path.join(repo, relative)), { recursive: true });
+      await writeFile(path.join(repo, relative), content);
+    };
+    await mkdir(repo);
+    git(repo, "init", "-q");
+    await write(".gitignore", "build/\n*.log\n!keep.log\n");
+    await write("src/app/main.py", "print('main')\n");
+    await write("src/app/deep/er/util.py", "x = 1\n");
+    await write("run.sh", "#!/bin/sh\necho run\n");
+    await chmod(path.join(repo, "run.sh"), 0o755);
+    await symlink("src/app/main.py", path.join(repo, "main-link"));
+    await write("build/forced.txt", "tracked, yet ignored\n");
+    git(repo, "add", "-A");
+    git(repo, "add", "-f", "build/forced.txt");
+    git(repo, "-c", "user.name=t", "-c", "user.email=t@e", "commit", "-qm", "init");
+    await write("src/app/main.py", "print('edited, not committed')\n");
+    await write("untracked.txt", "untracked\n");
+    await write("keep.log", "kept by a negation\n");
+    await write("debug.log", "ignored\n");
+    await write("build/out.js", "ignored\n");
+    await write(".env", "SECRET=1\n");
+  });
+
+  afterAll(async () => {
+    for (const storage of ["volume", "host"] as const) {
+      await cordon(storage, "sandbox", "rm", "--all", "--discard-changes").catch(() => undefined);
+    }
+    await removeStateDirectory(home);
+    await rm(root, { recursive: true, force: true });
+  });
+
+  it("hold the same files, modes, links and times, and diff the same changes the same way", async () => {
+    // Everything but .git (its copy is the same code both ways): type, mode, link, time, bytes.
+    const listing =
+      "find . -path ./.git -prune -o -print | sort | while IFS= read -r p; do " +
+      'if [ -L "$p" ]; then echo "l $p $(readlink "$p")"; ' +
+      'elif [ -d "$p" ]; then echo "d $(stat -c %a "$p") $p"; ' +
+      'else echo "f $(stat -c "%a %Y" "$p") $p $(sha256sum < "$p" | cut -c1-16)"; fi; done';
+    const listed = { volume: "", host: "" };
+    for (const storage of ["volume", "host"] as const) {
+      const result = await inSandbox(storage, listing);
+      expect(result.exitCode, result.stderr).toBe(0);
+      listed[storage] = result.stdout;
+    }
+    expect(listed.volume).toBe(listed.host);
+    expect(listed.volume).toMatch(/^f 755 \d+ \.\/run\.sh /m);
+    expect(listed.volume).toContain("l ./main-link src/app/main.py\n");
+    expect(listed.volume).toContain("d 755 ./src/app/deep/er\n");
+    expect(listed.volume).toContain("./build/forced.txt");
+    expect(listed.volume).toContain("./keep.log");
+    expect(listed.volume).not.toContain("./debug.log");
+    expect(listed.volume).not.toContain("./.env");
+
+    // The same changes: the baseline of each decides what the diff shows (the tracked-yet-ignored
+    // file's edit is not in it; the untracked file's and the negated log's are).
+    const change =
+      "echo more >> untracked.txt && echo more >> keep.log && echo more >> build/forced.txt && " +
+      "chmod 644 run.sh && rm main-link && echo new > src/app/deep/new.py";
+    const diffs = { volume: "", host: "" };
+    for (const storage of ["volume", "host"] as const) {
+      expect((await inSandbox(storage, change)).exitCode).toBe(0);
+      const diff = await cordon(
+        storage,
+        "diff",
+        "--workspace",
+        repo,
+        "--session",
+        session(storage),
+      );
+      expect(diff.exitCode, diff.stderr).toBe(0);
+      diffs[storage] = diff.stdout;
+    }
+    expect(diffs.volume).toBe(diffs.host);
+    expect(diffs.volume).toContain("diff --git a/keep.log b/keep.log");
+    expect(diffs.volume).toContain("old mode 100755");
+    expect(diffs.volume).toContain("deleted file mode 120000");
+    expect(diffs.volume).not.toContain("build/forced.txt");
   });
 });
 

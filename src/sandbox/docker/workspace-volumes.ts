@@ -19,6 +19,7 @@ import {
 import type { ContainerClient, VolumeClient, VolumeMount } from "./client/index.js";
 import { describeEngineEndpoint, type EngineEndpoint } from "./client/engine-endpoint.js";
 import { addEntry, GrowingTreePacker, packTree, type PackedTree } from "./files/tree-transfer.js";
+import { TarSeedSink } from "./files/tar-seed-sink.js";
 import { inspectorLabels } from "./inspector/workspace-inspector.js";
 
 /**
@@ -33,16 +34,18 @@ import { inspectorLabels } from "./inspector/workspace-inspector.js";
  * - `<sandbox>-checkpoints`: the checkpoint store, writable by recording and restoring
  *   inspectors only (the host path's `<baseline>/checkpoints`).
  *
- * Seeding selects and sanitizes the files on this host exactly as a host copy is seeded (the
- * closed seed directory of `seedClosedCopy`, which no container reaches), then streams them into
- * the volumes with the engine's archive API, into a container that is created and never started:
- * no program runs, the tar's headers (written here, from `lstat`, links as links) give every
- * entry the sandbox user as owner, and the closed directory is deleted. One pass (issue 29's bench:
- * a second pass over the copy cost half again a host copy's seeding): the volumes and that
- * container are made while the files are selected, each file is streamed once the seed has it
- * (`GrowingTreePacker`), so the engine writes the volume while this host still copies, and the
- * deleting waits until the sandbox runs (`finish`). What stays on the host is cordon's own record of the copy beside its would-be path: the seed marker (written last, it says
- * the volumes are complete) and a git dir holding only the baseline ref and the checkpoint list.
+ * Seeding selects the files exactly as a host copy is seeded and streams them into the volumes
+ * with the engine's archive API, into a container that is created and never started: no program
+ * runs, the tar's headers (written here) give every entry the sandbox user as owner, links go as
+ * links. One pass, with no copy of the work tree on this host: the sanitized `.git` is built in the
+ * closed seed directory of `seedClosedCopy` (which no container reaches) and packed as it is made
+ * (`GrowingTreePacker`); the work tree's files go from the user's repository straight into the tar
+ * and into the baseline at once (`TarSeedSink`, workspace/seed-stream.ts), or, where that could
+ * differ from a copy, are copied into the seed directory and packed from there. The volumes and
+ * that container are made while the files are listed, and the deleting waits until the sandbox
+ * runs (`finish`). What stays on the host is cordon's own record of the copy beside its would-be
+ * path: the seed marker (written last, it says the volumes are complete) and a git dir holding
+ * only the baseline ref and the checkpoint list.
  *
  * The disk budget: the engine's local driver bounds a volume only as tmpfs (memory, and gone with
  * the engine), so volumes are unbounded on disk; `workspaceUsage` (workspace-usage.ts)
@@ -223,17 +226,31 @@ export async function ensureWorkspaceVolumes(
   // The copy's tree is packed to its end while its baseline is recorded: the engine extracts the
   // last of it meanwhile, rather than after (issue 29's bench: the upload's tail).
   let treePacked: Promise<PackedTree> | undefined;
+  const packSeedDirectory = (directory: string): Promise<PackedTree> => {
+    if (!treePacked) {
+      treePacked = packer.finish(directory);
+      // Awaited below once the seed is complete; a seed that fails after this never awaits it.
+      treePacked.catch(() => undefined);
+    }
+    return treePacked;
+  };
+  // The work tree's files, where they can be, go from the user's repository straight into the
+  // tar after the seed directory's `.git` (workspace/seed-stream.ts): no copy on this host.
+  const sink = new TarSeedSink(archive, {
+    prefix: "workspace/",
+    owner,
+    open: async (directory) => {
+      await packSeedDirectory(directory);
+    },
+  });
   const seeded = seedClosedCopy(spec, {
     stateDirectory: options.stateDirectory,
     fingerprint: options.fingerprint,
     signal: options.signal,
     warnings: options.warnings,
     onCopied: (directory, relative) => packer.add(directory, relative),
-    onTreeComplete: (directory) => {
-      treePacked = packer.finish(directory);
-      // Awaited below once the seed is complete; a seed that fails after this never awaits it.
-      treePacked.catch(() => undefined);
-    },
+    onTreeComplete: (directory) => void packSeedDirectory(directory),
+    sink,
   });
   let packed: PackedTree | undefined;
   let recorded: Promise<void> | undefined;
@@ -245,7 +262,11 @@ export async function ensureWorkspaceVolumes(
         // While the engine still writes: the marker (written last) is what says it is complete.
         recorded = writeBaselineRecord(privateWorkspace, closed.baselineCommit);
         recorded.catch(() => undefined);
-        packed = await (treePacked ?? packer.finish(closed.directory));
+        const tree = await packSeedDirectory(closed.directory);
+        packed = {
+          entries: tree.entries + sink.packed.entries,
+          fileBytes: tree.fileBytes + sink.packed.fileBytes,
+        };
         // cordon's git dir: read by inspectors as the sandbox user; the agent's container never mounts it.
         await addEntry(archive, { name: "baseline", type: "directory", mode: 0o700, ...owner });
         await packTree(archive, closed.baselineGitDir, { prefix: "baseline/", owner });

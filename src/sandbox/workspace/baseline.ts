@@ -24,7 +24,7 @@ const baselineAttributes = "* -filter -text -eol -ident -working-tree-encoding\n
  * Loose objects at the fastest zlib level: the baseline is written once per seed, read by diffs
  * on the same machine, and never sent anywhere.
  */
-const fastObjects = ["-c", "core.compression=1", "-c", "core.looseCompression=1"];
+export const fastObjects = ["-c", "core.compression=1", "-c", "core.looseCompression=1"];
 
 const identity = {
   GIT_AUTHOR_NAME: "cordon",
@@ -61,16 +61,7 @@ export async function recordBaseline(
   options: RecordBaselineOptions = {},
 ): Promise<string> {
   const gitDir = options.gitDir ?? baselineGitDir(workspace);
-  const format =
-    options.format ?? (await readRepositoryFormat(path.join(workspace, ".git", "config"), []));
-  // In cordon's own git dir, which no container can reach: an agent cannot un-ignore them.
-  const leaveOut = carryExcludePatterns(options.leaveOut ?? []).join("\n");
-  const exclude = await readExclude(workspace);
-  await writeBaselineGitDir(
-    gitDir,
-    format,
-    leaveOut === "" ? exclude : Buffer.concat([exclude, Buffer.from(`\n${leaveOut}\n`)]),
-  );
+  await prepareBaselineGitDir(workspace, { ...options, gitDir });
   const index = path.join(gitDir, `index-${randomUUID()}`);
   const git = async (args: string[]): Promise<string> =>
     (
@@ -88,7 +79,7 @@ export async function recordBaseline(
     // file each: a 600-file seed writes 2 files, not 600, where creating files is what costs.
     await git(["-c", "core.bigFileThreshold=1", "add", "-A", "."]);
     const tree = await git(["write-tree"]);
-    const commit = await git(["commit-tree", tree, "-m", "cordon baseline: the seeded copy"]);
+    const commit = await git(["commit-tree", tree, "-m", baselineMessage]);
     await git(["update-ref", baselineRef, commit]);
     return commit;
   } catch (error) {
@@ -101,6 +92,33 @@ export async function recordBaseline(
     await rm(index, { force: true });
   }
 }
+
+/**
+ * Makes `options.gitDir` the empty baseline git dir of the seed at `workspace` (whose `.git` is
+ * read for the format, unless given, and for `info/exclude`): what `recordBaseline` fills, and
+ * `StreamedBaseline` (streamed-baseline.ts) for a seed whose files never land in `workspace`.
+ */
+export async function prepareBaselineGitDir(
+  workspace: string,
+  options: Pick<RecordBaselineOptions, "format" | "leaveOut"> & { gitDir: string },
+): Promise<void> {
+  const format =
+    options.format ?? (await readRepositoryFormat(path.join(workspace, ".git", "config"), []));
+  // In cordon's own git dir, which no container can reach: an agent cannot un-ignore them.
+  const leaveOut = carryExcludePatterns(options.leaveOut ?? []).join("\n");
+  const exclude = await readExclude(workspace);
+  await writeBaselineGitDir(
+    options.gitDir,
+    format,
+    leaveOut === "" ? exclude : Buffer.concat([exclude, Buffer.from(`\n${leaveOut}\n`)]),
+  );
+}
+
+/** The identity of every baseline commit. */
+export const baselineIdentity = identity;
+
+/** The message of every baseline commit. */
+export const baselineMessage = "cordon baseline: the seeded copy";
 
 /**
  * How cordon asks for the changes of a copy: what is read from `git add -A`'s pathspec file in

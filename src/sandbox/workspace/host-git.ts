@@ -1,4 +1,5 @@
-import { execFile } from "node:child_process";
+import { execFile, spawn, type ChildProcessByStdio } from "node:child_process";
+import type { Readable, Writable } from "node:stream";
 
 /**
  * The one way cordon runs git on the host, and only over trees no agent has written: the user's own
@@ -81,27 +82,14 @@ export class HostGitError extends Error {
  * GIT_CONFIG_PARAMETERS or GIT_EXEC_PATH of the caller must not steer it.
  */
 export function runHostGit(args: readonly string[], options: HostGitOptions): Promise<Buffer> {
-  const env: NodeJS.ProcessEnv = {
-    PATH: process.env["PATH"] ?? "/usr/bin:/bin",
-    LC_ALL: "C",
-    GIT_DIR: options.gitDir,
-    GIT_CONFIG_NOSYSTEM: "1",
-    GIT_ATTR_NOSYSTEM: "1",
-    GIT_TERMINAL_PROMPT: "0",
-    ...options.env,
-  };
-  if (options.workTree !== undefined) env["GIT_WORK_TREE"] = options.workTree;
-  const home = process.env["HOME"];
-  if (options.userConfig && home !== undefined) env["HOME"] = home;
-  if (!options.userConfig) env["GIT_CONFIG_GLOBAL"] = "/dev/null";
-  const command = args.find((arg, i) => !arg.startsWith("-") && args[i - 1] !== "-c") ?? "";
+  const command = commandOf(args);
   return new Promise((resolve, reject) => {
     const child = execFile(
       "git",
       [...closedConfig, ...args],
       {
         cwd: options.cwd ?? options.workTree ?? "/",
-        env,
+        env: hostGitEnv(options),
         encoding: "buffer",
         maxBuffer: options.maxBuffer ?? defaultGitOutputBytes,
         timeout: options.timeoutMs ?? defaultGitTimeoutMs,
@@ -131,4 +119,103 @@ export function runHostGit(args: readonly string[], options: HostGitOptions): Pr
     child.stdin?.on("error", () => undefined);
     child.stdin?.end(options.stdin);
   });
+}
+
+/** The environment of a host git call (see `runHostGit`). */
+function hostGitEnv(
+  options: Pick<HostGitOptions, "gitDir" | "workTree" | "userConfig" | "env">,
+): NodeJS.ProcessEnv {
+  const env: NodeJS.ProcessEnv = {
+    PATH: process.env["PATH"] ?? "/usr/bin:/bin",
+    LC_ALL: "C",
+    GIT_DIR: options.gitDir,
+    GIT_CONFIG_NOSYSTEM: "1",
+    GIT_ATTR_NOSYSTEM: "1",
+    GIT_TERMINAL_PROMPT: "0",
+    ...options.env,
+  };
+  if (options.workTree !== undefined) env["GIT_WORK_TREE"] = options.workTree;
+  const home = process.env["HOME"];
+  if (options.userConfig && home !== undefined) env["HOME"] = home;
+  if (!options.userConfig) env["GIT_CONFIG_GLOBAL"] = "/dev/null";
+  return env;
+}
+
+function commandOf(args: readonly string[]): string {
+  return args.find((arg, i) => !arg.startsWith("-") && args[i - 1] !== "-c") ?? "";
+}
+
+/** A host git that reads its stdin as it is written (`spawnHostGit`). */
+export interface StreamingHostGit {
+  /** Git's stdin: write with backpressure, end it when done. */
+  stdin: Writable;
+  /** Settles when git exits: stdout on status 0, else a `HostGitError` with what git said. */
+  exited: Promise<Buffer>;
+  /** Stops git (a seed given up on); `exited` then rejects. */
+  kill(): void;
+}
+
+/**
+ * `runHostGit` for input too large to hold (`git fast-import` of a seed's files): git, closed off
+ * the same way, started with its stdin open. No work tree: it reads only what it is given.
+ */
+export function spawnHostGit(
+  args: readonly string[],
+  options: Pick<HostGitOptions, "gitDir" | "env" | "maxBuffer" | "signal">,
+): StreamingHostGit {
+  const command = commandOf(args);
+  const child: ChildProcessByStdio<Writable, Readable, Readable> = spawn(
+    "git",
+    [...closedConfig, ...args],
+    {
+      cwd: "/",
+      env: hostGitEnv(options),
+      stdio: ["pipe", "pipe", "pipe"],
+      ...(options.signal ? { signal: options.signal, killSignal: "SIGKILL" as const } : {}),
+    },
+  );
+  // A git that exits before reading all of stdin must not crash the process with EPIPE; the
+  // writer learns of it from `exited`.
+  child.stdin.on("error", () => undefined);
+  const collect = (stream: Readable, limit: number): Promise<Buffer> =>
+    new Promise((resolve) => {
+      const chunks: Buffer[] = [];
+      let bytes = 0;
+      stream.on("data", (chunk: Buffer) => {
+        if (bytes < limit) chunks.push(chunk);
+        bytes += chunk.byteLength;
+      });
+      stream.on("close", () => resolve(Buffer.concat(chunks)));
+      stream.on("error", () => resolve(Buffer.concat(chunks)));
+    });
+  const stdout = collect(child.stdout, options.maxBuffer ?? defaultGitOutputBytes);
+  const stderr = collect(child.stderr, 64 * 1024);
+  const exited = new Promise<Buffer>((resolve, reject) => {
+    child.on("error", (error) =>
+      reject(
+        new HostGitError(`git ${command} failed: ${error.message}`, undefined, "", {
+          cause: error,
+        }),
+      ),
+    );
+    child.on("close", (code, signal) => {
+      void Promise.all([stdout, stderr]).then(([out, err]) => {
+        if (code === 0) {
+          resolve(out);
+          return;
+        }
+        const said = err.toString("utf8").trim();
+        reject(
+          new HostGitError(
+            `git ${command} failed: ${said || `exit ${code ?? signal ?? "unknown"}`}`,
+            code ?? signal ?? undefined,
+            said,
+          ),
+        );
+      });
+    });
+  });
+  // Awaited by the caller; one that gives up first must not leave it unhandled.
+  exited.catch(() => undefined);
+  return { stdin: child.stdin, exited, kill: () => child.kill("SIGKILL") };
 }

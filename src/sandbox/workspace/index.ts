@@ -40,6 +40,7 @@ export {
   defaultWatchdogIntervalMs,
 } from "./disk-watchdog.js";
 export { listGitFiles } from "./git-files.js";
+export type { SeedSink, StreamedEntryHeader } from "./seed-stream.js";
 export {
   CopyLimitError,
   TreeCopier,

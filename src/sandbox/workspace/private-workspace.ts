@@ -41,6 +41,8 @@ import {
 import { parseContainerUser, permissionsFor, processUid, type Owner } from "./owner.js";
 import { baselineGitDir, isInside, seedMarkerPath, seedTempPrefix } from "./paths.js";
 import { TreeCopier, isErrno, type CopySummary } from "./tree-copy.js";
+import { planStreamedSeed, streamSeed, type SeedSink } from "./seed-stream.js";
+import { StreamedBaseline } from "./streamed-baseline.js";
 import { isAlive } from "./process-alive.js";
 import { joinDigests, SourceFingerprint } from "./source-fingerprint.js";
 
@@ -147,7 +149,6 @@ export async function ensurePrivateWorkspace(
     if (owner) await lchown(target, owner.uid, owner.gid);
     return { path: target, created: true, warnings };
   }
-
   await removeAbandonedSeeds(target);
   // mkdtemp makes it 0700 and ours: closed until everything inside is made and owned.
   const temporary = await mkdtemp(`${seedTempPrefix(target)}${process.pid}-`);
@@ -245,7 +246,10 @@ export async function ensurePrivateWorkspace(
 
 /** A seed built in a closed directory of this host, not yet anywhere a container can reach. */
 export interface ClosedSeed {
-  /** The copy (mode 0700, this process's own). */
+  /**
+   * The copy (mode 0700, this process's own); only its `.git` when the work tree's files went to
+   * `seedClosedCopy`'s `sink` instead.
+   */
   directory: string;
   /** Its baseline git dir (`recordBaseline`). */
   baselineGitDir: string;
@@ -279,6 +283,13 @@ export async function seedClosedCopy(
      * reads it): a caller streaming it can finish the stream while the baseline is made.
      */
     onTreeComplete?: ((directory: string) => void) | undefined;
+    /**
+     * Where the work tree's files go when they can be streamed (seed-stream.ts): read from the
+     * agent workspace once, sent here and into the baseline at once, never copied into the seed
+     * directory (which then holds only `.git`). Where they cannot (no repository of its own,
+     * carried paths, a nested repository…), they are copied as without it, and never sent.
+     */
+    sink?: SeedSink | undefined;
   },
 ): Promise<ClosedSeed> {
   const target = await validatedTarget(spec, options.stateDirectory);
@@ -292,14 +303,23 @@ export async function seedClosedCopy(
   try {
     const exclude = [await realpath(options.stateDirectory), path.dirname(target)];
     const onCopied = options.onCopied;
-    const { seed, format } = await seedInto(directory, spec, {
+    const {
+      seed,
+      format,
+      baselineCommit: streamedCommit,
+    } = await seedInto(directory, spec, {
       owner: undefined,
       exclude,
       warnings: options.warnings,
       signal: options.signal,
       fingerprint: options.fingerprint === true,
       onCopied: onCopied && ((relative) => onCopied(directory, relative)),
+      stream: options.sink && { sink: options.sink, baselineGitDir: baseline },
     });
+    if (streamedCommit !== undefined) {
+      options.onTreeComplete?.(directory);
+      return { directory, baselineGitDir: baseline, baselineCommit: streamedCommit, seed, dispose };
+    }
     if (spec.carry?.length) {
       // Copied in whole: overlays need a mount on this host, and the copy lives elsewhere.
       seed.carried = await carryInto({
@@ -477,8 +497,10 @@ async function seedInto(
     signal: AbortSignal | undefined;
     fingerprint: boolean;
     onCopied?: ((relative: string) => void) | undefined;
+    /** Stream the work tree's files where they can be (`seedClosedCopy`'s `sink`). */
+    stream?: { sink: SeedSink; baselineGitDir: string } | undefined;
   },
-): Promise<{ seed: SeedInfo; format: RepositoryFormat }> {
+): Promise<{ seed: SeedInfo; format: RepositoryFormat; baselineCommit?: string | undefined }> {
   let sourceRoot: string;
   try {
     sourceRoot = await realpath(spec.agentWorkspace);
@@ -584,7 +606,39 @@ async function seedInto(
     onCopied: options.onCopied,
   });
   if (!repository) await fingerprint?.addTree("");
-  const files = listed ? await copier.copyEntries(listed) : await copier.copyAll();
+  let files: CopySummary;
+  let baselineCommit: string | undefined;
+  const plan =
+    options.stream && listed && repository?.kind === "own" && !spec.carry?.length
+      ? await planStreamedSeed(listed, {
+          sourceRoot,
+          exclude: [...options.exclude, path.join(sourceRoot, ".git")],
+          leaveOut: (relative, kind) => secrets.leavesOut(relative, kind),
+          signal: options.signal,
+        })
+      : undefined;
+  if (options.stream && plan?.streamable) {
+    const baseline = await StreamedBaseline.start(temporary, {
+      gitDir: options.stream.baselineGitDir,
+      format,
+      signal: options.signal,
+    });
+    try {
+      await options.stream.sink.open(temporary);
+      files = await streamSeed(plan, {
+        sourceRoot,
+        sink: options.stream.sink,
+        baseline,
+        signal: options.signal,
+      });
+      baselineCommit = await baseline.finish(options.signal);
+    } catch (error) {
+      await baseline.abort();
+      throw error;
+    }
+  } else {
+    files = listed ? await copier.copyEntries(listed) : await copier.copyAll();
+  }
   summary = {
     files: summary.files + files.files,
     directories: summary.directories + files.directories,
@@ -625,7 +679,7 @@ async function seedInto(
         }
       : {}),
   };
-  return { seed, format };
+  return { seed, format, baselineCommit };
 }
 
 /** Temporary seed directories left by processes that died mid-seed. */

@@ -385,7 +385,7 @@ export class TreeCopier {
 }
 
 /** `a/b/c` from a git path; undefined for absolute paths, `..` segments and empty names. */
-function normalizeRelative(entry: string): string | undefined {
+export function normalizeRelative(entry: string): string | undefined {
   const trimmed = entry.endsWith("/") ? entry.slice(0, -1) : entry;
   if (trimmed === "" || trimmed.startsWith("/") || trimmed.includes("\0")) return undefined;
   const segments = trimmed.split("/");
