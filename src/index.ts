@@ -108,6 +108,7 @@ export {
 export {
   PatchParseError,
   applyChanges,
+  countCheckpointChanges,
   createCheckpoint,
   isMissedTurn,
   listCheckpointEntries,

@@ -1,8 +1,14 @@
 import { mkdir, mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
+import { performance } from "node:perf_hooks";
 
-import { createCheckpoint, rollbackToCheckpoint } from "../../src/changes/index.js";
+import {
+  countCheckpointChanges,
+  createCheckpoint,
+  listCheckpointEntries,
+  rollbackToCheckpoint,
+} from "../../src/changes/index.js";
 import type { BenchContext } from "../context.js";
 import { compare, timeInTurns } from "../measure.js";
 import type { FigureResult } from "../report.js";
@@ -59,7 +65,6 @@ export async function checkpointsFigure(ctx: BenchContext): Promise<FigureResult
       ctx.progress(
         `checkpoints: ${runs} turn checkpoints of a ${repositoryFiles}-file copy with ${changedFiles} changed files, beside one exec`,
       );
-      let recorded = 0;
       const timings = await timeInTurns(
         {
           // The next turn's edits are made after the timing (the returned function), and the
@@ -67,7 +72,7 @@ export async function checkpointsFigure(ctx: BenchContext): Promise<FigureResult
           // (a second or more), so a turn waits for the record, not for a container start.
           turn: (run) =>
             failures.guard(async () => {
-              recorded = (await createCheckpoint(source, { kind: "turn" })).changedFiles;
+              await createCheckpoint(source, { kind: "turn" });
               return async () => {
                 await change(run + 10);
                 await lease.checkpoints?.prepare?.();
@@ -78,6 +83,18 @@ export async function checkpointsFigure(ctx: BenchContext): Promise<FigureResult
         runs,
         1,
       );
+      // What a listing adds: the turns' counts, taken then (one inspector, started cold). The
+      // last turn's must be the files the bench changed.
+      const listed = await listCheckpointEntries(lease.privateWorkspace ?? "");
+      const countStarted = performance.now();
+      const counted = await failures.guard(() =>
+        countCheckpointChanges(listed, (pairs, options) =>
+          lease.checkpoints ? lease.checkpoints.compare(pairs, options) : Promise.resolve([]),
+        ),
+      );
+      const countMs = performance.now() - countStarted;
+      const last = counted?.at(-1);
+      const recorded = last && "changedFiles" in last ? last.changedFiles : undefined;
       // Apart, so a rollback's rewrites are not what the next turn's checkpoint counts.
       const rollbacks = await timeInTurns(
         {
@@ -102,7 +119,7 @@ export async function checkpointsFigure(ctx: BenchContext): Promise<FigureResult
         comparisons: [
           withTarget(
             {
-              measures: `a turn's checkpoint, the record itself (${changedFiles} files changed since the last, nothing running: 2 executor questions + the request to a spare's recorder started ahead, git from the kept index + list)`,
+              measures: `a turn's checkpoint, the record itself (${changedFiles} files changed since the last, nothing running: 2 executor questions + the request to a spare's recorder started ahead, git add and write-tree from the kept index, uncounted + list)`,
               ...compare(timings.turn, timings.exec, execBaseline),
             },
             budget,
@@ -125,7 +142,10 @@ export async function checkpointsFigure(ctx: BenchContext): Promise<FigureResult
           runs,
           files: repositoryFiles,
           changedFiles,
-          changedSinceLast: recorded,
+          changedSinceLast: recorded ?? "uncounted",
+          // `cordon checkpoints` counting every turn's changes (one inspector started cold).
+          listedTurns: listed.length,
+          countListedMs: Math.round(countMs),
           modelDelayMs,
           // What the checkpoint adds to a turn whose model takes modelDelayMs (medians' difference).
           addedTurnLatencyMs:

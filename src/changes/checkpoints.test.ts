@@ -9,6 +9,7 @@ import { baselineGitDir, baselineRef, type WorkspaceCheckpoints } from "../sandb
 import {
   assertCheckpointName,
   checkpointListFile,
+  countCheckpointChanges,
   createCheckpoint,
   findCheckpoint,
   isMissedTurn,
@@ -27,11 +28,18 @@ function fakeRecorder(trees: string[]): WorkspaceCheckpoints & { calls: string[]
   return {
     calls,
     record: (options = {}) => {
-      calls.push(`record since ${options.since ?? "-"}`);
+      calls.push(
+        options.changes === false ? "record uncounted" : `record since ${options.since ?? "-"}`,
+      );
       return Promise.resolve({
         tree: trees.shift() ?? tree("f"),
-        changed: new Map([["a.txt", "100644 x"]]),
+        changed: options.changes === false ? undefined : new Map([["a.txt", "100644 x"]]),
       });
+    },
+    compare: (pairs) => {
+      calls.push(...pairs.map(([from, to]) => `compare ${from ?? "-"} ${to}`));
+      // A tree "e…" is gone from the store: uncountable.
+      return Promise.resolve(pairs.map(([, to]) => (to === tree("e") ? undefined : 2)));
     },
     restore: (target) => {
       calls.push(`restore ${target}`);
@@ -96,12 +104,14 @@ describe("the checkpoint list", () => {
     const source = { privateWorkspace: copy, checkpoints: recorder };
     expect((await createCheckpoint(source)).name).toBe("cp-1");
     const second = await createCheckpoint(source, { kind: "turn", sessionKey: "agent:main:s" });
-    expect(second).toMatchObject({ name: "turn-1", turn: 1, kind: "turn", changedFiles: 1 });
+    // A turn's is recorded uncounted: a listing counts it (below).
+    expect(second).toMatchObject({ name: "turn-1", turn: 1, kind: "turn" });
+    expect(second.changedFiles).toBeUndefined();
     await expect(createCheckpoint(source, { name: "cp-1" })).rejects.toThrow(/exists already/);
     expect((await createCheckpoint(source, { name: "mine" })).tree).toBe(tree("3"));
     expect(recorder.calls).toEqual([
       "record since -",
-      `record since ${tree("1")}`,
+      "record uncounted",
       `record since ${tree("2")}`,
     ]);
     expect((await listCheckpoints(copy)).map((checkpoint) => checkpoint.name)).toEqual([
@@ -109,6 +119,43 @@ describe("the checkpoint list", () => {
       "turn-1",
       "mine",
     ]);
+  });
+
+  it("counts the turns' changes when listed, each against the checkpoint before it, a missed turn skipped", async () => {
+    const recorder = fakeRecorder([tree("1"), tree("2"), tree("e"), tree("4")]);
+    const source = { privateWorkspace: copy, checkpoints: recorder };
+    const sessionKey = "agent:main:s";
+    await createCheckpoint(source, { kind: "turn", sessionKey });
+    await noteMissedTurn(source, { sessionKey, reason: "the inspector did not start" });
+    await createCheckpoint(source, { kind: "turn", sessionKey });
+    await createCheckpoint(source, { name: "mine" });
+    await createCheckpoint(source, { kind: "turn", sessionKey });
+    recorder.calls.length = 0;
+    const compare: WorkspaceCheckpoints["compare"] = (pairs, options) =>
+      recorder.compare(pairs, options);
+    const counted = await countCheckpointChanges(await listCheckpointEntries(copy), compare);
+    // One call for the three uncounted turns; "mine" was counted when taken.
+    expect(recorder.calls).toEqual([
+      `compare - ${tree("1")}`,
+      `compare ${tree("1")} ${tree("2")}`,
+      `compare ${tree("e")} ${tree("4")}`,
+    ]);
+    expect(counted.map((entry) => (isMissedTurn(entry) ? "missed" : entry.changedFiles))).toEqual([
+      2,
+      "missed",
+      2,
+      1,
+      2,
+    ]);
+    // A tree gone from the store stays uncounted; nothing to count asks nothing.
+    const gone = await countCheckpointChanges(
+      [entry("gone", { kind: "turn", tree: tree("e"), changedFiles: undefined })],
+      compare,
+    );
+    expect((gone[0] as Checkpoint).changedFiles).toBeUndefined();
+    recorder.calls.length = 0;
+    await countCheckpointChanges(counted, compare);
+    expect(recorder.calls).toEqual([]);
   });
 
   it("lists a turn whose record failed among the entries, in its place, never among the checkpoints", async () => {

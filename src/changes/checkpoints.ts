@@ -46,8 +46,12 @@ const checkpointSchema = z.object({
   sessionKey: z.string().optional(),
   /** Turn checkpoints: the state before this turn of the session's run ran its tools. */
   turn: z.number().int().positive().optional(),
-  /** Files that differ from the checkpoint before it (the baseline for the first). */
-  changedFiles: z.number().int().nonnegative(),
+  /**
+   * Files that differ from the checkpoint before it (the baseline for the first). A turn's has
+   * none in the file: a run does not count them (half of a record's work), a listing does
+   * (`countCheckpointChanges`).
+   */
+  changedFiles: z.number().int().nonnegative().optional(),
 });
 
 /** One recorded state of a private copy. */
@@ -108,8 +112,39 @@ export async function listCheckpoints(privateWorkspace: string): Promise<Checkpo
 }
 
 /**
+ * The entries with each checkpoint's count of changed files, those the list lacks (turns')
+ * counted by `compare` (`WorkspaceCheckpoints.compare`) against the checkpoint before each, in one
+ * call. A count that cannot be had (a tree gone from the store) stays undefined.
+ */
+export async function countCheckpointChanges(
+  entries: readonly CheckpointListEntry[],
+  compare: WorkspaceCheckpoints["compare"],
+  options: { signal?: AbortSignal | undefined } = {},
+): Promise<CheckpointListEntry[]> {
+  const uncounted: { at: number; pair: [string | undefined, string] }[] = [];
+  let before: string | undefined;
+  entries.forEach((entry, at) => {
+    if (isMissedTurn(entry)) return;
+    if (entry.changedFiles === undefined) uncounted.push({ at, pair: [before, entry.tree] });
+    before = entry.tree;
+  });
+  if (uncounted.length === 0) return [...entries];
+  const counts = await compare(
+    uncounted.map(({ pair }) => pair),
+    options,
+  );
+  const counted = [...entries];
+  uncounted.forEach(({ at }, index) => {
+    const changedFiles = counts[index];
+    if (changedFiles !== undefined) counted[at] = { ...(entries[at] as Checkpoint), changedFiles };
+  });
+  return counted;
+}
+
+/**
  * The copy's checkpoints and the turns that missed theirs (`isMissedTurn`), oldest first: what
- * `cordon checkpoints` shows, so a turn `rollback --turn` refuses is in the listing too.
+ * `cordon checkpoints` shows, so a turn `rollback --turn` refuses is in the listing too. Turns'
+ * counts of changed files are not in the list (`countCheckpointChanges`).
  */
 export async function listCheckpointEntries(
   privateWorkspace: string,
@@ -361,8 +396,11 @@ export async function createCheckpoint(
 export interface RecordedCheckpointState {
   /** Its git tree id (hex). */
   tree: string;
-  /** Files that differ from the newest checkpoint when it was recorded (the baseline if none). */
-  changedFiles: number;
+  /**
+   * Files that differ from the newest checkpoint when it was recorded (the baseline if none);
+   * not counted for a turn's (`Checkpoint.changedFiles`).
+   */
+  changedFiles?: number | undefined;
 }
 
 /**
@@ -375,17 +413,21 @@ export async function recordCheckpointState(
   options: { kind?: CheckpointKind | undefined; signal?: AbortSignal | undefined } = {},
 ): Promise<RecordedCheckpointState> {
   const { workspace, checkpoints } = checkpointerOf(source);
-  // From the end: a turn's record does not go over the whole list.
-  const newest = (await readCheckpointList(workspace)).items.findLast(
-    (entry): entry is Checkpoint => !isMissedTurn(entry),
-  );
+  // A turn's is taken inside a run that holds the sandbox (turn-checkpoints.ts), uncounted.
+  const turn = options.kind === "turn";
+  // From the end: a record does not go over the whole list.
+  const newest = turn
+    ? undefined
+    : (await readCheckpointList(workspace)).items.findLast(
+        (entry): entry is Checkpoint => !isMissedTurn(entry),
+      );
   const state = await checkpoints.record({
     since: newest?.tree,
-    // A turn's is taken inside a run that holds the sandbox (turn-checkpoints.ts).
-    unpausedWhenIdle: options.kind === "turn",
+    changes: !turn,
+    unpausedWhenIdle: turn,
     signal: options.signal,
   });
-  return { tree: state.tree, changedFiles: state.changed.size };
+  return { tree: state.tree, changedFiles: state.changed?.size };
 }
 
 /**
@@ -412,7 +454,7 @@ export async function keepCheckpoint(
     kind,
     ...(options.sessionKey !== undefined ? { sessionKey: options.sessionKey } : {}),
     ...(turn !== undefined && turn > 0 ? { turn } : {}),
-    changedFiles: state.changedFiles,
+    ...(state.changedFiles !== undefined ? { changedFiles: state.changedFiles } : {}),
   };
   appendCheckpoint(workspace, checkpoint);
   return checkpoint;

@@ -35,6 +35,7 @@ export {
   findCheckpoint,
   isMissedTurn,
   keepCheckpoint,
+  countCheckpointChanges,
   listCheckpointEntries,
   listCheckpoints,
   noteMissedTurn,

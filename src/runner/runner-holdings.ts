@@ -47,6 +47,10 @@ export function holdSandboxes(options: {
     // Bound, not spread: an embedder's provider may be a class whose methods are on its prototype.
     ...(provider.discard && { discard: provider.discard.bind(provider) }),
     ...(provider.stop && { stop: provider.stop.bind(provider) }),
+    // Acquires nothing (it reads the checkpoint store alone), so nothing for close() to hold.
+    ...(provider.compareCheckpoints && {
+      compareCheckpoints: provider.compareCheckpoints.bind(provider),
+    }),
     ...(fork && {
       fork: async (source, target, forkOptions) => {
         use(target);

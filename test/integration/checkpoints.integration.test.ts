@@ -20,8 +20,16 @@ import {
   type Runner,
   type RunnerOptions,
 } from "../../src/index.js";
-import { createCheckpoint, noteMissedTurn, rollbackToCheckpoint } from "../../src/changes/index.js";
+import {
+  countCheckpointChanges,
+  createCheckpoint,
+  isMissedTurn,
+  listCheckpointEntries,
+  noteMissedTurn,
+  rollbackToCheckpoint,
+} from "../../src/changes/index.js";
 import { acquireSessionLock, readSessionEntries } from "../../src/runner/index.js";
+import type { SandboxLease } from "../../src/sandbox/index.js";
 import { checkpointStoreDir } from "../../src/sandbox/workspace/index.js";
 import { demoRepo, git } from "../support/demo-repo.js";
 import { removeContainersOfHome, requireSandboxImage } from "../support/docker.js";
@@ -70,6 +78,18 @@ const breakingModel = (): ScriptedModelClient =>
     { command: "sleep 600", background: true },
   );
 
+/** A checkpoint's count of changed files as a listing has it (a turn's is counted then). */
+async function countedChanges(lease: SandboxLease, name: string): Promise<number | undefined> {
+  const recorder = lease.checkpoints;
+  if (!recorder) throw new Error("the lease has no checkpoints");
+  const entries = await countCheckpointChanges(
+    await listCheckpointEntries(lease.privateWorkspace ?? ""),
+    (pairs, options) => recorder.compare(pairs, options),
+  );
+  const found = entries.find((entry) => entry.name === name);
+  return found && !isMissedTurn(found) ? found.changedFiles : undefined;
+}
+
 describe("checkpoints and rollback", () => {
   let home: string;
   let repo: string;
@@ -114,7 +134,9 @@ describe("checkpoints and rollback", () => {
     });
     expect(result.exitCode, JSON.stringify(result)).toBe(0);
     expect(events).toHaveLength(1);
-    expect(JSON.parse(events[0] ?? "{}")).toMatchObject({ name: "turn-1", changedFiles: 0 });
+    // A turn's record lists no changes (half its work); a listing counts them.
+    expect(JSON.parse(events[0] ?? "{}")).toMatchObject({ name: "turn-1" });
+    expect(JSON.parse(events[0] ?? "{}")).not.toHaveProperty("changedFiles");
     const broken = await inSandbox(runner, sessionKey, "ls; stat -c %a test_pricing.py");
     expect(broken.stdout).toMatch(/made\n/);
     expect(broken.stdout).not.toMatch(/^pricing\.py$/m);
@@ -123,6 +145,8 @@ describe("checkpoints and rollback", () => {
     const listed = await cordon("checkpoints", "--session", sessionKey);
     expect(listed.exitCode, listed.stderr).toBe(0);
     expect(listed.stdout).toMatch(/^turn-1 .* before turn 1 of /m);
+    // Counted by the listing: the state before turn 1 is the seeded copy.
+    expect(listed.stdout).toMatch(/^turn-1 +\S+ +0 +before turn 1/m);
 
     const rolled = await cordon("rollback", "--turn", "-1", "--session", sessionKey, "--json");
     expect(rolled.exitCode, rolled.stderr).toBe(0);
@@ -362,7 +386,7 @@ describe("checkpoints and rollback", () => {
       await lease.checkpoints?.prepare?.();
       const idleSince = new Date();
       const idle = await createCheckpoint(lease, { kind: "turn", sessionKey });
-      expect(idle.changedFiles).toBe(2);
+      expect(await countedChanges(lease, idle.name)).toBe(2);
       expect(await pausesSince(lease.sandbox.id, idleSince)).toBe(0);
 
       // Left running by an earlier turn: writes a.txt, then b.txt, with one counter, for ever.
@@ -420,7 +444,7 @@ describe("checkpoints and rollback", () => {
         );
         const after = await turn();
         expect(after.tree, `attempt ${attempt}`).not.toBe(made.tree);
-        expect(after.changedFiles).toBe(1);
+        expect(await countedChanges(lease, after.name)).toBe(1);
         if (first.stdout.trim() === second.stdout.trim()) landed += 1;
         await lease.sandbox.exec("cat /tmp/same > README.md");
       }
@@ -455,7 +479,7 @@ describe("checkpoints and rollback", () => {
       await lease.checkpoints?.prepare?.();
       await lease.sandbox.exec("echo later > written-after-the-spare.txt && rm README.md");
       const after = await turn();
-      expect(after.changedFiles).toBe(2);
+      expect(await countedChanges(lease, after.name)).toBe(2);
       const back = await rollbackToCheckpoint(lease, { name: after.name });
       expect(back.changed.size).toBe(0);
       await lease.checkpoints?.prepare?.();
@@ -498,7 +522,7 @@ describe("checkpoints and rollback", () => {
       await lease.sandbox.exec("sleep 2");
       await lease.checkpoints?.prepare?.();
       const later = await turn();
-      expect(later.changedFiles).toBe(0);
+      expect(await countedChanges(lease, later.name)).toBe(0);
       expect(await exists("index")).toBe(true);
       expect(await exists("index-partial")).toBe(false);
     } finally {

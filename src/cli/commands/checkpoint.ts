@@ -180,7 +180,8 @@ export function formatCheckpoints(entries: readonly CheckpointListEntry[]): stri
         : entry.kind === "rollback"
           ? "replaced by a rollback"
           : "cordon checkpoint";
-    const changed = isMissedTurn(entry) ? "missed" : String(entry.changedFiles);
+    // Uncounted: a turn's whose tree is no longer in the store.
+    const changed = isMissedTurn(entry) ? "missed" : String(entry.changedFiles ?? "?");
     lines.push(
       `${entry.name.padEnd(width)}  ${entry.at.padEnd(24)}  ${changed.padStart(7)}  ${printable(why)}`,
     );

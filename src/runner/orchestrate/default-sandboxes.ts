@@ -122,6 +122,11 @@ export function defaultSandboxes(options: DefaultSandboxesOptions): SandboxProvi
         ]
       );
     },
+    async compareCheckpoints(plan, pairs, compareOptions) {
+      const spec = plan.sandbox.spec;
+      if (!plan.sandbox.enabled || !spec) return pairs.map(() => undefined);
+      return manager.compareCheckpoints(spec, pairs, compareOptions);
+    },
     settle: () => manager.flush(),
     async stop(plan) {
       const name = plan.sandbox.spec?.containerName;

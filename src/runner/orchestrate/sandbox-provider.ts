@@ -52,6 +52,16 @@ export interface SandboxProvider {
    */
   commandsIn?(plan: RunPlan): Promise<string[]>;
   /**
+   * For each pair of checkpoint trees of the plan's copy, how many paths differ (`from`
+   * undefined: the baseline), without acquiring its sandbox (`WorkspaceCheckpoints.compare`).
+   * Optional: a backend without private copies has no checkpoints to count.
+   */
+  compareCheckpoints?(
+    plan: RunPlan,
+    pairs: readonly (readonly [from: string | undefined, to: string])[],
+    options?: { signal?: AbortSignal | undefined },
+  ): Promise<(number | undefined)[]>;
+  /**
    * Resolves when work the backend started in the background has finished (the warm pool's
    * refill after a take, an automatic prune); a runner's `close()` waits for it, so nothing it
    * set going is still changing the engine afterwards. Optional: a backend with none.

@@ -1,6 +1,7 @@
 import { randomUUID } from "node:crypto";
 
 import {
+  countCheckpointChanges,
   createCheckpoint,
   listCheckpointEntries,
   rollbackToCheckpoint,
@@ -80,9 +81,19 @@ export async function seededCopyOf(plan: RunPlan): Promise<string> {
   return spec.privateWorkspace;
 }
 
-/** The session's checkpoints and the turns that missed theirs, oldest first. */
-export async function sessionCheckpoints(plan: RunPlan): Promise<CheckpointListEntry[]> {
-  return listCheckpointEntries(await seededCopyOf(plan));
+/**
+ * The session's checkpoints and the turns that missed theirs, oldest first, each checkpoint with
+ * its count of changed files: turns' are counted now (`countCheckpointChanges`), through the
+ * backend, which reads only the checkpoint store.
+ */
+export async function sessionCheckpoints(
+  plan: RunPlan,
+  sandboxes: SandboxProvider,
+): Promise<CheckpointListEntry[]> {
+  const entries = await listCheckpointEntries(await seededCopyOf(plan));
+  const compare = sandboxes.compareCheckpoints?.bind(sandboxes);
+  if (!compare) return entries;
+  return countCheckpointChanges(entries, (pairs, options) => compare(plan, pairs, options));
 }
 
 /** Records the session's copy as it is now, as a named checkpoint. */
@@ -236,7 +247,8 @@ export function sessionCheckpointCalls(runner: {
   return {
     checkpoint: async (request = {}) =>
       runner.track(checkpointSession(await contextOf(request), { name: request.name })),
-    checkpoints: async (request = {}) => sessionCheckpoints(await runner.plan(request)),
+    checkpoints: async (request = {}) =>
+      sessionCheckpoints(await runner.plan(request), runner.sandboxes),
     rollback: async (request) =>
       runner.track(
         rollbackSession(await contextOf(request), {

@@ -37,6 +37,7 @@ function heldRecorder(): WorkspaceCheckpoints & {
       });
     },
     restore: () => Promise.reject(new Error("not in these tests")),
+    compare: () => Promise.reject(new Error("not in these tests")),
     /** Settles the oldest record asked for, once one is (polled: the list is read first). */
     settle: async (outcome: string | Error) => {
       await until(() => waiting.length > 0);

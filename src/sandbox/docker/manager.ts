@@ -657,6 +657,29 @@ export class DockerSandboxManager {
     };
   }
 
+  /**
+   * For each pair of checkpoint trees of `spec`'s copy, how many paths differ, without acquiring
+   * its sandbox: an inspector reads only the baseline and the checkpoint store
+   * (`WorkspaceCheckpoints.compare`), so nothing is frozen, started or mounted.
+   */
+  async compareCheckpoints(
+    spec: SandboxSpec,
+    pairs: readonly (readonly [from: string | undefined, to: string])[],
+    options: { signal?: AbortSignal | undefined } = {},
+  ): Promise<(number | undefined)[]> {
+    const image = await this.images.resolveFor(spec.docker, { signal: options.signal });
+    const unfrozen = <T>(fn: () => Promise<T>): Promise<T> => fn();
+    const checkpoints = this.workspaceCheckpoints(spec, image.reference, unfrozen, () =>
+      Promise.resolve(undefined),
+    );
+    if (!checkpoints) return pairs.map(() => undefined);
+    try {
+      return await checkpoints.compare(pairs, options);
+    } finally {
+      await checkpoints.dispose();
+    }
+  }
+
   /** See `SandboxLease.changes`. */
   private workspaceChanges(
     spec: SandboxSpec,

@@ -77,6 +77,7 @@ export {
   checkpointStoreDir,
   openCheckpointStore,
   type CopyState,
+  type RecordedCopy,
   type RecordStateOptions,
   type WorkspaceCheckpoints,
 } from "./workspace-checkpoints.js";

@@ -15,9 +15,10 @@ export interface WorkspaceCheckpoints {
   /**
    * Records the copy as it is (every file the diff would see, deletions and the executable bit;
    * ignored and carried paths left out as in the diff): its tree id, and the files changed since
-   * the tree `since` (default: the baseline), each with what it is now (`parseChangedFiles`).
+   * the tree `since` (default: the baseline), each with what it is now (`parseChangedFiles`) —
+   * unless `changes` is false.
    */
-  record(options?: RecordStateOptions): Promise<CopyState>;
+  record(options?: RecordStateOptions): Promise<RecordedCopy>;
   /**
    * Puts the copy back to the tree `target` with the sandbox frozen: files the target lacks are
    * removed, the others written with its content and mode; ignored and carried paths are left as
@@ -25,11 +26,25 @@ export interface WorkspaceCheckpoints {
    * the files that changed.
    */
   restore(target: string, options?: { signal?: AbortSignal | undefined }): Promise<CopyState>;
+  /**
+   * For each pair of recorded trees, how many paths differ (`from` undefined: the baseline);
+   * undefined for a pair whose tree is no longer in the store. Reads only the store, never the
+   * copy, and pauses nothing.
+   */
+  compare(
+    pairs: readonly (readonly [from: string | undefined, to: string])[],
+    options?: { signal?: AbortSignal | undefined },
+  ): Promise<(number | undefined)[]>;
 }
 
 export interface RecordStateOptions {
   /** A tree id recorded earlier; the changed files are counted from it. Default the baseline. */
   since?: string | undefined;
+  /**
+   * False: the changed files are not listed (`changed` undefined), which halves the processes a
+   * record runs — a turn's, whose count only a listing shows (`compare` then). Default true.
+   */
+  changes?: boolean | undefined;
   /**
    * A turn's checkpoint, taken inside a run that holds the sandbox (a rollback refuses to run
    * then): it may be recorded without pausing the sandbox when nothing runs in it. Default false:
@@ -45,6 +60,12 @@ export interface CopyState {
   tree: string;
   /** Changed paths, each with what it is in the later state (`<mode> <id>` or `deleted`). */
   changed: Map<string, string>;
+}
+
+/** A recorded state of the copy; how it differs from `since` only when asked (`changes`). */
+export interface RecordedCopy {
+  tree: string;
+  changed: Map<string, string> | undefined;
 }
 
 /**

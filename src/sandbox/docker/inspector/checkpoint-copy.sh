@@ -13,10 +13,11 @@
 # What the store holds is no more than the agent could write into the copy itself, and the host
 # reads none of it: it keeps its own list of checkpoints and takes only hex tree ids from stdout.
 #
-# usage: cordon record SINCE [INDEX] | restore TARGET [INDEX] | ahead (sent like the exec wrapper:
-#   see exec-wrapper.sh)
-#   SINCE, TARGET: tree ids the host took from its own list (validated hex), or `-` for SINCE
-#   (compare with the baseline).
+# usage: cordon record SINCE [INDEX] | restore TARGET [INDEX] | compare | ahead (sent like the exec
+#   wrapper: see exec-wrapper.sh)
+#   SINCE, TARGET: tree ids the host took from its own list (validated hex), or for SINCE `-`
+#   (compare with the baseline) or `none` (list no changes: a turn's record, whose count of
+#   changed files is left to `compare`, when someone lists the checkpoints).
 #   INDEX: what to do with the kept index (below): `reuse` (the default) starts from it, `keep`
 #   also makes it when there is none (the host says so only when the sandbox stayed idle through
 #   this record), `fresh` removes it and hashes every file.
@@ -24,6 +25,9 @@
 # stdout: `git diff --raw -z` from SINCE to the copy as it is (record), or from the copy as it was
 #   to TARGET (restore), then the tree id of the copy as it is (before a restore: as it was) and a
 #   NUL: last, so a record can write the changes while it writes the tree.
+# compare: reads pairs of tree ids (`FROM TO`, each NUL-ended; FROM `-` for the baseline) from
+#   stdin instead, and prints for each the number of paths that differ, one line each (`-` when
+#   a tree is not in the store). The store is mounted read-only for it.
 unset CORDON_SCRIPT
 set -euo pipefail
 
@@ -48,8 +52,10 @@ if [ "${1:-}" = ahead ]; then
   set -- "$mode" "$other" "$index_use"
 fi
 
-mode="${1:?usage: cordon record SINCE [INDEX] | restore TARGET [INDEX]}"
-other="${2:?usage: cordon record SINCE [INDEX] | restore TARGET [INDEX]}"
+usage="usage: cordon record SINCE [INDEX] | restore TARGET [INDEX] | compare"
+mode="${1:?$usage}"
+other="${2:-}"
+[ "$mode" = compare ] || [ -n "$other" ] || { echo "checkpoint-copy.sh: $usage" >&2; exit 2; }
 index_use="${3:-reuse}"
 case "$index_use" in
 keep | reuse | fresh) ;;
@@ -64,19 +70,33 @@ export GIT_INDEX_FILE=/scratch/index GIT_OBJECT_DIRECTORY=/checkpoints/objects
 export GIT_ALTERNATE_OBJECT_DIRECTORIES=/baseline/objects
 export GIT_CONFIG_NOSYSTEM=1 GIT_CONFIG_GLOBAL=/dev/null GIT_ATTR_NOSYSTEM=1
 export GIT_TERMINAL_PROMPT=0 LC_ALL=C HOME=/scratch
-# Made by the first record only: a process per record is a millisecond or more of a turn's wait.
-[ -d /checkpoints/objects ] || mkdir -p /checkpoints/objects
-cd /workspace
-
 checkpoint_git() {
   git -c core.hooksPath=/dev/null -c core.fsmonitor=false -c core.untrackedCache=false \
     -c safe.directory='*' -c core.compression=1 -c core.looseCompression=1 -c gc.auto=0 \
     -c core.symlinks=true -c core.fileMode=true "$@"
 }
 
+if [ "$mode" = compare ]; then
+  # One line per pair whatever the paths hold: --name-only quotes a name with a newline.
+  while IFS=' ' read -r -d '' from to; do
+    [ "$from" != - ] || from=refs/cordon/baseline
+    if differ="$(checkpoint_git diff-tree -r --no-renames --name-only "$from" "$to" 2>/dev/null)"; then
+      if [ -z "$differ" ]; then echo 0; else mapfile -t paths <<<"$differ" && echo "${#paths[@]}"; fi
+    else
+      echo -
+    fi
+  done
+  exit 0
+fi
+
+cd /workspace
+
 is_tree() {
   [ "$(checkpoint_git cat-file -t "$1" 2>/dev/null || true)" = tree ]
 }
+
+# Made by the first record only: a process per record is a millisecond or more of a turn's wait.
+[ -d /checkpoints/objects ] || mkdir -p /checkpoints/objects
 
 # The copy as it is now, as one tree: the same `add -A` a diff does, over the baseline's entries.
 #
@@ -188,15 +208,22 @@ record)
   # not from the tree after it: two git processes at once rather than one after the other.
   # SINCE no longer in the store (or `-`): compared with the baseline. A missing object fails
   # diff-index before it writes anything.
+  #
+  # SINCE `none` (a turn's record): no changes at all. Half the processes of a record, whose
+  # count only a listing of the checkpoints shows (`compare`, then, for the turns listed).
   since="$other"
   [ "$since" != - ] || since=refs/cordon/baseline
-  {
-    checkpoint_git diff-index --cached -r --raw -z --no-abbrev --no-renames "$since" 2>/dev/null ||
-      checkpoint_git diff-index --cached -r --raw -z --no-abbrev --no-renames refs/cordon/baseline
-  } &
-  changes=$!
-  checkpoint_git write-tree >/scratch/tree
-  wait "$changes"
+  if [ "$since" = none ]; then
+    checkpoint_git write-tree >/scratch/tree
+  else
+    {
+      checkpoint_git diff-index --cached -r --raw -z --no-abbrev --no-renames "$since" 2>/dev/null ||
+        checkpoint_git diff-index --cached -r --raw -z --no-abbrev --no-renames refs/cordon/baseline
+    } &
+    changes=$!
+    checkpoint_git write-tree >/scratch/tree
+    wait "$changes"
+  fi
   read -r current </scratch/tree
   printf '%s\0' "$current"
   if [ "$index_use" = keep ] && { [ -z "$from_kept" ] || [ -e "$partial" ]; }; then

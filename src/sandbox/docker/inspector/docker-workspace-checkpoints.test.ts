@@ -7,7 +7,11 @@ import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { SandboxError } from "../../../common/index.js";
 import { baselineGitDir } from "../../workspace/index.js";
 import type { SandboxQuiet } from "../sandbox-quiet.js";
-import { dockerWorkspaceCheckpoints, parseCopyState } from "./docker-workspace-checkpoints.js";
+import {
+  dockerWorkspaceCheckpoints,
+  parseCopyState,
+  parseCounts,
+} from "./docker-workspace-checkpoints.js";
 import type { InspectionRequest, WorkspaceInspectors } from "./workspace-inspector.js";
 
 const id = (digit: string): string => digit.repeat(40);
@@ -36,6 +40,23 @@ describe("a copy's state as the inspector prints it", () => {
     ["the tree first", `${id("a")}\0:100644 100755 ${id("1")} ${id("1")} M\0run.sh\0`],
   ])("refuses %s", (_what, output) => {
     expect(() => parseCopyState(Buffer.from(output))).toThrow(SandboxError);
+  });
+});
+
+describe("counts of changes between stored states as the inspector prints them", () => {
+  it("reads a count or `-` (a tree gone from the store) per pair", () => {
+    expect(parseCounts(Buffer.from("3\n-\n0\n"), 3)).toEqual([3, undefined, 0]);
+    expect(parseCounts(Buffer.from(""), 0)).toEqual([]);
+  });
+
+  it.each([
+    ["one line short", "3\n", 2],
+    ["a line too many", "3\n4\n", 1],
+    ["no final newline", "3", 1],
+    ["not a number", "three\n", 1],
+    ["a negative count", "-3\n", 1],
+  ])("refuses %s", (_what, output, pairs) => {
+    expect(() => parseCounts(Buffer.from(output), pairs)).toThrow(SandboxError);
   });
 });
 

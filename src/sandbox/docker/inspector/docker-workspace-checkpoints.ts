@@ -7,12 +7,14 @@ import {
   parseChangedFiles,
   parseContainerUser,
   type CopyState,
+  type RecordedCopy,
   type RecordStateOptions,
   type WorkspaceCheckpoints,
 } from "../../workspace/index.js";
 import { idleAt, idleThroughout, type SandboxQuiet } from "../sandbox-quiet.js";
 import { spareInspector } from "./spare-inspector.js";
 import {
+  comparePairs,
   type CheckpointIndexUse,
   type InspectedWorkspace,
   type Inspector,
@@ -114,8 +116,8 @@ export function dockerWorkspaceCheckpoints(
    * none; and when a process appeared during an unpaused record, that record and any index it
    * kept are thrown away and it is taken again, paused, hashing every file.
    */
-  const record = async (request: RecordStateOptions): Promise<CopyState> => {
-    const since = request.since ?? "-";
+  const record = async (request: RecordStateOptions): Promise<RecordedCopy> => {
+    const since = request.changes === false ? "none" : (request.since ?? "-");
     const before = request.unpausedWhenIdle ? await options.quiet?.() : undefined;
     if (!idleAt(before)) return inspect("record", since, "reuse", request.signal);
     let after: SandboxQuiet | undefined;
@@ -128,8 +130,29 @@ export function dockerWorkspaceCheckpoints(
     if (idleThroughout(before, after)) return state;
     return inspect("record", since, "fresh", request.signal);
   };
+  /** Counts in one cold inspector that mounts only the baseline and the store. */
+  const compare = async (
+    pairs: readonly (readonly [string | undefined, string])[],
+    signal: AbortSignal | undefined,
+  ): Promise<(number | undefined)[]> => {
+    if (pairs.length === 0) return [];
+    const stdin = comparePairs(pairs);
+    const inspector = await inspectors.start(await target(), { access: "compare" });
+    try {
+      return parseCounts(
+        await inspector.run({ mode: "compare", pathspecs: stdin, signal }),
+        pairs.length,
+      );
+    } finally {
+      await inspector.remove();
+    }
+  };
   return {
-    record: (request = {}) => record(request),
+    record: async (request = {}) => {
+      const state = await record(request);
+      return { tree: state.tree, changed: request.changes === false ? undefined : state.changed };
+    },
+    compare: (pairs, request = {}) => compare(pairs, request.signal),
     restore: (tree, request = {}) => inspect("restore", tree, "reuse", request.signal),
     prepare: () => spares.prepare(),
     dispose: () => spares.dispose(),
@@ -154,4 +177,22 @@ export function parseCopyState(output: Uint8Array): CopyState {
     });
   }
   return { tree, changed: parseChangedFiles(bytes.subarray(0, start)) };
+}
+
+/**
+ * checkpoint-copy.sh `compare`'s output: a count or `-` (a tree no longer in the store) per
+ * pair, one line each. Strict: anything else, or another number of lines, is an error.
+ */
+export function parseCounts(output: Uint8Array, pairs: number): (number | undefined)[] {
+  const lines = Buffer.from(output).toString("latin1").split("\n");
+  if (
+    lines.pop() !== "" ||
+    lines.length !== pairs ||
+    !lines.every((line) => /^(?:\d{1,9}|-)$/.test(line))
+  ) {
+    throw new SandboxError("the counts of changes read from the checkpoint store are malformed", {
+      fix: "run the command again; if it persists, report it with `git --version` of the sandbox image",
+    });
+  }
+  return lines.map((line) => (line === "-" ? undefined : Number(line)));
 }

@@ -49,7 +49,7 @@ describe("the inspector container", () => {
       checkpointStore: "/state/workspaces/.cordon-s.baseline.git/checkpoints",
       forkTarget: "/state/workspaces/cordon-f",
     };
-    const mounts = (access: "read" | "record" | "restore" | "fork") =>
+    const mounts = (access: "read" | "record" | "restore" | "compare" | "fork") =>
       inspectorContainer("n", withStore, { timeoutMs: 1000, access }).HostConfig.Mounts?.map(
         (mount) => `${mount.Target}:${mount.ReadOnly ? "ro" : "rw"}`,
       );
@@ -57,6 +57,11 @@ describe("the inspector container", () => {
     expect(mounts("record")).toEqual(["/workspace:ro", "/baseline:ro", "/checkpoints:rw"]);
     expect(mounts("restore")).toEqual(["/workspace:rw", "/baseline:ro", "/checkpoints:rw"]);
     expect(() => inspectorContainer("n", target, { timeoutMs: 1000, access: "record" })).toThrow(
+      /checkpoint store/,
+    );
+    // Counting the changes between stored states needs neither the copy nor a writable store.
+    expect(mounts("compare")).toEqual(["/baseline:ro", "/checkpoints:ro"]);
+    expect(() => inspectorContainer("n", target, { timeoutMs: 1000, access: "compare" })).toThrow(
       /checkpoint store/,
     );
     // A fork's copier writes only the fork's copy: the parent's and the store stay out of reach.

@@ -72,19 +72,21 @@ export interface InspectedWorkspace {
 
 /**
  * What one inspection computes: inspect-changes.sh's modes read the copy; checkpoint-copy.sh's
- * `record` writes its state into the checkpoint store, `restore` writes a stored state back;
- * fork-copy.sh's `fork` copies the copy into a forked sandbox's.
+ * `record` writes its state into the checkpoint store, `restore` writes a stored state back,
+ * `compare` counts what differs between stored states; fork-copy.sh's `fork` copies the copy
+ * into a forked sandbox's.
  */
 export type InspectionMode =
-  "patch" | "changed-files" | "baseline-directories" | "record" | "restore" | "fork";
+  "patch" | "changed-files" | "baseline-directories" | "record" | "restore" | "compare" | "fork";
 
 /**
- * What an inspector container may write, decided when it is created: `read` writes nothing
- * (the copy and baseline read-only), `record` only the checkpoint store, `restore` the copy and
- * the store (the copy's current state is recorded before it is replaced), `fork` only the forked
- * sandbox's copy (`forkTarget`), never the copy it reads.
+ * What an inspector container may read and write, decided when it is created: `read` writes
+ * nothing (the copy and baseline read-only), `record` only the checkpoint store, `restore` the
+ * copy and the store (the copy's current state is recorded before it is replaced), `compare`
+ * nothing and reads only the baseline and the store (not the copy: a listing needs no disk of
+ * the copy mounted), `fork` only the forked sandbox's copy (`forkTarget`), never the copy it reads.
  */
-export type InspectorAccess = "read" | "record" | "restore" | "fork";
+export type InspectorAccess = "read" | "record" | "restore" | "compare" | "fork";
 
 /** The access each mode needs: an inspector runs only modes of its own access. */
 const accessOfMode: Record<InspectionMode, InspectorAccess> = {
@@ -93,6 +95,7 @@ const accessOfMode: Record<InspectionMode, InspectorAccess> = {
   "baseline-directories": "read",
   record: "record",
   restore: "restore",
+  compare: "compare",
   fork: "fork",
 };
 
@@ -105,11 +108,12 @@ export type CheckpointIndexUse = "keep" | "reuse" | "fresh";
 
 export interface InspectionRequest {
   mode: InspectionMode;
-  /** The pathspecs of `git add -A`, NUL-separated. */
+  /** The pathspecs of `git add -A`, NUL-separated (compare: the pairs of trees, `comparePairs`). */
   pathspecs: Uint8Array;
   /**
-   * The mode's operand (record: the tree to compare with, or `-`; restore: the tree to restore):
-   * a hex object id from cordon's own list, checked here again before it becomes an argument.
+   * The mode's operand (record: the tree to compare with, `-` for the baseline or `none` for no
+   * comparison; restore: the tree to restore): a hex object id from cordon's own list, checked
+   * here again before it becomes an argument.
    */
   operand?: string | undefined;
   /** Record and restore: see `CheckpointIndexUse`. Default `reuse`. */
@@ -299,8 +303,8 @@ export function inspectorContainer(
       { fix: 'set sandbox.docker.user to "uid:gid"' },
     );
   }
-  const writesStore = access === "record" || access === "restore";
-  if (writesStore && target.checkpointStore === undefined && !target.volumes) {
+  const readsStore = access === "record" || access === "restore" || access === "compare";
+  if (readsStore && target.checkpointStore === undefined && !target.volumes) {
     throw new SandboxError(`the inspector ${name} needs the copy's checkpoint store to ${access}`);
   }
   if (access === "fork" && target.forkTarget === undefined) {
@@ -356,22 +360,31 @@ function inspectorMounts(
   const volumes = target.volumes;
   const type = volumes ? ("volume" as const) : ("bind" as const);
   const writesStore = access === "record" || access === "restore";
-  const store = writesStore ? (volumes?.checkpoints ?? target.checkpointStore) : undefined;
+  const store =
+    writesStore || access === "compare"
+      ? (volumes?.checkpoints ?? target.checkpointStore)
+      : undefined;
   const forkTarget = access === "fork" ? target.forkTarget : undefined;
   return [
-    {
-      Type: type,
-      Source: volumes?.workspace ?? target.workspace,
-      Target: "/workspace",
-      ReadOnly: access !== "restore",
-    },
+    ...(access === "compare"
+      ? []
+      : [
+          {
+            Type: type,
+            Source: volumes?.workspace ?? target.workspace,
+            Target: "/workspace",
+            ReadOnly: access !== "restore",
+          },
+        ]),
     {
       Type: type,
       Source: volumes?.baseline ?? target.baselineGitDir,
       Target: "/baseline",
       ReadOnly: true,
     },
-    ...(store ? [{ Type: type, Source: store, Target: "/checkpoints", ReadOnly: false }] : []),
+    ...(store
+      ? [{ Type: type, Source: store, Target: "/checkpoints", ReadOnly: !writesStore }]
+      : []),
     ...(forkTarget ? [{ Type: type, Source: forkTarget, Target: "/fork", ReadOnly: false }] : []),
     ...(executorVolume !== undefined
       ? [
@@ -394,6 +407,8 @@ async function runInspection(
 ): Promise<Buffer> {
   const started = await beginInspection(exec, kill, target, {
     invocation: invocationOf(request),
+    // A compare has no copy mounted (inspectorMounts).
+    workingDir: request.mode === "compare" ? "/" : "/workspace",
     stdin: request.pathspecs,
     maxOutputBytes: request.maxOutputBytes,
   });
@@ -454,6 +469,7 @@ async function beginInspection(
   target: InspectedWorkspace,
   start: {
     invocation: ReturnType<typeof scriptInvocation>;
+    workingDir?: string | undefined;
     stdin: Uint8Array | HeldStdin;
     maxOutputBytes?: number | undefined;
   },
@@ -466,7 +482,7 @@ async function beginInspection(
   let tooLarge = false;
   const running = await exec.start({
     ...start.invocation,
-    workingDir: "/workspace",
+    workingDir: start.workingDir ?? "/workspace",
     stdin: start.stdin,
     onOutput: (stream, chunk) => {
       const piece = Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength);
@@ -528,8 +544,27 @@ async function beginInspection(
 /** Tree ids only: the operand comes from cordon's own list, and is checked again here. */
 const objectId = /^(?:[0-9a-f]{40}|[0-9a-f]{64})$/;
 
+/**
+ * A `compare` inspection's stdin: each pair `FROM TO`, NUL-ended, FROM undefined for the
+ * baseline. Only tree ids from cordon's own list, checked here again.
+ */
+export function comparePairs(
+  pairs: readonly (readonly [from: string | undefined, to: string])[],
+): Uint8Array {
+  for (const [from, to] of pairs) {
+    for (const tree of from === undefined ? [to] : [from, to]) {
+      if (!objectId.test(tree)) {
+        throw new SandboxError(`not a checkpoint's tree id: ${JSON.stringify(tree)}`);
+      }
+    }
+  }
+  return Buffer.from(pairs.map(([from, to]) => `${from ?? "-"} ${to}\0`).join(""));
+}
+
 function invocationOf(request: InspectionRequest): ReturnType<typeof scriptInvocation> {
   if (request.mode === "fork") return scriptInvocation(shellScript("forkCopy"), []);
+  if (request.mode === "compare")
+    return scriptInvocation(shellScript("checkpointCopy"), ["compare"]);
   if (request.mode !== "record" && request.mode !== "restore") {
     return scriptInvocation(shellScript("inspectChanges"), [request.mode]);
   }
@@ -542,7 +577,7 @@ function checkpointArguments(request: InspectionRequest): [string, string, Check
     throw new SandboxError(`not a checkpoint's mode: ${request.mode}`);
   }
   const operand = request.operand ?? "-";
-  if (!(objectId.test(operand) || (request.mode === "record" && operand === "-"))) {
+  if (!(objectId.test(operand) || (request.mode === "record" && ["-", "none"].includes(operand)))) {
     throw new SandboxError(`not a checkpoint's tree id: ${JSON.stringify(operand)}`);
   }
   const index = request.index ?? "reuse";
@@ -562,6 +597,7 @@ const doing: Record<InspectionMode, string> = {
   "baseline-directories": "read the baseline of",
   record: "record a checkpoint of",
   restore: "restore a checkpoint into",
+  compare: "count the changes between checkpoints of",
   fork: "fork",
 };
 
