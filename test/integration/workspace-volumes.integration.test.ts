@@ -305,6 +305,8 @@ describe("a copy seeded into volumes (streamed from the repository) and one on t
     await write("run.sh", "#!/bin/sh\necho run\n");
     await chmod(path.join(repo, "run.sh"), 0o755);
     await symlink("src/app/main.py", path.join(repo, "main-link"));
+    // Large enough to stream into the tar in pieces rather than be read whole.
+    await write("assets/large.bin", "0123456789abcdef".repeat(600 * 1024));
     await write("build/forced.txt", "tracked, yet ignored\n");
     git(repo, "add", "-A");
     git(repo, "add", "-f", "build/forced.txt");
@@ -343,6 +345,7 @@ describe("a copy seeded into volumes (streamed from the repository) and one on t
     expect(listed.volume).toContain("l ./main-link src/app/main.py\n");
     expect(listed.volume).toContain("d 755 ./src/app/deep/er\n");
     expect(listed.volume).toContain("./build/forced.txt");
+    expect(listed.volume).toMatch(/^f 644 \d+ \.\/assets\/large\.bin /m);
     expect(listed.volume).toContain("./keep.log");
     expect(listed.volume).not.toContain("./debug.log");
     expect(listed.volume).not.toContain("./.env");

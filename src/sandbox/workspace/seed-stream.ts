@@ -110,17 +110,21 @@ export async function planStreamedSeed(
     return { streamable: false, reason: `${conflict} is listed both as a file and a directory` };
   }
   const places = new ParentPlaces(options.sourceRoot);
-  const found = await Promise.all(
-    candidates.map(async (relative) => {
-      const place = await places.of(path.posix.dirname(relative));
-      if (place !== "inside") return { relative, place, stats: undefined };
-      const stats = await lstat(path.join(options.sourceRoot, relative)).catch((error: unknown) => {
-        if (isErrno(error, "ENOENT") || isErrno(error, "ENOTDIR")) return undefined;
-        throw error;
-      });
-      return { relative, place, stats };
-    }),
-  );
+  const look = async (relative: string) => {
+    const place = await places.of(path.posix.dirname(relative));
+    if (place !== "inside") return { relative, place, stats: undefined };
+    const stats = await lstat(path.join(options.sourceRoot, relative)).catch((error: unknown) => {
+      if (isErrno(error, "ENOENT") || isErrno(error, "ENOTDIR")) return undefined;
+      throw error;
+    });
+    return { relative, place, stats };
+  };
+  const found: Awaited<ReturnType<typeof look>>[] = [];
+  // A batch at a time: a repository of 100,000 files is not 100,000 calls in flight.
+  for (let at = 0; at < candidates.length; at += lookBatch) {
+    throwIfAborted(options.signal, "workspace seeding");
+    found.push(...(await Promise.all(candidates.slice(at, at + lookBatch).map(look))));
+  }
   const entries: PlannedEntry[] = [];
   for (const { relative, place, stats } of found) {
     throwIfAborted(options.signal, "workspace seeding");
@@ -253,6 +257,8 @@ export async function streamSeed(
   return summary;
 }
 
+/** Listed entries looked at (`realpath` of the parent, `lstat`) at once while planning. */
+const lookBatch = 256;
 /** Files up to this size are read ahead, whole; larger ones are read at their turn. */
 const smallFileBytes = 256 * 1024;
 /** How many entries ahead small files are read (at most 4 MiB held). */
