@@ -533,6 +533,6 @@ export function createRunner(options: RunnerOptions = {}): Runner {
     failedRun(error, request = {}) {
       return failedRun({ error, ...request, logger });
     },
-    ...sessionCheckpointCalls({ plan, sandboxes, stateDir, track }),
+    ...sessionCheckpointCalls({ plan, sandboxes, stateDir, logger, track }),
   };
 }

@@ -595,6 +595,19 @@ describe("checkpoints and rollback", () => {
       ["turn-2", "the inspector did not start"],
     ]);
     expect(entries[1]).not.toHaveProperty("tree");
+    // The listing counts turn-1's changes through the engine; one that does not answer leaves the
+    // count out (`?`, and why on stderr), never the list.
+    const unanswered = await runCordon(
+      ["checkpoints", "--workspace", repo, "--session", sessionKey],
+      {
+        ...env,
+        CORDON_LOG_LEVEL: "silent",
+        DOCKER_HOST: `unix://${path.join(home, "no-engine.sock")}`,
+      },
+    );
+    expect(unanswered.exitCode, unanswered.stderr).toBe(0);
+    expect(unanswered.stdout).toMatch(/^turn-1 +\S+ +\? +before turn 1/m);
+    expect(unanswered.stderr).toMatch(/\? = not counted: .*cordon doctor/);
     const rolled = await cordon("rollback", "--turn", "-1", "--session", sessionKey);
     expect(rolled.exitCode).toBe(2);
     expect(rolled.stderr).toMatch(/turn-2 has no checkpoint: recording it failed/);

@@ -75,6 +75,11 @@ export function registerCheckpointCommands(program: Command, context: CliContext
         return;
       }
       context.stdout(formatCheckpoints(all));
+      if (all.some((entry) => !isMissedTurn(entry) && entry.changedFiles === undefined)) {
+        context.stderr(
+          "? = not counted: a turn's changed files are counted when listed, and that failed (the engine did not answer — `cordon doctor` checks it — or the checkpoint's tree is gone from the store)\n",
+        );
+      }
     });
 
   const rollback = program

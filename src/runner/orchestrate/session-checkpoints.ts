@@ -9,7 +9,7 @@ import {
   type CheckpointListEntry,
   type CheckpointTarget,
 } from "../../changes/index.js";
-import { ConfigError, SandboxError } from "../../common/index.js";
+import { ConfigError, SandboxError, type Logger } from "../../common/index.js";
 import type { RunPlan } from "../../policy/index.js";
 import type { CheckpointRequest, PlanRequest, Runner } from "../create-runner.js";
 import { assertHasBaseline } from "../../sandbox/index.js";
@@ -84,16 +84,23 @@ export async function seededCopyOf(plan: RunPlan): Promise<string> {
 /**
  * The session's checkpoints and the turns that missed theirs, oldest first, each checkpoint with
  * its count of changed files: turns' are counted now (`countCheckpointChanges`), through the
- * backend, which reads only the checkpoint store.
+ * backend, which reads only the checkpoint store. A count that cannot be taken (the engine does
+ * not answer) leaves the entries uncounted rather than the list unread: it is only a number.
  */
 export async function sessionCheckpoints(
   plan: RunPlan,
   sandboxes: SandboxProvider,
+  logger: Logger,
 ): Promise<CheckpointListEntry[]> {
   const entries = await listCheckpointEntries(await seededCopyOf(plan));
   const compare = sandboxes.compareCheckpoints?.bind(sandboxes);
   if (!compare) return entries;
-  return countCheckpointChanges(entries, (pairs, options) => compare(plan, pairs, options));
+  return countCheckpointChanges(entries, (pairs, options) => compare(plan, pairs, options)).catch(
+    (error: unknown) => {
+      logger.debug({ err: error }, "cannot count the checkpoints' changed files");
+      return entries;
+    },
+  );
 }
 
 /** Records the session's copy as it is now, as a named checkpoint. */
@@ -234,6 +241,7 @@ export function sessionCheckpointCalls(runner: {
   plan: (request: PlanRequest) => Promise<RunPlan>;
   sandboxes: SandboxProvider;
   stateDir: string;
+  logger: Logger;
   /** Counts the work as in flight, so the runner's `close()` waits for it. */
   track: <T>(work: Promise<T>) => Promise<T>;
 }): Pick<Runner, "checkpoint" | "checkpoints" | "rollback"> {
@@ -248,7 +256,7 @@ export function sessionCheckpointCalls(runner: {
     checkpoint: async (request = {}) =>
       runner.track(checkpointSession(await contextOf(request), { name: request.name })),
     checkpoints: async (request = {}) =>
-      sessionCheckpoints(await runner.plan(request), runner.sandboxes),
+      sessionCheckpoints(await runner.plan(request), runner.sandboxes, runner.logger),
     rollback: async (request) =>
       runner.track(
         rollbackSession(await contextOf(request), {
