@@ -1,4 +1,4 @@
-import type { EgressDecision, SandboxLease } from "../../sandbox/index.js";
+import type { EgressDecision, SandboxLease, TreePair } from "../../sandbox/index.js";
 import type { RunPlan } from "../../policy/index.js";
 
 /** What acquiring a sandbox reports while it works (image build, seeding, container start). */
@@ -58,7 +58,7 @@ export interface SandboxProvider {
    */
   compareCheckpoints?(
     plan: RunPlan,
-    pairs: readonly (readonly [from: string | undefined, to: string])[],
+    pairs: readonly TreePair[],
     options?: { signal?: AbortSignal | undefined },
   ): Promise<(number | undefined)[]>;
   /**

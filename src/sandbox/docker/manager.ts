@@ -21,6 +21,7 @@ import {
   describeCarry,
   ensurePrivateWorkspace,
   type SeedInfo,
+  type TreePair,
 } from "../workspace/index.js";
 import type { ContainerClient, ContainerDetails } from "./client/index.js";
 import { createContainerOptions, labelKeys } from "./container-options.js";
@@ -664,7 +665,7 @@ export class DockerSandboxManager {
    */
   async compareCheckpoints(
     spec: SandboxSpec,
-    pairs: readonly (readonly [from: string | undefined, to: string])[],
+    pairs: readonly TreePair[],
     options: { signal?: AbortSignal | undefined } = {},
   ): Promise<(number | undefined)[]> {
     const image = await this.images.resolveFor(spec.docker, { signal: options.signal });

@@ -79,5 +79,6 @@ export {
   type CopyState,
   type RecordedCopy,
   type RecordStateOptions,
+  type TreePair,
   type WorkspaceCheckpoints,
 } from "./workspace-checkpoints.js";

@@ -32,7 +32,7 @@ export interface WorkspaceCheckpoints {
    * copy, and pauses nothing.
    */
   compare(
-    pairs: readonly (readonly [from: string | undefined, to: string])[],
+    pairs: readonly TreePair[],
     options?: { signal?: AbortSignal | undefined },
   ): Promise<(number | undefined)[]>;
 }
@@ -61,6 +61,9 @@ export interface CopyState {
   /** Changed paths, each with what it is in the later state (`<mode> <id>` or `deleted`). */
   changed: Map<string, string>;
 }
+
+/** Two recorded trees to compare, `from` undefined for the baseline. */
+export type TreePair = readonly [from: string | undefined, to: string];
 
 /** A recorded state of the copy; how it differs from `since` only when asked (`changes`). */
 export interface RecordedCopy {

@@ -9,6 +9,7 @@ import {
   type CopyState,
   type RecordedCopy,
   type RecordStateOptions,
+  type TreePair,
   type WorkspaceCheckpoints,
 } from "../../workspace/index.js";
 import { idleAt, idleThroughout, type SandboxQuiet } from "../sandbox-quiet.js";
@@ -132,7 +133,7 @@ export function dockerWorkspaceCheckpoints(
   };
   /** Counts in one cold inspector that mounts only the baseline and the store. */
   const compare = async (
-    pairs: readonly (readonly [string | undefined, string])[],
+    pairs: readonly TreePair[],
     signal: AbortSignal | undefined,
   ): Promise<(number | undefined)[]> => {
     if (pairs.length === 0) return [];

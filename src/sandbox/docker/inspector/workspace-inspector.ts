@@ -12,6 +12,7 @@ import {
 } from "../../../common/index.js";
 import { scriptInvocation } from "../../shell/command-line.js";
 import { shellScript } from "../../shell/shell-scripts.js";
+import type { TreePair } from "../../workspace/index.js";
 import type { ContainerClient, CreateContainerRequest } from "../client/index.js";
 import type { CreateContainerFrom } from "../support-volumes.js";
 import { engineStatusOf } from "../docker-errors.js";
@@ -548,9 +549,7 @@ const objectId = /^(?:[0-9a-f]{40}|[0-9a-f]{64})$/;
  * A `compare` inspection's stdin: each pair `FROM TO`, NUL-ended, FROM undefined for the
  * baseline. Only tree ids from cordon's own list, checked here again.
  */
-export function comparePairs(
-  pairs: readonly (readonly [from: string | undefined, to: string])[],
-): Uint8Array {
+export function comparePairs(pairs: readonly TreePair[]): Uint8Array {
   for (const [from, to] of pairs) {
     for (const tree of from === undefined ? [to] : [from, to]) {
       if (!objectId.test(tree)) {
