@@ -7,7 +7,6 @@ import {
   parseChangedFiles,
   parseContainerUser,
   type CopyState,
-  type RecordedCopy,
   type RecordStateOptions,
   type TreePair,
   type WorkspaceCheckpoints,
@@ -117,7 +116,7 @@ export function dockerWorkspaceCheckpoints(
    * none; and when a process appeared during an unpaused record, that record and any index it
    * kept are thrown away and it is taken again, paused, hashing every file.
    */
-  const record = async (request: RecordStateOptions): Promise<RecordedCopy> => {
+  const record = async (request: RecordStateOptions): Promise<CopyState> => {
     const since = request.changes === false ? "none" : (request.since ?? "-");
     const before = request.unpausedWhenIdle ? await options.quiet?.() : undefined;
     if (!idleAt(before)) return inspect("record", since, "reuse", request.signal);
