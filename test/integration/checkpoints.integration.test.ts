@@ -382,11 +382,14 @@ describe("checkpoints and rollback", () => {
     const held = await runner.acquireSandbox({ sessionKey });
     const { lease } = held;
     try {
-      await lease.sandbox.exec("echo 1 > a.txt && echo 1 > b.txt");
+      // A name with a line break in it counts once: the listing's count cannot be inflated.
+      await lease.sandbox.exec(
+        "echo 1 > a.txt && echo 1 > b.txt && echo 1 > \"$(printf 'c\\nd')\"",
+      );
       await lease.checkpoints?.prepare?.();
       const idleSince = new Date();
       const idle = await createCheckpoint(lease, { kind: "turn", sessionKey });
-      expect(await countedChanges(lease, idle.name)).toBe(2);
+      expect(await countedChanges(lease, idle.name)).toBe(3);
       expect(await pausesSince(lease.sandbox.id, idleSince)).toBe(0);
 
       // Left running by an earlier turn: writes a.txt, then b.txt, with one counter, for ever.
