@@ -272,9 +272,11 @@ export interface Runner extends AsyncDisposable {
   /**
    * The session copy's checkpoints, oldest first (its runs' turns, named ones, rollbacks), and the
    * turns whose record failed in their place (`isMissedTurn`: a `missed` reason, no tree), which
-   * `rollback` refuses to go to.
+   * `rollback` refuses to go to. Turns' counts of changed files are taken now; when that fails
+   * (the engine does not answer, the sandbox image is not built: the listing builds nothing) the
+   * list comes without them and `onUncounted` is told why.
    */
-  checkpoints(request?: PlanRequest): Promise<CheckpointListEntry[]>;
+  checkpoints(request?: CheckpointsRequest): Promise<CheckpointListEntry[]>;
   /**
    * Puts the session's copy back to a checkpoint (`{ name }`, or `{ turn: -1 }` for the state
    * before the last turn): refused while a run holds the session; the agent's processes are left
@@ -284,6 +286,11 @@ export interface Runner extends AsyncDisposable {
     request: CheckpointRequest & { to: CheckpointTarget; stopProcesses?: boolean | undefined },
   ): Promise<SessionRollback>;
 }
+
+/** Which session's copy, and who hears why its turns' counts could not be taken. */
+export type CheckpointsRequest = PlanRequest & {
+  onUncounted?: ((reason: string) => void) | undefined;
+};
 
 /** Which session's copy, and the usual signal and progress. */
 export type CheckpointRequest = PlanRequest & {

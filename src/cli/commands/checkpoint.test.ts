@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 
 import { ConfigError } from "../../common/index.js";
-import { formatCheckpoints, rollbackTarget } from "./checkpoint.js";
+import { formatCheckpoints, rollbackTarget, uncountedLine } from "./checkpoint.js";
 
 describe("rollback's target", () => {
   it("is a name or --turn -N, exactly one", () => {
@@ -58,5 +58,23 @@ describe("the checkpoint listing", () => {
     );
     expect(text).toMatch(/^mine +2026-11-27T03:01:00.000Z +12 +cordon checkpoint$/m);
     expect(text).not.toContain("\u001b");
+  });
+});
+
+describe("the line under a listing with uncounted turns", () => {
+  it("gives the reason it was told, made printable, and otherwise the cause that has no error", () => {
+    expect(
+      uncountedLine(
+        "the sandbox image cordon-sandbox:0123456789ab is not on the Docker engine (run `cordon image build`)",
+      ),
+    ).toBe(
+      "a turn's changed files are counted when listed, and that failed: the sandbox image cordon-sandbox:0123456789ab is not on the Docker engine (run `cordon image build`)",
+    );
+    expect(uncountedLine("odd\u001b[2J")).toBe(
+      "a turn's changed files are counted when listed, and that failed: odd\\u001b[2J",
+    );
+    expect(uncountedLine(undefined)).toBe(
+      "a turn's changed files are counted when listed, and its checkpoint's tree is gone from the store",
+    );
   });
 });

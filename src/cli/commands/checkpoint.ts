@@ -63,7 +63,12 @@ export function registerCheckpointCommands(program: Command, context: CliContext
     .option("--json", "print them as JSON")
     .action(async (flags: JsonFlag) => {
       const runner = runnerFromFlags(context, flags);
-      const all = await runner.checkpoints({ agentId: flags.agent, sessionKey: flags.session });
+      let uncounted: string | undefined;
+      const all = await runner.checkpoints({
+        agentId: flags.agent,
+        sessionKey: flags.session,
+        onUncounted: (reason) => (uncounted = reason),
+      });
       if (flags.json) {
         context.stdout(`${JSON.stringify(all)}\n`);
         return;
@@ -76,9 +81,7 @@ export function registerCheckpointCommands(program: Command, context: CliContext
       }
       context.stdout(formatCheckpoints(all));
       if (all.some((entry) => !isMissedTurn(entry) && entry.changedFiles === undefined)) {
-        context.stderr(
-          "? = not counted: a turn's changed files are counted when listed, and that failed (the engine did not answer — `cordon doctor` checks it — or the checkpoint's tree is gone from the store)\n",
-        );
+        context.stderr(`? = not counted: ${uncountedLine(uncounted)}\n`);
       }
     });
 
@@ -166,6 +169,17 @@ export function rollbackTarget(
     });
   }
   return { name };
+}
+
+/**
+ * The line under a listing with `?` counts: why they could not be taken when the listing was told
+ * (the engine did not answer, the sandbox image is not built), else the one cause without an
+ * error (a checkpoint's tree gone from the store).
+ */
+export function uncountedLine(reason: string | undefined): string {
+  return reason === undefined
+    ? "a turn's changed files are counted when listed, and its checkpoint's tree is gone from the store"
+    : `a turn's changed files are counted when listed, and that failed: ${printable(reason)}`;
 }
 
 /**

@@ -53,8 +53,9 @@ export interface SandboxProvider {
   commandsIn?(plan: RunPlan): Promise<string[]>;
   /**
    * For each pair of checkpoint trees of the plan's copy, how many paths differ (`from`
-   * undefined: the baseline), without acquiring its sandbox (`WorkspaceCheckpoints.compare`).
-   * Optional: a backend without private copies has no checkpoints to count.
+   * undefined: the baseline), without acquiring its sandbox (`WorkspaceCheckpoints.compare`)
+   * or building its image (a missing one is an error). Optional: a backend without private
+   * copies has no checkpoints to count.
    */
   compareCheckpoints?(
     plan: RunPlan,

@@ -1,6 +1,7 @@
 import { describe, expect, it } from "vitest";
 
-import { rollbackNote, type SessionRollback } from "./session-checkpoints.js";
+import { ImageError } from "../../common/index.js";
+import { rollbackNote, uncountedReason, type SessionRollback } from "./session-checkpoints.js";
 
 const outcome = (extra: Partial<SessionRollback> = {}): SessionRollback => ({
   restored: {
@@ -45,5 +46,23 @@ describe("the transcript's note after a rollback", () => {
     );
     expect(note).toMatch(/- and 5 more/);
     expect(note).toMatch(/no process you started is running/);
+  });
+});
+
+describe("why a listing's counts could not be taken", () => {
+  it("is the error's message with its fix, when it has one", () => {
+    expect(
+      uncountedReason(
+        new ImageError(
+          "the sandbox image cordon-sandbox:0123456789ab is not on the Docker engine",
+          {
+            fix: "run `cordon image build`",
+          },
+        ),
+      ),
+    ).toBe(
+      "the sandbox image cordon-sandbox:0123456789ab is not on the Docker engine (run `cordon image build`)",
+    );
+    expect(uncountedReason(new Error("socket hang up"))).toBe("socket hang up");
   });
 });

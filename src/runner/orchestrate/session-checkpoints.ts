@@ -9,7 +9,13 @@ import {
   type CheckpointListEntry,
   type CheckpointTarget,
 } from "../../changes/index.js";
-import { ConfigError, SandboxError, type Logger } from "../../common/index.js";
+import {
+  ConfigError,
+  CordonError,
+  SandboxError,
+  messageOf,
+  type Logger,
+} from "../../common/index.js";
 import type { RunPlan } from "../../policy/index.js";
 import type { CheckpointRequest, PlanRequest, Runner } from "../create-runner.js";
 import { assertHasBaseline } from "../../sandbox/index.js";
@@ -85,12 +91,14 @@ export async function seededCopyOf(plan: RunPlan): Promise<string> {
  * The session's checkpoints and the turns that missed theirs, oldest first, each checkpoint with
  * its count of changed files: turns' are counted now (`countCheckpointChanges`), through the
  * backend, which reads only the checkpoint store. A count that cannot be taken (the engine does
- * not answer) leaves the entries uncounted rather than the list unread: it is only a number.
+ * not answer, the sandbox image is not built) leaves the entries uncounted rather than the list
+ * unread: it is only a number. Why goes to `onUncounted` (`uncountedReason`).
  */
 export async function sessionCheckpoints(
   plan: RunPlan,
   sandboxes: SandboxProvider,
   logger: Logger,
+  options: { onUncounted?: ((reason: string) => void) | undefined } = {},
 ): Promise<CheckpointListEntry[]> {
   const entries = await listCheckpointEntries(await seededCopyOf(plan));
   const compare = sandboxes.compareCheckpoints?.bind(sandboxes);
@@ -98,9 +106,16 @@ export async function sessionCheckpoints(
   return countCheckpointChanges(entries, (pairs, options) => compare(plan, pairs, options)).catch(
     (error: unknown) => {
       logger.debug({ err: error }, "cannot count the checkpoints' changed files");
+      options.onUncounted?.(uncountedReason(error));
       return entries;
     },
   );
+}
+
+/** Why the counts could not be taken, as a person reads it: the error, and its fix when it has one. */
+export function uncountedReason(error: unknown): string {
+  const fix = CordonError.is(error) ? error.fix : undefined;
+  return fix ? `${messageOf(error)} (${fix})` : messageOf(error);
 }
 
 /** Records the session's copy as it is now, as a named checkpoint. */
@@ -256,7 +271,9 @@ export function sessionCheckpointCalls(runner: {
     checkpoint: async (request = {}) =>
       runner.track(checkpointSession(await contextOf(request), { name: request.name })),
     checkpoints: async (request = {}) =>
-      sessionCheckpoints(await runner.plan(request), runner.sandboxes, runner.logger),
+      sessionCheckpoints(await runner.plan(request), runner.sandboxes, runner.logger, {
+        onUncounted: request.onUncounted,
+      }),
     rollback: async (request) =>
       runner.track(
         rollbackSession(await contextOf(request), {

@@ -78,6 +78,35 @@ export class ImageResolver {
     }
   }
 
+  /**
+   * The image `resolveFor` would give, only if it is on the engine now: nothing is built or
+   * pulled, and a missing one is an `ImageError` naming it and the command that makes it. For a
+   * reader that must not start a build (`cordon checkpoints` counting changed files).
+   */
+  async lookupFor(
+    docker: Pick<DockerSettings, "image" | "user">,
+    options: { signal?: AbortSignal | undefined } = {},
+  ): Promise<ResolvedImage> {
+    const image = docker.image;
+    switch (image.source) {
+      case "project":
+        return untilAborted(
+          this.projects.resolve(image.project, {
+            user: docker.user,
+            signal: options.signal,
+            build: false,
+          }),
+          options.signal,
+        );
+      case "config":
+        return this.resolve(image.reference, options);
+      case "builtin":
+        return untilAborted(this.existingBuiltin(), options.signal);
+      case "runtime":
+        return untilAborted(this.existingAgentImage(image.runtime), options.signal);
+    }
+  }
+
   /** The configured image (which must exist), or the built-in one when undefined. */
   async resolve(
     configured: string | undefined,
@@ -133,10 +162,21 @@ export class ImageResolver {
   ): Promise<ResolvedImage> {
     const image = new AgentImage(this.options.engine, runtime, this.options.imageOptions);
     const tag = await image.build(onOutput ? { onProgress: onOutput } : {});
-    return this.existing(tag, {
-      what: `the ${runtime} agent image ${tag}`,
-      fix: `run \`cordon image build --agent ${runtime}\``,
-    });
+    return this.existing(tag, agentImageMissing(runtime, tag));
+  }
+
+  /** The agent image of `runtime` the current recipe names, when it is on the engine. */
+  private async existingAgentImage(runtime: AgentImageName): Promise<ResolvedImage> {
+    const tag = await new AgentImage(this.options.engine, runtime, this.options.imageOptions).tag();
+    return this.existing(tag, agentImageMissing(runtime, tag));
+  }
+
+  /** The built-in image the current recipe names, when it is on the engine. */
+  private async existingBuiltin(): Promise<ResolvedImage> {
+    const tag =
+      this.options.builtinImage ??
+      (await new SandboxImage(this.options.engine, this.options.imageOptions).status()).tag;
+    return this.existing(tag, builtinMissing(tag));
   }
 
   private async existing(
@@ -153,10 +193,6 @@ export class ImageResolver {
   private async builtin(options: {
     onOutput?: ((text: string) => void) | undefined;
   }): Promise<ResolvedImage> {
-    const builtinMissing = (tag: string) => ({
-      what: `the sandbox image ${tag}`,
-      fix: "run `cordon image build`",
-    });
     const tag = this.options.builtinImage;
     if (tag !== undefined) return this.existing(tag, builtinMissing(tag));
     const image = new SandboxImage(this.options.engine, this.options.imageOptions);
@@ -174,6 +210,19 @@ export class ImageResolver {
     }
     return this.existing(status.tag, builtinMissing(status.tag));
   }
+}
+
+/** What a missing built-in image is called, and the command that builds it. */
+function builtinMissing(tag: string): { what: string; fix: string } {
+  return { what: `the sandbox image ${tag}`, fix: "run `cordon image build`" };
+}
+
+/** What a missing agent image is called, and the command that builds it. */
+function agentImageMissing(runtime: AgentImageName, tag: string): { what: string; fix: string } {
+  return {
+    what: `the ${runtime} agent image ${tag}`,
+    fix: `run \`cordon image build --agent ${runtime}\``,
+  };
 }
 
 /** `work`, or an `AbortedError` as soon as `signal` fires (the work itself goes on). */

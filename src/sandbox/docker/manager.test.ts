@@ -5,13 +5,14 @@ import path from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 
 import { testSandboxSpec } from "../../../test/support/sandbox-spec.js";
-import { SandboxError, createLogger, sleep } from "../../common/index.js";
+import { ImageError, SandboxError, createLogger, sleep } from "../../common/index.js";
 import type { Sandbox } from "../sandbox.js";
 import type { SandboxSpec } from "../spec.js";
 import { fakeEngine } from "./client/testing/fake-engine.js";
 import { labelKeys } from "./container-options.js";
 import { holdFreezeUntilReleased } from "./testing/held-freeze.js";
 import { DockerSandboxManager, type AcquireProgress, type ManagedContainer } from "./manager.js";
+import { localBaseImage } from "./sandbox-image.js";
 
 const image = "cordon-sandbox:test";
 const imageId = "sha256:1111aaaa2222bbbb3333";
@@ -214,5 +215,36 @@ describe("DockerSandboxManager over a fake engine", () => {
       expect(said, level).toHaveLength(level === "debug" ? 1 : 0);
       await fake.containers.start(spec.containerName);
     }
+  });
+
+  it("counts checkpoints only with the image already on the engine: a missing one is an ImageError, never a build or a pull", async () => {
+    const asked: string[] = [];
+    fake.engine.images.build = () => {
+      asked.push("build");
+      return Promise.reject(new Error("the fake engine builds no images"));
+    };
+    fake.engine.images.pull = (reference) => {
+      asked.push(`pull ${reference}`);
+      return Promise.reject(new Error("the fake engine pulls no images"));
+    };
+    // The built-in image as its recipe names it: the base is on the engine, the image is not.
+    fake.images.set(localBaseImage, { id: "sha256:base", labels: {}, env: [] });
+    const lister = new DockerSandboxManager({
+      engine: fake.engine,
+      stateDirectory: home,
+      createSandbox: (container) => ({ id: container.containerName }) as Sandbox,
+    });
+    const listed = testSandboxSpec("listed");
+    expect(listed.docker.image.source).toBe("builtin");
+    const error = await lister
+      .compareCheckpoints(listed, [[undefined, "a".repeat(40)]])
+      .catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(ImageError);
+    expect((error as ImageError).message).toMatch(
+      /^the sandbox image cordon-sandbox:[0-9a-f]{12} is not on the Docker engine$/,
+    );
+    expect((error as ImageError).fix).toBe("run `cordon image build`");
+    expect(asked).toEqual([]);
+    expect(await fake.containers.list({ labels: [] })).toEqual([]);
   });
 });

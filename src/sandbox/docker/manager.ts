@@ -661,14 +661,15 @@ export class DockerSandboxManager {
   /**
    * For each pair of checkpoint trees of `spec`'s copy, how many paths differ, without acquiring
    * its sandbox: an inspector reads only the baseline and the checkpoint store
-   * (`WorkspaceCheckpoints.compare`), so nothing is frozen, started or mounted.
+   * (`WorkspaceCheckpoints.compare`), so nothing is frozen, started or mounted, and its image is
+   * only looked up (`ImageResolver.lookupFor`): a missing one is an `ImageError`, never a build.
    */
   async compareCheckpoints(
     spec: SandboxSpec,
     pairs: readonly TreePair[],
     options: { signal?: AbortSignal | undefined } = {},
   ): Promise<(number | undefined)[]> {
-    const image = await this.images.resolveFor(spec.docker, { signal: options.signal });
+    const image = await this.images.lookupFor(spec.docker, { signal: options.signal });
     const unfrozen = <T>(fn: () => Promise<T>): Promise<T> => fn();
     const checkpoints = this.workspaceCheckpoints(spec, image.reference, unfrozen, () =>
       Promise.resolve(undefined),

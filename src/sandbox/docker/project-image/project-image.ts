@@ -52,6 +52,11 @@ export interface ResolveProjectImageOptions {
   user: string;
   signal?: AbortSignal | undefined;
   onOutput?: ((text: string) => void) | undefined;
+  /**
+   * False: only look the image up. Nothing is built or pulled (not the image, not its bases):
+   * one that is not on the engine is an `ImageError` saying so. Default true.
+   */
+  build?: boolean | undefined;
 }
 
 /** What is built: from a Dockerfile with a context, or an image used as it is. */
@@ -127,7 +132,10 @@ export class ProjectImages {
         ? [recipe.image]
         : dockerfileBaseImages(recipe.dockerfile.toString("utf8"), recipe.args);
     const baseIds: string[] = [];
-    for (const base of bases) baseIds.push(`${base}@${await this.baseImageId(base, what)}`);
+    const build = options.build ?? true;
+    for (const base of bases) {
+      baseIds.push(`${base}@${await this.baseImageId(base, what, { build })}`);
+    }
 
     await mkdir(this.work, { recursive: true });
     const snapshotDirectory = await mkdtemp(path.join(this.work, "context-"));
@@ -163,6 +171,11 @@ export class ProjectImages {
       }
       const reference = `${projectImageRepositoryPrefix}${slugOf(spec.workspace)}:${hash.digest("hex").slice(0, 12)}`;
       let id = await this.finishedId(reference);
+      if (id === undefined && !build) {
+        throw new ImageError(`the project image ${reference} (from ${what}) is not built`, {
+          fix: "a run or `cordon exec` in this workspace builds it",
+        });
+      }
       if (id === undefined) {
         throwIfAborted(options.signal, "project image build");
         await this.build(reference, recipe, snapshot, what, options);
@@ -264,10 +277,21 @@ export class ProjectImages {
   }
 
   /** The id of a base image, building cordon's own or pulling another when it is missing. */
-  private async baseImageId(image: string, what: string): Promise<string> {
-    if (repositoryOf(image) === sandboxImageRepository) await this.options.ensureDefaultImage();
+  private async baseImageId(
+    image: string,
+    what: string,
+    options: { build: boolean },
+  ): Promise<string> {
+    if (options.build && repositoryOf(image) === sandboxImageRepository) {
+      await this.options.ensureDefaultImage();
+    }
     const present = await this.inspectId(image);
     if (present) return present;
+    if (!options.build) {
+      throw new ImageError(`the base image ${image} of ${what} is not on the Docker engine`, {
+        fix: "a run or `cordon exec` in this workspace builds or pulls it",
+      });
+    }
     try {
       await this.options.engine.images.pull(image);
     } catch {
