@@ -250,6 +250,7 @@ export function resolveDockerSettings(
     tmpfs,
     network,
     user,
+    initUser: initUserFor(user),
     capDrop,
     env,
     memoryBytes: memoryBytes ?? 0,
@@ -265,6 +266,25 @@ export function resolveDockerSettings(
     runtime: docker.runtime,
   };
   return planned(settings, { issues, warnings });
+}
+
+/** nobody's uid, which owns nothing: the usual owner of the container's own processes. */
+const nobody = 65534;
+
+/**
+ * The container's own user (its init and keep-alive; DockerSettings.initUser): nobody, or the uid
+ * below it when the agent itself runs as nobody. The agent's processes run as `user` (every exec
+ * names it), so they are another uid's and, with every capability dropped and no-new-privileges,
+ * can neither ptrace nor signal init or the keep-alive. Checkpoints rely on that
+ * (sandbox-quiet.ts): an agent that could ptrace the keep-alive could make it map a workspace file
+ * for writing and change the file while the sandbox looks idle. A user named in the image
+ * ("node") has a uid only the image knows: only the name "nobody" is taken to be 65534.
+ */
+export function initUserFor(user: string): string {
+  const name = user.split(":")[0] ?? "";
+  const agentIsNobody = name === "nobody" || (/^\d+$/.test(name) && Number(name) === nobody);
+  const uid = agentIsNobody ? nobody - 1 : nobody;
+  return `${uid}:${uid}`;
 }
 
 /**

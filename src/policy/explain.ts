@@ -41,7 +41,7 @@ export function explainPlan(plan: RunPlan): string {
     lines.push(`  project      ${spec.agentWorkspace} (hashed into the scope key after "@")`);
     lines.push(`  config hash  ${spec.configHash}`);
     lines.push(`  image        ${describeImage(d)}`);
-    lines.push(`  user         ${d.user}`);
+    lines.push(`  user         ${d.user} (init and keep-alive: ${d.initUser})`);
     lines.push(`  workdir      ${d.workdir}`);
     lines.push(
       `  network      ${d.network}${d.network === "none" ? " (loopback only; /etc/hosts written by cordon into a volume on the engine, mounted read-only)" : ""}`,

@@ -54,6 +54,6 @@ export { parseByteSize, formatByteSize } from "../config/index.js";
 export { credentialLikeName } from "./sandbox-env.js";
 export { protectedPaths, type ProtectedPath } from "./path-guard.js";
 export { resolveAgent, implicitAgentId, type ResolvedAgent } from "./resolve-agent.js";
-export { agentMountPoint } from "./docker-settings.js";
+export { agentMountPoint, initUserFor } from "./docker-settings.js";
 export { SandboxSettingsRefusedError } from "./policy-errors.js";
 export { hostCaBundleCandidates } from "./egress.js";

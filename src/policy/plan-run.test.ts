@@ -588,6 +588,7 @@ describe("docker settings", () => {
       },
       network: "none",
       user: "1000:1000",
+      initUser: "65534:65534",
       capDrop: ["ALL"],
       env: { ...offlineEnvironment, ...sandboxIdentity },
       memoryBytes: 1024 ** 3,
@@ -767,6 +768,23 @@ describe("docker settings", () => {
     expect(
       plan(withDocker({ user: "root" }), asRunner).sandbox.spec?.docker.tmpfs["/home/sandbox"],
     ).toBe("rw,nosuid,nodev,exec,size=512m");
+  });
+
+  it("runs init and the keep-alive as nobody, never as the agent's own uid", () => {
+    const initUser = (user: string) =>
+      plan(withDocker({ user }), { invokingUser: { uid: 1001, gid: 1001 } }).sandbox.spec?.docker
+        .initUser;
+    expect(plan({}, { invokingUser: { uid: 1001, gid: 118 } }).sandbox.spec?.docker).toMatchObject({
+      user: "1001:118",
+      initUser: "65534:65534",
+    });
+    for (const user of ["1000:1000", "0", "root", "node", "65533"]) {
+      expect(initUser(user), user).toBe("65534:65534");
+    }
+    // An agent that is nobody itself gets the uid below for init.
+    for (const user of ["65534", "65534:65534", "065534:1000", "nobody", "nobody:nogroup"]) {
+      expect(initUser(user), user).toBe("65533:65533");
+    }
   });
 
   it("leaves a HOME tmpfs the config gives an owner, and a removed one removed", () => {

@@ -78,8 +78,13 @@ export interface DockerSettings {
   tmpfs: Record<string, string>;
   /** "none" (default), "bridge", or a named network; host / container:* only when allowed. */
   network: string;
-  /** "uid:gid" the container runs as. Default "1000:1000". */
+  /** "uid:gid" every command and file operation runs as (the agent's). Default "1000:1000". */
   user: string;
+  /**
+   * "uid:gid" of the container's own processes, init (pid 1) and the keep-alive: never `user`,
+   * so nothing the agent runs can ptrace, read the memory of or signal them (`initUserFor`).
+   */
+  initUser: string;
   /** Capabilities dropped; default ["ALL"]. */
   capDrop: string[];
   /** Environment inside the container: only what the config declares. */

@@ -225,17 +225,18 @@ describe("cordon as any uid", () => {
       ]);
       expect(edited.stderr).not.toMatch(/Permission denied/);
       expect(edited.exitCode, edited.stderr).toBe(0);
-      expect(await containerUserOf(who)).toEqual([
-        sandboxUid === "1000" ? "1000:1000" : `${who.uid}:${who.gid}`,
-      ]);
+      const agentUser = sandboxUid === "1000" ? "1000:1000" : `${who.uid}:${who.gid}`;
+      // The container's own user is its init's and keep-alive's, out of the agent's reach.
+      expect(await containerUserOf(who)).toEqual(["65534:65534"]);
 
       // explain, as that user, says what the run got.
       const explained = await cordon(who, ["sandbox", "explain", "--session", "probe"]);
       expect(explained.exitCode, explained.stderr).toBe(0);
-      const [containerUser] = await containerUserOf(who);
-      expect(explained.stdout).toMatch(new RegExp(`^  user +${containerUser}$`, "m"));
+      expect(explained.stdout).toMatch(
+        new RegExp(`^  user +${agentUser} \\(init and keep-alive: 65534:65534\\)$`, "m"),
+      );
       expect(explained.stdout).toContain(
-        `/home/sandbox (rw,nosuid,nodev,exec,size=512m,uid=${containerUser?.replace(":", ",gid=")})`,
+        `/home/sandbox (rw,nosuid,nodev,exec,size=512m,uid=${agentUser.replace(":", ",gid=")})`,
       );
 
       const diff = await cordon(who, ["diff", "--session", "probe"]);

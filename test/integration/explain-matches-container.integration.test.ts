@@ -100,7 +100,9 @@ describe("sandbox explain matches the container a run gets", () => {
     expect(info.Config.Labels["cordon.scope-key"]).toMatch(/^agent:ops@[0-9a-f]{16}$/);
     expect(info.Config.Labels["cordon.scope-key"]).toBe(spec.scopeKey);
     expect(info.Config.Labels["cordon.workspace"]).toBe(plan.agent.workspace);
-    expect(info.Config.User).toBe(spec.docker.user);
+    // Init and the keep-alive run as a uid of their own; commands name the agent's.
+    expect(info.Config.User).toBe(spec.docker.initUser);
+    expect(spec.docker.initUser).not.toBe(spec.docker.user);
     expect(info.Config.WorkingDir).toBe("/workspace");
     expect(info.Config.Env).toContain("LANG=C.UTF-8");
     expect(info.Config.Env.some((entry) => entry.startsWith("CORDON_HOME="))).toBe(false);
@@ -150,20 +152,16 @@ describe("sandbox explain matches the container a run gets", () => {
 
   it("keeps what it shows as read-only read-only, from inside", async () => {
     const container = dockerClient().getContainer(plan.sandbox.spec?.containerName ?? "");
-    expect((await execIn(container, ["cat", "/data/facts.txt"])).stdout).toBe("42\n");
-    const writeBind = await execIn(container, ["sh", "-c", "echo x > /data/facts.txt"]);
+    const user = plan.sandbox.spec?.docker.user ?? "";
+    const run = (command: string[]) => execIn(container, command, { user });
+    expect((await run(["cat", "/data/facts.txt"])).stdout).toBe("42\n");
+    const writeBind = await run(["sh", "-c", "echo x > /data/facts.txt"]);
     expect(writeBind.exitCode).not.toBe(0);
     expect(writeBind.stderr).toMatch(/Read-only file system/);
-    const writeAgent = await execIn(container, ["sh", "-c", "echo x > /agent/README.md"]);
+    const writeAgent = await run(["sh", "-c", "echo x > /agent/README.md"]);
     expect(writeAgent.exitCode).not.toBe(0);
     expect(
-      (
-        await execIn(container, [
-          "sh",
-          "-c",
-          "echo ok > /workspace/scratch && cat /workspace/scratch",
-        ])
-      ).stdout,
+      (await run(["sh", "-c", "echo ok > /workspace/scratch && cat /workspace/scratch"])).stdout,
     ).toBe("ok\n");
   });
 

@@ -38,8 +38,9 @@ describe("a container with cordon's hardened defaults", () => {
     return container;
   }
 
+  // As the agent: cordon names the sandbox user on every exec (the container's own is init's).
   const sh = (container: Docker.Container, script: string) =>
-    execIn(container, ["bash", "-c", script]);
+    execIn(container, ["bash", "-c", script], { user: "1000:1000" });
 
   beforeAll(async () => {
     image = await requireSandboxImage();
@@ -117,6 +118,74 @@ describe("a container with cordon's hardened defaults", () => {
   it("runs an init process as pid 1 that reaps orphans", async () => {
     const init = await sh(sandbox, "cat /proc/1/comm");
     expect(init.stdout.trim()).toMatch(/^(docker-init|tini)$/);
+  });
+
+  // Checkpoints rely on it (sandbox-quiet.ts): an agent that could ptrace init or the keep-alive
+  // could make one map a workspace file for writing and change it while the sandbox looks idle.
+  it("keeps init and the keep-alive out of the agent's reach: no ptrace, no /proc/<pid>/mem, no signal", async () => {
+    const attack = await sh(
+      sandbox,
+      `python3 - <<'PY'
+import ctypes, errno, os, subprocess
+libc = ctypes.CDLL(None, use_errno=True)
+libc.ptrace.argtypes = [ctypes.c_long, ctypes.c_long, ctypes.c_void_p, ctypes.c_void_p]
+libc.ptrace.restype = ctypes.c_long
+PTRACE_ATTACH, PTRACE_DETACH, PTRACE_SEIZE, WALL = 16, 17, 0x4206, 0x40000000
+
+def keep_alive():
+    for entry in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            with open(f"/proc/{entry}/cmdline", "rb") as f:
+                args = f.read()
+            with open(f"/proc/{entry}/stat") as f:
+                ppid = int(f.read().rsplit(")", 1)[1].split()[1])
+        except OSError:
+            continue
+        if args == b"sleep\\0infinity\\0" and ppid == 1:
+            return int(entry)
+    raise SystemExit("no keep-alive found")
+
+def uid(pid):
+    with open(f"/proc/{pid}/status") as f:
+        return next(line.split()[1] for line in f if line.startswith("Uid:"))
+
+def attack(pid):
+    said = [f"uid={uid(pid)}"]
+    for name, request in (("attach", PTRACE_ATTACH), ("seize", PTRACE_SEIZE)):
+        if libc.ptrace(request, pid, None, None) == 0:
+            said.append(f"{name}=ok")
+            if request == PTRACE_ATTACH:
+                os.waitpid(pid, WALL)
+                libc.ptrace(PTRACE_DETACH, pid, None, None)
+        else:
+            said.append(f"{name}={errno.errorcode[ctypes.get_errno()]}")
+    try:
+        with open(f"/proc/{pid}/mem", "rb"):
+            said.append("mem=ok")
+    except OSError as e:
+        said.append(f"mem={errno.errorcode[e.errno]}")
+    try:
+        os.kill(pid, 0)
+        said.append("signal=ok")
+    except OSError as e:
+        said.append(f"signal={errno.errorcode[e.errno]}")
+    return " ".join(said)
+
+own = subprocess.Popen(["sleep", "60"])
+print("init", attack(1))
+print("keep-alive", attack(keep_alive()))
+print("own", attack(own.pid))
+own.kill()
+PY`,
+    );
+    expect(attack.stderr).toBe("");
+    expect(attack.stdout.split("\n")).toEqual([
+      "init uid=65534 attach=EPERM seize=EPERM mem=EACCES signal=EPERM",
+      "keep-alive uid=65534 attach=EPERM seize=EPERM mem=EACCES signal=EPERM",
+      // The same attack on a process of its own succeeds: the refusals above are the uid's.
+      "own uid=1000 attach=ok seize=ok mem=ok signal=ok",
+      "",
+    ]);
   });
 
   it("has no network: only loopback, and a connection to a reachable container fails", async () => {

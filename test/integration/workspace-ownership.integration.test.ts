@@ -114,6 +114,7 @@ describe("private workspace ownership", () => {
     // The swapper ran all along (the container is still up, the process alive).
     const alive = await docker.getContainer(s.containerName).exec({
       Cmd: ["sh", "-c", "kill -0 $(cat /tmp/swapper.pid) && echo alive"],
+      User: s.docker.user,
       AttachStdout: true,
     });
     const stream = await alive.start({ hijack: true, stdin: false });

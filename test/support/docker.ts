@@ -46,12 +46,24 @@ export interface ExecOutput {
   stderr: string;
 }
 
-/** Runs a command in a container through the API (test-side helper, not cordon's exec). */
-export async function execIn(container: Docker.Container, command: string[]): Promise<ExecOutput> {
+/**
+ * Runs a command in a container through the API (test-side helper, not cordon's exec), as `user`
+ * or else the container's own: in a sandbox that is its init's (`initUser`), not the agent's.
+ */
+export async function execIn(
+  container: Docker.Container,
+  command: string[],
+  options: { user?: string } = {},
+): Promise<ExecOutput> {
   const modem = container.modem as {
     demuxStream(s: NodeJS.ReadableStream, o: PassThrough, e: PassThrough): void;
   };
-  const exec = await container.exec({ Cmd: command, AttachStdout: true, AttachStderr: true });
+  const exec = await container.exec({
+    Cmd: command,
+    ...(options.user ? { User: options.user } : {}),
+    AttachStdout: true,
+    AttachStderr: true,
+  });
   const stream = await exec.start({ hijack: true, stdin: false });
   const stdout: Buffer[] = [];
   const stderr: Buffer[] = [];

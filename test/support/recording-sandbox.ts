@@ -5,7 +5,7 @@ import { execIn, type ExecOutput } from "./docker.js";
 
 /**
  * A stand-in for `DockerSandbox` in manager tests: it records the container it was made for and
- * can run a command there as the container's user (through the raw API). Every other `Sandbox`
+ * can run a command there as the sandbox user (through the raw API). Every other `Sandbox`
  * method fails: manager tests need nothing more.
  */
 export interface RecordingSandbox extends Sandbox {
@@ -23,7 +23,10 @@ export function createRecordingSandbox(container: ManagedContainer): RecordingSa
     kind: "docker",
     workdir: container.workdir,
     container,
-    run: (script) => execIn(docker.getContainer(container.containerId), ["bash", "-c", script]),
+    run: (script) =>
+      execIn(docker.getContainer(container.containerId), ["bash", "-c", script], {
+        user: container.user,
+      }),
     exec: unsupported,
     files: {
       readFile: unsupported,

@@ -1,4 +1,5 @@
 import { configDefaults, sandboxHomeDirectory } from "../../src/config/index.js";
+import { initUserFor } from "../../src/policy/index.js";
 import type { DockerSettings, SandboxSpec } from "../../src/sandbox/index.js";
 
 /**
@@ -21,6 +22,7 @@ export const testRuntime = process.env["CORDON_TEST_RUNTIME"] || undefined;
 
 /** DESIGN.md §5 defaults, spelled out for tests that need a spec without the policy layer. */
 export function hardenedDockerSettings(overrides: Partial<DockerSettings> = {}): DockerSettings {
+  const user = overrides.user ?? "1000:1000";
   return {
     ...(testRuntime ? { runtime: testRuntime } : {}),
     image: { source: "builtin" },
@@ -29,7 +31,8 @@ export function hardenedDockerSettings(overrides: Partial<DockerSettings> = {}):
     readOnlyRoot: true,
     tmpfs: defaultTmpfs(),
     network: "none",
-    user: "1000:1000",
+    user,
+    initUser: initUserFor(user),
     capDrop: ["ALL"],
     env: {},
     memoryBytes: 1024 ** 3,

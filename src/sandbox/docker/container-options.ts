@@ -78,7 +78,8 @@ export interface ContainerOptionsInput {
 /**
  * The hardened container of DESIGN.md §5, from a resolved spec: no network unless configured, a
  * read-only root with sized tmpfs, every capability dropped, no-new-privileges, an init process
- * that reaps zombies, a non-root user, pids/memory/cpu limits, and only the declared environment.
+ * that reaps zombies, non-root users (init and the keep-alive as `initUser`, out of the agent's
+ * reach; commands as `user`), pids/memory/cpu limits, and only the declared environment.
  * No host namespace, no privileged mode, no Docker socket: nothing here can add them, and bind
  * sources were validated by the policy layer.
  */
@@ -155,7 +156,8 @@ export function createContainerOptions(input: ContainerOptionsInput): CreateCont
   return {
     name: spec.containerName,
     Image: image,
-    User: docker.user,
+    // Init and the keep-alive run as a uid of their own: every exec names the agent's (`user`).
+    User: docker.initUser,
     WorkingDir: docker.workdir,
     Env: Object.entries(docker.env).map(([key, value]) => `${key}=${value}`),
     // The container only idles; every command arrives through exec.

@@ -6,7 +6,9 @@
  * when none but init, the keep-alive and this executor lived before the record and none was made
  * until after it, nothing but cordon's own frames could write the copy meanwhile, so the record is
  * one state without pausing the sandbox — and no process held a file mapped for writing, whose
- * writes can change a file without changing its ctime (see checkpoint-copy.sh's kept index).
+ * writes can change a file without changing its ctime (see checkpoint-copy.sh's kept index). Init
+ * and the keep-alive run as a uid of their own (DockerSettings.initUser), so the agent cannot
+ * ptrace one into mapping a file for it.
  */
 export interface SandboxQuiet {
   /**

@@ -53,6 +53,7 @@ function spec(): SandboxSpec {
       tmpfs: {},
       network: "none",
       user: "1000:1000",
+      initUser: "65534:65534",
       capDrop: ["ALL"],
       env: {},
       memoryBytes: 1024 ** 3,

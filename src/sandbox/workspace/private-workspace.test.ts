@@ -61,6 +61,7 @@ function spec(overrides: Partial<SandboxSpec> = {}): SandboxSpec {
       tmpfs: {},
       network: "none",
       user: "1000:1000",
+      initUser: "65534:65534",
       capDrop: ["ALL"],
       env: {},
       memoryBytes: 1024 ** 3,

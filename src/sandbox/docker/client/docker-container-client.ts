@@ -224,6 +224,13 @@ export class DockerContainerClient implements ContainerClient {
   }
 
   async exec(nameOrId: string, request: ExecStartRequest): Promise<StartedExec> {
+    // Docker runs an exec without a user as the container's own, which in a sandbox is its
+    // init's (DockerSettings.initUser): a command there could ptrace init.
+    if (request.user.trim() === "") {
+      throw new SandboxError(`a command in ${nameOrId} was started without naming its user`, {
+        fix: "name the sandbox user (sandbox.docker.user) on every exec",
+      });
+    }
     const tty = request.tty ?? false;
     let exec: Docker.Exec;
     let stream: Duplex;

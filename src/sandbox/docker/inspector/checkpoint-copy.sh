@@ -128,12 +128,12 @@ is_tree() {
 # stat'ed them: any later change has a later ctime second. Taken only when the sandbox stayed idle
 # through the record (the host asks its executor before and after, sandbox-quiet.ts): with no
 # process alive, none held a file mapped for writing, whose writes can change a file without
-# changing its ctime. Made once, then only read, so no later record has to be idle — unless it
-# is partial: made within a second of most of the copy being written (the first record of a
-# freshly seeded copy), it holds too few entries with stat data to spare later records much, so
-# the next idle record makes it again, from the one it started from (/checkpoints/index-partial
-# says so). A kept index newer than now (the clock went back) or that git refuses is removed and
-# the copy hashed whole.
+# changing its ctime (init and the keep-alive are another uid's, which the agent cannot ptrace).
+# Made once, then only read, so no later record has to be idle — unless it is partial: made
+# within a second of most of the copy being written (the first record of a freshly seeded copy),
+# it holds too few entries with stat data to spare later records much, so the next idle record
+# makes it again, from the one it started from (/checkpoints/index-partial says so). A kept index
+# newer than now (the clock went back) or that git refuses is removed and the copy hashed whole.
 kept=/checkpoints/index
 partial=/checkpoints/index-partial
 printf -v started '%(%s)T' -1
