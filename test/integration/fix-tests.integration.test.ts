@@ -12,7 +12,7 @@ import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 
 import { demoRepo, example, fixture, git, repositoryOf } from "../support/demo-repo.js";
-import { dockerClient, requireSandboxImage } from "../support/docker.js";
+import { dockerClient, removeContainersOfHome, requireSandboxImage } from "../support/docker.js";
 import { runCordon } from "../support/run-cli.js";
 import { removeStateDirectory } from "../support/state-directory.js";
 
@@ -48,17 +48,9 @@ describe("cordon fix-tests", () => {
   });
 
   afterAll(async () => {
-    // Every fix-tests session has its own containers; remove them by the home's workspace label.
-    const docker = dockerClient();
-    const containers = await docker.listContainers({ all: true });
-    for (const info of containers) {
-      if ((info.Names[0] ?? "").includes("fix-tests")) {
-        await docker
-          .getContainer(info.Id)
-          .remove({ force: true })
-          .catch(() => undefined);
-      }
-    }
+    // Every fix-tests session has its own containers; remove them by this home's label (not by
+    // name: another file's fix-tests containers may be running beside this one).
+    await removeContainersOfHome(home);
     await removeStateDirectory(home);
     await rm(path.dirname(repo), { recursive: true, force: true });
   });

@@ -11,7 +11,7 @@ import path from "node:path";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 
 import { demoRepo, example, git } from "../support/demo-repo.js";
-import { dockerClient, requireSandboxImage } from "../support/docker.js";
+import { removeContainersOfHome, requireSandboxImage } from "../support/docker.js";
 import { runCordon } from "../support/run-cli.js";
 import { removeStateDirectory } from "../support/state-directory.js";
 
@@ -85,15 +85,8 @@ describe("a hostile repository runs nothing on the host", () => {
   });
 
   afterAll(async () => {
-    const docker = dockerClient();
-    for (const info of await docker.listContainers({ all: true })) {
-      if ((info.Names[0] ?? "").includes("hostile")) {
-        await docker
-          .getContainer(info.Id)
-          .remove({ force: true })
-          .catch(() => undefined);
-      }
-    }
+    // By this home's label, not by name: another file's containers may be running beside this one.
+    await removeContainersOfHome(home);
     await removeStateDirectory(home);
     await rm(root, { recursive: true, force: true });
   });

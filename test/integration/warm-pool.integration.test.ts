@@ -171,6 +171,9 @@ describe("warm pool", () => {
     expect(listed?.scopeKey).toBe(s.scopeKey);
     expect(listed?.privateWorkspace).toBe(s.privateWorkspace);
     expect(listed?.configStatus).toBe("current");
+    // The take's refill runs in the background: once it has made its member, that one is listed
+    // as waiting (on a loaded machine it may not have been created yet without this).
+    await manager.flush();
     const waitingMembers = (await inventory.list()).filter((e) => e.scopeKey.startsWith("pool:"));
     expect(waitingMembers.length).toBeGreaterThan(0);
   });
