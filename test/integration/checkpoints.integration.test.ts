@@ -420,42 +420,57 @@ describe("checkpoints and rollback", () => {
     }
   }, 240_000);
 
-  it("a turn's record from the kept index sees a file rewritten in the second that index was made, its size and mtime put back", async () => {
-    const sessionKey = sessionOf("kept");
-    await using runner = runnerOf({ model: breakingModel() });
-    const held = await runner.acquireSandbox({ sessionKey });
-    const { lease } = held;
-    const kept = path.join(checkpointStoreDir(lease.privateWorkspace ?? ""), "index");
-    const turn = () => createCheckpoint(lease, { kind: "turn", sessionKey });
-    try {
-      // Only ctime (which no process sets) tells README.md's rewrites apart, and git compares it
-      // in whole seconds: a kept index holding README.md's entry from the second of the rewrite
-      // would miss it. The race needs both rewrites in one second, so it is tried until it lands.
-      let landed = 0;
-      for (let attempt = 0; attempt < 12 && landed < 2; attempt += 1) {
-        await rm(kept, { force: true });
-        await lease.checkpoints?.prepare?.();
-        // At the start of a second: README.md rewritten with its own content (so the kept index
-        // keeps its entry unless told not to), an old mtime put on it.
-        const first = await lease.sandbox.exec(
-          'while [ "$(date +%N)" -gt 150000000 ]; do :; done; cp README.md /tmp/same && cat /tmp/same > README.md && touch -d @1500000000 README.md && stat -c %Z README.md',
-        );
-        const made = await turn();
-        expect((await lstat(kept)).isFile(), "an idle turn makes the kept index").toBe(true);
-        const second = await lease.sandbox.exec(
-          "tr a-y b-z < /tmp/same > /tmp/other && cat /tmp/other > README.md && touch -d @1500000000 README.md && stat -c %Z README.md",
-        );
-        const after = await turn();
-        expect(after.tree, `attempt ${attempt}`).not.toBe(made.tree);
-        expect(await countedChanges(lease, after.name)).toBe(1);
-        if (first.stdout.trim() === second.stdout.trim()) landed += 1;
-        await lease.sandbox.exec("cat /tmp/same > README.md");
+  // A turn's record is recorder.c's (its cache: record-cache), or git's when the recorder leaves
+  // it to git (its kept index: index), as it does for a copy holding a nested repository.
+  it.each([
+    { by: "the recorder, from its cache", cache: "record-cache", copy: undefined },
+    {
+      by: "git, from the kept index (a copy with a nested repository)",
+      cache: "index",
+      copy: "mkdir -p vendor/lib/.git",
+    },
+  ])(
+    "a turn's record by $by sees a file rewritten in the second that cache was made, its size and mtime put back",
+    async ({ cache, copy }) => {
+      const sessionKey = sessionOf("kept");
+      await using runner = runnerOf({ model: breakingModel() });
+      const held = await runner.acquireSandbox({ sessionKey });
+      const { lease } = held;
+      const kept = path.join(checkpointStoreDir(lease.privateWorkspace ?? ""), cache);
+      const turn = () => createCheckpoint(lease, { kind: "turn", sessionKey });
+      try {
+        if (copy) await lease.sandbox.exec(copy);
+        // Only ctime (which no process sets) tells README.md's rewrites apart, and git compares it
+        // in whole seconds: a kept index holding README.md's entry from the second of the rewrite
+        // would miss it (the recorder compares nanoseconds, and keeps the same rule). The race
+        // needs both rewrites in one second, so it is tried until it lands.
+        let landed = 0;
+        for (let attempt = 0; attempt < 12 && landed < 2; attempt += 1) {
+          await rm(kept, { force: true });
+          await lease.checkpoints?.prepare?.();
+          // At the start of a second: README.md rewritten with its own content (so the kept index
+          // keeps its entry unless told not to), an old mtime put on it.
+          const first = await lease.sandbox.exec(
+            'while [ "$(date +%N)" -gt 150000000 ]; do :; done; cp README.md /tmp/same && cat /tmp/same > README.md && touch -d @1500000000 README.md && stat -c %Z README.md',
+          );
+          const made = await turn();
+          expect((await lstat(kept)).isFile(), `an idle turn makes ${cache}`).toBe(true);
+          const second = await lease.sandbox.exec(
+            "tr a-y b-z < /tmp/same > /tmp/other && cat /tmp/other > README.md && touch -d @1500000000 README.md && stat -c %Z README.md",
+          );
+          const after = await turn();
+          expect(after.tree, `attempt ${attempt}`).not.toBe(made.tree);
+          expect(await countedChanges(lease, after.name)).toBe(1);
+          if (first.stdout.trim() === second.stdout.trim()) landed += 1;
+          await lease.sandbox.exec("cat /tmp/same > README.md");
+        }
+        expect(landed, "no attempt rewrote README.md twice within one second").toBeGreaterThan(0);
+      } finally {
+        await lease.release();
       }
-      expect(landed, "no attempt rewrote README.md twice within one second").toBeGreaterThan(0);
-    } finally {
-      await lease.release();
-    }
-  }, 400_000);
+    },
+    400_000,
+  );
 
   it("a spare's recorder, started ahead of its record, reads the copy only when the record is asked, and leaves nothing when unused", async () => {
     const sessionKey = sessionOf("ahead");
@@ -499,6 +514,8 @@ describe("checkpoints and rollback", () => {
     await using runner = runnerOf({ model: breakingModel() });
     const held = await runner.acquireSandbox({ sessionKey });
     const { lease } = held;
+    // git records this copy (the recorder leaves a nested repository to it), so it keeps its index.
+    await lease.sandbox.exec("mkdir -p vendor/lib/.git");
     const store = checkpointStoreDir(lease.privateWorkspace ?? "");
     const exists = (file: string) =>
       lstat(path.join(store, file)).then(

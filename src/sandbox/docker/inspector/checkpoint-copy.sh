@@ -13,14 +13,14 @@
 # What the store holds is no more than the agent could write into the copy itself, and the host
 # reads none of it: it keeps its own list of checkpoints and takes only hex tree ids from stdout.
 #
-# usage: cordon record SINCE [INDEX] | restore TARGET [INDEX] | compare | ahead (sent like the exec
-#   wrapper: see exec-wrapper.sh)
+# usage: cordon record SINCE [INDEX] | restore TARGET [INDEX] | compare | ahead [RECORDER] (sent
+#   like the exec wrapper: see exec-wrapper.sh)
 #   SINCE, TARGET: tree ids the host took from its own list (validated hex), or for SINCE `-`
 #   (compare with the baseline) or `none` (list no changes: a turn's record, whose count of
 #   changed files is left to `compare`, when someone lists the checkpoints).
 #   INDEX: what to do with the kept index (below): `reuse` (the default) starts from it, `keep`
 #   also makes it when there is none (the host says so only when the sandbox stayed idle through
-#   this record), `fresh` removes it and hashes every file.
+#   this record), `fresh` removes it (and the recorder's cache) and hashes every file.
 # stdin: the pathspecs of `git add -A`, NUL-separated (cordon writes them), as for a diff.
 # stdout: `git diff --raw -z` from SINCE to the copy as it is (record), or from the copy as it was
 #   to TARGET (restore), then the tree id of the copy as it is (before a restore: as it was) and a
@@ -31,17 +31,48 @@
 unset CORDON_SCRIPT
 set -euo pipefail
 
-# `cordon ahead`: a spare inspector's recorder, started before a turn's record is asked of it
-# (workspace-inspector.ts), so the record pays neither this shell's start nor the kept index's
-# copy. It copies the kept index (below) now, reading nothing of the copy, then reads MODE
+export GIT_DIR=/baseline GIT_WORK_TREE=/workspace
+export GIT_INDEX_FILE=/scratch/index GIT_OBJECT_DIRECTORY=/checkpoints/objects
+export GIT_ALTERNATE_OBJECT_DIRECTORIES=/baseline/objects
+export GIT_CONFIG_NOSYSTEM=1 GIT_CONFIG_GLOBAL=/dev/null GIT_ATTR_NOSYSTEM=1
+export GIT_TERMINAL_PROMPT=0 LC_ALL=C HOME=/scratch
+git_options=(-c core.hooksPath=/dev/null -c core.fsmonitor=false -c core.untrackedCache=false
+  -c safe.directory='*' -c core.compression=1 -c core.looseCompression=1 -c gc.auto=0
+  -c core.symlinks=true -c core.fileMode=true)
+checkpoint_git() {
+  git "${git_options[@]}" "$@"
+}
+# The recorder's cache (recorder.c), beside the kept index (below).
+record_cache=/checkpoints/record-cache
+# Made by the first record only: a process per record is a millisecond or more of a turn's wait.
+# (A compare mounts the store read-only, and reads only what a record made.)
+[ "${1:-}" = compare ] || [ -d /checkpoints/objects ] || mkdir -p /checkpoints/objects
+
+# `cordon ahead [RECORDER]`: a spare inspector's recorder, started before a turn's record is
+# asked of it (workspace-inspector.ts), so the record pays neither this shell's start nor the kept
+# index's copy. It copies the kept index (below) now, reading nothing of the copy, then reads MODE
 # (record only), SINCE and INDEX, each NUL-ended, from stdin, the pathspecs after them; at
 # end-of-file instead (the spare was removed unused) it exits 0.
+#
+# RECORDER (the executor's volume has one): recorder.c, started now too, reads the request
+# first and records a turn's state with no process started while the turn waits; what it leaves
+# to git (exit 3: another request, a nested repository, an odd name...) is read again from
+# /scratch/request, where it put the request, and recorded below as without it.
 primed=""
 if [ "${1:-}" = ahead ]; then
   if [ -f /checkpoints/index ]; then
     # Touched first: a kept index made again after the copy is newer than this (copy_kept).
     : >/scratch/primed
     cp /checkpoints/index /scratch/index 2>/dev/null && primed=1
+  fi
+  if [ -n "${2:-}" ]; then
+    recorded=0
+    (cd /workspace && exec "$2" "$record_cache" git "${git_options[@]}") || recorded=$?
+    [ "$recorded" != 0 ] || exit 0
+    if [ "$recorded" != 3 ]; then
+      echo "checkpoint-copy.sh: the recorder exited $recorded; recording with git" >&2
+    fi
+    [ ! -f /scratch/request ] || exec </scratch/request
   fi
   IFS= read -r -d '' mode || exit 0
   IFS= read -r -d '' other && IFS= read -r -d '' index_use || exit 2
@@ -65,17 +96,6 @@ keep | reuse | fresh) ;;
   ;;
 esac
 
-export GIT_DIR=/baseline GIT_WORK_TREE=/workspace
-export GIT_INDEX_FILE=/scratch/index GIT_OBJECT_DIRECTORY=/checkpoints/objects
-export GIT_ALTERNATE_OBJECT_DIRECTORIES=/baseline/objects
-export GIT_CONFIG_NOSYSTEM=1 GIT_CONFIG_GLOBAL=/dev/null GIT_ATTR_NOSYSTEM=1
-export GIT_TERMINAL_PROMPT=0 LC_ALL=C HOME=/scratch
-checkpoint_git() {
-  git -c core.hooksPath=/dev/null -c core.fsmonitor=false -c core.untrackedCache=false \
-    -c safe.directory='*' -c core.compression=1 -c core.looseCompression=1 -c gc.auto=0 \
-    -c core.symlinks=true -c core.fileMode=true "$@"
-}
-
 if [ "$mode" = compare ]; then
   # One line per pair whatever the paths hold: --name-only quotes a name with a newline.
   while IFS=' ' read -r -d '' from to; do
@@ -94,9 +114,6 @@ cd /workspace
 is_tree() {
   [ "$(checkpoint_git cat-file -t "$1" 2>/dev/null || true)" = tree ]
 }
-
-# Made by the first record only: a process per record is a millisecond or more of a turn's wait.
-[ -d /checkpoints/objects ] || mkdir -p /checkpoints/objects
 
 # The copy as it is now, as one tree: the same `add -A` a diff does, over the baseline's entries.
 #
@@ -151,7 +168,7 @@ if [ "$mode" = restore ]; then
 fi
 from_kept=""
 if [ "$index_use" = fresh ]; then
-  rm -f "$kept" "$partial"
+  rm -f "$kept" "$partial" "$record_cache"
 elif [ -f "$kept" ] && ! [[ "$kept" -nt /scratch/now ]] && copy_kept &&
   add_all 2>/dev/null; then
   from_kept=1

@@ -17,7 +17,7 @@ import type { ContainerClient, CreateContainerRequest } from "../client/index.js
 import type { CreateContainerFrom } from "../support-volumes.js";
 import { engineStatusOf } from "../docker-errors.js";
 import { ContainerExec } from "../exec/container-exec.js";
-import { executorContainerDirectory } from "../resident/executor-binary.js";
+import { executorContainerDirectory, recorderContainerPath } from "../resident/executor-binary.js";
 import { ResidentTransport } from "../resident/resident-transport.js";
 import { HeldStdin, type ExecTransport } from "../../shell/exec-transport.js";
 
@@ -226,10 +226,12 @@ export class WorkspaceInspectors {
       await resident.ping();
       transport = resident;
     }
-    // A recorder started ahead reads its request from stdin when `run` sends it (see `ahead`).
+    // A recorder started ahead reads its request from stdin when `run` sends it (see `ahead`);
+    // recorder.c comes in the executor's volume.
+    const recorder = executorVolume !== undefined ? recorderContainerPath : undefined;
     const ahead =
       options.ahead && access === "record"
-        ? await startAhead(transport, () => this.containers.kill(id), target).catch(
+        ? await startAhead(transport, () => this.containers.kill(id), target, recorder).catch(
             (error: unknown) => {
               this.logger.debug({ err: error, container: name }, "no recorder started ahead");
               return undefined;
@@ -418,8 +420,9 @@ async function runInspection(
 
 /**
  * A record's recorder started ahead of its request: checkpoint-copy.sh `ahead` has started,
- * and copied the kept index, and waits on stdin for the request (`record SINCE INDEX`, then the
- * pathspecs), which `run` sends. Reading the copy starts only then.
+ * and copied the kept index (and started recorder.c, when the container has it), and waits on
+ * stdin for the request (`record SINCE INDEX`, then the pathspecs), which `run` sends. Reading
+ * the copy starts only then.
  */
 interface AheadRecord {
   /** Whether it still waits for its request (it has not ended). */
@@ -433,13 +436,17 @@ async function startAhead(
   exec: ExecTransport,
   kill: () => Promise<void>,
   target: InspectedWorkspace,
+  recorder: string | undefined,
 ): Promise<AheadRecord> {
   let send!: (request: Uint8Array | undefined) => void;
   const rest = new Promise<Uint8Array | undefined>((resolve) => {
     send = resolve;
   });
   const started = await beginInspection(exec, kill, target, {
-    invocation: scriptInvocation(shellScript("checkpointCopy"), ["ahead"]),
+    invocation: scriptInvocation(shellScript("checkpointCopy"), [
+      "ahead",
+      ...(recorder ? [recorder] : []),
+    ]),
     stdin: new HeldStdin(new Uint8Array(0), rest),
   });
   let ended = false;

@@ -13,6 +13,11 @@ export { executorContainerPath };
 export const executorContainerDirectory = path.posix.dirname(executorContainerPath);
 /** The binary's name in its volume. */
 export const executorFileName = path.posix.basename(executorContainerPath);
+/**
+ * Where a turn's checkpoint recorder (inspector/recorder.c, built beside the executor) is, in the
+ * same volume: recording inspectors mount it and run it (checkpoint-copy.sh `ahead`).
+ */
+export const recorderContainerPath = path.posix.join(executorContainerDirectory, "recorder");
 
 /**
  * The host path of the executor binary, built from executor.c by scripts/build-executor.sh (run by
@@ -25,8 +30,9 @@ export function residentExecutorBinary(): string | undefined {
 }
 
 /**
- * The engine's volume holding the executor `binary` (`residentExecutorBinary()`), made there on first use (so it
- * travels with the engine, local or elsewhere); undefined when none was built.
+ * The engine's volume holding the executor `binary` (`residentExecutorBinary()`) and the recorder
+ * built beside it (`cordon-recorder`, when there is one), made there on first use (so it travels
+ * with the engine, local or elsewhere); undefined when none was built.
  */
 export async function ensureExecutorVolume(
   support: SupportVolumes,
@@ -34,6 +40,11 @@ export async function ensureExecutorVolume(
   binary: string | undefined,
 ): Promise<string | undefined> {
   if (binary === undefined) return undefined;
-  const file = { name: executorFileName, content: await readFile(binary), mode: 0o755 };
-  return (await support.ensure("executor", [file], image)).name;
+  const files = [{ name: executorFileName, content: await readFile(binary), mode: 0o755 }];
+  const recorder = path.join(path.dirname(binary), "cordon-recorder");
+  if (existsSync(recorder)) {
+    const name = path.posix.basename(recorderContainerPath);
+    files.push({ name, content: await readFile(recorder), mode: 0o755 });
+  }
+  return (await support.ensure("executor", files, image)).name;
 }

@@ -1,0 +1,900 @@
+/*
+ * cordon-recorder: records a private copy's state as a git tree for a turn's checkpoint without
+ * starting a process while the turn waits (docs/checkpoints.md; issue 30's budget of three execs).
+ *
+ * It runs inside a recording inspector (workspace-inspector.ts), started ahead by
+ * checkpoint-copy.sh `ahead` with the git environment that script sets, and gives the same tree
+ * as the script's `git add -A` from the baseline's entries followed by `git write-tree`, or none:
+ * whatever it is not sure to do exactly as git does, it leaves to the script (exit 3, below).
+ *
+ * Ahead of the request, reading nothing of the copy: it lists the baseline's paths (`ls-tree`),
+ * starts three git processes that wait on their stdin (`hash-object --stdin-paths`, `mktree
+ * --batch`, `check-ignore --stdin`) and loads its cache. On the request it walks the copy once
+ * (a readdir and an lstat per entry), takes each file's blob id from the cache when its stat
+ * data is the cached one, has git hash the others and decide whether each path the baseline does
+ * not track is ignored (the copy's own .gitignore files and the baseline's info/exclude, as `add
+ * -A` reads them), and has git write each directory whose entries differ from the cached ones.
+ *
+ * The cache (CACHE, in the checkpoint store, which no sandbox mounts): each file's stat data and
+ * blob id, each directory's entries and tree id. Rewritten only by a record the host says found
+ * the sandbox idle (INDEX `keep`), and a file's entry only when its ctime and mtime are a second
+ * older than the record: the kept index's rule (checkpoint-copy.sh): any later change to the file
+ * gives it a later ctime, which no process can set back, and no process that could write it
+ * through a mapping without one was alive. A cache written in the future (the clock went back)
+ * is not used. A directory's entry needs no such rule: it is its entries' ids.
+ *
+ * usage: cordon-recorder CACHE GIT... (GIT: the git command and its options, e.g. `git -c ...`)
+ * stdin: MODE NUL SINCE NUL INDEX NUL, then the pathspecs (as checkpoint-copy.sh `ahead` reads)
+ * stdout: the tree id and a NUL, as checkpoint-copy.sh prints it for `record SINCE none`
+ * exit: 0 recorded (or no request came: end-of-file); 3 not recorded, nothing printed: the
+ *   request it read, if any, is in /scratch/request for the script to read instead of stdin.
+ *   Anything else is a failure of this program, which the script treats as 3.
+ *
+ * What it leaves to git: another request than a turn's (`record none`, INDEX `keep` or `reuse`),
+ * pathspecs other than `.`, a baseline with a submodule, a `.git` below the top (a nested
+ * repository: git adds a gitlink), names git refuses or treats specially, a tracked path that is
+ * no longer a file, link or directory, anything it cannot read, and any error of its own.
+ */
+#define _GNU_SOURCE
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <spawn.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#define FALL_BACK 3
+#define REQUEST_FILE "/scratch/request"
+#define MAX_DEPTH 200
+#define MAX_REQUEST (1024 * 1024)
+#define MAX_CACHE (512u * 1024 * 1024)
+#define CACHE_MAGIC "cordon-recorder-cache 1"
+
+extern char **environ;
+
+/* Not recorded: the script takes over. The request goes where it can read it. */
+static void fall_back(const char *format, ...) {
+  va_list args;
+  va_start(args, format);
+  fputs("cordon-recorder: ", stderr);
+  vfprintf(stderr, format, args);
+  fputs("; recording with git\n", stderr);
+  va_end(args);
+  exit(FALL_BACK);
+}
+
+/* ---- growing buffers ---- */
+
+struct buf {
+  char *data;
+  size_t length, capacity;
+};
+
+static void buf_add(struct buf *b, const void *data, size_t length) {
+  if (b->length + length + 1 > b->capacity) {
+    size_t capacity = b->capacity ? b->capacity : 256;
+    while (b->length + length + 1 > capacity) capacity *= 2;
+    char *grown = realloc(b->data, capacity);
+    if (!grown) fall_back("out of memory");
+    b->data = grown;
+    b->capacity = capacity;
+  }
+  memcpy(b->data + b->length, data, length);
+  b->length += length;
+  b->data[b->length] = '\0';
+}
+
+static void buf_str(struct buf *b, const char *s) { buf_add(b, s, strlen(s) + 1); }
+
+static void buf_printf(struct buf *b, const char *format, ...) {
+  char small[128];
+  va_list args;
+  va_start(args, format);
+  int n = vsnprintf(small, sizeof small, format, args);
+  va_end(args);
+  if (n < 0 || (size_t)n >= sizeof small) fall_back("a field too long");
+  buf_add(b, small, (size_t)n);
+}
+
+static char *copy_of(const char *s, size_t length) {
+  char *copy = malloc(length + 1);
+  if (!copy) fall_back("out of memory");
+  memcpy(copy, s, length);
+  copy[length] = '\0';
+  return copy;
+}
+
+static char *joined(const char *dir, const char *name) {
+  struct buf b = {0};
+  if (*dir) {
+    buf_add(&b, dir, strlen(dir));
+    buf_add(&b, "/", 1);
+  }
+  buf_add(&b, name, strlen(name));
+  return b.data;
+}
+
+/* ---- git processes waiting on stdin ---- */
+
+struct helper {
+  const char *name;
+  pid_t pid;
+  int in, out;
+};
+
+static char **git_command;
+static int git_words;
+
+static void start_git(struct helper *h, const char *name, const char *const *args) {
+  int to[2], from[2];
+  if (pipe2(to, O_CLOEXEC) || pipe2(from, O_CLOEXEC)) fall_back("cannot make a pipe");
+  char *argv[64];
+  int n = 0;
+  for (int i = 0; i < git_words && n < 60; i++) argv[n++] = git_command[i];
+  for (int i = 0; args[i] && n < 63; i++) argv[n++] = (char *)args[i];
+  argv[n] = NULL;
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_adddup2(&actions, to[0], 0);
+  posix_spawn_file_actions_adddup2(&actions, from[1], 1);
+  if (posix_spawnp(&h->pid, argv[0], &actions, NULL, argv, environ)) {
+    fall_back("cannot start git %s", name);
+  }
+  posix_spawn_file_actions_destroy(&actions);
+  close(to[0]);
+  close(from[1]);
+  h->name = name;
+  h->in = to[1];
+  h->out = from[0];
+  fcntl(h->in, F_SETFL, O_NONBLOCK);
+  fcntl(h->out, F_SETFL, O_NONBLOCK);
+}
+
+/*
+ * Sends `request` to a helper and reads its answers until `answers` of them have come, an answer
+ * ending with its `per_answer`-th `terminator`. Writing and reading at once: neither side can fill
+ * a pipe the other is not emptying.
+ */
+static void exchange(struct helper *h, const struct buf *request, size_t answers, char terminator,
+                     int per_answer, struct buf *reply) {
+  size_t written = 0, seen = 0, wanted = answers * (size_t)per_answer;
+  reply->length = 0;
+  while (seen < wanted) {
+    struct pollfd fds[2] = {{h->out, POLLIN, 0}, {h->in, POLLOUT, 0}};
+    int watching = written < request->length ? 2 : 1;
+    if (poll(fds, watching, -1) < 0) {
+      if (errno == EINTR) continue;
+      fall_back("poll: %s", strerror(errno));
+    }
+    if (watching == 2 && fds[1].revents) {
+      ssize_t n = write(h->in, request->data + written, request->length - written);
+      if (n < 0 && errno != EAGAIN) fall_back("git %s stopped reading", h->name);
+      if (n > 0) written += (size_t)n;
+    }
+    if (fds[0].revents) {
+      char chunk[65536];
+      ssize_t n = read(h->out, chunk, sizeof chunk);
+      if (n == 0) fall_back("git %s ended", h->name);
+      if (n < 0 && errno != EAGAIN) fall_back("git %s: %s", h->name, strerror(errno));
+      for (ssize_t i = 0; i < n; i++) seen += chunk[i] == terminator;
+      if (n > 0) buf_add(reply, chunk, (size_t)n);
+    }
+  }
+  if (seen != wanted) fall_back("git %s answered more than it was asked", h->name);
+}
+
+static struct helper hasher, tree_maker, ignore_checker;
+
+/* A hex object id of the baseline's length, ended by `end`: copied into `oid`. */
+static size_t oid_length;
+
+static const char *take_oid(const char *at, const char *limit, char end, char *oid) {
+  size_t n = 0;
+  while (at + n < limit && at[n] != end) n++;
+  if (at + n >= limit || n != oid_length || strspn(at, "0123456789abcdef") < n) {
+    fall_back("git answered something that is not an object id");
+  }
+  memcpy(oid, at, n);
+  oid[n] = '\0';
+  return at + n + 1;
+}
+
+/* ---- the baseline's paths ---- */
+
+static char **tracked;
+static size_t tracked_count;
+
+static int compare_strings(const void *a, const void *b) {
+  return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+static void read_all(int fd, struct buf *into) {
+  char chunk[65536];
+  for (;;) {
+    ssize_t n = read(fd, chunk, sizeof chunk);
+    if (n == 0) return;
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      fall_back("reading git: %s", strerror(errno));
+    }
+    buf_add(into, chunk, (size_t)n);
+  }
+}
+
+/* `ls-tree -r -z` of the baseline: MODE SP TYPE SP OID TAB PATH NUL. */
+static void list_baseline(void) {
+  struct helper lister;
+  const char *args[] = {"ls-tree", "-r", "-z", "--full-tree", "refs/cordon/baseline", NULL};
+  start_git(&lister, "ls-tree", args);
+  close(lister.in);
+  fcntl(lister.out, F_SETFL, 0);
+  struct buf listing = {0};
+  read_all(lister.out, &listing);
+  close(lister.out);
+  int status;
+  if (waitpid(lister.pid, &status, 0) < 0 || !WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+    fall_back("git ls-tree of the baseline failed");
+  }
+  size_t capacity = 0;
+  for (size_t at = 0; at < listing.length;) {
+    const char *entry = listing.data + at;
+    size_t length = strlen(entry);
+    const char *tab = memchr(entry, '\t', length);
+    const char *space = memchr(entry, ' ', length);
+    if (!tab || !space) fall_back("ls-tree printed something unexpected");
+    if (strncmp(entry, "160000 ", 7) == 0) fall_back("the baseline has a submodule");
+    const char *oid = memchr(space + 1, ' ', (size_t)(tab - space - 1));
+    if (!oid) fall_back("ls-tree printed something unexpected");
+    size_t this_length = (size_t)(tab - oid - 1);
+    if (oid_length && this_length != oid_length) fall_back("object ids of two lengths");
+    oid_length = this_length;
+    if (tracked_count == capacity) {
+      capacity = capacity ? capacity * 2 : 1024;
+      tracked = realloc(tracked, capacity * sizeof *tracked);
+      if (!tracked) fall_back("out of memory");
+    }
+    tracked[tracked_count++] = copy_of(tab + 1, length - (size_t)(tab + 1 - entry));
+    at += length + 1;
+  }
+  if (tracked_count == 0) fall_back("the baseline is empty");
+  if (oid_length != 40 && oid_length != 64) fall_back("object ids of an unknown length");
+  qsort(tracked, tracked_count, sizeof *tracked, compare_strings);
+}
+
+/* The first tracked path not before `path`. */
+static size_t tracked_from(const char *path) {
+  size_t low = 0, high = tracked_count;
+  while (low < high) {
+    size_t middle = (low + high) / 2;
+    if (strcmp(tracked[middle], path) < 0) low = middle + 1;
+    else high = middle;
+  }
+  return low;
+}
+
+static int is_tracked(const char *path) {
+  size_t at = tracked_from(path);
+  return at < tracked_count && strcmp(tracked[at], path) == 0;
+}
+
+/* Whether the baseline tracks a path inside the directory `path`: git then reads it whatever
+ * ignores it. */
+static int tracks_inside(const char *path) {
+  char *prefix = joined(path, "");
+  size_t length = strlen(prefix);
+  size_t at = tracked_from(prefix);
+  int inside = at < tracked_count && strncmp(tracked[at], prefix, length) == 0;
+  free(prefix);
+  return inside;
+}
+
+/* ---- the cache ---- */
+
+struct cached {
+  char kind; /* 'f' a file, 'd' a directory */
+  char *path;
+  unsigned long long ino, size;
+  long long mtime_sec, mtime_nsec, ctime_sec, ctime_nsec;
+  unsigned mode;
+  char oid[65];
+  char *entries; /* a directory's: its tree's entries as sent to mktree */
+  size_t entries_length;
+};
+
+struct table {
+  struct cached *items;
+  size_t count, capacity;
+  size_t *slots; /* index + 1; 0 empty */
+  size_t slot_count;
+};
+
+static uint64_t path_hash(char kind, const char *path) {
+  uint64_t h = 1469598103934665603ull ^ (unsigned char)kind;
+  for (const unsigned char *p = (const unsigned char *)path; *p; p++) h = (h ^ *p) * 1099511628211ull;
+  return h;
+}
+
+static void table_rehash(struct table *t) {
+  free(t->slots);
+  t->slot_count = t->slot_count ? t->slot_count * 2 : 1024;
+  t->slots = calloc(t->slot_count, sizeof *t->slots);
+  if (!t->slots) fall_back("out of memory");
+  for (size_t i = 0; i < t->count; i++) {
+    size_t slot = path_hash(t->items[i].kind, t->items[i].path) & (t->slot_count - 1);
+    while (t->slots[slot]) slot = (slot + 1) & (t->slot_count - 1);
+    t->slots[slot] = i + 1;
+  }
+}
+
+static void table_add(struct table *t, const struct cached *item) {
+  if (t->count == t->capacity) {
+    t->capacity = t->capacity ? t->capacity * 2 : 1024;
+    t->items = realloc(t->items, t->capacity * sizeof *t->items);
+    if (!t->items) fall_back("out of memory");
+  }
+  t->items[t->count++] = *item;
+  if (t->count * 2 > t->slot_count) table_rehash(t);
+  else {
+    size_t slot = path_hash(item->kind, item->path) & (t->slot_count - 1);
+    while (t->slots[slot]) slot = (slot + 1) & (t->slot_count - 1);
+    t->slots[slot] = t->count;
+  }
+}
+
+static const struct cached *table_find(const struct table *t, char kind, const char *path) {
+  if (!t->slot_count) return NULL;
+  size_t slot = path_hash(kind, path) & (t->slot_count - 1);
+  for (; t->slots[slot]; slot = (slot + 1) & (t->slot_count - 1)) {
+    const struct cached *item = &t->items[t->slots[slot] - 1];
+    if (item->kind == kind && strcmp(item->path, path) == 0) return item;
+  }
+  return NULL;
+}
+
+static struct table old_cache, new_cache;
+static const char *cache_path;
+
+/* A NUL-ended field of the cache file; NULL past its end. */
+static const char *next_field(const char **at, const char *limit) {
+  const char *field = *at;
+  const char *end = memchr(field, '\0', (size_t)(limit - field));
+  if (!end) return NULL;
+  *at = end + 1;
+  return field;
+}
+
+static int number_field(const char **at, const char *limit, unsigned long long *value) {
+  const char *field = next_field(at, limit);
+  if (!field || !*field || strspn(field, "0123456789") != strlen(field) || strlen(field) > 19) return 0;
+  *value = strtoull(field, NULL, 10);
+  return 1;
+}
+
+/* Parses the cache written by `save_cache`; anything unexpected leaves it empty. */
+static int parse_cache(const char *at, const char *limit, struct table *into) {
+  const char *magic = next_field(&at, limit);
+  if (!magic || strcmp(magic, CACHE_MAGIC) != 0) return 0;
+  while (at < limit) {
+    struct cached item = {0};
+    unsigned long long n[7];
+    const char *kind = next_field(&at, limit);
+    const char *path = kind ? next_field(&at, limit) : NULL;
+    /* Only the top directory has an empty path. */
+    if (!path || strlen(kind) != 1 || (!*path && kind[0] != 'd')) return 0;
+    item.kind = kind[0];
+    item.path = (char *)path;
+    if (item.kind == 'f') {
+      for (int i = 0; i < 7; i++) {
+        if (!number_field(&at, limit, &n[i])) return 0;
+      }
+      item.ino = n[0];
+      item.size = n[1];
+      item.mtime_sec = (long long)n[2];
+      item.mtime_nsec = (long long)n[3];
+      item.ctime_sec = (long long)n[4];
+      item.ctime_nsec = (long long)n[5];
+      item.mode = (unsigned)n[6];
+    } else if (item.kind == 'd') {
+      if (!number_field(&at, limit, &n[0]) || n[0] > (unsigned long long)(limit - at)) return 0;
+      item.entries = (char *)at;
+      item.entries_length = (size_t)n[0];
+      at += n[0];
+    } else {
+      return 0;
+    }
+    const char *oid = next_field(&at, limit);
+    if (!oid || strlen(oid) != oid_length || strspn(oid, "0123456789abcdef") != oid_length) return 0;
+    memcpy(item.oid, oid, oid_length + 1);
+    table_add(into, &item);
+  }
+  return 1;
+}
+
+static void load_cache(void) {
+  int fd = open(cache_path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+  if (fd < 0) return;
+  struct stat st;
+  struct buf contents = {0};
+  if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && (size_t)st.st_size <= MAX_CACHE &&
+      st.st_mtime <= time(NULL)) {
+    read_all(fd, &contents);
+  }
+  close(fd);
+  if (contents.length && !parse_cache(contents.data, contents.data + contents.length, &old_cache)) {
+    /* Dropped whole: a record from nothing is slower, never wrong. */
+    free(old_cache.items);
+    free(old_cache.slots);
+    memset(&old_cache, 0, sizeof old_cache);
+  }
+}
+
+static void save_cache(void) {
+  struct buf out = {0};
+  buf_str(&out, CACHE_MAGIC);
+  for (size_t i = 0; i < new_cache.count; i++) {
+    const struct cached *item = &new_cache.items[i];
+    buf_add(&out, item->kind == 'f' ? "f" : "d", 2);
+    buf_str(&out, item->path);
+    if (item->kind == 'f') {
+      buf_printf(&out, "%llu%c%llu%c%lld%c%lld%c%lld%c%lld%c%u", item->ino, 0, item->size, 0,
+                 item->mtime_sec, 0, item->mtime_nsec, 0, item->ctime_sec, 0, item->ctime_nsec,
+                 0, item->mode);
+      buf_add(&out, "", 1);
+    } else {
+      buf_printf(&out, "%zu", item->entries_length);
+      buf_add(&out, "", 1);
+      buf_add(&out, item->entries, item->entries_length);
+    }
+    buf_str(&out, item->oid);
+  }
+  struct buf temporary = {0};
+  buf_add(&temporary, cache_path, strlen(cache_path));
+  buf_add(&temporary, ".next", 5);
+  int fd = open(temporary.data, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
+  if (fd < 0) return;
+  size_t written = 0;
+  while (written < out.length) {
+    ssize_t n = write(fd, out.data + written, out.length - written);
+    if (n <= 0) break;
+    written += (size_t)n;
+  }
+  if (close(fd) != 0 || written != out.length || rename(temporary.data, cache_path) != 0) {
+    unlink(temporary.data);
+  }
+}
+
+/* ---- names ---- */
+
+/* Lowercase ASCII prefix test. */
+static int starts_folded(const char *name, const char *prefix) {
+  for (; *prefix; name++, prefix++) {
+    char c = *name >= 'A' && *name <= 'Z' ? (char)(*name + 32) : *name;
+    if (c != *prefix) return 0;
+  }
+  return 1;
+}
+
+/*
+ * Names git refuses or reads specially (its verify_path with core.protectNTFS, the default): a
+ * `.git` in any case and its NTFS spellings (`.git ` `.git.` `git~1`), and a link named like
+ * `.gitmodules` or its short name. A superset, so git decides all of them.
+ */
+static int special_name(const char *name, int is_link) {
+  if (strchr(name, '\\') || strchr(name, ':')) return 1;
+  if (starts_folded(name, "git~")) return 1;
+  if (starts_folded(name, ".git")) {
+    char next = name[4];
+    if (next == '\0' || next == ' ' || next == '.') return 1;
+    if (is_link) return 1;
+  }
+  return is_link && strchr(name, '~') != NULL;
+}
+
+/* ---- the walk ---- */
+
+/*
+ * The copy is walked a level at a time, so each kind of question git answers is asked once per
+ * level (whether untracked paths are ignored), once in all (the blob ids of changed files) and
+ * once per level again on the way back up (the trees that changed): a handful of round trips
+ * whatever the number of files and directories.
+ */
+
+static long long cutoff;
+static int keep_cache;
+static unsigned link_files;
+
+struct entry {
+  char *name;
+  char *path;
+  struct stat st;
+  int left_out; /* ignored, not a file git adds, or a directory with nothing recorded */
+  char oid[65];
+  char *link_copy; /* a changed link's target, in a scratch file git hashes */
+};
+
+struct directory {
+  char *path; /* "" the top */
+  int fd;
+  struct entry *entries;
+  size_t count;
+  struct entry *in_parent; /* its entry in its parent's list; NULL for the top */
+};
+
+/* The directories of one depth. */
+struct level {
+  struct directory *items;
+  size_t count, capacity;
+};
+
+static void level_add(struct level *level, const struct directory *item) {
+  if (level->count == level->capacity) {
+    level->capacity = level->capacity ? level->capacity * 2 : 16;
+    level->items = realloc(level->items, level->capacity * sizeof *level->items);
+    if (!level->items) fall_back("out of memory");
+  }
+  level->items[level->count++] = *item;
+}
+
+/* A list of entries: those git must answer for. */
+struct entries {
+  struct entry **items;
+  size_t count, capacity;
+};
+
+static void entries_add(struct entries *list, struct entry *e) {
+  if (list->count == list->capacity) {
+    list->capacity = list->capacity ? list->capacity * 2 : 64;
+    list->items = realloc(list->items, list->capacity * sizeof *list->items);
+    if (!list->items) fall_back("out of memory");
+  }
+  list->items[list->count++] = e;
+}
+
+static int compare_entries(const void *a, const void *b) {
+  return strcmp(((const struct entry *)a)->name, ((const struct entry *)b)->name);
+}
+
+/* Leaves out what `add -A` leaves out as ignored (git check-ignore, all at once). */
+static void leave_out_ignored(const struct entries *asked) {
+  if (asked->count == 0) return;
+  struct buf request = {0}, reply = {0};
+  for (size_t i = 0; i < asked->count; i++) buf_str(&request, asked->items[i]->path);
+  /* Each answer: SOURCE NUL LINE NUL PATTERN NUL PATH NUL (empty fields: not matched). */
+  exchange(&ignore_checker, &request, asked->count, '\0', 4, &reply);
+  const char *at = reply.data;
+  for (size_t i = 0; i < asked->count; i++) {
+    const char *line = at + strlen(at) + 1;
+    const char *pattern = line + strlen(line) + 1;
+    const char *path = pattern + strlen(pattern) + 1;
+    if (strcmp(path, asked->items[i]->path) != 0) fall_back("check-ignore answered for another path");
+    if (pattern[0] != '\0' && pattern[0] != '!') asked->items[i]->left_out = 1;
+    at = path + strlen(path) + 1;
+  }
+  free(request.data);
+  free(reply.data);
+}
+
+/* A path as hash-object --stdin-paths reads it: C-quoted, so any byte but NUL can be in it. */
+static void add_quoted(struct buf *b, const char *path) {
+  buf_add(b, "\"", 1);
+  for (const unsigned char *p = (const unsigned char *)path; *p; p++) {
+    if (*p == '"' || *p == '\\') {
+      char escaped[2] = {'\\', (char)*p};
+      buf_add(b, escaped, 2);
+    } else if (*p < 0x20 || *p >= 0x7f) {
+      buf_printf(b, "\\%03o", *p);
+    } else {
+      buf_add(b, p, 1);
+    }
+  }
+  buf_add(b, "\"\n", 2);
+}
+
+/* A link's target into a scratch file, whose blob is the link's (git hashes a link's target). */
+static char *link_target_file(int dir, const struct entry *e) {
+  size_t size = (size_t)e->st.st_size;
+  char *target = malloc(size + 1);
+  if (!target) fall_back("out of memory");
+  ssize_t n = readlinkat(dir, e->name, target, size + 1);
+  if (n < 0 || (size_t)n != size) fall_back("a link changed while it was read");
+  struct buf name = {0};
+  buf_printf(&name, "/scratch/recorder-link-%u", link_files++);
+  int fd = open(name.data, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+  if (fd < 0 || write(fd, target, size) != (ssize_t)size || close(fd) != 0) {
+    fall_back("cannot write a scratch file");
+  }
+  free(target);
+  return name.data;
+}
+
+/* The blob ids of files whose stat data is not the cached one (git hash-object, all at once). */
+static void hash_changed(const struct entries *changed) {
+  if (changed->count == 0) return;
+  struct buf request = {0}, reply = {0};
+  for (size_t i = 0; i < changed->count; i++) {
+    const struct entry *e = changed->items[i];
+    add_quoted(&request, e->link_copy ? e->link_copy : e->path);
+  }
+  exchange(&hasher, &request, changed->count, '\n', 1, &reply);
+  const char *at = reply.data, *limit = reply.data + reply.length;
+  for (size_t i = 0; i < changed->count; i++) {
+    at = take_oid(at, limit, '\n', changed->items[i]->oid);
+    if (changed->items[i]->link_copy) unlink(changed->items[i]->link_copy);
+  }
+  free(request.data);
+  free(reply.data);
+}
+
+static int same_stat(const struct cached *c, const struct stat *st) {
+  return c->ino == (unsigned long long)st->st_ino && c->size == (unsigned long long)st->st_size &&
+         c->mode == st->st_mode && c->mtime_sec == (long long)st->st_mtim.tv_sec &&
+         c->mtime_nsec == (long long)st->st_mtim.tv_nsec &&
+         c->ctime_sec == (long long)st->st_ctim.tv_sec &&
+         c->ctime_nsec == (long long)st->st_ctim.tv_nsec;
+}
+
+static void remember_file(const struct entry *e) {
+  if (!keep_cache || e->st.st_ctim.tv_sec >= cutoff || e->st.st_mtim.tv_sec >= cutoff) return;
+  struct cached item = {.kind = 'f', .path = e->path};
+  item.ino = (unsigned long long)e->st.st_ino;
+  item.size = (unsigned long long)e->st.st_size;
+  item.mode = e->st.st_mode;
+  item.mtime_sec = e->st.st_mtim.tv_sec;
+  item.mtime_nsec = e->st.st_mtim.tv_nsec;
+  item.ctime_sec = e->st.st_ctim.tv_sec;
+  item.ctime_nsec = e->st.st_ctim.tv_nsec;
+  memcpy(item.oid, e->oid, sizeof item.oid);
+  table_add(&new_cache, &item);
+}
+
+/*
+ * Reads a directory's entries, sorted by name as git sorts a tree's, each lstat'ed; those git
+ * decides on (untracked: ignored or not) go to `asked`. A directory stays open for its children.
+ */
+static void scan(struct directory *dir, int depth, struct entries *asked) {
+  if (depth > MAX_DEPTH) fall_back("directories nested deeper than %d", MAX_DEPTH);
+  int listing = dup(dir->fd);
+  DIR *stream = listing < 0 ? NULL : fdopendir(listing);
+  if (!stream) fall_back("cannot read a directory");
+  size_t capacity = 0;
+  for (;;) {
+    errno = 0;
+    struct dirent *d = readdir(stream);
+    if (!d) {
+      if (errno) fall_back("cannot read a directory");
+      break;
+    }
+    if (strcmp(d->d_name, ".") == 0 || strcmp(d->d_name, "..") == 0) continue;
+    /* git never adds the top's own .git; one further down is a nested repository. */
+    if (depth == 0 && strcmp(d->d_name, ".git") == 0) continue;
+    if (dir->count == capacity) {
+      capacity = capacity ? capacity * 2 : 32;
+      dir->entries = realloc(dir->entries, capacity * sizeof *dir->entries);
+      if (!dir->entries) fall_back("out of memory");
+    }
+    struct entry *e = &dir->entries[dir->count++];
+    memset(e, 0, sizeof *e);
+    e->name = copy_of(d->d_name, strlen(d->d_name));
+    e->path = joined(dir->path, e->name);
+  }
+  closedir(stream);
+  qsort(dir->entries, dir->count, sizeof *dir->entries, compare_entries);
+  for (size_t i = 0; i < dir->count; i++) {
+    struct entry *e = &dir->entries[i];
+    if (fstatat(dir->fd, e->name, &e->st, AT_SYMLINK_NOFOLLOW) != 0) fall_back("cannot stat an entry");
+    int is_dir = S_ISDIR(e->st.st_mode);
+    if (special_name(e->name, S_ISLNK(e->st.st_mode))) fall_back("a name git treats specially");
+    if (!is_dir && !S_ISREG(e->st.st_mode) && !S_ISLNK(e->st.st_mode)) {
+      /* git skips a FIFO, socket or device it does not track, and fails on one it does. */
+      if (is_tracked(e->path)) fall_back("a tracked path is no longer a file");
+      e->left_out = 1;
+      continue;
+    }
+    if (is_dir ? !tracks_inside(e->path) : !is_tracked(e->path)) entries_add(asked, e);
+  }
+}
+
+/*
+ * After the ignore check: opens the directories to walk next into `next` and puts the files whose
+ * stat data is not the cached one in `changed` (a changed link's target read now, while its
+ * directory is open). The directory is closed.
+ */
+static void descend(struct directory *dir, struct level *next, struct entries *changed) {
+  for (size_t i = 0; i < dir->count; i++) {
+    struct entry *e = &dir->entries[i];
+    if (e->left_out) continue;
+    if (S_ISDIR(e->st.st_mode)) {
+      struct directory child = {.path = e->path, .in_parent = e};
+      child.fd = openat(dir->fd, e->name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+      if (child.fd < 0) fall_back("cannot open a directory");
+      level_add(next, &child);
+      continue;
+    }
+    const struct cached *known = table_find(&old_cache, 'f', e->path);
+    if (known && same_stat(known, &e->st)) {
+      memcpy(e->oid, known->oid, sizeof e->oid);
+      continue;
+    }
+    if (S_ISLNK(e->st.st_mode)) e->link_copy = link_target_file(dir->fd, e);
+    entries_add(changed, e);
+  }
+  close(dir->fd);
+  dir->fd = -1;
+}
+
+/* A directory's tree as mktree reads it: MODE SP TYPE SP ID TAB NAME NUL per entry recorded. */
+static void tree_of(const struct directory *dir, struct buf *tree) {
+  tree->length = 0;
+  for (size_t i = 0; i < dir->count; i++) {
+    const struct entry *e = &dir->entries[i];
+    if (e->left_out) continue;
+    const char *mode = S_ISDIR(e->st.st_mode)    ? "040000 tree"
+                       : S_ISLNK(e->st.st_mode)  ? "120000 blob"
+                       : e->st.st_mode & S_IXUSR ? "100755 blob"
+                                                 : "100644 blob";
+    buf_printf(tree, "%s %s\t", mode, e->oid);
+    buf_str(tree, e->name);
+    if (!S_ISDIR(e->st.st_mode)) remember_file(e);
+  }
+}
+
+/* The top directory's tree: the record. */
+static char recorded_tree[65];
+
+/* Where a tree id mktree writes goes: the directory's entry in its parent (NULL: the top's). */
+struct made {
+  struct entry *self;
+  size_t cache_item;
+};
+
+/*
+ * The trees of one level, its children's known: each directory's id from the cache when its
+ * entries are the cached ones, the others written by git mktree (all at once); a directory with
+ * nothing recorded is left out of its parent, as git leaves an empty tree out.
+ */
+static void make_trees(const struct level *level) {
+  struct buf request = {0}, reply = {0}, tree = {0};
+  struct made *made = malloc((level->count + 1) * sizeof *made);
+  if (!made) fall_back("out of memory");
+  size_t made_count = 0;
+  for (size_t i = 0; i < level->count; i++) {
+    const struct directory *dir = &level->items[i];
+    tree_of(dir, &tree);
+    if (tree.length == 0) {
+      if (!dir->in_parent) fall_back("nothing to record");
+      dir->in_parent->left_out = 1;
+      continue;
+    }
+    struct cached item = {.kind = 'd', .path = dir->path};
+    item.entries = copy_of(tree.data, tree.length);
+    item.entries_length = tree.length;
+    const struct cached *known = table_find(&old_cache, 'd', dir->path);
+    if (known && known->entries_length == tree.length &&
+        memcmp(known->entries, tree.data, tree.length) == 0) {
+      memcpy(item.oid, known->oid, sizeof item.oid);
+      memcpy(dir->in_parent ? dir->in_parent->oid : recorded_tree, item.oid, sizeof item.oid);
+    } else {
+      buf_add(&request, tree.data, tree.length);
+      buf_add(&request, "", 1); /* an empty entry ends a tree */
+      made[made_count++] = (struct made){dir->in_parent, new_cache.count};
+    }
+    table_add(&new_cache, &item);
+  }
+  if (made_count > 0) {
+    exchange(&tree_maker, &request, made_count, '\n', 1, &reply);
+    const char *at = reply.data, *limit = reply.data + reply.length;
+    for (size_t i = 0; i < made_count; i++) {
+      struct cached *item = &new_cache.items[made[i].cache_item];
+      at = take_oid(at, limit, '\n', item->oid);
+      memcpy(made[i].self ? made[i].self->oid : recorded_tree, item->oid, sizeof item->oid);
+    }
+  }
+  free(made);
+  free(request.data);
+  free(reply.data);
+  free(tree.data);
+}
+
+/* The copy's tree, into `recorded_tree`. */
+static void record_copy(int top) {
+  struct level *levels = NULL;
+  size_t depth = 0;
+  struct level current = {0};
+  level_add(&current, &(struct directory){.path = "", .fd = top});
+  struct entries changed = {0};
+  for (; current.count > 0; depth++) {
+    struct entries asked = {0};
+    for (size_t i = 0; i < current.count; i++) scan(&current.items[i], (int)depth, &asked);
+    leave_out_ignored(&asked);
+    free(asked.items);
+    struct level next = {0};
+    for (size_t i = 0; i < current.count; i++) descend(&current.items[i], &next, &changed);
+    levels = realloc(levels, (depth + 1) * sizeof *levels);
+    if (!levels) fall_back("out of memory");
+    levels[depth] = current;
+    current = next;
+  }
+  hash_changed(&changed);
+  while (depth-- > 0) make_trees(&levels[depth]);
+}
+
+/* ---- the request ---- */
+
+/* Reads the whole request (end-of-file ends it) and keeps it where the script can read it. */
+static int read_request(const char **mode, const char **since, const char **index,
+                        const char **pathspecs, size_t *pathspecs_length) {
+  struct buf request = {0};
+  read_all(0, &request);
+  if (request.length == 0) return 0;
+  if (request.length > MAX_REQUEST) fall_back("a request too large");
+  int fd = open(REQUEST_FILE ".next", O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
+  if (fd < 0 || write(fd, request.data, request.length) != (ssize_t)request.length ||
+      close(fd) != 0 || rename(REQUEST_FILE ".next", REQUEST_FILE) != 0) {
+    /* The script could not read the request again: fail rather than fall back. */
+    fputs("cordon-recorder: cannot keep the request\n", stderr);
+    exit(2);
+  }
+  const char *at = request.data, *limit = request.data + request.length;
+  *mode = next_field(&at, limit);
+  *since = *mode ? next_field(&at, limit) : NULL;
+  *index = *since ? next_field(&at, limit) : NULL;
+  if (!*index) fall_back("a malformed request");
+  *pathspecs = at;
+  *pathspecs_length = (size_t)(limit - at);
+  return 1;
+}
+
+int main(int argc, char **argv) {
+  if (argc < 3) {
+    fputs("usage: cordon-recorder CACHE GIT...\n", stderr);
+    return 2;
+  }
+  signal(SIGPIPE, SIG_IGN);
+  cache_path = argv[1];
+  git_command = argv + 2;
+  git_words = argc - 2;
+  setenv("GIT_FLUSH", "1", 1);
+
+  /* Ahead of the request: nothing here reads the copy. */
+  list_baseline();
+  const char *hash_args[] = {"hash-object", "-w", "--no-filters", "--stdin-paths", NULL};
+  const char *tree_args[] = {"mktree", "--batch", "-z", NULL};
+  const char *ignore_args[] = {"check-ignore", "--no-index", "--stdin", "-z", "-v", "-n", NULL};
+  start_git(&hasher, "hash-object", hash_args);
+  start_git(&tree_maker, "mktree", tree_args);
+  start_git(&ignore_checker, "check-ignore", ignore_args);
+  load_cache();
+
+  const char *mode, *since, *index, *pathspecs;
+  size_t pathspecs_length;
+  if (!read_request(&mode, &since, &index, &pathspecs, &pathspecs_length)) return 0;
+  if (strcmp(mode, "record") != 0 || strcmp(since, "none") != 0) fall_back("not a turn's record");
+  if (strcmp(index, "keep") != 0 && strcmp(index, "reuse") != 0) fall_back("index %s", index);
+  if (!((pathspecs_length == 1 && pathspecs[0] == '.') ||
+        (pathspecs_length == 2 && memcmp(pathspecs, ".", 2) == 0))) {
+    fall_back("pathspecs other than the whole copy");
+  }
+  keep_cache = strcmp(index, "keep") == 0;
+  cutoff = (long long)time(NULL) - 1;
+
+  int top = open(".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (top < 0) fall_back("cannot open the copy");
+  record_copy(top);
+  size_t length = strlen(recorded_tree) + 1;
+  if (write(1, recorded_tree, length) != (ssize_t)length) {
+    fputs("cordon-recorder: cannot write the tree id\n", stderr);
+    return 2;
+  }
+  if (keep_cache) save_cache();
+  return 0;
+}
