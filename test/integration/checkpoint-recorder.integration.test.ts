@@ -136,6 +136,7 @@ describe("the checkpoint recorder", () => {
       ln -s ../src/pkg/mod1.py links/to-file && ln -s ../src links/to-dir && ln -s /tmp/outside links/out && ln -s nowhere links/dangling
       printf 'a\nb' > "$(printf 'name\nwith newline')" && echo q > '"quoted' && echo u > 'ünï cödé.txt' && echo s > 'with space'
       head -c 9437184 /dev/urandom > big.bin
+      echo old > docs/ancient.md && touch -d @-1000 docs/ancient.md
       mkfifo pipe
       baseline
       # A tracked file under an ignored directory, as a user's force-added one.
@@ -158,6 +159,7 @@ describe("the checkpoint recorder", () => {
       echo more > vendor/forced.txt && echo new > vendor/new.txt
       echo '*.md' >> .gitignore
       echo again > "$(printf 'name\nwith newline')"
+      echo older > docs/ancient.md && touch -d @-1000 docs/ancient.md
       mkfifo src/pkg/fifo
       check keep
       check reuse

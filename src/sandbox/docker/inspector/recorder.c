@@ -363,6 +363,8 @@ static const struct cached *table_find(const struct table *t, char kind, const c
 
 static struct table old_cache, new_cache;
 static const char *cache_path;
+/* The cache as read: a record that would write it again unchanged writes nothing. */
+static struct buf cache_read;
 
 /* A NUL-ended field of the cache file; NULL past its end. */
 static const char *next_field(const char **at, const char *limit) {
@@ -424,18 +426,31 @@ static void load_cache(void) {
   int fd = open(cache_path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
   if (fd < 0) return;
   struct stat st;
-  struct buf contents = {0};
   if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && (size_t)st.st_size <= MAX_CACHE &&
       st.st_mtime <= time(NULL)) {
-    read_all(fd, &contents);
+    read_all(fd, &cache_read);
   }
   close(fd);
-  if (contents.length && !parse_cache(contents.data, contents.data + contents.length, &old_cache)) {
+  if (cache_read.length &&
+      !parse_cache(cache_read.data, cache_read.data + cache_read.length, &old_cache)) {
     /* Dropped whole: a record from nothing is slower, never wrong. */
     free(old_cache.items);
     free(old_cache.slots);
     memset(&old_cache, 0, sizeof old_cache);
+    cache_read.length = 0;
   }
+}
+
+/* A number and its NUL, as the cache holds it (printf's own formatting is most of a save). */
+static void add_number(struct buf *b, unsigned long long value) {
+  char digits[24];
+  size_t at = sizeof digits;
+  digits[--at] = '\0';
+  do {
+    digits[--at] = (char)('0' + value % 10);
+    value /= 10;
+  } while (value);
+  buf_add(b, digits + at, sizeof digits - at);
 }
 
 static void save_cache(void) {
@@ -446,17 +461,23 @@ static void save_cache(void) {
     buf_add(&out, item->kind == 'f' ? "f" : "d", 2);
     buf_str(&out, item->path);
     if (item->kind == 'f') {
-      buf_printf(&out, "%llu%c%llu%c%lld%c%lld%c%lld%c%lld%c%u", item->ino, 0, item->size, 0,
-                 item->mtime_sec, 0, item->mtime_nsec, 0, item->ctime_sec, 0, item->ctime_nsec,
-                 0, item->mode);
-      buf_add(&out, "", 1);
+      const unsigned long long fields[] = {
+          item->ino,
+          item->size,
+          (unsigned long long)item->mtime_sec,
+          (unsigned long long)item->mtime_nsec,
+          (unsigned long long)item->ctime_sec,
+          (unsigned long long)item->ctime_nsec,
+          item->mode,
+      };
+      for (size_t f = 0; f < sizeof fields / sizeof *fields; f++) add_number(&out, fields[f]);
     } else {
-      buf_printf(&out, "%zu", item->entries_length);
-      buf_add(&out, "", 1);
+      add_number(&out, item->entries_length);
       buf_add(&out, item->entries, item->entries_length);
     }
     buf_str(&out, item->oid);
   }
+  if (out.length == cache_read.length && memcmp(out.data, cache_read.data, out.length) == 0) return;
   struct buf temporary = {0};
   buf_add(&temporary, cache_path, strlen(cache_path));
   buf_add(&temporary, ".next", 5);
@@ -645,6 +666,8 @@ static int same_stat(const struct cached *c, const struct stat *st) {
 
 static void remember_file(const struct entry *e) {
   if (!keep_cache || e->st.st_ctim.tv_sec >= cutoff || e->st.st_mtim.tv_sec >= cutoff) return;
+  /* The cache holds times as unsigned numbers: a file dated before 1970 is hashed each time. */
+  if (e->st.st_ctim.tv_sec < 0 || e->st.st_mtim.tv_sec < 0) return;
   struct cached item = {.kind = 'f', .path = e->path};
   item.ino = (unsigned long long)e->st.st_ino;
   item.size = (unsigned long long)e->st.st_size;
