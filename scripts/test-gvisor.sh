@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The second test pass: the hardened-container, tool and Sandbox contract integration tests with
 # every sandbox under gVisor (CORDON_TEST_RUNTIME=runsc; docs/gvisor.md): exec, the file tools, read-only mounts, the
-# pids limit, no network, no route to the host (forwarded ports over the executor). tools-files is left out: its own checks run coreutils stat and ls -l in
+# pids limit, no network, no route to the host (forwarded ports over the executor), and the checkpoint recorder
+# against git (an inspector runs under its sandbox's runtime). tools-files is left out: its own checks run coreutils stat and ls -l in
 # the sandbox, which fail under gVisor (statx), though the tools themselves pass. Needs runsc registered with the engine, which
 # `CORDON_RUNTIME=runsc bash scripts/setup.sh` does. Extra arguments go to vitest.
 set -euo pipefail
@@ -16,4 +17,5 @@ CORDON_TEST_RUNTIME=runsc exec node_modules/.bin/vitest run --project integratio
   test/integration/docker-sandbox-tools.integration.test.ts \
   test/contract/docker-sandbox.contract.integration.test.ts \
   test/integration/no-route-to-host.integration.test.ts \
+  test/integration/checkpoint-recorder.integration.test.ts \
   "$@"

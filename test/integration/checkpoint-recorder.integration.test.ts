@@ -6,7 +6,7 @@
  * another index and object directory. Each check prints what git gives, what the script gave,
  * and whether the recorder recorded it or left it to git (its reason, on stderr).
  *
- * It must give git's tree for every copy it records, from nothing and from its cache; leave to
+ * Runs under CORDON_TEST_RUNTIME too (the gVisor pass). It must give git's tree for every copy it records, from nothing and from its cache; leave to
  * git what it cannot do exactly as git does; and not be fooled by a file rewritten in the second
  * its cache was made with its size and mtime put back.
  */
@@ -19,6 +19,7 @@ import { beforeAll, describe, expect, it } from "vitest";
 import { packageRoot } from "../../src/common/index.js";
 import { builtExecutorBinary } from "../../src/sandbox/docker/resident/testing/built-executor.js";
 import { requireSandboxImage, testLabel } from "../support/docker.js";
+import { testRuntime } from "../support/sandbox-spec.js";
 
 const run = promisify(execFile);
 
@@ -81,6 +82,8 @@ async function runCaseLines(commands: string): Promise<{ checks: Check[]; lines:
     "--rm",
     "--network=none",
     "--user=1000:1000",
+    // Under gVisor too (scripts/test-gvisor.sh), as an inspector of a gVisor sandbox runs.
+    ...(testRuntime ? [`--runtime=${testRuntime}`] : []),
     ...Object.entries(testLabel).map(([key, value]) => `--label=${key}=${value}`),
     ...["/workspace", "/baseline", "/checkpoints", "/scratch"].map(
       (mount) => `--tmpfs=${mount}:${owned}`,
