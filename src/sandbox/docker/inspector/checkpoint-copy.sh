@@ -65,7 +65,8 @@ if [ "${1:-}" = ahead ]; then
     : >/scratch/primed
     cp /checkpoints/index /scratch/index 2>/dev/null && primed=1
   fi
-  if [ -n "${2:-}" ]; then
+  # (A volume from a cordon built without it has none: then git alone, as before.)
+  if [ -n "${2:-}" ] && [ -x "$2" ]; then
     recorded=0
     (cd /workspace && exec "$2" "$record_cache" git "${git_options[@]}") || recorded=$?
     [ "$recorded" != 0 ] || exit 0

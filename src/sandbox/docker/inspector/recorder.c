@@ -195,6 +195,28 @@ static void exchange(struct helper *h, const struct buf *request, size_t answers
 
 static struct helper hasher, tree_maker, ignore_checker;
 
+/*
+ * The git processes end with this one, not after it: the executor that ran the record reports its
+ * end only once no process of it is left (it sweeps the run's tree), and one still exiting as it
+ * looks makes it look again, a millisecond later, over and over. They have answered all they were
+ * asked, so a kill loses nothing.
+ */
+static void stop_helpers(void) {
+  struct helper *all[] = {&hasher, &tree_maker, &ignore_checker};
+  for (size_t i = 0; i < sizeof all / sizeof *all; i++) {
+    if (all[i]->pid > 0) kill(all[i]->pid, SIGKILL);
+  }
+}
+
+/* At exit, whichever way this process ends. */
+static void end_helpers(void) {
+  stop_helpers();
+  struct helper *all[] = {&hasher, &tree_maker, &ignore_checker};
+  for (size_t i = 0; i < sizeof all / sizeof *all; i++) {
+    if (all[i]->pid > 0) waitpid(all[i]->pid, NULL, 0);
+  }
+}
+
 /* A hex object id of the baseline's length, ended by `end`: copied into `oid`. */
 static size_t oid_length;
 
@@ -893,6 +915,7 @@ int main(int argc, char **argv) {
   const char *hash_args[] = {"hash-object", "-w", "--no-filters", "--stdin-paths", NULL};
   const char *tree_args[] = {"mktree", "--batch", "-z", NULL};
   const char *ignore_args[] = {"check-ignore", "--no-index", "--stdin", "-z", "-v", "-n", NULL};
+  atexit(end_helpers);
   start_git(&hasher, "hash-object", hash_args);
   start_git(&tree_maker, "mktree", tree_args);
   start_git(&ignore_checker, "check-ignore", ignore_args);
@@ -918,6 +941,7 @@ int main(int argc, char **argv) {
     fputs("cordon-recorder: cannot write the tree id\n", stderr);
     return 2;
   }
+  stop_helpers(); /* their ends overlap the save */
   if (keep_cache) save_cache();
   return 0;
 }
