@@ -45,13 +45,19 @@ expected() {
     git read-tree refs/cordon/baseline && git add -A 2>/dev/null && git write-tree
   ) || true
 }
-# What the spare's recorder gives (the tree id, the last NUL-ended field), and who recorded it.
+# What the spare's recorder gives (the tree id, the last NUL-ended field, after the line that
+# says it is ready, which must come first and once), and who recorded it.
 check() {
   local index="$1" since=none output status=0 said
   [ "$#" -lt 2 ] || since="$2"
-  rm -f /scratch/request
-  output="$(printf 'record\0%s\0%s\0.' "$since" "$index" |
-    bash /checkpoint-copy.sh ahead /recorder 2>/tmp/stderr | tr '\0' '\n' | tail -n 1)" || status=$?
+  rm -f /scratch/request /scratch/ready
+  printf 'record\0%s\0%s\0.' "$since" "$index" |
+    bash /checkpoint-copy.sh ahead /recorder >/tmp/output 2>/tmp/stderr || status=$?
+  if [ "$(head -c 6 /tmp/output | od -An -c | tr -d ' ')" != 'ready\n' ] ||
+    [ "$(tail -c +7 /tmp/output | head -c 6)" = "$(printf 'ready\n')" ]; then
+    status=99
+  fi
+  output="$(tail -c +7 /tmp/output | tr '\0' '\n' | tail -n 1)"
   said="$(grep -o 'cordon-recorder: .*; recording with git' /tmp/stderr | head -n 1 || true)"
   [ -n "$said" ] || said=recorded
   printf 'check\t%s\t%s\t%s\t%s\n' "$(expected)" "$output" "$status" "$said"
@@ -111,10 +117,12 @@ function expectRecordedAsGit(checks: Check[], count: number): void {
   expect(checks).toHaveLength(count);
   for (const [at, check] of checks.entries()) {
     expect(check.expected, `check ${at}: git gave a tree`).toMatch(/^[0-9a-f]{40}$/);
-    expect({ at, got: check.got, by: check.by }).toEqual({
+    // Status 0: the record's output came after one `ready` line (check, above).
+    expect({ at, got: check.got, by: check.by, status: check.status }).toEqual({
       at,
       got: check.expected,
       by: "recorded",
+      status: 0,
     });
   }
 }
@@ -278,7 +286,7 @@ describe("the checkpoint recorder", () => {
       {
         name: "a file its user cannot read",
         commands: "echo x > locked.txt && chmod 000 locked.txt",
-        says: /git hash-object ended/,
+        says: /cannot read a file: Permission denied/,
         gitFails: true,
       },
       {
@@ -344,4 +352,30 @@ describe("the checkpoint recorder", () => {
       expect(check.got).toBe(check.expected);
     }
   }, 180_000);
+  it("joins the store's packs, one a record, into one once there are many; every recorded tree still reads back", async () => {
+    const { checks, lines } = await runCaseLines(String.raw`
+      mkdir -p src/a src/b && echo one > src/a/one.py && echo two > src/b/two.py
+      baseline
+      for round in $(seq 1 20); do
+        echo "round $round" >> src/a/one.py && echo "round $round" > "src/b/new$round.py"
+        check reuse
+        tail -c +7 /tmp/output | tr '\0' '\n' | tail -n 1 >> /tmp/trees
+        printf 'packs\t%s\n' "$(find /checkpoints/objects/pack -name '*.pack' | wc -l)"
+      done
+      export GIT_DIR=/baseline GIT_OBJECT_DIRECTORY=/checkpoints/objects
+      export GIT_ALTERNATE_OBJECT_DIRECTORIES=/baseline/objects
+      while read -r tree; do
+        if git archive "$tree" >/dev/null; then printf 'reads\t%s\n' "$tree"; else printf 'broken\t%s\n' "$tree"; fi
+      done < /tmp/trees
+    `);
+    expectRecordedAsGit(checks, 20);
+    const packs = lines
+      .filter((line) => line.startsWith("packs\t"))
+      .map((line) => Number(line.split("\t")[1]));
+    // A pack a record, up to 17; the next record's spare joins them before it records its own.
+    expect(packs.slice(0, 17)).toEqual([...Array(17).keys()].map((at) => at + 1));
+    expect(packs.slice(17)).toEqual([2, 3, 4]);
+    const read = lines.filter((line) => /^(reads|broken)\t/.test(line));
+    expect(read).toEqual(checks.map((check) => `reads\t${check.got}`));
+  }, 240_000);
 });

@@ -36,6 +36,9 @@ export GIT_INDEX_FILE=/scratch/index GIT_OBJECT_DIRECTORY=/checkpoints/objects
 export GIT_ALTERNATE_OBJECT_DIRECTORIES=/baseline/objects
 export GIT_CONFIG_NOSYSTEM=1 GIT_CONFIG_GLOBAL=/dev/null GIT_ATTR_NOSYSTEM=1
 export GIT_TERMINAL_PROMPT=0 LC_ALL=C HOME=/scratch
+# A page touched for the first time costs microseconds on the virtual machines cordon runs on, and
+# glibc gives back and takes again the ~256 KiB zlib wants for each object git writes: kept.
+export GLIBC_TUNABLES=glibc.malloc.mmap_threshold=33554432:glibc.malloc.trim_threshold=1073741824
 git_options=(-c core.hooksPath=/dev/null -c core.fsmonitor=false -c core.untrackedCache=false
   -c safe.directory='*' -c core.compression=1 -c core.looseCompression=1 -c gc.auto=0
   -c core.symlinks=true -c core.fileMode=true)
@@ -52,14 +55,33 @@ record_cache=/checkpoints/record-cache
 # asked of it (workspace-inspector.ts), so the record pays neither this shell's start nor the kept
 # index's copy. It copies the kept index (below) now, reading nothing of the copy, then reads MODE
 # (record only), SINCE and INDEX, each NUL-ended, from stdin, the pathspecs after them; at
-# end-of-file instead (the spare was removed unused) it exits 0.
+# end-of-file instead (the spare was removed unused) it exits 0. Its stdout starts with a line
+# `ready` once it waits for the request: the host counts the spare as started only then, so a
+# record sent to it waits for nothing started ahead.
 #
 # RECORDER (the executor's volume has one): recorder.c, started now too, reads the request
 # first and records a turn's state with no process started while the turn waits; what it leaves
 # to git (exit 3: another request, a nested repository, an odd name...) is read again from
 # /scratch/request, where it put the request, and recorded below as without it.
+# The recorder writes a pack per record: past this many, a spare joins the store's packs into one
+# before it says it is ready, reading nothing of the copy (git looks an object up in each pack).
+# The old packs go only once the new one holds every object the store has (git prints its name
+# only then); a reader that had one open finds its objects again in the new one.
+join_packs_over=16
+join_packs() {
+  local packs=(/checkpoints/objects/pack/pack-*.pack) joined
+  [ "${#packs[@]}" -gt "$join_packs_over" ] || return 0
+  joined="$(checkpoint_git cat-file --batch-all-objects --batch-check='%(objectname)' |
+    checkpoint_git pack-objects --local --quiet /checkpoints/objects/pack/pack)" || return 0
+  [ -f "/checkpoints/objects/pack/pack-$joined.idx" ] || return 0
+  for pack in "${packs[@]}"; do
+    [ "$pack" = "/checkpoints/objects/pack/pack-$joined.pack" ] || rm -f "$pack" "${pack%.pack}.idx"
+  done
+}
+
 primed=""
 if [ "${1:-}" = ahead ]; then
+  join_packs 2>/dev/null || true
   if [ -f /checkpoints/index ]; then
     # Touched first: a kept index made again after the copy is newer than this (copy_kept).
     : >/scratch/primed
@@ -75,6 +97,8 @@ if [ "${1:-}" = ahead ]; then
     fi
     [ ! -f /scratch/request ] || exec </scratch/request
   fi
+  # (The recorder says it itself when it got as far as waiting: /scratch/ready.)
+  [ -e /scratch/ready ] || printf 'ready\n'
   IFS= read -r -d '' mode || exit 0
   IFS= read -r -d '' other && IFS= read -r -d '' index_use || exit 2
   if [ "$mode" != record ]; then

@@ -1,4 +1,5 @@
 import { randomBytes } from "node:crypto";
+import { setTimeout as sleep } from "node:timers/promises";
 
 import {
   AbortedError,
@@ -453,21 +454,43 @@ async function startAhead(
   void started.exitCode.finally(() => {
     ended = true;
   });
+  // Started means ready: a record sent now waits for nothing the recorder does ahead (its
+  // `ready` line). Past the wait, or if it ended, the spare is offered as it is.
+  const wait = new AbortController();
+  await Promise.race([
+    started.firstOutput,
+    started.exitCode,
+    sleep(aheadReadyWaitMs, undefined, { signal: wait.signal }).catch(() => undefined),
+  ]);
+  wait.abort();
   return {
     waiting: () => !ended,
     run: async (request) => {
       const [mode, operand, index] = checkpointArguments(request);
       send(Buffer.concat([Buffer.from(`${mode}\0${operand}\0${index}\0`), request.pathspecs]));
-      return started.finish(request);
+      return withoutReadyLine(await started.finish(request));
     },
     cancel: () => send(undefined),
   };
+}
+
+/** How long a spare's start waits for its recorder to be ready; past it, its record waits. */
+const aheadReadyWaitMs = 30_000;
+const readyLine = Buffer.from("ready\n");
+
+function withoutReadyLine(output: Buffer): Buffer {
+  if (!output.subarray(0, readyLine.length).equals(readyLine)) {
+    throw new SandboxError("the checkpoint recorder started ahead never said it was ready");
+  }
+  return output.subarray(readyLine.length);
 }
 
 /** An inspection's process, started, its output collected: `finish` waits for its end. */
 interface StartedInspection {
   /** Its exit status once it ended (never rejects). */
   exitCode: Promise<unknown>;
+  /** Resolves once it wrote anything to stdout. */
+  firstOutput: Promise<void>;
   finish(request: InspectionRequest & { timeoutMs: number }): Promise<Buffer>;
 }
 
@@ -488,6 +511,10 @@ async function beginInspection(
   let stdoutBytes = 0;
   let stderrBytes = 0;
   let tooLarge = false;
+  let outputStarted!: () => void;
+  const firstOutput = new Promise<void>((resolve) => {
+    outputStarted = resolve;
+  });
   const running = await exec.start({
     ...start.invocation,
     workingDir: start.workingDir ?? "/workspace",
@@ -499,6 +526,7 @@ async function beginInspection(
         stderrBytes += piece.byteLength;
         return;
       }
+      outputStarted();
       stdoutBytes += piece.byteLength;
       if (stdoutBytes > maxOutput) {
         // Bytes past the limit are never kept: the inspector is stopped instead.
@@ -512,6 +540,7 @@ async function beginInspection(
   const exitCode = running.exitCode.catch(() => undefined);
   return {
     exitCode,
+    firstOutput,
     finish: async (request) => {
       const signal = combineSignals([request.signal], request.timeoutMs);
       let stopped = false;
