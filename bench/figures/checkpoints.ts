@@ -27,9 +27,10 @@ const changedFiles = 10;
  * - the record itself (`createCheckpoint`, as a run records and keeps a turn's state), against one
  *   exec of `true` in the same sandbox: nothing runs in the sandbox between turns here, so the
  *   sandbox's executor is asked twice (before and after) instead of the sandbox being paused, a
- *   spare inspector's recorder (started ahead, with the kept index copied) is sent the request
- *   and records the copy's tree from the index the first, untimed, checkpoints kept (hashing the
- *   files whose stat changed), and the list is appended. This is the issue's budget;
+ *   spare inspector's recorder (started ahead and ready: its cache loaded, git fast-import
+ *   waiting) is sent the request and records the copy's tree from the cache the first, untimed,
+ *   checkpoints kept (reading the files whose stat changed, writing one pack), and the list is
+ *   appended. This is the issue's budget;
  * - what it adds to a turn of the agent loop whose model answers in `modelDelayMs`: a run records
  *   the state a turn's tools left while the model answers, so the next turn waits only for what
  *   is left of it (`turnLatency`, against the same turns with checkpoints off).
@@ -119,7 +120,7 @@ export async function checkpointsFigure(ctx: BenchContext): Promise<FigureResult
         comparisons: [
           withTarget(
             {
-              measures: `a turn's checkpoint, the record itself (${changedFiles} files changed since the last, nothing running: 2 executor questions + the request to a spare's recorder started ahead, git add and write-tree from the kept index, uncounted + list)`,
+              measures: `a turn's checkpoint, the record itself (${changedFiles} files changed since the last, nothing running: 2 executor questions + the request to a spare's recorder started ahead, its walk and one fast-import pack, uncounted + list)`,
               ...compare(timings.turn, timings.exec, execBaseline),
             },
             budget,
