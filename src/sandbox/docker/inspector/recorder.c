@@ -23,7 +23,8 @@
  * older than the record: the kept index's rule (checkpoint-copy.sh): any later change to the file
  * gives it a later ctime, which no process can set back, and no process that could write it
  * through a mapping without one was alive. A cache written in the future (the clock went back)
- * is not used. A directory's entry needs no such rule: it is its entries' ids.
+ * is not used, nor one whose checksum is not its entries' (a write cut short). A directory's
+ * entry needs no such rule: it is its entries' ids.
  *
  * usage: cordon-recorder CACHE GIT... (GIT: the git command and its options, e.g. `git -c ...`)
  * stdin: MODE NUL SINCE NUL INDEX NUL, then the pathspecs (as checkpoint-copy.sh `ahead` reads)
@@ -65,7 +66,8 @@ static void announce_ready(void);
 #define MAX_DEPTH 200
 #define MAX_REQUEST (1024 * 1024)
 #define MAX_CACHE (512u * 1024 * 1024)
-#define CACHE_MAGIC "cordon-recorder-cache 1"
+#define CACHE_MAGIC "cordon-recorder-cache 2"
+#define SEAL_DIGITS 16
 
 extern char **environ;
 
@@ -353,7 +355,7 @@ struct table {
 };
 
 static uint64_t path_hash(char kind, const char *path) {
-  uint64_t h = 1469598103934665603ull ^ (unsigned char)kind;
+  uint64_t h = 14695981039346656037ull ^ (unsigned char)kind;
   for (const unsigned char *p = (const unsigned char *)path; *p; p++) h = (h ^ *p) * 1099511628211ull;
   return h;
 }
@@ -416,10 +418,24 @@ static int number_field(const char **at, const char *limit, unsigned long long *
   return 1;
 }
 
-/* Parses the cache written by `save_cache`; anything unexpected leaves it empty. */
+/* FNV-1a, 64 bits: what seals the cache against a write cut short (save_cache). */
+static uint64_t seal_of(const char *at, const char *limit) {
+  uint64_t h = 14695981039346656037ull;
+  for (; at < limit; at++) h = (h ^ (unsigned char)*at) * 1099511628211ull;
+  return h;
+}
+
+/*
+ * Parses the cache written by `save_cache`: its magic, its seal, then its entries; anything
+ * unexpected (a seal that is not its entries') leaves it empty.
+ */
 static int parse_cache(const char *at, const char *limit, struct table *into) {
   const char *magic = next_field(&at, limit);
   if (!magic || strcmp(magic, CACHE_MAGIC) != 0) return 0;
+  const char *seal = next_field(&at, limit);
+  char expected[SEAL_DIGITS + 1];
+  snprintf(expected, sizeof expected, "%016llx", (unsigned long long)seal_of(at, limit));
+  if (!seal || strcmp(seal, expected) != 0) return 0;
   while (at < limit) {
     struct cached item = {0};
     unsigned long long n[7];
@@ -487,9 +503,17 @@ static void add_number(struct buf *b, unsigned long long value) {
   buf_add(b, digits + at, sizeof digits - at);
 }
 
+/*
+ * Written over the old cache in place, then cut to length: a new file renamed into place cost
+ * more than half a millisecond on these machines' disk, most of what a save cost. A write cut
+ * short (the recorder killed, the machine down) leaves entries that do not match the seal, and
+ * the whole cache is dropped on reading.
+ */
 static void save_cache(void) {
   struct buf out = {0};
   buf_str(&out, CACHE_MAGIC);
+  size_t seal_at = out.length;
+  buf_add(&out, "0000000000000000", SEAL_DIGITS + 1);
   for (size_t i = 0; i < new_cache.count; i++) {
     const struct cached *item = &new_cache.items[i];
     buf_add(&out, item->kind == 'f' ? "f" : "d", 2);
@@ -511,21 +535,21 @@ static void save_cache(void) {
     }
     buf_str(&out, item->oid);
   }
+  char seal[SEAL_DIGITS + 1];
+  snprintf(seal, sizeof seal, "%016llx",
+           (unsigned long long)seal_of(out.data + seal_at + SEAL_DIGITS + 1, out.data + out.length));
+  memcpy(out.data + seal_at, seal, SEAL_DIGITS);
   if (out.length == cache_read.length && memcmp(out.data, cache_read.data, out.length) == 0) return;
-  struct buf temporary = {0};
-  buf_add(&temporary, cache_path, strlen(cache_path));
-  buf_add(&temporary, ".next", 5);
-  int fd = open(temporary.data, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
+  int fd = open(cache_path, O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
   if (fd < 0) return;
   size_t written = 0;
   while (written < out.length) {
-    ssize_t n = write(fd, out.data + written, out.length - written);
+    ssize_t n = pwrite(fd, out.data + written, out.length - written, (off_t)written);
     if (n <= 0) break;
     written += (size_t)n;
   }
-  if (close(fd) != 0 || written != out.length || rename(temporary.data, cache_path) != 0) {
-    unlink(temporary.data);
-  }
+  int failed = written != out.length || ftruncate(fd, (off_t)out.length) != 0;
+  if (close(fd) != 0 || failed) unlink(cache_path);
 }
 
 /* ---- names ---- */
