@@ -254,15 +254,17 @@ static int compare_strings(const void *a, const void *b) {
   return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
-static void read_all(int fd, struct buf *into) {
+/* Everything up to end-of-file, or no more than `limit` bytes in all: past it, git decides. */
+static void read_all(int fd, struct buf *into, size_t limit) {
   char chunk[65536];
   for (;;) {
     ssize_t n = read(fd, chunk, sizeof chunk);
     if (n == 0) return;
     if (n < 0) {
       if (errno == EINTR) continue;
-      fall_back("reading git: %s", strerror(errno));
+      fall_back("cannot read: %s", strerror(errno));
     }
+    if (into->length + (size_t)n > limit) fall_back("more than %zu MiB to read", limit >> 20);
     buf_add(into, chunk, (size_t)n);
   }
 }
@@ -275,7 +277,7 @@ static void list_baseline(void) {
   close(lister.in);
   fcntl(lister.out, F_SETFL, 0);
   struct buf listing = {0};
-  read_all(lister.out, &listing);
+  read_all(lister.out, &listing, SIZE_MAX);
   close(lister.out);
   int status;
   if (waitpid(lister.pid, &status, 0) < 0 || !WIFEXITED(status) || WEXITSTATUS(status) != 0) {
@@ -478,7 +480,7 @@ static void load_cache(void) {
   struct stat st;
   if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && (size_t)st.st_size <= MAX_CACHE &&
       st.st_mtime <= time(NULL)) {
-    read_all(fd, &cache_read);
+    read_all(fd, &cache_read, MAX_CACHE);
   }
   close(fd);
   if (cache_read.length &&
@@ -704,17 +706,7 @@ static void read_content(int dir, struct entry *e) {
     if (fstat(fd, &opened) != 0 || !S_ISREG(opened.st_mode) || opened.st_ino != e->st.st_ino) {
       fall_back("a file changed while it was read");
     }
-    char chunk[65536];
-    for (;;) {
-      ssize_t n = read(fd, chunk, sizeof chunk);
-      if (n == 0) break;
-      if (n < 0) {
-        if (errno == EINTR) continue;
-        fall_back("cannot read a file: %s", strerror(errno));
-      }
-      if (e->content.length + (size_t)n > MAX_BLOB) fall_back("a changed file grew too large");
-      buf_add(&e->content, chunk, (size_t)n);
-    }
+    read_all(fd, &e->content, MAX_BLOB);
     close(fd);
   }
   changed_bytes += e->content.length;
@@ -1164,7 +1156,7 @@ static void announce_ready(void) {
 static int read_request(const char **mode, const char **since, const char **index,
                         const char **pathspecs, size_t *pathspecs_length) {
   struct buf request = {0};
-  read_all(0, &request);
+  read_all(0, &request, SIZE_MAX);
   if (request.length == 0) return 0;
   if (request.length > MAX_REQUEST) fall_back("a request too large");
   int fd = open(REQUEST_FILE ".next", O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
