@@ -51,18 +51,6 @@ record_cache=/checkpoints/record-cache
 # (A compare mounts the store read-only, and reads only what a record made.)
 [ "${1:-}" = compare ] || [ -d /checkpoints/objects ] || mkdir -p /checkpoints/objects
 
-# `cordon ahead [RECORDER]`: a spare inspector's recorder, started before a turn's record is
-# asked of it (workspace-inspector.ts), so the record pays neither this shell's start nor the kept
-# index's copy. It copies the kept index (below) now, reading nothing of the copy, then reads MODE
-# (record only), SINCE and INDEX, each NUL-ended, from stdin, the pathspecs after them; at
-# end-of-file instead (the spare was removed unused) it exits 0. Its stdout starts with a line
-# `ready` once it waits for the request: the host counts the spare as started only then, so a
-# record sent to it waits for nothing started ahead.
-#
-# RECORDER (the executor's volume has one): recorder.c, started now too, reads the request
-# first and records a turn's state with no process started while the turn waits; what it leaves
-# to git (exit 3: another request, a nested repository, an odd name...) is read again from
-# /scratch/request, where it put the request, and recorded below as without it.
 # The recorder writes a pack per record: past this many, a spare joins the store's packs into one
 # before it says it is ready, reading nothing of the copy (git looks an object up in each pack).
 # The old packs go only once the new one holds every object the store has (git prints its name
@@ -79,6 +67,18 @@ join_packs() {
   done
 }
 
+# `cordon ahead [RECORDER]`: a spare inspector's recorder, started before a turn's record is
+# asked of it (workspace-inspector.ts), so the record pays neither this shell's start nor the kept
+# index's copy. It copies the kept index (below) now, reading nothing of the copy, then reads MODE
+# (record only), SINCE and INDEX, each NUL-ended, from stdin, the pathspecs after them; at
+# end-of-file instead (the spare was removed unused) it exits 0. Its stdout starts with a line
+# `ready` once it waits for the request: the host counts the spare as started only then, so a
+# record sent to it waits for nothing started ahead.
+#
+# RECORDER (the executor's volume has one): recorder.c, started now too, reads the request
+# first and records a turn's state with no process started while the turn waits; what it leaves
+# to git (exit 3: another request, a nested repository, an odd name...) is read again from
+# /scratch/request, where it put the request, and recorded below as without it.
 primed=""
 if [ "${1:-}" = ahead ]; then
   join_packs 2>/dev/null || true
