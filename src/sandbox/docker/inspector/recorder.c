@@ -892,10 +892,15 @@ static int next_listed(const char **at, const char *limit, struct listed *into) 
   return 1;
 }
 
-static void add_path_command(struct buf *request, const char *command, const char *path) {
-  buf_printf(request, "%s", command);
+/* A command's last operand: the path, quoted, and the end of the line. */
+static void add_path_line(struct buf *request, const char *path) {
   add_quoted(request, path);
   buf_add(request, "\n", 1);
+}
+
+static void add_deletion(struct buf *request, const char *path) {
+  buf_printf(request, "D ");
+  add_path_line(request, path);
 }
 
 static void add_changes(struct buf *request, const struct directory *dir, const struct cached *base);
@@ -908,7 +913,7 @@ static void add_change(struct buf *request, const struct entry *e, const struct 
   if (e->oid[0]) {
     if (same_mode && memcmp(before->oid, e->oid, oid_length) == 0) return;
     buf_printf(request, "M %s %s ", mode, e->oid);
-    add_path_command(request, "", e->path);
+    add_path_line(request, e->path);
   } else if (S_ISDIR(e->st.st_mode)) {
     /* A changed directory: its base the cached listing of the tree the base holds there. */
     const struct cached *own = same_mode ? table_find(&old_cache, 'd', e->path) : NULL;
@@ -916,11 +921,11 @@ static void add_change(struct buf *request, const struct entry *e, const struct 
       add_changes(request, e->as_directory, own);
       return;
     }
-    if (before) add_path_command(request, "D ", e->path);
+    if (before) add_deletion(request, e->path);
     add_changes(request, e->as_directory, NULL);
   } else {
     buf_printf(request, "M %s :%u ", mode, e->mark);
-    add_path_command(request, "", e->path);
+    add_path_line(request, e->path);
   }
 }
 
@@ -935,22 +940,21 @@ static void add_changes(struct buf *request, const struct directory *dir, const 
   const char *limit = base ? base->entries + base->entries_length : NULL;
   struct listed before;
   int more = base && next_listed(&at, limit, &before);
-  for (size_t i = 0; i < dir->count; i++) {
-    const struct entry *e = &dir->entries[i];
-    for (; more && strcmp(before.name, e->name) < 0; more = next_listed(&at, limit, &before)) {
+  for (size_t i = 0; i < dir->count || more;) {
+    const struct entry *e = i < dir->count ? &dir->entries[i] : NULL;
+    /* < 0: a name only the base has (gone); 0: both have it; > 0: only the copy has it. */
+    int order = !more ? 1 : !e ? -1 : strcmp(before.name, e->name);
+    if (order < 0) {
       char *gone = joined(dir->path, before.name);
-      add_path_command(request, "D ", gone);
+      add_deletion(request, gone);
       free(gone);
+    } else if (!e->left_out) {
+      add_change(request, e, order == 0 ? &before : NULL);
+    } else if (order == 0) {
+      add_deletion(request, e->path);
     }
-    int named = more && strcmp(before.name, e->name) == 0;
-    if (!e->left_out) add_change(request, e, named ? &before : NULL);
-    else if (named) add_path_command(request, "D ", e->path);
-    if (named) more = next_listed(&at, limit, &before);
-  }
-  for (; more; more = next_listed(&at, limit, &before)) {
-    char *gone = joined(dir->path, before.name);
-    add_path_command(request, "D ", gone);
-    free(gone);
+    if (order <= 0) more = next_listed(&at, limit, &before);
+    if (order >= 0) i++;
   }
 }
 
@@ -994,8 +998,7 @@ static void import_changes(struct level *levels, size_t depth, const struct entr
       }
       asked[trees++] = dir;
       buf_printf(&request, "ls ");
-      add_quoted(&request, dir->path);
-      buf_add(&request, "\n", 1);
+      add_path_line(&request, dir->path);
     }
   }
   for (size_t i = 0; i < changed->count; i++) {
