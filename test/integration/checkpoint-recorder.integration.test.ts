@@ -397,4 +397,27 @@ describe("the checkpoint recorder", () => {
     const read = lines.filter((line) => /^(reads|broken)\t/.test(line));
     expect(read).toEqual(checks.map((check) => `reads\t${check.got}`));
   }, 240_000);
+  it("drops a cache naming trees the store lacks: git records that turn, the recorder the next", async () => {
+    const checks = await runCase(String.raw`
+      mkdir src && for i in $(seq 1 10); do echo "file $i" > "src/f$i.txt"; done
+      baseline
+      echo new > src/new.txt
+      sleep 1.2
+      check keep
+      # The objects the cache names gone, as after a record killed before its pack was in place.
+      rm -f /checkpoints/objects/pack/*
+      echo changed > src/f1.txt
+      check keep
+      test -e /checkpoints/record-cache || printf 'check\t-\t-\t0\tcache dropped\n'
+      echo again > src/f2.txt
+      check keep
+    `);
+    expect(checks).toHaveLength(4);
+    const [first, failed, dropped, next] = checks as [Check, Check, Check, Check];
+    expectRecordedAsGit([first], 1);
+    expect(failed.by).toMatch(/fast-import/);
+    expect(failed.got).toBe(failed.expected);
+    expect(dropped.by).toBe("cache dropped");
+    expectRecordedAsGit([next], 1);
+  }, 180_000);
 });

@@ -59,6 +59,7 @@
 #include <unistd.h>
 
 static void announce_ready(void);
+static void drop_cache_if_imported(void);
 #define FALL_BACK 3
 #define REQUEST_FILE "/scratch/request"
 #define READY "ready\n"
@@ -83,6 +84,7 @@ static void fall_back(const char *format, ...) {
   fputs("; recording with git\n", stderr);
   va_end(args);
   announce_ready();
+  drop_cache_if_imported();
   exit(FALL_BACK);
 }
 
@@ -967,6 +969,16 @@ static void add_changes(struct buf *request, const struct directory *dir, const 
  */
 static int import_sent;
 
+/*
+ * Once fast-import has been given anything, a record that falls back drops the cache: it may have
+ * been saved naming objects this import never stored, or be the cache that made fast-import fail
+ * (a tree it names is not in the store: a record killed between its save and the pack's end). The
+ * next record is made from nothing instead of failing the same way every turn.
+ */
+static void drop_cache_if_imported(void) {
+  if (import_sent) unlink(cache_path);
+}
+
 static void import_changes(struct level *levels, size_t depth, const struct entries *changed) {
   if (recorded_tree[0]) return; /* the copy is the cached one */
   struct buf request = {0}, reply = {0};
@@ -1025,19 +1037,15 @@ static void import_changes(struct level *levels, size_t depth, const struct entr
 }
 
 /*
- * Once fast-import has ended well its objects are in the store, and the record can be given. The
- * cache may have been saved meanwhile, naming them: if it failed, that cache goes too (the next
- * record is made from nothing, not from ids the store lacks).
+ * Once fast-import has ended well its objects are in the store, and the record can be given (the
+ * cache, saved meanwhile, names them; if it failed, fall_back drops that cache).
  */
 static void end_import(void) {
   if (!import_sent) return;
   int status;
   pid_t ended = waitpid(importer.pid, &status, 0);
   importer.pid = 0;
-  if (ended < 0 || !WIFEXITED(status) || WEXITSTATUS(status) != 0) {
-    unlink(cache_path);
-    fall_back("git fast-import failed");
-  }
+  if (ended < 0 || !WIFEXITED(status) || WEXITSTATUS(status) != 0) fall_back("git fast-import failed");
 }
 
 /* For the next record: each file's stat data and blob id, each directory's entries and tree id. */
